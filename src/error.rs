@@ -1,0 +1,291 @@
+//! The crate's one error type.
+//!
+//! Every fallible call returns [`Error`]. It is small (one pointer) and carries the
+//! context a caller needs to act: what kind of failure it was ([`ErrorKind`]), the
+//! peer address when there was one, the broker's response code and remark, and which
+//! phase of a call timed out.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::protocol::ResponseCode;
+
+/// What went wrong, coarsely. Use [`Error::kind`] to branch on it.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// A deadline passed; [`Error::timeout_phase`] says which part of the call.
+    Timeout,
+    /// A TCP connection could not be established.
+    Connect,
+    /// The connection closed (or failed) while the request was pending.
+    ConnectionClosed,
+    /// The peer answered with a response code other than the one expected.
+    Response,
+    /// Bytes from the network could not be decoded (malformed or oversized frame, bad JSON).
+    Decode,
+    /// Input from the caller was rejected before anything was sent.
+    InvalidArgument,
+    /// The object is not in a state that allows the call (not started, shut down, ...).
+    State,
+    /// Too many requests are in flight; the permit could not be acquired in time.
+    Overloaded,
+    /// No route to the topic is known (the name server does not know it, or no broker is writable).
+    NoRoute,
+    /// A local I/O error (files, sockets) that fits none of the kinds above.
+    Io,
+}
+
+/// Which part of a call ran out of time.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeoutPhase {
+    /// Establishing the TCP connection.
+    Connect,
+    /// Waiting for a permit of the async/oneway in-flight limit.
+    Permit,
+    /// Waiting for a lock that serialises connection set-up.
+    Lock,
+    /// Waiting for the response after the request was handed to the I/O thread.
+    Response,
+}
+
+impl fmt::Display for TimeoutPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimeoutPhase::Connect => "connecting",
+            TimeoutPhase::Permit => "waiting for an in-flight permit",
+            TimeoutPhase::Lock => "waiting for the connection lock",
+            TimeoutPhase::Response => "waiting for the response",
+        })
+    }
+}
+
+/// The error type of every fallible call in this crate.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: ErrorKind,
+    message: String,
+    addr: Option<String>,
+    phase: Option<TimeoutPhase>,
+    code: Option<ResponseCode>,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// Shorthand for `Result<T, rocketmq_blocking::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error of `kind` with a human-readable message.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            inner: Box::new(Inner {
+                kind,
+                message: message.into(),
+                addr: None,
+                phase: None,
+                code: None,
+                source: None,
+            }),
+        }
+    }
+
+    pub(crate) fn timeout(phase: TimeoutPhase, after: Duration) -> Self {
+        let mut e = Error::new(
+            ErrorKind::Timeout,
+            format!("timed out after {} ms {phase}", after.as_millis()),
+        );
+        e.inner.phase = Some(phase);
+        e
+    }
+
+    pub(crate) fn connect(addr: &str, source: std::io::Error) -> Self {
+        Error::new(ErrorKind::Connect, "could not connect")
+            .with_addr(addr)
+            .with_source(source)
+    }
+
+    pub(crate) fn closed(addr: &str, why: impl Into<String>) -> Self {
+        Error::new(ErrorKind::ConnectionClosed, why).with_addr(addr)
+    }
+
+    /// An error for a response whose code was not the expected one.
+    pub fn response(code: ResponseCode, remark: Option<&str>) -> Self {
+        let mut e = Error::new(
+            ErrorKind::Response,
+            format!(
+                "response code {code:?}: {}",
+                remark.unwrap_or("(no remark)")
+            ),
+        );
+        e.inner.code = Some(code);
+        e
+    }
+
+    pub(crate) fn decode(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Decode, message)
+    }
+
+    pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidArgument, message)
+    }
+
+    pub(crate) fn state(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::State, message)
+    }
+
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io, what).with_source(source)
+    }
+
+    /// Attach the peer address this error concerns.
+    pub(crate) fn with_addr(mut self, addr: &str) -> Self {
+        self.inner.addr = Some(addr.to_string());
+        self
+    }
+
+    /// Prefix the message with what the caller was doing (e.g. "send to topic T").
+    pub(crate) fn context(mut self, what: impl fmt::Display) -> Self {
+        self.inner.message = format!("{what}: {}", self.inner.message);
+        self
+    }
+
+    pub(crate) fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.inner.source = Some(Box::new(source));
+        self
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
+    }
+
+    /// The peer address, when the error concerns one connection.
+    pub fn addr(&self) -> Option<&str> {
+        self.inner.addr.as_deref()
+    }
+
+    /// True for every timeout, whatever the phase.
+    pub fn is_timeout(&self) -> bool {
+        self.inner.kind == ErrorKind::Timeout
+    }
+
+    /// Which phase timed out, for timeouts.
+    pub fn timeout_phase(&self) -> Option<TimeoutPhase> {
+        self.inner.phase
+    }
+
+    /// The broker's or name server's response code, for [`ErrorKind::Response`].
+    pub fn response_code(&self) -> Option<ResponseCode> {
+        self.inner.code
+    }
+
+    /// The message without the source chain.
+    pub fn message(&self) -> &str {
+        &self.inner.message
+    }
+
+    /// Whether retrying the same call (possibly on another broker) may succeed:
+    /// transport failures, timeouts, and the response codes the Java producer retries.
+    pub fn is_retriable(&self) -> bool {
+        match self.inner.kind {
+            ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed => true,
+            ErrorKind::Response => self.inner.code.is_some_and(|c| {
+                matches!(
+                    c,
+                    ResponseCode::TOPIC_NOT_EXIST
+                        | ResponseCode::SERVICE_NOT_AVAILABLE
+                        | ResponseCode::SYSTEM_ERROR
+                        | ResponseCode::NO_PERMISSION
+                        | ResponseCode::NO_BUYER_ID
+                        | ResponseCode::NOT_IN_CURRENT_UNIT
+                )
+            }),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.inner.message)?;
+        if let Some(addr) = &self.inner.addr {
+            write!(f, " (peer {addr})")?;
+        }
+        if let Some(src) = &self.inner.source {
+            write!(f, ": {src}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.inner.kind)
+            .field("message", &self.inner.message);
+        if let Some(a) = &self.inner.addr {
+            d.field("addr", a);
+        }
+        if let Some(p) = &self.inner.phase {
+            d.field("phase", p);
+        }
+        if let Some(c) = &self.inner.code {
+            d.field("code", c);
+        }
+        if let Some(s) = &self.inner.source {
+            d.field("source", s);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner
+            .source
+            .as_ref()
+            .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_is_one_pointer_wide() {
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
+        assert_eq!(
+            std::mem::size_of::<Result<()>>(),
+            std::mem::size_of::<usize>()
+        );
+    }
+
+    #[test]
+    fn display_names_the_peer_and_the_phase() {
+        let e = Error::timeout(TimeoutPhase::Response, Duration::from_millis(3000))
+            .with_addr("127.0.0.1:9876")
+            .context("GET_ROUTEINFO_BY_TOPIC");
+        let s = e.to_string();
+        assert!(s.contains("3000 ms"), "{s}");
+        assert!(s.contains("waiting for the response"), "{s}");
+        assert!(s.contains("127.0.0.1:9876"), "{s}");
+        assert!(e.is_timeout());
+        assert_eq!(e.timeout_phase(), Some(TimeoutPhase::Response));
+    }
+
+    #[test]
+    fn retriable_follows_the_java_producer_codes() {
+        assert!(Error::response(ResponseCode::SYSTEM_ERROR, None).is_retriable());
+        assert!(!Error::response(ResponseCode::SYSTEM_BUSY, None).is_retriable());
+        assert!(!Error::invalid_argument("bad topic").is_retriable());
+        assert!(Error::closed("a:1", "reset").is_retriable());
+    }
+}

@@ -1,0 +1,700 @@
+//! `RemotingCommand` and its frame codec.
+//!
+//! A frame is `[len: i32][mark: i32][header][body]` where `len` counts everything after
+//! itself and `mark` holds the serialize type in its top byte and the header length in the
+//! low 24 bits. The header is either fastjson-style JSON or the `ROCKETMQ` binary layout;
+//! both are decoded on every frame because brokers answer some paths in their own default.
+//!
+//! Decoding never panics and never allocates more than the frame it was given: every
+//! length is checked against what is left.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType};
+use super::header::CommandHeader;
+use super::DecodeError;
+
+/// The `version` we send: Java's `MQVersion.Version.V4_9_8.ordinal()`. Name servers answer
+/// route queries in standard JSON to versions ≥ 401 (V4_9_4).
+pub const CURRENT_VERSION: i32 = 409;
+
+/// The default largest frame accepted (Java `com.rocketmq.remoting.frameMaxLength`).
+pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+
+const RESPONSE_FLAG: i32 = 1;
+const ONEWAY_FLAG: i32 = 1 << 1;
+const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
+/// code(2) language(1) version(2) opaque(4) flag(4) remark len(4) ext len(4).
+const BINARY_FIXED_LEN: usize = 21;
+
+static NEXT_OPAQUE: AtomicI32 = AtomicI32::new(0);
+
+/// A fresh request id; wraps around like Java's `AtomicInteger`.
+pub fn next_opaque() -> i32 {
+    NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Header fields (`extFields`): string keys and values in insertion order.
+///
+/// A small vector beats a hash map for the dozen fields a header has. Inserting a key
+/// that exists replaces its value, as Java's `HashMap` does when a frame repeats a key.
+#[derive(Debug, Clone, Default)]
+pub struct ExtFields(Vec<(String, String)>);
+
+/// Equal when both hold the same key/value pairs, in any order (Java uses a `HashMap`).
+impl PartialEq for ExtFields {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl ExtFields {
+    /// An empty set.
+    pub fn new() -> Self {
+        ExtFields(Vec::new())
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Sets `key` to `value`, replacing an earlier value.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        let key = key.into();
+        let value = value.into();
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((key, value)),
+        }
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: &str) -> Option<String> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+
+    /// Iterates over the fields in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are no fields.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// One request or response of the remoting protocol.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemotingCommand {
+    /// Request code in a request, response code in a response.
+    pub code: i32,
+    /// Sender's language.
+    pub language: LanguageCode,
+    /// Sender's protocol version ([`CURRENT_VERSION`] for us).
+    pub version: i32,
+    /// Request id; a response carries its request's.
+    pub opaque: i32,
+    /// Bit 0: response; bit 1: oneway.
+    pub flag: i32,
+    /// Free text; the error reason in failed responses.
+    pub remark: Option<String>,
+    /// Header fields.
+    pub ext_fields: ExtFields,
+    /// Body bytes; empty when there is none.
+    pub body: Vec<u8>,
+    /// Header encoding used on the wire (set from the frame when decoding).
+    pub serialize_type: SerializeType,
+}
+
+impl RemotingCommand {
+    /// A request with a fresh opaque and no fields.
+    pub fn request(code: RequestCode) -> Self {
+        RemotingCommand {
+            code: code.0,
+            language: LanguageCode::RUST,
+            version: CURRENT_VERSION,
+            opaque: next_opaque(),
+            flag: 0,
+            remark: None,
+            ext_fields: ExtFields::new(),
+            body: Vec::new(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+
+    /// A request whose fields come from a typed header.
+    pub fn request_with_header(code: RequestCode, header: &impl CommandHeader) -> Self {
+        let mut cmd = RemotingCommand::request(code);
+        header.write_to(&mut cmd.ext_fields);
+        cmd
+    }
+
+    /// A response to the request with `opaque`.
+    pub fn response(code: ResponseCode, opaque: i32, remark: Option<String>) -> Self {
+        RemotingCommand {
+            code: code.0,
+            language: LanguageCode::RUST,
+            version: CURRENT_VERSION,
+            opaque,
+            flag: RESPONSE_FLAG,
+            remark,
+            ext_fields: ExtFields::new(),
+            body: Vec::new(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+
+    /// Sets the body (builder style).
+    pub fn with_body(mut self, body: Vec<u8>) -> Self {
+        self.body = body;
+        self
+    }
+
+    /// Whether this frame is a response.
+    pub fn is_response(&self) -> bool {
+        self.flag & RESPONSE_FLAG != 0
+    }
+
+    /// Whether this request expects no response.
+    pub fn is_oneway(&self) -> bool {
+        self.flag & ONEWAY_FLAG != 0
+    }
+
+    /// Marks this request as oneway.
+    pub fn mark_oneway(&mut self) {
+        self.flag |= ONEWAY_FLAG;
+    }
+
+    /// The code read as a response code.
+    pub fn response_code(&self) -> ResponseCode {
+        ResponseCode(self.code)
+    }
+
+    /// The code read as a request code.
+    pub fn request_code(&self) -> RequestCode {
+        RequestCode(self.code)
+    }
+
+    /// Decodes the typed header from the fields.
+    pub fn decode_header<H: CommandHeader>(&self) -> Result<H, DecodeError> {
+        H::read_from(&self.ext_fields)
+    }
+
+    /// Appends the whole frame (length prefix included) to `buf`.
+    ///
+    /// A code that does not fit the binary header's i16 is sent with a JSON header: the
+    /// peer reads the type per frame, so this is always understood.
+    pub fn encode(&self, buf: &mut Vec<u8>) {
+        let start = buf.len();
+        buf.extend_from_slice(&[0u8; 8]); // length + header mark, back-filled
+        let ty = match self.serialize_type {
+            SerializeType::RocketMq if i16::try_from(self.code).is_ok() => {
+                self.encode_binary_header(buf);
+                SerializeType::RocketMq
+            }
+            _ => {
+                self.encode_json_header(buf);
+                SerializeType::Json
+            }
+        };
+        let header_len = buf.len() - start - 8;
+        buf.extend_from_slice(&self.body);
+        let total = buf.len() - start - 4;
+        // Lengths that do not fit are the caller's bug; the peer would reject the frame,
+        // and the I/O layer checks frame size before queueing.
+        let mark = (u32::from(ty.code()) << 24) | (header_len as u32 & MAX_HEADER_LEN as u32);
+        buf[start..start + 4].copy_from_slice(&(total as u32).to_be_bytes());
+        buf[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
+    }
+
+    /// The encoded frame as a new vector.
+    pub fn to_frame(&self) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(128 + self.body.len());
+        self.encode(&mut buf);
+        buf
+    }
+
+    fn encode_binary_header(&self, buf: &mut Vec<u8>) {
+        // Caller checked that the code fits.
+        buf.extend_from_slice(&(self.code as i16).to_be_bytes());
+        buf.push(self.language.0);
+        buf.extend_from_slice(&(self.version.clamp(0, i16::MAX as i32) as i16).to_be_bytes());
+        buf.extend_from_slice(&self.opaque.to_be_bytes());
+        buf.extend_from_slice(&self.flag.to_be_bytes());
+        match &self.remark {
+            Some(r) if !r.is_empty() => {
+                buf.extend_from_slice(&(r.len() as i32).to_be_bytes());
+                buf.extend_from_slice(r.as_bytes());
+            }
+            _ => buf.extend_from_slice(&0i32.to_be_bytes()),
+        }
+        let len_at = buf.len();
+        buf.extend_from_slice(&0i32.to_be_bytes());
+        for (k, v) in self.ext_fields.iter() {
+            // The binary layout cannot carry keys longer than i16; such a key is a bug in
+            // our header definitions, not user input, so truncating is not an option: skip.
+            let Ok(klen) = i16::try_from(k.len()) else {
+                continue;
+            };
+            buf.extend_from_slice(&klen.to_be_bytes());
+            buf.extend_from_slice(k.as_bytes());
+            buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            buf.extend_from_slice(v.as_bytes());
+        }
+        let ext_len = (buf.len() - len_at - 4) as i32;
+        buf[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
+    }
+
+    /// Writes the header the way fastjson does: keys in alphabetical order, nulls omitted,
+    /// enums by name, control characters escaped as `\u00XX`.
+    fn encode_json_header(&self, buf: &mut Vec<u8>) {
+        use std::io::Write;
+        // Writing to a Vec cannot fail.
+        let _ = write!(buf, "{{\"code\":{}", self.code);
+        if !self.ext_fields.is_empty() {
+            buf.extend_from_slice(b",\"extFields\":{");
+            for (i, (k, v)) in self.ext_fields.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                write_json_string(buf, k);
+                buf.push(b':');
+                write_json_string(buf, v);
+            }
+            buf.push(b'}');
+        }
+        let _ = write!(buf, ",\"flag\":{},\"language\":", self.flag);
+        match self.language.name() {
+            Some(name) => write_json_string(buf, name),
+            None => write_json_string(buf, "OTHER"),
+        }
+        let _ = write!(buf, ",\"opaque\":{}", self.opaque);
+        if let Some(remark) = &self.remark {
+            buf.extend_from_slice(b",\"remark\":");
+            write_json_string(buf, remark);
+        }
+        let _ = write!(
+            buf,
+            ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
+            self.version
+        );
+    }
+
+    /// Decodes one frame *without* its 4-byte length prefix (what [`frame_len`] measured).
+    pub fn decode(frame: &[u8]) -> Result<RemotingCommand, DecodeError> {
+        let mut r = Reader::new(frame);
+        let mark = r.u32()?;
+        let header_len = (mark & MAX_HEADER_LEN as u32) as usize;
+        let ty_code = (mark >> 24) as u8;
+        let header = r.bytes(header_len)?;
+        let body = r.rest().to_vec();
+        let ty = SerializeType::from_code(ty_code)
+            .ok_or_else(|| DecodeError::new(format!("unknown serialize type {ty_code}")))?;
+        let mut cmd = match ty {
+            SerializeType::Json => decode_json_header(header)?,
+            SerializeType::RocketMq => decode_binary_header(header)?,
+        };
+        cmd.serialize_type = ty;
+        cmd.body = body;
+        Ok(cmd)
+    }
+}
+
+/// Measures the frame at the start of `buf`.
+///
+/// Returns `Ok(None)` until the 4-byte prefix is complete, then `Ok(Some(n))` where `n` is
+/// the length of the frame after the prefix. A length below the 4-byte header mark or above
+/// `max_frame` is an error: the connection must be closed.
+pub fn frame_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, DecodeError> {
+    let Some(prefix) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = i32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]);
+    if len < 4 {
+        return Err(DecodeError::new(format!("frame length {len} is too small")));
+    }
+    let len = len as usize;
+    if len > max_frame {
+        return Err(DecodeError::new(format!(
+            "frame length {len} exceeds the maximum {max_frame}"
+        )));
+    }
+    Ok(Some(len))
+}
+
+fn write_json_string(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    buf.push(b'"');
+    let bytes = s.as_bytes();
+    let mut plain_from = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f => b"",
+            _ => continue,
+        };
+        buf.extend_from_slice(&bytes[plain_from..i]);
+        if escape.is_empty() {
+            buf.extend_from_slice(b"\\u00");
+            buf.push(HEX[(b >> 4) as usize]);
+            buf.push(HEX[(b & 0xf) as usize]);
+        } else {
+            buf.extend_from_slice(escape);
+        }
+        plain_from = i + 1;
+    }
+    buf.extend_from_slice(&bytes[plain_from..]);
+    buf.push(b'"');
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonHeader {
+    code: i32,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    version: i32,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default)]
+    ext_fields: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
+    let h: JsonHeader = serde_json::from_slice(header)
+        .map_err(|e| DecodeError::new(format!("bad JSON header: {e}")))?;
+    let mut ext_fields = ExtFields::new();
+    if let Some(map) = h.ext_fields {
+        for (k, v) in map {
+            // Java always writes strings; tolerate numbers and booleans, skip nulls.
+            let v = match v {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            ext_fields.insert(k, v);
+        }
+    }
+    Ok(RemotingCommand {
+        code: h.code,
+        language: h
+            .language
+            .as_deref()
+            .map_or(LanguageCode::JAVA, LanguageCode::from_name),
+        version: h.version,
+        opaque: h.opaque,
+        flag: h.flag,
+        remark: h.remark,
+        ext_fields,
+        body: Vec::new(),
+        serialize_type: SerializeType::Json,
+    })
+}
+
+fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
+    if header.len() < BINARY_FIXED_LEN {
+        return Err(DecodeError::new(format!(
+            "binary header of {} bytes is shorter than {BINARY_FIXED_LEN}",
+            header.len()
+        )));
+    }
+    let mut r = Reader::new(header);
+    let code = i32::from(r.i16()?);
+    let language = LanguageCode(r.u8()?);
+    let version = i32::from(r.i16()?);
+    let opaque = r.i32()?;
+    let flag = r.i32()?;
+    let remark_len = r.len_i32()?;
+    let remark = if remark_len > 0 {
+        Some(r.utf8(remark_len)?)
+    } else {
+        None
+    };
+    let ext_len = r.len_i32()?;
+    let mut ext = Reader::new(r.bytes(ext_len)?);
+    let mut ext_fields = ExtFields::new();
+    while !ext.is_empty() {
+        let klen = ext.len_i16()?;
+        let key = ext.utf8(klen)?;
+        let vlen = ext.len_i32()?;
+        let value = ext.utf8(vlen)?;
+        // Java turns empty keys and values into nulls, which a HashMap then drops.
+        if !key.is_empty() && !value.is_empty() {
+            ext_fields.insert(key, value);
+        }
+    }
+    if !r.is_empty() {
+        return Err(DecodeError::new(format!(
+            "{} trailing bytes after the binary header",
+            r.remaining()
+        )));
+    }
+    Ok(RemotingCommand {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext_fields,
+        body: Vec::new(),
+        serialize_type: SerializeType::RocketMq,
+    })
+}
+
+/// A bounds-checked big-endian reader over a byte slice.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() {
+            return Err(DecodeError::new(format!(
+                "need {n} bytes at offset {}, only {} left",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    pub(crate) fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.pos..];
+        self.pos = self.buf.len();
+        s
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.bytes(N)?);
+        Ok(a)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>()?[0])
+    }
+    pub(crate) fn i8(&mut self) -> Result<i8, DecodeError> {
+        Ok(i8::from_be_bytes(self.array()?))
+    }
+    pub(crate) fn i16(&mut self) -> Result<i16, DecodeError> {
+        Ok(i16::from_be_bytes(self.array()?))
+    }
+    pub(crate) fn i32(&mut self) -> Result<i32, DecodeError> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+
+    /// An i32 length that must be non-negative and fit in what is left.
+    pub(crate) fn len_i32(&mut self) -> Result<usize, DecodeError> {
+        let n = self.i32()?;
+        self.check_len(i64::from(n))
+    }
+
+    /// An i16 length that must be non-negative and fit in what is left.
+    pub(crate) fn len_i16(&mut self) -> Result<usize, DecodeError> {
+        let n = self.i16()?;
+        self.check_len(i64::from(n))
+    }
+
+    fn check_len(&self, n: i64) -> Result<usize, DecodeError> {
+        if n < 0 || n as u64 > self.remaining() as u64 {
+            return Err(DecodeError::new(format!(
+                "length {n} at offset {} exceeds the {} bytes left",
+                self.pos,
+                self.remaining()
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    pub(crate) fn utf8(&mut self, n: usize) -> Result<String, DecodeError> {
+        let b = self.bytes(n)?;
+        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::new("string is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(ty: SerializeType) -> RemotingCommand {
+        let mut c = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC);
+        c.opaque = 7;
+        c.serialize_type = ty;
+        c.ext_fields.insert("topic", "TopicTest");
+        c.ext_fields.insert("i", "TAGS\u{1}a\u{2}KEYS\u{1}k\"\\");
+        c.body = b"hello".to_vec();
+        c
+    }
+
+    fn round_trip(c: &RemotingCommand) -> RemotingCommand {
+        let frame = c.to_frame();
+        let n = frame_len(&frame, DEFAULT_MAX_FRAME).unwrap().unwrap();
+        assert_eq!(n + 4, frame.len());
+        RemotingCommand::decode(&frame[4..]).unwrap()
+    }
+
+    #[test]
+    fn json_header_matches_fastjson_shape() {
+        let mut c = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC);
+        c.opaque = 3;
+        c.language = LanguageCode::JAVA;
+        c.ext_fields.insert("topic", "TopicTest");
+        let frame = c.to_frame();
+        let header = &frame[8..];
+        assert_eq!(
+            std::str::from_utf8(header).unwrap(),
+            r#"{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":3,"serializeTypeCurrentRPC":"JSON","version":409}"#
+        );
+        assert_eq!(&frame[4..8], &(header.len() as u32).to_be_bytes());
+    }
+
+    #[test]
+    fn control_characters_are_escaped_like_fastjson() {
+        let mut buf = Vec::new();
+        write_json_string(&mut buf, "A\u{1}B\u{2}\n\"");
+        assert_eq!(
+            std::str::from_utf8(&buf).unwrap(),
+            r#""A\u0001B\u0002\n\"""#
+        );
+    }
+
+    #[test]
+    fn both_header_types_round_trip() {
+        for ty in [SerializeType::Json, SerializeType::RocketMq] {
+            let c = sample(ty);
+            assert_eq!(round_trip(&c), c, "{ty:?}");
+        }
+    }
+
+    #[test]
+    fn binary_header_layout_is_java_layout() {
+        let mut c = RemotingCommand::request(RequestCode(34));
+        c.opaque = 0x01020304;
+        c.serialize_type = SerializeType::RocketMq;
+        c.ext_fields.insert("k", "vv");
+        let f = c.to_frame();
+        assert_eq!(f[4], 1, "serialize type byte");
+        let h = &f[8..];
+        assert_eq!(&h[0..2], &34i16.to_be_bytes());
+        assert_eq!(h[2], 12, "RUST");
+        assert_eq!(&h[3..5], &409i16.to_be_bytes());
+        assert_eq!(&h[5..9], &[1, 2, 3, 4]);
+        assert_eq!(&h[9..13], &0i32.to_be_bytes());
+        assert_eq!(&h[13..17], &0i32.to_be_bytes(), "no remark");
+        assert_eq!(&h[17..21], &9i32.to_be_bytes(), "ext map bytes");
+        assert_eq!(&h[21..], &[0, 1, b'k', 0, 0, 0, 2, b'v', b'v']);
+    }
+
+    #[test]
+    fn a_code_too_big_for_binary_goes_as_json() {
+        let mut c = RemotingCommand::request(RequestCode(200050));
+        c.serialize_type = SerializeType::RocketMq;
+        let back = round_trip(&c);
+        assert_eq!(back.serialize_type, SerializeType::Json);
+        assert_eq!(back.code, 200050);
+    }
+
+    #[test]
+    fn binary_empty_values_become_absent_like_java() {
+        let mut c = sample(SerializeType::RocketMq);
+        c.ext_fields.insert("empty", "");
+        c.remark = Some(String::new());
+        let back = round_trip(&c);
+        assert_eq!(back.ext_fields.get("empty"), None);
+        assert_eq!(back.remark, None);
+    }
+
+    #[test]
+    fn frame_len_rejects_bad_lengths() {
+        assert_eq!(frame_len(&[0, 0, 0], 100).unwrap(), None);
+        assert!(frame_len(&[0, 0, 0, 3], 100).is_err());
+        assert!(frame_len(&[0xff, 0xff, 0xff, 0xff], 100).is_err());
+        assert!(frame_len(&[0, 0, 0, 101], 100).is_err());
+        assert_eq!(frame_len(&[0, 0, 0, 100], 100).unwrap(), Some(100));
+    }
+
+    #[test]
+    fn malformed_frames_are_errors_not_panics() {
+        let cases: &[&[u8]] = &[
+            &[],
+            &[0, 0, 0],
+            &[0, 0, 0, 10],                  // header longer than frame
+            &[2, 0, 0, 0],                   // unknown serialize type
+            &[0, 0, 0, 2, b'{', b'}'],       // JSON without code
+            &[1, 0, 0, 5, 0, 1, 2, 3, 4],    // binary header too short
+            &[0, 0, 0, 4, 0xff, 0xfe, 0, 0], // not JSON
+        ];
+        for c in cases {
+            assert!(RemotingCommand::decode(c).is_err(), "{c:?}");
+        }
+        // Binary header whose remark length points past the end.
+        let mut c = sample(SerializeType::RocketMq).to_frame();
+        c[8 + 13..8 + 17].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert!(RemotingCommand::decode(&c[4..]).is_err());
+        // Negative ext entry length.
+        let mut c = sample(SerializeType::RocketMq).to_frame();
+        c[8 + 21..8 + 23].copy_from_slice(&(-1i16).to_be_bytes());
+        assert!(RemotingCommand::decode(&c[4..]).is_err());
+    }
+
+    #[test]
+    fn json_header_tolerates_non_string_ext_values_and_unknown_keys() {
+        let h = br#"{"code":0,"extFields":{"a":1,"b":true,"c":null},"flag":1,"language":"JAVA","opaque":9,"serializeTypeCurrentRPC":"JSON","version":479,"new":[1]}"#;
+        let mut frame = (h.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(h);
+        let c = RemotingCommand::decode(&frame).unwrap();
+        assert_eq!(c.ext_fields.get("a"), Some("1"));
+        assert_eq!(c.ext_fields.get("b"), Some("true"));
+        assert_eq!(c.ext_fields.get("c"), None);
+        assert!(c.is_response());
+        assert_eq!(c.version, 479);
+    }
+}

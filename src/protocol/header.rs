@@ -1,0 +1,212 @@
+//! Typed custom headers: each header struct converts to and from string `extFields`.
+//!
+//! Java builds `extFields` by reflection: field name → `value.toString()`, null fields
+//! omitted. Here each header is declared with [`command_header!`], naming the wire key of
+//! every field. Plain field types are required on decode (Java's `@CFNotNull`);
+//! `Option<T>` fields are optional.
+
+use super::command::ExtFields;
+use super::DecodeError;
+
+/// A header that travels as `extFields`.
+pub trait CommandHeader: Sized {
+    /// Writes every present field into `ext`.
+    fn write_to(&self, ext: &mut ExtFields);
+    /// Reads the header, failing when a required field is missing or malformed.
+    fn read_from(ext: &ExtFields) -> Result<Self, DecodeError>;
+}
+
+/// A value that can be one `extFields` entry.
+pub trait ExtValue: Sized {
+    /// The string form, or `None` to omit the field.
+    fn to_ext(&self) -> Option<String>;
+    /// Parses the field `key`; `raw` is `None` when it is absent.
+    fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError>;
+}
+
+fn required<'a>(raw: Option<&'a str>, key: &str) -> Result<&'a str, DecodeError> {
+    raw.ok_or_else(|| DecodeError::new(format!("required header field `{key}` is missing")))
+}
+
+impl ExtValue for String {
+    fn to_ext(&self) -> Option<String> {
+        Some(self.clone())
+    }
+    fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
+        required(raw, key).map(str::to_string)
+    }
+}
+
+macro_rules! ext_number {
+    ($($t:ty),*) => {$(
+        impl ExtValue for $t {
+            fn to_ext(&self) -> Option<String> {
+                Some(self.to_string())
+            }
+            fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
+                let s = required(raw, key)?;
+                s.trim().parse().map_err(|_| {
+                    DecodeError::new(format!("header field `{key}` is not a number: {s:?}"))
+                })
+            }
+        }
+    )*};
+}
+ext_number!(i32, i64);
+
+impl ExtValue for bool {
+    fn to_ext(&self) -> Option<String> {
+        Some(if *self { "true" } else { "false" }.to_string())
+    }
+    /// `Boolean.parseBoolean`: "true" in any case is true, anything else false.
+    fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
+        Ok(required(raw, key)?.eq_ignore_ascii_case("true"))
+    }
+}
+
+impl<T: ExtValue> ExtValue for Option<T> {
+    fn to_ext(&self) -> Option<String> {
+        self.as_ref().and_then(T::to_ext)
+    }
+    fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
+        match raw {
+            None => Ok(None),
+            Some(_) => T::from_ext(raw, key).map(Some),
+        }
+    }
+}
+
+/// Declares a header struct and its [`CommandHeader`] impl.
+///
+/// ```ignore
+/// command_header! {
+///     /// Doc.
+///     pub struct GetRouteInfoRequestHeader {
+///         pub topic: String => "topic",
+///         pub accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
+///     }
+/// }
+/// ```
+#[macro_export]
+#[doc(hidden)]
+macro_rules! command_header {
+    ($(#[$meta:meta])* pub struct $name:ident {
+        $($(#[$fmeta:meta])* pub $field:ident : $ty:ty => $key:literal),* $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $crate::protocol::CommandHeader for $name {
+            fn write_to(&self, ext: &mut $crate::protocol::ExtFields) {
+                $(if let Some(v) = $crate::protocol::ExtValue::to_ext(&self.$field) {
+                    ext.insert($key, v);
+                })*
+            }
+            fn read_from(
+                ext: &$crate::protocol::ExtFields,
+            ) -> Result<Self, $crate::protocol::DecodeError> {
+                Ok($name {
+                    $($field: $crate::protocol::ExtValue::from_ext(ext.get($key), $key)?,)*
+                })
+            }
+        }
+    };
+}
+
+/// A header with no fields.
+impl CommandHeader for () {
+    fn write_to(&self, _: &mut ExtFields) {}
+    fn read_from(_: &ExtFields) -> Result<Self, DecodeError> {
+        Ok(())
+    }
+}
+
+command_header! {
+    /// GET_ROUTEINFO_BY_TOPIC (105) request.
+    pub struct GetRouteInfoRequestHeader {
+        pub topic: String => "topic",
+        /// Asks name servers ≥ 4.9.4 for quoted map keys whatever our version.
+        pub accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
+    }
+}
+
+command_header! {
+    /// UPDATE_AND_CREATE_TOPIC (17) request, sent to each master broker.
+    pub struct CreateTopicRequestHeader {
+        pub topic: String => "topic",
+        pub default_topic: String => "defaultTopic",
+        pub read_queue_nums: i32 => "readQueueNums",
+        pub write_queue_nums: i32 => "writeQueueNums",
+        pub perm: i32 => "perm",
+        pub topic_filter_type: String => "topicFilterType",
+        pub topic_sys_flag: Option<i32> => "topicSysFlag",
+        pub order: bool => "order",
+    }
+}
+
+command_header! {
+    /// Broker→client NOTIFY_CONSUMER_IDS_CHANGED (40).
+    pub struct NotifyConsumerIdsChangedRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    command_header! {
+        pub struct Sample {
+            pub name: String => "name",
+            pub count: i32 => "count",
+            pub offset: i64 => "offset",
+            pub flag: bool => "flag",
+            pub maybe: Option<i64> => "maybe",
+        }
+    }
+
+    #[test]
+    fn header_round_trips_through_ext_fields() {
+        let h = Sample {
+            name: "n".into(),
+            count: -3,
+            offset: 1 << 40,
+            flag: true,
+            maybe: None,
+        };
+        let mut ext = ExtFields::new();
+        h.write_to(&mut ext);
+        assert_eq!(ext.get("offset"), Some("1099511627776"));
+        assert_eq!(ext.get("flag"), Some("true"));
+        assert_eq!(ext.get("maybe"), None, "None is omitted");
+        assert_eq!(Sample::read_from(&ext).unwrap(), h);
+    }
+
+    #[test]
+    fn missing_required_field_is_an_error_naming_it() {
+        let mut ext = ExtFields::new();
+        ext.insert("name", "n");
+        ext.insert("count", "1");
+        ext.insert("flag", "false");
+        let err = Sample::read_from(&ext).unwrap_err();
+        assert!(err.to_string().contains("`offset`"), "{err}");
+    }
+
+    #[test]
+    fn malformed_numbers_and_java_booleans() {
+        let mut ext = ExtFields::new();
+        ext.insert("name", "n");
+        ext.insert("count", "x");
+        ext.insert("offset", "1");
+        ext.insert("flag", "TRUE");
+        assert!(Sample::read_from(&ext).is_err());
+        ext.insert("count", "2");
+        let h = Sample::read_from(&ext).unwrap();
+        assert!(h.flag, "parseBoolean is case-insensitive");
+        ext.insert("flag", "yes");
+        assert!(!Sample::read_from(&ext).unwrap().flag);
+    }
+}

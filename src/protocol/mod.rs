@@ -1,0 +1,49 @@
+//! The remoting protocol: frames, `RemotingCommand`, header encodings, codes, typed
+//! headers and the JSON bodies the core client reads.
+//!
+//! Invariant: nothing here does I/O, and nothing here panics on bytes from the network.
+
+mod codes;
+mod command;
+pub mod header;
+pub mod json;
+mod route;
+
+use std::fmt;
+
+pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
+pub(crate) use command::Reader;
+pub use command::{
+    frame_len, next_opaque, ExtFields, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME,
+};
+pub use header::{CommandHeader, ExtValue};
+pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
+
+/// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    message: String,
+}
+
+impl DecodeError {
+    /// A decode error with a message saying what was wrong.
+    pub fn new(message: impl Into<String>) -> Self {
+        DecodeError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl From<DecodeError> for crate::Error {
+    fn from(e: DecodeError) -> Self {
+        crate::Error::decode(e.message)
+    }
+}

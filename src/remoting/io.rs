@@ -1,0 +1,688 @@
+//! The I/O thread: one `mio::Poll` loop that owns every TCP connection.
+//!
+//! Callers encode frames on their own threads and hand them over as [`Command`]s through
+//! a channel plus a shared `Waker`. The loop owns the pending table (opaque → waiter), so
+//! it needs no lock: a response completes its waiter with `try_send` on a `bounded(1)`
+//! channel (sync) or by queueing the callback on the callback pool (async). It never
+//! blocks on a caller and never runs user code.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{self, IoSlice, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use log::{debug, info, warn};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+use super::semaphore::Permit;
+use super::Shared;
+use crate::error::{Error, ErrorKind, TimeoutPhase};
+use crate::protocol::{frame_len, RemotingCommand, ResponseCode};
+
+pub(super) const WAKER: Token = Token(0);
+const READ_CHUNK: usize = 64 * 1024;
+/// Largest number of queued frames handed to one `writev`.
+const MAX_IOV: usize = 64;
+/// How often idle connections are looked for when nothing else wakes the loop.
+const TICK: Duration = Duration::from_millis(500);
+
+/// A callback for an async request; runs on the callback pool.
+pub(crate) type Callback = Box<dyn FnOnce(Result<RemotingCommand, Error>) + Send + 'static>;
+
+/// Who waits for a response.
+pub(crate) enum Waiter {
+    Sync(Sender<Result<RemotingCommand, Error>>),
+    Async { callback: Callback, permit: Permit },
+}
+
+/// A request waiting for its response.
+pub(crate) struct PendingRequest {
+    pub(crate) opaque: i32,
+    pub(crate) deadline: Instant,
+    /// The whole budget, for the timeout message.
+    pub(crate) timeout: Duration,
+    pub(crate) waiter: Waiter,
+}
+
+/// Work handed to the I/O thread.
+pub(crate) enum Command {
+    /// Open a connection to `addr` (no-op when open) and report when it is usable.
+    Connect {
+        addr: String,
+        sock: SocketAddr,
+        reply: Sender<Result<(), Error>>,
+    },
+    /// Queue a frame to `addr`, connecting first if needed; register the waiter under `opaque`.
+    Send {
+        addr: String,
+        sock: SocketAddr,
+        frame: Vec<u8>,
+        wait: Option<PendingRequest>,
+        /// Held until the frame is written (oneway in-flight limit).
+        permit: Option<Permit>,
+    },
+    /// Answer a broker-initiated request on the connection it came from.
+    Reply { token: Token, frame: Vec<u8> },
+    /// Close the connection to `addr`, failing what is pending on it.
+    Close { addr: String, why: String },
+    /// Fail everything and leave the loop.
+    Shutdown,
+}
+
+/// Why a connection ended; turned into the error each waiter receives.
+#[derive(Clone)]
+enum CloseReason {
+    ConnectFailed(String),
+    ConnectTimeout(Duration),
+    Closed(String),
+    Shutdown,
+}
+
+impl CloseReason {
+    fn to_error(&self, addr: &str) -> Error {
+        match self {
+            CloseReason::ConnectFailed(why) => {
+                Error::new(ErrorKind::Connect, format!("could not connect: {why}")).with_addr(addr)
+            }
+            CloseReason::ConnectTimeout(d) => {
+                Error::timeout(TimeoutPhase::Connect, *d).with_addr(addr)
+            }
+            CloseReason::Closed(why) => Error::closed(addr, why.clone()),
+            CloseReason::Shutdown => {
+                Error::state("the remoting client is shut down").with_addr(addr)
+            }
+        }
+    }
+}
+
+struct WriteItem {
+    frame: Vec<u8>,
+    _permit: Option<Permit>,
+}
+
+enum ConnState {
+    Connecting { deadline: Instant },
+    Connected,
+}
+
+struct Conn {
+    addr: String,
+    stream: TcpStream,
+    state: ConnState,
+    rbuf: Vec<u8>,
+    rstart: usize,
+    wq: VecDeque<WriteItem>,
+    /// Bytes of the front item already written.
+    woff: usize,
+    writable_interest: bool,
+    last_active: Instant,
+    connect_waiters: Vec<Sender<Result<(), Error>>>,
+}
+
+struct PendingEntry {
+    token: Token,
+    deadline: Instant,
+    timeout: Duration,
+    waiter: Waiter,
+}
+
+pub(super) struct IoLoop {
+    poll: Poll,
+    shared: Arc<Shared>,
+    rx: Receiver<Command>,
+    conns: HashMap<Token, Conn>,
+    by_addr: HashMap<String, Token>,
+    pending: HashMap<i32, PendingEntry>,
+    deadlines: BinaryHeap<Reverse<(Instant, i32)>>,
+    next_token: usize,
+    scratch: Box<[u8]>,
+}
+
+impl IoLoop {
+    pub(super) fn new(poll: Poll, shared: Arc<Shared>, rx: Receiver<Command>) -> Self {
+        IoLoop {
+            poll,
+            shared,
+            rx,
+            conns: HashMap::new(),
+            by_addr: HashMap::new(),
+            pending: HashMap::new(),
+            deadlines: BinaryHeap::new(),
+            next_token: 1,
+            scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+        }
+    }
+
+    pub(super) fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            let timeout = self.next_timeout(Instant::now());
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    warn!("poll failed: {e}; the I/O thread stops");
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    continue;
+                }
+                self.conn_event(
+                    ev.token(),
+                    ev.is_readable(),
+                    ev.is_writable(),
+                    ev.is_error(),
+                );
+            }
+            // Clear before draining: a command queued after this point wakes us again.
+            self.shared.wake_requested.store(false, Ordering::SeqCst);
+            let mut shutdown = false;
+            while let Ok(cmd) = self.rx.try_recv() {
+                if let Command::Shutdown = cmd {
+                    shutdown = true;
+                    break;
+                }
+                self.handle(cmd);
+            }
+            if shutdown {
+                break;
+            }
+            self.expire(Instant::now());
+        }
+        self.fail_everything();
+    }
+
+    fn next_timeout(&self, now: Instant) -> Duration {
+        let mut next = now + TICK;
+        if let Some(Reverse((d, _))) = self.deadlines.peek() {
+            next = next.min(*d);
+        }
+        for c in self.conns.values() {
+            if let ConnState::Connecting { deadline } = c.state {
+                next = next.min(deadline);
+            }
+        }
+        next.saturating_duration_since(now)
+    }
+
+    fn handle(&mut self, cmd: Command) {
+        match cmd {
+            Command::Connect { addr, sock, reply } => match self.conn_for(&addr, sock) {
+                Ok(token) => {
+                    if let Some(c) = self.conns.get_mut(&token) {
+                        match c.state {
+                            ConnState::Connected => {
+                                let _ = reply.try_send(Ok(()));
+                            }
+                            ConnState::Connecting { .. } => c.connect_waiters.push(reply),
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = reply.try_send(Err(e));
+                }
+            },
+            Command::Send {
+                addr,
+                sock,
+                frame,
+                wait,
+                permit,
+            } => {
+                let token = match self.conn_for(&addr, sock) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        if let Some(p) = wait {
+                            self.complete(p.waiter, Err(e));
+                        }
+                        return;
+                    }
+                };
+                if let Some(p) = wait {
+                    self.deadlines.push(Reverse((p.deadline, p.opaque)));
+                    if let Some(old) = self.pending.insert(
+                        p.opaque,
+                        PendingEntry {
+                            token,
+                            deadline: p.deadline,
+                            timeout: p.timeout,
+                            waiter: p.waiter,
+                        },
+                    ) {
+                        // Only after 2^32 requests can an opaque still be pending.
+                        self.complete(
+                            old.waiter,
+                            Err(Error::state("request id reused while still pending")),
+                        );
+                    }
+                }
+                self.queue_write(token, frame, permit);
+            }
+            Command::Reply { token, frame } => {
+                if self.conns.contains_key(&token) {
+                    self.queue_write(token, frame, None);
+                } else {
+                    debug!("dropping a reply: its connection is gone");
+                }
+            }
+            Command::Close { addr, why } => {
+                if let Some(&t) = self.by_addr.get(&addr) {
+                    self.close(t, CloseReason::Closed(why));
+                }
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    /// The connection to `addr`, opening a non-blocking connect when there is none.
+    fn conn_for(&mut self, addr: &str, sock: SocketAddr) -> Result<Token, Error> {
+        if let Some(&t) = self.by_addr.get(addr) {
+            return Ok(t);
+        }
+        let mut stream = TcpStream::connect(sock).map_err(|e| Error::connect(addr, e))?;
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        self.poll
+            .registry()
+            .register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+            .map_err(|e| Error::connect(addr, e))?;
+        let now = Instant::now();
+        self.conns.insert(
+            token,
+            Conn {
+                addr: addr.to_string(),
+                stream,
+                state: ConnState::Connecting {
+                    deadline: now + self.shared.config.connect_timeout,
+                },
+                rbuf: Vec::new(),
+                rstart: 0,
+                wq: VecDeque::new(),
+                woff: 0,
+                writable_interest: true,
+                last_active: now,
+                connect_waiters: Vec::new(),
+            },
+        );
+        self.by_addr.insert(addr.to_string(), token);
+        Ok(token)
+    }
+
+    fn queue_write(&mut self, token: Token, frame: Vec<u8>, permit: Option<Permit>) {
+        let Some(c) = self.conns.get_mut(&token) else {
+            return;
+        };
+        c.wq.push_back(WriteItem {
+            frame,
+            _permit: permit,
+        });
+        if let ConnState::Connected = c.state {
+            self.flush(token);
+        }
+    }
+
+    fn conn_event(&mut self, token: Token, readable: bool, writable: bool, error: bool) {
+        let Some(c) = self.conns.get_mut(&token) else {
+            return;
+        };
+        if let ConnState::Connecting { .. } = c.state {
+            // mio's contract: a connect has finished when the socket reports writable (or
+            // an error); take_error and peer_addr tell success from failure.
+            match c.stream.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    self.close(token, CloseReason::ConnectFailed(e.to_string()));
+                    return;
+                }
+                Ok(None) => {}
+            }
+            match c.stream.peer_addr() {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotConnected && !error => return,
+                Err(e) => {
+                    self.close(token, CloseReason::ConnectFailed(e.to_string()));
+                    return;
+                }
+            }
+            if let Err(e) = c.stream.set_nodelay(true) {
+                debug!("TCP_NODELAY on {}: {e}", c.addr);
+            }
+            c.state = ConnState::Connected;
+            c.last_active = Instant::now();
+            debug!("connected to {}", c.addr);
+            self.shared.connected.write().insert(c.addr.clone());
+            for w in c.connect_waiters.drain(..) {
+                let _ = w.try_send(Ok(()));
+            }
+            self.flush(token);
+            if !self.conns.contains_key(&token) {
+                return;
+            }
+        }
+        if readable || error {
+            self.read(token);
+        }
+        if writable && self.conns.contains_key(&token) {
+            self.flush(token);
+        }
+    }
+
+    fn read(&mut self, token: Token) {
+        let max_frame = self.shared.config.max_frame;
+        let mut frames = Vec::new();
+        let mut failure = None;
+        if let Some(c) = self.conns.get_mut(&token) {
+            loop {
+                match c.stream.read(&mut self.scratch) {
+                    Ok(0) => {
+                        failure = Some(CloseReason::Closed("closed by peer".into()));
+                        break;
+                    }
+                    Ok(n) => {
+                        c.last_active = Instant::now();
+                        c.rbuf.extend_from_slice(&self.scratch[..n]);
+                        // Parse after every read so the buffer holds at most one frame.
+                        if let Err(why) = parse_frames(c, max_frame, &mut frames) {
+                            failure = Some(CloseReason::Closed(why));
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        failure = Some(CloseReason::Closed(format!("read failed: {e}")));
+                        break;
+                    }
+                }
+            }
+        }
+        // Frames that arrived before a failure are still delivered.
+        for cmd in frames {
+            self.dispatch(token, cmd);
+        }
+        if let Some(reason) = failure {
+            self.close(token, reason);
+        }
+    }
+
+    fn flush(&mut self, token: Token) {
+        let Some(c) = self.conns.get_mut(&token) else {
+            return;
+        };
+        let mut failure = None;
+        while !c.wq.is_empty() {
+            let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(c.wq.len().min(MAX_IOV));
+            for (i, item) in c.wq.iter().take(MAX_IOV).enumerate() {
+                let start = if i == 0 { c.woff } else { 0 };
+                slices.push(IoSlice::new(&item.frame[start..]));
+            }
+            match c.stream.write_vectored(&slices) {
+                Ok(0) => {
+                    failure = Some(CloseReason::Closed("socket accepted no bytes".into()));
+                    break;
+                }
+                Ok(mut n) => {
+                    c.last_active = Instant::now();
+                    while n > 0 {
+                        let Some(front) = c.wq.front() else { break };
+                        let left = front.frame.len() - c.woff;
+                        if n >= left {
+                            n -= left;
+                            c.woff = 0;
+                            c.wq.pop_front(); // releases a oneway permit
+                        } else {
+                            c.woff += n;
+                            n = 0;
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    failure = Some(CloseReason::Closed(format!("write failed: {e}")));
+                    break;
+                }
+            }
+        }
+        if let Some(reason) = failure {
+            self.close(token, reason);
+            return;
+        }
+        // Ask for writable events only while something waits to be written.
+        let want = !c.wq.is_empty();
+        if want != c.writable_interest {
+            let interest = if want {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if let Err(e) = self
+                .poll
+                .registry()
+                .reregister(&mut c.stream, token, interest)
+            {
+                self.close(
+                    token,
+                    CloseReason::Closed(format!("reregister failed: {e}")),
+                );
+                return;
+            }
+            c.writable_interest = want;
+        }
+    }
+
+    fn dispatch(&mut self, token: Token, cmd: RemotingCommand) {
+        if cmd.is_response() {
+            match self.pending.remove(&cmd.opaque) {
+                Some(entry) => self.complete(entry.waiter, Ok(cmd)),
+                None => debug!(
+                    "response with unknown opaque {} (code {:?}) dropped",
+                    cmd.opaque,
+                    cmd.response_code()
+                ),
+            }
+            return;
+        }
+        let addr = match self.conns.get(&token) {
+            Some(c) => c.addr.clone(),
+            None => return,
+        };
+        let processor = self.shared.processors.read().get(&cmd.code).cloned();
+        let shared = self.shared.clone();
+        let queued = self.shared.processor_pool.execute(move || {
+            let opaque = cmd.opaque;
+            let ty = cmd.serialize_type;
+            let oneway = cmd.is_oneway();
+            let response = match processor {
+                Some(p) => p.process(&addr, cmd),
+                None => Some(RemotingCommand::response(
+                    ResponseCode::REQUEST_CODE_NOT_SUPPORTED,
+                    opaque,
+                    Some(format!(" request type {} not supported", cmd.code)),
+                )),
+            };
+            if let Some(mut resp) = response {
+                if oneway && resp.code != ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0 {
+                    return;
+                }
+                resp.opaque = opaque;
+                resp.flag |= 1;
+                resp.serialize_type = ty;
+                shared.submit(Command::Reply {
+                    token,
+                    frame: resp.to_frame(),
+                });
+            }
+        });
+        if !queued {
+            debug!(
+                "request from {} dropped: shutting down",
+                self.conn_addr(token)
+            );
+        }
+    }
+
+    fn conn_addr(&self, token: Token) -> String {
+        self.conns
+            .get(&token)
+            .map_or_else(String::new, |c| c.addr.clone())
+    }
+
+    fn complete(&self, waiter: Waiter, result: Result<RemotingCommand, Error>) {
+        match waiter {
+            Waiter::Sync(tx) => {
+                // The caller may have given up already; that is fine.
+                let _ = tx.try_send(result);
+            }
+            Waiter::Async { callback, permit } => {
+                let queued = self.shared.callback_pool.execute(move || {
+                    callback(result);
+                    drop(permit);
+                });
+                if !queued {
+                    warn!("callback dropped: the callback pool is shut down");
+                }
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while let Some(Reverse((deadline, opaque))) = self.deadlines.peek().copied() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop();
+            // The entry may be gone (answered) or re-registered with another deadline.
+            if self
+                .pending
+                .get(&opaque)
+                .is_some_and(|e| e.deadline == deadline)
+            {
+                if let Some(e) = self.pending.remove(&opaque) {
+                    let addr = self.conn_addr(e.token);
+                    let err = Error::timeout(TimeoutPhase::Response, e.timeout).with_addr(&addr);
+                    self.complete(e.waiter, Err(err));
+                }
+            }
+        }
+        let connect_timeout = self.shared.config.connect_timeout;
+        let idle = self.shared.config.channel_max_idle;
+        let mut to_close = Vec::new();
+        for (t, c) in &self.conns {
+            match c.state {
+                ConnState::Connecting { deadline } if deadline <= now => {
+                    to_close.push((*t, CloseReason::ConnectTimeout(connect_timeout)))
+                }
+                ConnState::Connected if now.duration_since(c.last_active) >= idle => {
+                    let has_pending = self.pending.values().any(|p| p.token == *t);
+                    if !has_pending {
+                        to_close.push((*t, CloseReason::Closed("idle".into())));
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (t, reason) in to_close {
+            self.close(t, reason);
+        }
+    }
+
+    fn close(&mut self, token: Token, reason: CloseReason) {
+        let Some(mut c) = self.conns.remove(&token) else {
+            return;
+        };
+        if self.by_addr.get(&c.addr) == Some(&token) {
+            self.by_addr.remove(&c.addr);
+        }
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        self.shared.connected.write().remove(&c.addr);
+        match &reason {
+            CloseReason::Closed(why) if why == "idle" => {
+                debug!("closed idle connection to {}", c.addr)
+            }
+            CloseReason::Shutdown => {}
+            _ => info!(
+                "connection to {} closed: {}",
+                c.addr,
+                reason.to_error(&c.addr)
+            ),
+        }
+        for w in c.connect_waiters.drain(..) {
+            let _ = w.try_send(Err(reason.to_error(&c.addr)));
+        }
+        let failed: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, e)| e.token == token)
+            .map(|(o, _)| *o)
+            .collect();
+        for opaque in failed {
+            if let Some(e) = self.pending.remove(&opaque) {
+                self.complete(e.waiter, Err(reason.to_error(&c.addr)));
+            }
+        }
+    }
+
+    fn fail_everything(&mut self) {
+        let tokens: Vec<Token> = self.conns.keys().copied().collect();
+        for t in tokens {
+            self.close(t, CloseReason::Shutdown);
+        }
+        for (_, e) in self.pending.drain().collect::<Vec<_>>() {
+            self.complete(
+                e.waiter,
+                Err(Error::state("the remoting client is shut down")),
+            );
+        }
+        // Commands that raced with shutdown: fail their waiters too.
+        while let Ok(cmd) = self.rx.try_recv() {
+            match cmd {
+                Command::Send { wait: Some(p), .. } => self.complete(
+                    p.waiter,
+                    Err(Error::state("the remoting client is shut down")),
+                ),
+                Command::Connect { reply, .. } => {
+                    let _ = reply.try_send(Err(Error::state("the remoting client is shut down")));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Splits complete frames off the front of the connection's read buffer.
+fn parse_frames(
+    c: &mut Conn,
+    max_frame: usize,
+    out: &mut Vec<RemotingCommand>,
+) -> Result<(), String> {
+    loop {
+        let avail = &c.rbuf[c.rstart..];
+        let n = match frame_len(avail, max_frame) {
+            Ok(Some(n)) => n,
+            Ok(None) => break,
+            Err(e) => return Err(format!("bad frame: {e}")),
+        };
+        if avail.len() < 4 + n {
+            // Reserve what the frame needs (bounded by max_frame) to avoid regrowth.
+            c.rbuf.reserve(4 + n - avail.len());
+            break;
+        }
+        let cmd =
+            RemotingCommand::decode(&avail[4..4 + n]).map_err(|e| format!("bad frame: {e}"))?;
+        c.rstart += 4 + n;
+        out.push(cmd);
+    }
+    if c.rstart == c.rbuf.len() {
+        c.rbuf.clear();
+        c.rstart = 0;
+    } else if c.rstart > 0 && c.rstart >= c.rbuf.len() / 2 {
+        c.rbuf.drain(..c.rstart);
+        c.rstart = 0;
+    }
+    Ok(())
+}

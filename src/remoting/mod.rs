@@ -1,0 +1,576 @@
+//! The remoting client: connections, request/response matching, and the three ways to
+//! invoke a request (sync, async, oneway). Java: `NettyRemotingClient`.
+//!
+//! One named I/O thread ([`io`]) owns every socket. Callers encode frames on their own
+//! threads and block on `bounded(1)` channels; async callbacks and broker-initiated
+//! requests run on thread pools, never on the I/O thread.
+//!
+//! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
+
+mod io;
+mod pool;
+mod semaphore;
+
+use std::collections::{HashMap, HashSet};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, Sender};
+use log::{debug, info, warn};
+use mio::{Poll, Waker};
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::{Error, ErrorKind, Result, TimeoutPhase};
+use crate::protocol::{RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME};
+use crate::util;
+
+pub use pool::ThreadPool;
+pub use semaphore::{Permit, Semaphore};
+
+use io::{Command, IoLoop, PendingRequest, Waiter};
+
+/// Settings of the remoting client (Java `NettyClientConfig` plus the system properties
+/// `NettySystemConfig` reads). `Default` gives Java's defaults.
+#[derive(Debug, Clone)]
+pub struct RemotingConfig {
+    /// TCP connect timeout (Java 3 s, `com.rocketmq.remoting.client.connect.timeout`).
+    pub connect_timeout: Duration,
+    /// Largest frame accepted from a peer (Java 16 MiB, `com.rocketmq.remoting.frameMaxLength`).
+    pub max_frame: usize,
+    /// Header encoding of our requests (Java JSON, `rocketmq.serialize.type`).
+    pub serialize_type: SerializeType,
+    /// Close the connection when a sync call times out (Java true).
+    pub close_socket_if_timeout: bool,
+    /// Close a connection with no traffic for this long (Java 120 s).
+    pub channel_max_idle: Duration,
+    /// In-flight async requests allowed (Java 65535).
+    pub async_permits: usize,
+    /// In-flight oneway requests allowed (Java 65535).
+    pub oneway_permits: usize,
+    /// Threads running async callbacks (Java: CPU count).
+    pub callback_threads: usize,
+    /// Threads running broker-initiated requests (Java: 4 public-executor threads).
+    pub processor_threads: usize,
+    /// How long to wait for the lock that serialises name-server connection set-up (Java 3 s).
+    pub namesrv_lock_timeout: Duration,
+}
+
+impl Default for RemotingConfig {
+    fn default() -> Self {
+        RemotingConfig {
+            connect_timeout: Duration::from_millis(3000),
+            max_frame: DEFAULT_MAX_FRAME,
+            serialize_type: SerializeType::from_env(),
+            close_socket_if_timeout: true,
+            channel_max_idle: Duration::from_secs(120),
+            async_permits: 65535,
+            oneway_permits: 65535,
+            callback_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            processor_threads: 4,
+            namesrv_lock_timeout: Duration::from_millis(3000),
+        }
+    }
+}
+
+/// Called around every request (Java `RPCHook`), e.g. to sign requests for ACL.
+pub trait RpcHook: Send + Sync {
+    /// Runs before the request is encoded; may add header fields.
+    fn before_request(&self, addr: &str, request: &mut RemotingCommand);
+    /// Runs after a sync response arrived.
+    fn after_response(&self, _addr: &str, _code: RequestCode, _response: &mut RemotingCommand) {}
+}
+
+/// Handles requests the broker sends to us (Java `NettyRequestProcessor`).
+///
+/// Runs on the processor pool. Return the response, or `None` for none (oneway requests).
+pub trait RequestProcessor: Send + Sync {
+    /// Processes one request from `addr`.
+    fn process(&self, addr: &str, request: RemotingCommand) -> Option<RemotingCommand>;
+}
+
+impl<F> RequestProcessor for F
+where
+    F: Fn(&str, RemotingCommand) -> Option<RemotingCommand> + Send + Sync,
+{
+    fn process(&self, addr: &str, request: RemotingCommand) -> Option<RemotingCommand> {
+        self(addr, request)
+    }
+}
+
+/// State shared by callers and the I/O thread.
+pub(crate) struct Shared {
+    config: RemotingConfig,
+    tx: Sender<Command>,
+    waker: Waker,
+    wake_requested: AtomicBool,
+    /// Addresses with an established connection (written by the I/O thread only).
+    connected: RwLock<HashSet<String>>,
+    processors: RwLock<HashMap<i32, Arc<dyn RequestProcessor>>>,
+    callback_pool: ThreadPool,
+    processor_pool: ThreadPool,
+}
+
+impl Shared {
+    /// Hands a command to the I/O thread, waking it only when it may be asleep.
+    fn submit(&self, cmd: Command) -> bool {
+        if self.tx.send(cmd).is_err() {
+            return false;
+        }
+        if !self.wake_requested.swap(true, Ordering::SeqCst) {
+            if let Err(e) = self.waker.wake() {
+                warn!("could not wake the I/O thread: {e}");
+            }
+        }
+        true
+    }
+}
+
+struct NamesrvState {
+    list: Vec<String>,
+    chosen: Option<String>,
+}
+
+/// The remoting client (Java `NettyRemotingClient`).
+///
+/// Cheap to share behind an `Arc`; every method takes `&self`. Dropping the last handle
+/// (or calling [`shutdown`](Self::shutdown)) fails what is pending and joins every thread.
+pub struct RemotingClient {
+    shared: Arc<Shared>,
+    running: AtomicBool,
+    io_thread: Mutex<Option<JoinHandle<()>>>,
+    hooks: RwLock<Vec<Arc<dyn RpcHook>>>,
+    async_permits: Semaphore,
+    oneway_permits: Semaphore,
+    namesrv: Mutex<NamesrvState>,
+    namesrv_index: AtomicUsize,
+    /// Serialises name-server connection set-up (Java `namesrvChannelLock`).
+    namesrv_lock: Mutex<()>,
+}
+
+impl RemotingClient {
+    /// Starts the I/O thread and the pools.
+    pub fn new(config: RemotingConfig) -> Result<Self> {
+        let poll = Poll::new().map_err(|e| Error::io("creating the poll instance", e))?;
+        let waker = Waker::new(poll.registry(), io::WAKER)
+            .map_err(|e| Error::io("creating the waker", e))?;
+        let (tx, rx) = unbounded();
+        let callback_pool = ThreadPool::new("rmq-callback", config.callback_threads)
+            .map_err(|e| Error::io("starting the callback pool", e))?;
+        let processor_pool = ThreadPool::new("rmq-processor", config.processor_threads)
+            .map_err(|e| Error::io("starting the processor pool", e))?;
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            tx,
+            waker,
+            wake_requested: AtomicBool::new(false),
+            connected: RwLock::new(HashSet::new()),
+            processors: RwLock::new(HashMap::new()),
+            callback_pool,
+            processor_pool,
+        });
+        let io_loop = IoLoop::new(poll, shared.clone(), rx);
+        let io_thread = std::thread::Builder::new()
+            .name("rmq-io".into())
+            .spawn(move || io_loop.run())
+            .map_err(|e| Error::io("starting the I/O thread", e))?;
+        Ok(RemotingClient {
+            shared,
+            running: AtomicBool::new(true),
+            io_thread: Mutex::new(Some(io_thread)),
+            hooks: RwLock::new(Vec::new()),
+            async_permits: Semaphore::new(config.async_permits),
+            oneway_permits: Semaphore::new(config.oneway_permits),
+            namesrv: Mutex::new(NamesrvState {
+                list: Vec::new(),
+                chosen: None,
+            }),
+            namesrv_index: AtomicUsize::new((util::random_u64() % 999) as usize),
+            namesrv_lock: Mutex::new(()),
+        })
+    }
+
+    /// The configuration this client runs with.
+    pub fn config(&self) -> &RemotingConfig {
+        &self.shared.config
+    }
+
+    /// Registers the handler for broker-initiated requests with `code`.
+    pub fn register_processor(&self, code: RequestCode, processor: Arc<dyn RequestProcessor>) {
+        self.shared.processors.write().insert(code.0, processor);
+    }
+
+    /// Adds an RPC hook; hooks run in registration order.
+    pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
+        self.hooks.write().push(hook);
+    }
+
+    /// Whether a connection to `addr` is established now.
+    pub fn is_connected(&self, addr: &str) -> bool {
+        self.shared.connected.read().contains(addr)
+    }
+
+    /// Sends `request` to `addr` and waits for the response, all within `timeout`.
+    pub fn invoke_sync(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let deadline = Instant::now() + timeout;
+        self.check_running()?;
+        let sock = resolve(addr)?;
+        self.before_request(addr, &mut request);
+        let frame = self.encode(&mut request)?;
+        let (tx, rx) = bounded(1);
+        let pending = PendingRequest {
+            opaque: request.opaque,
+            deadline,
+            timeout,
+            waiter: Waiter::Sync(tx),
+        };
+        self.submit(Command::Send {
+            addr: addr.to_string(),
+            sock,
+            frame,
+            wait: Some(pending),
+            permit: None,
+        })?;
+        let result = match rx.recv_deadline(deadline) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                let phase = if self.is_connected(addr) {
+                    TimeoutPhase::Response
+                } else {
+                    TimeoutPhase::Connect
+                };
+                Err(Error::timeout(phase, timeout).with_addr(addr))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(Error::state("the remoting client is shut down").with_addr(addr))
+            }
+        };
+        match result {
+            Ok(mut response) => {
+                for hook in self.hooks.read().iter() {
+                    hook.after_response(addr, request.request_code(), &mut response);
+                }
+                Ok(response)
+            }
+            Err(e) => {
+                if e.is_timeout() && self.shared.config.close_socket_if_timeout {
+                    self.close_connection(addr, "sync call timed out");
+                }
+                Err(e.context(format!("{:?}", request.request_code())))
+            }
+        }
+    }
+
+    /// Sends `request` and returns at once; `callback` runs exactly once on the callback
+    /// pool with the response, a timeout after `timeout`, or the connection error.
+    ///
+    /// Fails without calling `callback` when the in-flight limit stays full for `timeout`
+    /// or the client is shut down.
+    pub fn invoke_async(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        timeout: Duration,
+        callback: impl FnOnce(Result<RemotingCommand>) + Send + 'static,
+    ) -> Result<()> {
+        let start = Instant::now();
+        let deadline = start + timeout;
+        self.check_running()?;
+        let sock = resolve(addr)?;
+        let permit = self.async_permits.acquire_until(deadline).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Overloaded,
+                format!(
+                    "too many async requests in flight ({} permits)",
+                    self.shared.config.async_permits
+                ),
+            )
+            .with_addr(addr)
+        })?;
+        self.before_request(addr, &mut request);
+        let frame = self.encode(&mut request)?;
+        let code = request.request_code();
+        let pending = PendingRequest {
+            opaque: request.opaque,
+            deadline,
+            timeout,
+            waiter: Waiter::Async {
+                callback: Box::new(move |r: Result<RemotingCommand>| {
+                    callback(r.map_err(|e| e.context(format!("{code:?}"))))
+                }),
+                permit,
+            },
+        };
+        self.submit(Command::Send {
+            addr: addr.to_string(),
+            sock,
+            frame,
+            wait: Some(pending),
+            permit: None,
+        })
+    }
+
+    /// Sends `request` expecting no response; returns once it is queued for writing.
+    /// The in-flight permit is held until the frame is written to the socket.
+    pub fn invoke_oneway(
+        &self,
+        addr: &str,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        self.check_running()?;
+        let sock = resolve(addr)?;
+        let permit = self.oneway_permits.acquire_until(deadline).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Overloaded,
+                format!(
+                    "too many oneway requests in flight ({} permits)",
+                    self.shared.config.oneway_permits
+                ),
+            )
+            .with_addr(addr)
+        })?;
+        request.mark_oneway();
+        self.before_request(addr, &mut request);
+        let frame = self.encode(&mut request)?;
+        self.submit(Command::Send {
+            addr: addr.to_string(),
+            sock,
+            frame,
+            wait: None,
+            permit: Some(permit),
+        })
+    }
+
+    /// Connects to `addr` (if not connected) and waits until the connection is usable.
+    pub fn connect(&self, addr: &str, deadline: Instant) -> Result<()> {
+        if self.is_connected(addr) {
+            return Ok(());
+        }
+        self.check_running()?;
+        let sock = resolve(addr)?;
+        let (tx, rx) = bounded(1);
+        self.submit(Command::Connect {
+            addr: addr.to_string(),
+            sock,
+            reply: tx,
+        })?;
+        // The I/O thread enforces the connect timeout; the caller's deadline may be shorter.
+        let limit = deadline.min(Instant::now() + self.shared.config.connect_timeout);
+        match rx.recv_deadline(limit + Duration::from_millis(50)) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => Err(Error::timeout(
+                TimeoutPhase::Connect,
+                self.shared.config.connect_timeout,
+            )
+            .with_addr(addr)),
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(Error::state("the remoting client is shut down").with_addr(addr))
+            }
+        }
+    }
+
+    /// Closes the connection to `addr`; pending requests on it fail at once.
+    pub fn close_connection(&self, addr: &str, why: &str) {
+        let _ = self.shared.submit(Command::Close {
+            addr: addr.to_string(),
+            why: why.to_string(),
+        });
+    }
+
+    // --- name servers -------------------------------------------------------------
+
+    /// Replaces the name-server list when it differs from the current one (as a set).
+    /// The new list is shuffled; returns whether it changed. Java:
+    /// `updateNameServerAddressList`.
+    pub fn update_name_server_address_list(&self, addrs: &[String]) -> bool {
+        let mut addrs: Vec<String> = addrs
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if addrs.is_empty() {
+            return false;
+        }
+        let mut st = self.namesrv.lock();
+        let changed = addrs.len() != st.list.len() || addrs.iter().any(|a| !st.list.contains(a));
+        if changed {
+            util::shuffle(&mut addrs);
+            info!("name server address list updated: {addrs:?}");
+            st.list = addrs;
+            // A chosen server that left the list is dropped and its connection closed.
+            if let Some(chosen) = st.chosen.clone() {
+                if !st.list.contains(&chosen) {
+                    st.chosen = None;
+                    drop(st);
+                    self.close_connection(&chosen, "name server left the address list");
+                }
+            }
+        }
+        changed
+    }
+
+    /// The current name-server list.
+    pub fn name_server_address_list(&self) -> Vec<String> {
+        self.namesrv.lock().list.clone()
+    }
+
+    /// The name server requests currently go to, if one was chosen.
+    pub fn chosen_name_server(&self) -> Option<String> {
+        self.namesrv.lock().chosen.clone()
+    }
+
+    /// Sends `request` to a name server (Java `invokeSync(null, ...)`), choosing one as
+    /// `getAndCreateNameserverChannel` does: keep the chosen server while its connection is
+    /// up, otherwise try each address in turn from a rotating index.
+    pub fn invoke_namesrv_sync(
+        &self,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let deadline = Instant::now() + timeout;
+        let addr = self.choose_name_server(deadline)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let result = self.invoke_sync(&addr, request, left);
+        if let Err(e) = &result {
+            if matches!(e.kind(), ErrorKind::Connect | ErrorKind::ConnectionClosed) {
+                let mut st = self.namesrv.lock();
+                if st.chosen.as_deref() == Some(addr.as_str()) {
+                    st.chosen = None;
+                }
+            }
+        }
+        result
+    }
+
+    fn choose_name_server(&self, deadline: Instant) -> Result<String> {
+        if let Some(addr) = self.namesrv.lock().chosen.clone() {
+            if self.is_connected(&addr) {
+                return Ok(addr);
+            }
+        }
+        let lock_deadline = deadline.min(Instant::now() + self.shared.config.namesrv_lock_timeout);
+        let Some(_guard) = self.namesrv_lock.try_lock_until(lock_deadline) else {
+            return Err(Error::timeout(
+                TimeoutPhase::Lock,
+                self.shared.config.namesrv_lock_timeout,
+            )
+            .context("choosing a name server"));
+        };
+        let list = {
+            let st = self.namesrv.lock();
+            if let Some(addr) = &st.chosen {
+                if self.is_connected(addr) {
+                    return Ok(addr.clone());
+                }
+            }
+            st.list.clone()
+        };
+        if list.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Connect,
+                "no name server address is configured (set NAMESRV_ADDR)",
+            ));
+        }
+        let mut failures = Vec::new();
+        for _ in 0..list.len() {
+            let i = self.namesrv_index.fetch_add(1, Ordering::Relaxed) % list.len();
+            let addr = &list[i];
+            match self.connect(addr, deadline) {
+                Ok(()) => {
+                    debug!("name server chosen: {addr}");
+                    self.namesrv.lock().chosen = Some(addr.clone());
+                    return Ok(addr.clone());
+                }
+                Err(e) => failures.push(format!("{addr}: {e}")),
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Connect,
+            format!("no name server could be reached [{}]", failures.join("; ")),
+        ))
+    }
+
+    // --- life cycle ------------------------------------------------------------
+
+    /// Fails everything pending, closes every connection and joins every thread.
+    /// Idempotent; also run by `Drop`.
+    pub fn shutdown(&self) {
+        if !self.running.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let _ = self.shared.submit(Command::Shutdown);
+        if let Some(h) = self.io_thread.lock().take() {
+            if h.join().is_err() {
+                warn!("the I/O thread ended by panic");
+            }
+        }
+        // Callbacks queued by the failures above still run before the pools stop.
+        self.shared.processor_pool.shutdown();
+        self.shared.callback_pool.shutdown();
+        debug!("remoting client shut down");
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.running.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(Error::state("the remoting client is shut down"))
+        }
+    }
+
+    fn before_request(&self, addr: &str, request: &mut RemotingCommand) {
+        for hook in self.hooks.read().iter() {
+            hook.before_request(addr, request);
+        }
+    }
+
+    fn encode(&self, request: &mut RemotingCommand) -> Result<Vec<u8>> {
+        request.serialize_type = self.shared.config.serialize_type;
+        let frame = request.to_frame();
+        if frame.len() - 4 > self.shared.config.max_frame {
+            return Err(Error::invalid_argument(format!(
+                "request of {} bytes exceeds the frame limit of {} bytes",
+                frame.len(),
+                self.shared.config.max_frame
+            )));
+        }
+        Ok(frame)
+    }
+
+    fn submit(&self, cmd: Command) -> Result<()> {
+        if self.shared.submit(cmd) {
+            Ok(())
+        } else {
+            Err(Error::state("the remoting client is shut down"))
+        }
+    }
+}
+
+impl Drop for RemotingClient {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Resolves `host:port`; literal addresses take the fast path without a lookup.
+fn resolve(addr: &str) -> Result<SocketAddr> {
+    if let Ok(sock) = addr.parse::<SocketAddr>() {
+        return Ok(sock);
+    }
+    addr.to_socket_addrs()
+        .map_err(|e| Error::invalid_argument(format!("bad address {addr:?}: {e}")).with_addr(addr))?
+        .next()
+        .ok_or_else(|| Error::invalid_argument(format!("address {addr:?} resolves to nothing")))
+}

@@ -1,0 +1,127 @@
+//! A fixed pool of named worker threads for callbacks and broker-initiated requests.
+//!
+//! Jobs run inside `catch_unwind`, so a panicking user callback is logged and the worker
+//! lives on. `shutdown` lets every job queued before it finish and joins every thread.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{unbounded, Sender};
+use log::{error, warn};
+use parking_lot::Mutex;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+enum Msg {
+    Run(Job),
+    Stop,
+}
+
+/// A fixed-size thread pool whose methods all take `&self`.
+pub struct ThreadPool {
+    sender: Sender<Msg>,
+    closed: AtomicBool,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    name: String,
+}
+
+impl ThreadPool {
+    /// Starts `threads` workers (at least one) named `<name>-<i>`.
+    pub fn new(name: &str, threads: usize) -> std::io::Result<Self> {
+        let (tx, rx) = unbounded::<Msg>();
+        let mut workers = Vec::new();
+        for i in 0..threads.max(1) {
+            let rx = rx.clone();
+            let pool = name.to_string();
+            let spawned = std::thread::Builder::new()
+                .name(format!("{name}-{i}"))
+                .spawn(move || {
+                    while let Ok(Msg::Run(job)) = rx.recv() {
+                        if catch_unwind(AssertUnwindSafe(job)).is_err() {
+                            error!("a job on pool {pool} panicked; the worker continues");
+                        }
+                    }
+                });
+            match spawned {
+                Ok(h) => workers.push(h),
+                Err(e) => {
+                    // Stop the ones already started before reporting.
+                    for _ in 0..workers.len() {
+                        let _ = tx.send(Msg::Stop);
+                    }
+                    for w in workers {
+                        let _ = w.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ThreadPool {
+            sender: tx,
+            closed: AtomicBool::new(false),
+            workers: Mutex::new(workers),
+            name: name.to_string(),
+        })
+    }
+
+    /// Queues a job. Returns false (and drops the job) when the pool is shut down.
+    pub fn execute(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        if self.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        self.sender.send(Msg::Run(Box::new(job))).is_ok()
+    }
+
+    /// Lets the jobs queued so far finish, then joins the workers. Idempotent.
+    pub fn shutdown(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let workers = std::mem::take(&mut *self.workers.lock());
+        // The queue is FIFO: every job queued before the first Stop runs first.
+        for _ in 0..workers.len() {
+            let _ = self.sender.send(Msg::Stop);
+        }
+        let me = std::thread::current().id();
+        for w in workers {
+            // A job that shuts down its own pool must not join itself.
+            if w.thread().id() == me {
+                continue;
+            }
+            if w.join().is_err() {
+                warn!("a worker of pool {} ended by panic", self.name);
+            }
+        }
+    }
+}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    #[test]
+    fn runs_every_queued_job_and_survives_a_panic() {
+        let n = Arc::new(AtomicUsize::new(0));
+        let pool = ThreadPool::new("t-pool", 3).unwrap();
+        pool.execute(|| panic!("boom"));
+        for _ in 0..100 {
+            let n = n.clone();
+            assert!(pool.execute(move || {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                n.fetch_add(1, Ordering::SeqCst);
+            }));
+        }
+        pool.shutdown();
+        assert_eq!(n.load(Ordering::SeqCst), 100);
+        assert!(!pool.execute(|| {}), "closed after shutdown");
+    }
+}

@@ -1,0 +1,146 @@
+//! A small fault-injecting TCP peer for what a healthy broker never does: silence,
+//! garbage, oversized or truncated frames, a connection reset mid-response.
+//!
+//! It complements the real broker in tests; it never stands in for one. It reads whole
+//! request frames with the crate's own decoder and answers according to its [`Fault`].
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::protocol::{frame_len, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME};
+
+/// How the peer misbehaves.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Reads requests, never answers.
+    Silent,
+    /// Answers every request with these bytes instead of a frame.
+    Garbage(Vec<u8>),
+    /// Answers with a length prefix claiming this many bytes (bigger than any limit).
+    OversizedLength(u32),
+    /// Answers with the first `n` bytes of a valid response, then closes.
+    TruncatedThenClose(usize),
+    /// Closes the connection as soon as a request arrives.
+    CloseOnRequest,
+    /// Answers correctly (SUCCESS, same opaque) after this delay.
+    SlowAnswer(Duration),
+    /// Sends a response whose opaque matches nothing, then the real answer.
+    UnknownOpaqueFirst,
+}
+
+/// A listening fault peer on a loopback port; stops when dropped.
+pub struct FaultPeer {
+    addr: String,
+    stop: Arc<AtomicBool>,
+    accepted: Arc<AtomicUsize>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FaultPeer {
+    /// Starts listening on `127.0.0.1:<free port>`.
+    pub fn start(fault: Fault) -> std::io::Result<FaultPeer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?.to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (s, a) = (stop.clone(), accepted.clone());
+        let thread = std::thread::Builder::new()
+            .name("rmq-fault-peer".into())
+            .spawn(move || {
+                let mut conns = Vec::new();
+                while !s.load(Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((stream, _)) => {
+                            a.fetch_add(1, Ordering::SeqCst);
+                            let fault = fault.clone();
+                            let s2 = s.clone();
+                            conns.push(std::thread::spawn(move || serve(stream, fault, &s2)));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+                for c in conns {
+                    let _ = c.join();
+                }
+            })?;
+        Ok(FaultPeer {
+            addr,
+            stop,
+            accepted,
+            thread: Some(thread),
+        })
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// Connections accepted so far.
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FaultPeer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve(mut stream: TcpStream, fault: Fault, stop: &AtomicBool) {
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !stop.load(Ordering::SeqCst) {
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(_) => continue,
+        }
+        while let Ok(Some(n)) = frame_len(&buf, DEFAULT_MAX_FRAME) {
+            if buf.len() < 4 + n {
+                break;
+            }
+            let frame: Vec<u8> = buf.drain(..4 + n).collect();
+            let Ok(req) = RemotingCommand::decode(&frame[4..]) else {
+                return;
+            };
+            let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
+                .with_body(b"ok".to_vec());
+            let result = match &fault {
+                Fault::Silent => Ok(()),
+                Fault::Garbage(bytes) => stream.write_all(bytes),
+                Fault::OversizedLength(n) => stream.write_all(&n.to_be_bytes()),
+                Fault::TruncatedThenClose(n) => {
+                    let f = ok.to_frame();
+                    let _ = stream.write_all(&f[..(*n).min(f.len())]);
+                    return;
+                }
+                Fault::CloseOnRequest => return,
+                Fault::SlowAnswer(d) => {
+                    std::thread::sleep(*d);
+                    stream.write_all(&ok.to_frame())
+                }
+                Fault::UnknownOpaqueFirst => {
+                    let mut stray = ok.clone();
+                    stray.opaque = req.opaque.wrapping_add(1_000_000);
+                    stream
+                        .write_all(&stray.to_frame())
+                        .and_then(|_| stream.write_all(&ok.to_frame()))
+                }
+            };
+            if result.is_err() {
+                return;
+            }
+        }
+    }
+}

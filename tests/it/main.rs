@@ -1,0 +1,2 @@
+//! Integration tests: one binary, one shared real RocketMQ cluster (see `cluster.rs`).
+mod faults;
