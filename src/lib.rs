@@ -1,5 +1,7 @@
 //! A synchronous, thread-based client for Apache RocketMQ.
+pub mod admin;
 pub mod client;
+pub mod message;
 pub mod error;
 pub mod protocol;
 pub mod remoting;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::protocol::header::{CreateTopicRequestHeader, GetRouteInfoRequestHeader};
+use crate::protocol::header::{
+    CreateTopicRequestHeader, GetRouteInfoRequestHeader, UnregisterClientRequestHeader,
+};
 use crate::protocol::{
     json, perm, ClusterInfo, RemotingCommand, RequestCode, ResponseCode, TopicRouteData,
 };
@@ -108,6 +110,36 @@ impl MQClientAPI {
             e.with_addr(broker_addr)
                 .context(format!("create topic {}", config.topic_name))
         })
+    }
+}
+
+impl MQClientAPI {
+    /// HEART_BEAT with a JSON `HeartbeatData` body; returns the broker's version.
+    pub fn send_heartbeat(&self, addr: &str, body: Vec<u8>, timeout: Duration) -> Result<i32> {
+        let request = RemotingCommand::request(RequestCode::HEART_BEAT).with_body(body);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr).context("heartbeat"))?;
+        Ok(response.version)
+    }
+
+    /// UNREGISTER_CLIENT for a producer or consumer group.
+    pub fn unregister_client(
+        &self,
+        addr: &str,
+        client_id: &str,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+        timeout: Duration,
+    ) -> Result<()> {
+        let header = UnregisterClientRequestHeader {
+            client_id: client_id.to_string(),
+            producer_group: producer_group.map(str::to_string),
+            consumer_group: consumer_group.map(str::to_string),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::UNREGISTER_CLIENT, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr).context("unregister client"))
     }
 }
 

@@ -1,7 +1,18 @@
-//! The client core shared by producers and consumers: typed API calls, configuration,
-//! the client instance and its manager.
+//! The client core shared by producers and consumers: configuration, name checks,
+//! typed API calls, routes, and the client instance with its manager.
 
 mod api;
+mod config;
+pub(crate) mod http;
+mod instance;
+pub mod manager;
+pub mod namespace;
+mod route;
+pub mod validators;
 
 pub(crate) use api::expect_success;
 pub use api::{MQClientAPI, TopicConfig};
+pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
+pub(crate) use instance::{ConsumerInner, ProducerInner};
+pub use instance::{MQClientInstance, ServiceState};
+pub use route::{next_send_index, to_publish_info, to_subscribe_info, TopicPublishInfo};

@@ -154,6 +154,113 @@ command_header! {
     }
 }
 
+command_header! {
+    /// SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) request: Java
+    /// `SendMessageRequestHeaderV2`, whose one-letter keys save bytes on every send.
+    pub struct SendMessageRequestHeaderV2 {
+        /// producerGroup
+        pub producer_group: String => "a",
+        /// topic
+        pub topic: String => "b",
+        /// defaultTopic (TBW102)
+        pub default_topic: String => "c",
+        /// defaultTopicQueueNums
+        pub default_topic_queue_nums: i32 => "d",
+        /// queueId
+        pub queue_id: i32 => "e",
+        /// sysFlag
+        pub sys_flag: i32 => "f",
+        /// bornTimestamp (ms)
+        pub born_timestamp: i64 => "g",
+        /// flag
+        pub flag: i32 => "h",
+        /// properties string
+        pub properties: Option<String> => "i",
+        /// reconsumeTimes
+        pub reconsume_times: Option<i32> => "j",
+        /// unitMode (always sent)
+        pub unit_mode: bool => "k",
+        /// maxReconsumeTimes
+        pub max_reconsume_times: Option<i32> => "l",
+        /// batch (always sent)
+        pub batch: bool => "m",
+        /// brokerName (4.9.5+)
+        pub broker_name: Option<String> => "n",
+    }
+}
+
+command_header! {
+    /// SEND_MESSAGE / SEND_MESSAGE_V2 response.
+    pub struct SendMessageResponseHeader {
+        /// offsetMsgId
+        pub msg_id: String => "msgId",
+        pub queue_id: i32 => "queueId",
+        pub queue_offset: i64 => "queueOffset",
+        pub transaction_id: Option<String> => "transactionId",
+    }
+}
+
+command_header! {
+    /// VIEW_MESSAGE_BY_ID (33) request.
+    pub struct ViewMessageRequestHeader {
+        /// Commit log offset.
+        pub offset: i64 => "offset",
+    }
+}
+
+command_header! {
+    /// PULL_MESSAGE (11) request.
+    pub struct PullMessageRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        pub queue_offset: i64 => "queueOffset",
+        pub max_msg_nums: i32 => "maxMsgNums",
+        pub sys_flag: i32 => "sysFlag",
+        pub commit_offset: i64 => "commitOffset",
+        pub suspend_timeout_millis: i64 => "suspendTimeoutMillis",
+        pub subscription: Option<String> => "subscription",
+        pub sub_version: i64 => "subVersion",
+        pub expression_type: Option<String> => "expressionType",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// PULL_MESSAGE response.
+    pub struct PullMessageResponseHeader {
+        pub suggest_which_broker_id: i64 => "suggestWhichBrokerId",
+        pub next_begin_offset: i64 => "nextBeginOffset",
+        pub min_offset: i64 => "minOffset",
+        pub max_offset: i64 => "maxOffset",
+    }
+}
+
+command_header! {
+    /// GET_MAX_OFFSET (30) / GET_MIN_OFFSET (31) request.
+    pub struct QueueOffsetRequestHeader {
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// Responses that carry one `offset`.
+    pub struct OffsetResponseHeader {
+        pub offset: i64 => "offset",
+    }
+}
+
+command_header! {
+    /// UNREGISTER_CLIENT (35) request.
+    pub struct UnregisterClientRequestHeader {
+        pub client_id: String => "clientID",
+        pub producer_group: Option<String> => "producerGroup",
+        pub consumer_group: Option<String> => "consumerGroup",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

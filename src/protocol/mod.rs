@@ -6,6 +6,7 @@
 mod codes;
 mod command;
 pub mod header;
+pub mod heartbeat;
 pub mod json;
 mod route;
 

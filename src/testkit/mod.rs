@@ -1,2 +1,678 @@
-//! Test support: a launcher for a real local RocketMQ cluster and a fault-injecting peer.
+//! Test support: launches a real Apache RocketMQ cluster (name servers and master
+//! brokers) on loopback from the released jars on Maven Central.
+//!
+//! This module owns everything about those JVMs: fetching the jars of a version once
+//! into a shared cache (`<work_dir>/dist/<version>`), a fresh run directory per cluster
+//! (`<work_dir>/runs/<pid>-<millis>-<n>`: configs, stores, logs, `ROCKETMQ_HOME`,
+//! `user.home`, `java.io.tmpdir`), free-port selection, readiness, stopping and
+//! restarting brokers, and making sure no JVM outlives the test process (see
+//! `process.rs`: each JVM runs under a watchdog shell). Run directories of dead processes are removed at the next start; the
+//! jar cache is kept.
+//!
+//! ```ignore
+//! let cluster = Cluster::builder().brokers(2).start()?;
+//! println!("name servers: {}", cluster.namesrv_addr());
+//! ```
+#![forbid(unsafe_code)]
+
 pub mod fault;
+mod config;
+mod dist;
+mod error;
+mod logs;
+mod ports;
+mod process;
+mod readiness;
+mod remoting;
+
+pub use error::TestkitError;
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use log::{info, warn};
+
+use process::{JvmProcess, JvmSpec};
+use readiness::Launch;
+
+/// Downloads the jars of `version` into the default cache if they are not there yet
+/// (what the first `start` would do), returning the cache directory.
+pub fn fetch_jars(version: &str) -> Result<PathBuf, TestkitError> {
+    let work_dir = absolute(default_work_dir());
+    dist::ensure(&work_dir, version)?;
+    Ok(work_dir.join("dist").join(version))
+}
+
+/// Decides readiness instead of the default check (every broker registered at every name
+/// server, asked through this crate's client): called with the name server
+/// address list (`"127.0.0.1:p1;127.0.0.1:p2"`) and the brokers expected to be up
+/// (`(name, "127.0.0.1:port")`), repeatedly, once every JVM's port accepts connections,
+/// until it returns `Ok(true)` or the start timeout passes. An `Err` is retried too; the
+/// last one is reported in the timeout error.
+pub type ReadinessCheck =
+    Box<dyn Fn(&str, &[(String, String)]) -> Result<bool, String> + Send + Sync>;
+
+/// The RocketMQ release started unless another is asked for.
+pub const DEFAULT_VERSION: &str = "5.3.3";
+const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
+/// SIGTERM lets RocketMQ run its shutdown hook; after this it gets SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+const LOG_TAIL_LINES: usize = 30;
+/// Starts retried with new ports when a JVM lost a port race with another process.
+const PORT_ATTEMPTS: usize = 3;
+
+static RUN_SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// Configures and starts a [`Cluster`].
+pub struct ClusterBuilder {
+    version: String,
+    name_servers: usize,
+    brokers: usize,
+    broker_config: Vec<(String, String)>,
+    work_dir: Option<PathBuf>,
+    readiness: Option<ReadinessCheck>,
+    start_timeout: Duration,
+}
+
+impl Default for ClusterBuilder {
+    fn default() -> Self {
+        ClusterBuilder {
+            version: DEFAULT_VERSION.to_string(),
+            name_servers: 1,
+            brokers: 1,
+            broker_config: Vec::new(),
+            work_dir: None,
+            readiness: None,
+            start_timeout: DEFAULT_START_TIMEOUT,
+        }
+    }
+}
+
+impl ClusterBuilder {
+    /// RocketMQ release to run (default `5.3.3`). Its `rocketmq-namesrv` and
+    /// `rocketmq-broker` artifacts must be on Maven Central.
+    pub fn version(mut self, v: &str) -> Self {
+        self.version = v.to_string();
+        self
+    }
+
+    /// Number of name servers (default 1).
+    pub fn name_servers(mut self, n: usize) -> Self {
+        self.name_servers = n;
+        self
+    }
+
+    /// Number of master brokers, named `broker-a`, `broker-b`, ... in cluster
+    /// `DefaultCluster` (default 1).
+    pub fn brokers(mut self, n: usize) -> Self {
+        self.brokers = n;
+        self
+    }
+
+    /// An extra `broker.conf` entry for every broker; it overrides the testkit's own.
+    pub fn broker_config(mut self, key: &str, value: &str) -> Self {
+        self.broker_config
+            .push((key.to_string(), value.to_string()));
+        self
+    }
+
+    /// Where the jar cache and run directories live (default
+    /// `<CARGO_TARGET_DIR or ./target>/rocketmq-testkit`).
+    pub fn work_dir(mut self, dir: PathBuf) -> Self {
+        self.work_dir = Some(dir);
+        self
+    }
+
+    /// Replaces the log-based registration check; see [`ReadinessCheck`].
+    pub fn readiness_check(mut self, f: ReadinessCheck) -> Self {
+        self.readiness = Some(f);
+        self
+    }
+
+    /// How long JVM start-up may take, per start (default 120 s; the one-time jar
+    /// download is not counted).
+    pub fn start_timeout(mut self, d: Duration) -> Self {
+        self.start_timeout = d;
+        self
+    }
+
+    /// Fetches the jars if needed, starts the name servers, then the brokers, and
+    /// waits until the cluster is ready.
+    pub fn start(self) -> Result<Cluster, TestkitError> {
+        self.validate()?;
+        let work_dir = absolute(self.work_dir.clone().unwrap_or_else(default_work_dir));
+        let runs = work_dir.join("runs");
+        fs::create_dir_all(&runs).map_err(|e| TestkitError::io("create runs dir", &runs, e))?;
+        remove_stale_runs(&runs);
+
+        let dist = dist::ensure(&work_dir, &self.version)?;
+
+        let run_dir = runs.join(format!(
+            "{}-{}-{}",
+            std::process::id(),
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0),
+            RUN_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let log_dir = run_dir.join("logs");
+        let home = run_dir.join("home");
+        for dir in [&log_dir, &home, &run_dir.join("tmp")] {
+            fs::create_dir_all(dir).map_err(|e| TestkitError::io("create run dir", dir, e))?;
+        }
+        config::write_logback(&home)?;
+
+        // From here on, dropping `cluster` on an error path stops whatever started.
+        let mut cluster = Cluster {
+            version: self.version,
+            run_dir,
+            log_dir,
+            home,
+            java: java_binary(),
+            classpath: dist.classpath,
+            namesrvs: Vec::new(),
+            brokers: Vec::new(),
+            broker_extra: self.broker_config,
+            readiness: Some(
+                self.readiness
+                    .unwrap_or_else(remoting::registered_at_every_name_server),
+            ),
+            start_timeout: self.start_timeout,
+        };
+        let started = Instant::now();
+        let deadline = started + cluster.start_timeout;
+
+        let mut launches = Vec::new();
+        for i in 0..self.name_servers {
+            let idx = cluster.add_node(Role::Namesrv, format!("namesrv-{i}"))?;
+            launches.push(cluster.launch(Role::Namesrv, idx)?);
+        }
+        // The cluster-level check waits for the broker phase, unless there is none.
+        let namesrvs_only = self.brokers == 0;
+        cluster.await_ready(&mut launches, deadline, true, namesrvs_only)?;
+
+        // Brokers register once at boot and then only every 30 s, so they start only
+        // after every name server accepts connections.
+        let mut launches = Vec::new();
+        for i in 0..self.brokers {
+            let idx = cluster.add_node(Role::Broker, broker_name(i))?;
+            launches.push(cluster.launch(Role::Broker, idx)?);
+        }
+        if self.brokers > 0 {
+            cluster.await_ready(&mut launches, deadline, true, true)?;
+        }
+
+        info!(
+            "RocketMQ {} cluster ready in {:.1}s: name servers {}, brokers {:?}; run dir {}",
+            cluster.version,
+            started.elapsed().as_secs_f64(),
+            cluster.namesrv_addr(),
+            cluster.broker_addrs(),
+            cluster.run_dir.display()
+        );
+        Ok(cluster)
+    }
+
+    fn validate(&self) -> Result<(), TestkitError> {
+        let ok_version = !self.version.is_empty()
+            && self
+                .version
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+        if !ok_version {
+            return Err(TestkitError::InvalidArgument(format!(
+                "bad version {:?}",
+                self.version
+            )));
+        }
+        if self.name_servers == 0 {
+            return Err(TestkitError::InvalidArgument(
+                "at least one name server is needed".into(),
+            ));
+        }
+        for (k, v) in &self.broker_config {
+            if k.is_empty() || k.contains(['\n', '\r', '=', ':', ' ']) || v.contains(['\n', '\r']) {
+                return Err(TestkitError::InvalidArgument(format!(
+                    "bad broker config entry {k:?}={v:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Role {
+    Namesrv,
+    Broker,
+}
+
+impl Role {
+    /// Offsets from `listenPort` of every port the JVM binds.
+    fn port_offsets(self) -> &'static [i32] {
+        match self {
+            Role::Namesrv => ports::NAMESRV_OFFSETS,
+            Role::Broker => ports::BROKER_OFFSETS,
+        }
+    }
+}
+
+/// One name server or broker: its identity is stable across restarts.
+struct Node {
+    role: Role,
+    name: String,
+    port: u16,
+    /// `<run>/<name>`: config file and pid file.
+    dir: PathBuf,
+    process: Option<JvmProcess>,
+}
+
+impl Node {
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn ports(&self) -> Vec<u16> {
+        ports::ports_of(self.port, self.role.port_offsets()).unwrap_or_default()
+    }
+
+    fn conf_path(&self) -> PathBuf {
+        match self.role {
+            Role::Namesrv => self.dir.join("namesrv.conf"),
+            Role::Broker => self.dir.join("broker.conf"),
+        }
+    }
+}
+
+/// A running RocketMQ cluster; stopped by [`Cluster::shutdown`] or on drop.
+pub struct Cluster {
+    version: String,
+    run_dir: PathBuf,
+    log_dir: PathBuf,
+    home: PathBuf,
+    java: PathBuf,
+    classpath: OsString,
+    namesrvs: Vec<Node>,
+    brokers: Vec<Node>,
+    broker_extra: Vec<(String, String)>,
+    readiness: Option<ReadinessCheck>,
+    start_timeout: Duration,
+}
+
+impl Cluster {
+    /// A builder with the defaults: 5.3.3, one name server, one broker.
+    pub fn builder() -> ClusterBuilder {
+        ClusterBuilder::default()
+    }
+
+    /// Name server address list as clients take it: `"127.0.0.1:p1;127.0.0.1:p2"`.
+    pub fn namesrv_addr(&self) -> String {
+        self.namesrv_addrs().join(";")
+    }
+
+    /// Name server addresses, `"127.0.0.1:port"` each.
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrvs.iter().map(Node::addr).collect()
+    }
+
+    /// Every broker of the cluster, stopped ones included: `(name, "127.0.0.1:port")`.
+    pub fn broker_addrs(&self) -> Vec<(String, String)> {
+        self.brokers
+            .iter()
+            .map(|b| (b.name.clone(), b.addr()))
+            .collect()
+    }
+
+    /// Whether the named broker's JVM is running (not stopped through this handle).
+    pub fn is_broker_running(&self, name: &str) -> bool {
+        self.brokers
+            .iter()
+            .any(|b| b.name == name && b.process.is_some())
+    }
+
+    /// The RocketMQ version this cluster runs.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Directory of the JVMs' logs: `<name>.log` (logback) and `<name>.out`
+    /// (stdout/stderr) per process.
+    pub fn log_dir(&self) -> &Path {
+        &self.log_dir
+    }
+
+    /// This cluster's run directory (stores, configs, logs).
+    pub fn run_dir(&self) -> &Path {
+        &self.run_dir
+    }
+
+    /// Stops a broker's JVM: SIGTERM, and SIGKILL if it has not exited after 5 s.
+    /// A no-op for a broker that is already stopped.
+    pub fn stop_broker(&mut self, name: &str) -> Result<(), TestkitError> {
+        self.stop_broker_with(name, false)
+    }
+
+    /// SIGKILLs a broker's JVM at once, as in a crash (no shutdown hook, no
+    /// unregistration; the store is recovered at the next start).
+    pub fn kill_broker(&mut self, name: &str) -> Result<(), TestkitError> {
+        self.stop_broker_with(name, true)
+    }
+
+    /// Restarts a stopped broker with the same ports and store, and waits until it is
+    /// ready again.
+    pub fn start_broker(&mut self, name: &str) -> Result<(), TestkitError> {
+        let idx = self.broker_index(name)?;
+        if self.brokers[idx].process.is_some() {
+            return Err(TestkitError::InvalidArgument(format!(
+                "broker {name} is already running"
+            )));
+        }
+        let ports = self.brokers[idx].ports();
+        let wait = self.start_timeout;
+        if !ports::wait_free(&ports, wait) {
+            return Err(TestkitError::Timeout {
+                what: format!("ports {ports:?} of {name} to become free"),
+                waited: wait,
+                log_dir: self.log_dir.clone(),
+                log_tail: String::new(),
+            });
+        }
+        let deadline = Instant::now() + self.start_timeout;
+        let mut launches = vec![self.launch(Role::Broker, idx)?];
+        // Same ports are a must here, so a port race is not retried.
+        self.await_ready(&mut launches, deadline, false, true)
+    }
+
+    /// Starts one more broker (the next free name: `broker-c` after a and b) in the
+    /// cluster and waits until it is ready. Returns its name.
+    pub fn add_broker(&mut self) -> Result<String, TestkitError> {
+        let name = broker_name(self.brokers.len());
+        let idx = self.add_node(Role::Broker, name.clone())?;
+        let deadline = Instant::now() + self.start_timeout;
+        let mut launches = vec![self.launch(Role::Broker, idx)?];
+        self.await_ready(&mut launches, deadline, true, true)?;
+        Ok(name)
+    }
+
+    /// Stops every JVM (brokers and name servers together: SIGTERM, SIGKILL after
+    /// 5 s) and reaps them. Idempotent; also run on drop. Afterwards the cluster has
+    /// no nodes (their ports are released). The run directory is kept for debugging
+    /// and removed by a later start once this process has exited.
+    pub fn shutdown(&mut self) {
+        let started = Instant::now();
+        let mut any = false;
+        for node in self.brokers.iter_mut().chain(self.namesrvs.iter_mut()) {
+            if let Some(p) = node.process.as_mut() {
+                p.request_stop();
+                any = true;
+            }
+        }
+        for node in self.brokers.iter_mut().chain(self.namesrvs.iter_mut()) {
+            if let Some(mut p) = node.process.take() {
+                let status = p.wait_stopped();
+                info!("{} stopped ({})", node.name, process::describe(status));
+            }
+        }
+        for node in self.brokers.drain(..).chain(self.namesrvs.drain(..)) {
+            ports::release(node.port, node.role.port_offsets());
+        }
+        if any {
+            info!(
+                "cluster stopped in {:.1}s; logs in {}",
+                started.elapsed().as_secs_f64(),
+                self.log_dir.display()
+            );
+        }
+    }
+
+    fn stop_broker_with(&mut self, name: &str, kill: bool) -> Result<(), TestkitError> {
+        let idx = self.broker_index(name)?;
+        let node = &mut self.brokers[idx];
+        let Some(mut p) = node.process.take() else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        if kill {
+            p.kill_now();
+        }
+        let status = p.wait_stopped();
+        info!(
+            "{} stopped in {:.1}s ({})",
+            node.name,
+            started.elapsed().as_secs_f64(),
+            process::describe(status)
+        );
+        Ok(())
+    }
+
+    fn broker_index(&self, name: &str) -> Result<usize, TestkitError> {
+        self.brokers
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| TestkitError::InvalidArgument(format!("no broker named {name}")))
+    }
+
+    fn nodes(&self, role: Role) -> &[Node] {
+        match role {
+            Role::Namesrv => &self.namesrvs,
+            Role::Broker => &self.brokers,
+        }
+    }
+
+    fn nodes_mut(&mut self, role: Role) -> &mut Vec<Node> {
+        match role {
+            Role::Namesrv => &mut self.namesrvs,
+            Role::Broker => &mut self.brokers,
+        }
+    }
+
+    fn out_file(&self, name: &str) -> PathBuf {
+        self.log_dir.join(format!("{name}.out"))
+    }
+
+    fn log_file(&self, name: &str) -> PathBuf {
+        self.log_dir.join(format!("{name}.log"))
+    }
+
+    /// Registers a new node with fresh ports (not started yet).
+    fn add_node(&mut self, role: Role, name: String) -> Result<usize, TestkitError> {
+        let port = ports::pick(role.port_offsets())?;
+        let dir = self.run_dir.join(&name);
+        fs::create_dir_all(&dir).map_err(|e| TestkitError::io("create node dir", &dir, e))?;
+        let nodes = self.nodes_mut(role);
+        nodes.push(Node {
+            role,
+            name,
+            port,
+            dir,
+            process: None,
+        });
+        Ok(nodes.len() - 1)
+    }
+
+    /// Writes the node's config and spawns its JVM.
+    fn launch(&mut self, role: Role, idx: usize) -> Result<Launch, TestkitError> {
+        let node = &self.nodes(role)[idx];
+        let name = node.name.clone();
+        let conf = node.conf_path();
+        let text = match role {
+            Role::Namesrv => config::namesrv_properties(node.port, &node.dir),
+            Role::Broker => config::broker_conf(
+                &name,
+                node.port,
+                &self.namesrv_addr(),
+                &self.run_dir.join(format!("store-{name}")),
+                &self.broker_extra,
+            ),
+        };
+        config::write(&conf, &text)?;
+
+        let (main_class, heap, max_heap) = match role {
+            Role::Namesrv => (
+                "org.apache.rocketmq.namesrv.NamesrvStartup",
+                "-Xms128m",
+                "-Xmx256m",
+            ),
+            Role::Broker => (
+                "org.apache.rocketmq.broker.BrokerStartup",
+                "-Xms256m",
+                "-Xmx512m",
+            ),
+        };
+        let log_file = self.log_file(&name);
+        let out_file = self.out_file(&name);
+        let mut args = config::jvm_options(heap, max_heap, &self.run_dir, &self.home, &log_file);
+        args.push("-cp".into());
+        args.push(self.classpath.clone());
+        args.push(main_class.into());
+        args.push("-c".into());
+        args.push(conf.into_os_string());
+
+        let launch = Launch {
+            role,
+            idx,
+            spawned: Instant::now(),
+            out_offset: logs::len(&out_file),
+            log_offset: logs::len(&log_file),
+            ns_offsets: match role {
+                Role::Namesrv => Vec::new(),
+                Role::Broker => self
+                    .namesrvs
+                    .iter()
+                    .map(|n| logs::len(&self.log_file(&n.name)))
+                    .collect(),
+            },
+            up_after: None,
+            last_nudge: None,
+            attempts: 1,
+        };
+        let spec = JvmSpec {
+            name: name.clone(),
+            java: self.java.clone(),
+            args,
+            env: vec![("ROCKETMQ_HOME", self.home.clone().into_os_string())],
+            cwd: self.nodes(role)[idx].dir.clone(),
+            out_file,
+            pid_file: self.nodes(role)[idx].dir.join("jvm.pid"),
+            grace: STOP_GRACE,
+        };
+        let process = JvmProcess::spawn(&spec)?;
+        self.nodes_mut(role)[idx].process = Some(process);
+        Ok(launch)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// `broker-a` ... `broker-z`, then `broker-26`, ...
+fn broker_name(i: usize) -> String {
+    match u8::try_from(i) {
+        Ok(n) if n < 26 => format!("broker-{}", char::from(b'a' + n)),
+        _ => format!("broker-{i}"),
+    }
+}
+
+fn java_binary() -> PathBuf {
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        let java = Path::new(&home).join("bin").join("java");
+        if java.is_file() {
+            return java;
+        }
+    }
+    PathBuf::from("java")
+}
+
+fn default_work_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("rocketmq-testkit")
+}
+
+fn absolute(p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        return p;
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => cwd.join(p),
+        Err(_) => p,
+    }
+}
+
+/// Whether a process with this pid exists (Linux `/proc`).
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Deletes run directories left by processes that no longer exist.
+fn remove_stale_runs(runs: &Path) {
+    // Without /proc every process would look dead.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(runs) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(Ok(pid)) = name.split('-').next().map(str::parse::<u32>) else {
+            continue;
+        };
+        if pid == me || pid_alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match fs::remove_dir_all(&path) {
+            Ok(()) => info!("removed stale run dir {}", path.display()),
+            Err(e) => warn!("cannot remove stale run dir {}: {e}", path.display()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_names() {
+        assert_eq!(broker_name(0), "broker-a");
+        assert_eq!(broker_name(2), "broker-c");
+        assert_eq!(broker_name(25), "broker-z");
+        assert_eq!(broker_name(26), "broker-26");
+    }
+
+    #[test]
+    fn bad_arguments_are_rejected() {
+        let err = Cluster::builder().version("../x").validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        let err = Cluster::builder().name_servers(0).validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        let err = Cluster::builder().broker_config("a\nb", "1").validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn cluster_can_live_in_a_static() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Cluster>();
+    }
+
+    #[test]
+    fn broker_conf_lets_callers_override() {
+        let extra = vec![("autoCreateTopicEnable".to_string(), "false".to_string())];
+        let conf = config::broker_conf("broker-a", 20000, "127.0.0.1:1", Path::new("/s"), &extra);
+        let first = conf.find("autoCreateTopicEnable=true");
+        let last = conf.find("autoCreateTopicEnable=false");
+        assert!(first.is_some() && last > first);
+        assert!(conf.contains("storePathCommitLog=/s/commitlog\n"));
+    }
+}

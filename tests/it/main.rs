@@ -1,2 +1,4 @@
 //! Integration tests: one binary, one shared real RocketMQ cluster (see `cluster.rs`).
+mod cluster;
 mod faults;
+mod remoting;

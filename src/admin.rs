@@ -1,0 +1,201 @@
+//! Administrative calls the CLI, examples and tests need (a small part of Java's
+//! `MQAdminExt`): cluster info, routes, and creating a topic on every master broker.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::validators::{check_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
+use crate::client::{MQClientAPI, TopicConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::client::expect_success;
+use crate::message::{decode_messages, decode_offset_msg_id, DecodeOptions, MessageExt};
+use crate::protocol::header::{OffsetResponseHeader, QueueOffsetRequestHeader, ViewMessageRequestHeader};
+use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, TopicRouteData};
+use crate::remoting::{RemotingClient, RemotingConfig};
+
+/// Admin operations over a private remoting client.
+pub struct Admin {
+    api: MQClientAPI,
+    timeout: Duration,
+}
+
+impl Admin {
+    /// Connects lazily to the `;`-separated name servers.
+    pub fn new(namesrv_addr: &str) -> Result<Admin> {
+        Admin::with_config(namesrv_addr, RemotingConfig::default())
+    }
+
+    /// Like [`new`](Self::new) with remoting settings.
+    pub fn with_config(namesrv_addr: &str, config: RemotingConfig) -> Result<Admin> {
+        let list = crate::client::ClientConfig::builder()
+            .namesrv_addr(namesrv_addr)
+            .build()
+            .namesrv_addr_list();
+        if list.is_empty() {
+            return Err(Error::invalid_argument(format!(
+                "no name-server address in {namesrv_addr:?}"
+            )));
+        }
+        let remoting = Arc::new(RemotingClient::new(config)?);
+        remoting.update_name_server_address_list(&list);
+        Ok(Admin {
+            api: MQClientAPI::new(remoting),
+            timeout: Duration::from_secs(6),
+        })
+    }
+
+    /// The typed API underneath.
+    pub fn api(&self) -> &MQClientAPI {
+        &self.api
+    }
+
+    /// GET_BROKER_CLUSTER_INFO.
+    pub fn cluster_info(&self) -> Result<ClusterInfo> {
+        self.api.get_broker_cluster_info(self.timeout)
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC.
+    pub fn topic_route(&self, topic: &str) -> Result<TopicRouteData> {
+        self.api.get_topic_route_info(topic, self.timeout)
+    }
+
+    /// Master addresses by broker name, from the cluster info.
+    pub fn master_addrs(&self) -> Result<BTreeMap<String, String>> {
+        Ok(self
+            .cluster_info()?
+            .broker_addr_table
+            .into_iter()
+            .filter_map(|(name, bd)| bd.master_addr().map(|a| (name, a.to_string())))
+            .collect())
+    }
+
+    /// Creates (or updates) `config` on every master broker of the cluster, then waits
+    /// until the name server routes it. Returns the broker names.
+    pub fn create_topic(&self, config: &TopicConfig) -> Result<Vec<String>> {
+        check_topic(&config.topic_name)?;
+        let masters = self.master_addrs()?;
+        if masters.is_empty() {
+            return Err(Error::new(ErrorKind::NoRoute, "the cluster has no master broker"));
+        }
+        for addr in masters.values() {
+            self.create_topic_on(addr, config)?;
+        }
+        self.wait_for_route(&config.topic_name, masters.len(), Duration::from_secs(10))?;
+        Ok(masters.into_keys().collect())
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC on one broker.
+    pub fn create_topic_on(&self, broker_addr: &str, config: &TopicConfig) -> Result<()> {
+        check_topic(&config.topic_name)?;
+        self.api
+            .create_topic(broker_addr, AUTO_CREATE_TOPIC_KEY_TOPIC, config, self.timeout)
+    }
+
+    /// Polls the name server until `topic` is routed to at least `brokers` brokers.
+    pub fn wait_for_route(&self, topic: &str, brokers: usize, timeout: Duration) -> Result<TopicRouteData> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let last = match self.topic_route(topic) {
+                Ok(r) if r.queue_datas.len() >= brokers => return Ok(r),
+                Ok(r) => Error::new(
+                    ErrorKind::NoRoute,
+                    format!("topic {topic} routed to {} of {brokers} brokers", r.queue_datas.len()),
+                ),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                return Err(last.context(format!("waiting for the route of {topic}")));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// VIEW_MESSAGE_BY_ID: the stored message behind an offsetMsgId (store host + offset).
+    pub fn view_message(&self, offset_msg_id: &str) -> Result<MessageExt> {
+        let (host, offset) = decode_offset_msg_id(offset_msg_id)?;
+        let addr = host.to_string();
+        let header = ViewMessageRequestHeader { offset };
+        let request = RemotingCommand::request_with_header(RequestCode::VIEW_MESSAGE_BY_ID, &header);
+        let response = self.api.remoting().invoke_sync(&addr, request, self.timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(&addr).context(format!("view message {offset_msg_id}")))?;
+        decode_messages(&response.body, DecodeOptions::new().check_crc(true))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::decode(format!("no message in the answer for {offset_msg_id}")))
+    }
+
+    /// GET_MAX_OFFSET of one queue on one broker.
+    pub fn max_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
+        let header = QueueOffsetRequestHeader {
+            topic: topic.to_string(),
+            queue_id,
+            broker_name: None,
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::GET_MAX_OFFSET, &header);
+        let response = self.api.remoting().invoke_sync(broker_addr, request, self.timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(broker_addr))?;
+        Ok(response.decode_header::<OffsetResponseHeader>()?.offset)
+    }
+
+    /// Sum of the max offsets of every queue of `topic`: messages stored so far.
+    pub fn total_max_offset(&self, topic: &str) -> Result<i64> {
+        let route = self.topic_route(topic)?;
+        let mut total = 0;
+        for qd in &route.queue_datas {
+            let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == qd.broker_name)
+                .and_then(|b| b.master_addr())
+            else {
+                continue;
+            };
+            for q in 0..qd.read_queue_nums {
+                total += self.max_offset(addr, topic, q)?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// GET_PRODUCER_CONNECTION_LIST: the clients connected under a producer group, from
+    /// every master broker.
+    pub fn producer_connections(&self, group: &str) -> Result<Vec<Connection>> {
+        let mut all = Vec::new();
+        for addr in self.master_addrs()?.values() {
+            let mut request = RemotingCommand::request(RequestCode::GET_PRODUCER_CONNECTION_LIST);
+            request.ext_fields.insert("producerGroup", group);
+            let response = self.api.remoting().invoke_sync(addr, request, self.timeout)?;
+            if expect_success(&response).is_err() {
+                continue;
+            }
+            let body: ConnectionSet = crate::protocol::json::from_slice(&response.body)?;
+            all.extend(body.connection_set);
+        }
+        Ok(all)
+    }
+}
+
+/// One client connection as a broker reports it (Java `Connection`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Connection {
+    /// Client id.
+    pub client_id: String,
+    /// Remote address.
+    #[serde(default)]
+    pub client_addr: String,
+    /// Language name (`JAVA`, `RUST`, ...).
+    #[serde(default)]
+    pub language: String,
+    /// Protocol version.
+    #[serde(default)]
+    pub version: i32,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionSet {
+    #[serde(default)]
+    connection_set: Vec<Connection>,
+}

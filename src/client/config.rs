@@ -1,0 +1,384 @@
+//! `ClientConfig`: what producers and consumers share (Java `ClientConfig`), with Java's
+//! defaults. Built with [`ClientConfig::builder`]; every duration is a `Duration`.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::protocol::{LanguageCode, SerializeType};
+use crate::remoting::RemotingConfig;
+
+/// The instance name Java replaces with `<pid>#<nanos>` for producers and clustering consumers.
+pub const DEFAULT_INSTANCE_NAME: &str = "DEFAULT";
+
+/// Where the HTTP name-server address server lives when no address is configured
+/// (Java system properties `rocketmq.namesrv.domain`, `rocketmq.namesrv.domain.subgroup`;
+/// here the environment variables `ROCKETMQ_NAMESRV_DOMAIN` and
+/// `ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP`).
+pub const DEFAULT_NAMESRV_DOMAIN: &str = "jmenv.tbsite.net";
+/// Default subgroup of the address server path.
+pub const DEFAULT_NAMESRV_SUBGROUP: &str = "nsaddr";
+
+/// Configuration shared by producers and consumers.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub(crate) namesrv_addr: Option<String>,
+    pub(crate) client_ip: String,
+    pub(crate) instance_name: String,
+    pub(crate) unit_name: Option<String>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) unit_mode: bool,
+    pub(crate) vip_channel_enabled: bool,
+    pub(crate) language: LanguageCode,
+    pub(crate) mq_client_api_timeout: Duration,
+    pub(crate) poll_name_server_interval: Duration,
+    pub(crate) heartbeat_broker_interval: Duration,
+    pub(crate) persist_consumer_offset_interval: Duration,
+    pub(crate) pull_time_delay_when_exception: Duration,
+    pub(crate) fetch_name_server_interval: Duration,
+    pub(crate) adjust_thread_pool_interval: Duration,
+    pub(crate) name_server_address_url: String,
+    pub(crate) remoting: RemotingConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfigBuilder::default().build()
+    }
+}
+
+impl ClientConfig {
+    /// A builder starting from Java's defaults.
+    pub fn builder() -> ClientConfigBuilder {
+        ClientConfigBuilder::default()
+    }
+
+    /// The client id: `ip@instance[@unit]` (Java `buildMQClientId`).
+    pub fn client_id(&self) -> String {
+        let mut id = format!("{}@{}", self.client_ip, self.instance_name);
+        if let Some(unit) = self.unit_name.as_deref().filter(|u| !u.trim().is_empty()) {
+            id.push('@');
+            id.push_str(unit);
+        }
+        id
+    }
+
+    /// Name-server addresses, `;`-separated, if configured.
+    pub fn namesrv_addr(&self) -> Option<&str> {
+        self.namesrv_addr.as_deref()
+    }
+
+    /// The name-server addresses as a list (`http://` prefixes stripped as Java does).
+    pub fn namesrv_addr_list(&self) -> Vec<String> {
+        self.namesrv_addr
+            .as_deref()
+            .map(parse_namesrv_list)
+            .unwrap_or_default()
+    }
+
+    /// This client's IP as it appears in the client id.
+    pub fn client_ip(&self) -> &str {
+        &self.client_ip
+    }
+
+    /// The instance name.
+    pub fn instance_name(&self) -> &str {
+        &self.instance_name
+    }
+
+    /// The namespace: the configured one, else the instance id found in an
+    /// `MQ_INST_xxx_yyy.` name-server endpoint (Java `NameServerAddressUtils`).
+    pub fn namespace(&self) -> Option<String> {
+        if let Some(ns) = self.namespace.as_deref().filter(|n| !n.is_empty()) {
+            return Some(ns.to_string());
+        }
+        self.namesrv_addr.as_deref().and_then(instance_id_of_endpoint)
+    }
+
+    /// Timeout of route, heartbeat and other control calls (Java `mqClientApiTimeout`).
+    pub fn mq_client_api_timeout(&self) -> Duration {
+        self.mq_client_api_timeout
+    }
+
+    /// Remoting settings.
+    pub fn remoting(&self) -> &RemotingConfig {
+        &self.remoting
+    }
+
+    /// The URL job 1 polls for name-server addresses.
+    pub fn name_server_address_url(&self) -> &str {
+        &self.name_server_address_url
+    }
+
+    /// Replaces `DEFAULT` by `<pid>#<nanos>` (Java `changeInstanceNameToPID`).
+    pub(crate) fn change_instance_name_to_pid(&mut self) {
+        if self.instance_name == DEFAULT_INSTANCE_NAME {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            self.instance_name = format!("{}#{}", std::process::id(), nanos);
+        }
+    }
+}
+
+/// Splits `a;b;c`, trims, and strips an `http://host/` prefix to its last path segment.
+pub(crate) fn parse_namesrv_list(s: &str) -> Vec<String> {
+    let s = match s.strip_prefix("http://").or_else(|| s.strip_prefix("https://")) {
+        Some(rest) => rest.rsplit('/').next().unwrap_or(rest),
+        None => s,
+    };
+    s.split(';')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// `[scheme://]MQ_INST_<a>_<b>.<rest>` → `MQ_INST_<a>_<b>`.
+fn instance_id_of_endpoint(addr: &str) -> Option<String> {
+    let host = addr.rsplit('/').next().unwrap_or(addr);
+    let id = host.split('.').next()?;
+    let rest = id.strip_prefix("MQ_INST_")?;
+    let mut parts = rest.splitn(2, '_');
+    let (a, b) = (parts.next()?, parts.next()?);
+    let word = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric());
+    (word(a) && word(b) && host.len() > id.len()).then(|| id.to_string())
+}
+
+/// Builder for [`ClientConfig`].
+#[derive(Debug, Clone)]
+pub struct ClientConfigBuilder {
+    config: ClientConfig,
+}
+
+impl Default for ClientConfigBuilder {
+    fn default() -> Self {
+        let domain = std::env::var("ROCKETMQ_NAMESRV_DOMAIN")
+            .unwrap_or_else(|_| DEFAULT_NAMESRV_DOMAIN.to_string());
+        let subgroup = std::env::var("ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP")
+            .unwrap_or_else(|_| DEFAULT_NAMESRV_SUBGROUP.to_string());
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        ClientConfigBuilder {
+            config: ClientConfig {
+                namesrv_addr: std::env::var("NAMESRV_ADDR")
+                    .ok()
+                    .filter(|s| !s.trim().is_empty()),
+                client_ip: local_ip().to_string(),
+                instance_name: std::env::var("ROCKETMQ_CLIENT_NAME")
+                    .unwrap_or_else(|_| DEFAULT_INSTANCE_NAME.to_string()),
+                unit_name: None,
+                namespace: None,
+                unit_mode: false,
+                vip_channel_enabled: false,
+                language: LanguageCode::RUST,
+                mq_client_api_timeout: Duration::from_millis(3000),
+                poll_name_server_interval: Duration::from_millis(30_000),
+                heartbeat_broker_interval: Duration::from_millis(30_000),
+                persist_consumer_offset_interval: Duration::from_millis(5_000),
+                pull_time_delay_when_exception: Duration::from_millis(1_000),
+                fetch_name_server_interval: Duration::from_millis(120_000),
+                adjust_thread_pool_interval: Duration::from_secs(60),
+                name_server_address_url: format!("http://{domain}:8080/rocketmq/{subgroup}"),
+                remoting: RemotingConfig {
+                    callback_threads: threads,
+                    ..RemotingConfig::default()
+                },
+            },
+        }
+    }
+}
+
+macro_rules! setters {
+    ($($(#[$m:meta])* $name:ident: $ty:ty => $field:ident;)*) => {$(
+        $(#[$m])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.config.$field = value;
+            self
+        }
+    )*};
+}
+
+impl ClientConfigBuilder {
+    /// Name-server addresses, `;`-separated (default: `NAMESRV_ADDR`).
+    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
+        self.config.namesrv_addr = Some(addr.into());
+        self
+    }
+
+    /// Forget any name-server address, so that job 1 fetches them over HTTP.
+    pub fn no_namesrv_addr(mut self) -> Self {
+        self.config.namesrv_addr = None;
+        self
+    }
+
+    /// The IP that goes into the client id (default: Java's selection rule).
+    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
+        self.config.client_ip = ip.into();
+        self
+    }
+
+    /// Instance name (default `DEFAULT`, or `ROCKETMQ_CLIENT_NAME`).
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.config.instance_name = name.into();
+        self
+    }
+
+    /// Unit name, appended to the client id.
+    pub fn unit_name(mut self, name: impl Into<String>) -> Self {
+        self.config.unit_name = Some(name.into());
+        self
+    }
+
+    /// Namespace that wraps groups and topics.
+    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
+        self.config.namespace = Some(ns.into());
+        self
+    }
+
+    /// Full URL of the HTTP name-server address server (default
+    /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`).
+    pub fn name_server_address_url(mut self, url: impl Into<String>) -> Self {
+        self.config.name_server_address_url = url.into();
+        self
+    }
+
+    setters! {
+        /// Unit mode.
+        unit_mode: bool => unit_mode;
+        /// Send through the broker's VIP port (`port - 2`); Java default false.
+        vip_channel_enabled: bool => vip_channel_enabled;
+        /// Language reported in heartbeats (default `RUST`).
+        language: LanguageCode => language;
+        /// Timeout of control calls (Java 3 s).
+        mq_client_api_timeout: Duration => mq_client_api_timeout;
+        /// Job 2 period: route refresh (Java 30 s).
+        poll_name_server_interval: Duration => poll_name_server_interval;
+        /// Job 3 period: heartbeat (Java 30 s).
+        heartbeat_broker_interval: Duration => heartbeat_broker_interval;
+        /// Job 4 period: consumer offset persistence (Java 5 s).
+        persist_consumer_offset_interval: Duration => persist_consumer_offset_interval;
+        /// Delay before a pull is retried after an error (Java 1 s).
+        pull_time_delay_when_exception: Duration => pull_time_delay_when_exception;
+        /// Job 1 period: HTTP name-server address fetch (Java 2 min).
+        fetch_name_server_interval: Duration => fetch_name_server_interval;
+        /// Job 5 period: consumer thread-pool adjustment (Java 1 min).
+        adjust_thread_pool_interval: Duration => adjust_thread_pool_interval;
+        /// Remoting settings (connect timeout, frame limit, header encoding, ...).
+        remoting: RemotingConfig => remoting;
+    }
+
+    /// Header encoding of requests (Java `rocketmq.serialize.type`; default JSON).
+    pub fn serialize_type(mut self, ty: SerializeType) -> Self {
+        self.config.remoting.serialize_type = ty;
+        self
+    }
+
+    /// Threads that run async callbacks (Java `clientCallbackExecutorThreads`, CPU count).
+    pub fn callback_threads(mut self, n: usize) -> Self {
+        self.config.remoting.callback_threads = n;
+        self
+    }
+
+    /// The finished configuration.
+    pub fn build(self) -> ClientConfig {
+        self.config
+    }
+}
+
+/// Java `RemotingUtil.getLocalAddress`: the first non-loopback IPv4 not in 127.0/192.168,
+/// else the last non-loopback IPv4, else the first non-loopback IPv6, else 127.0.0.1.
+pub fn local_ip() -> IpAddr {
+    let addrs: Vec<IpAddr> = if_addrs::get_if_addrs()
+        .map(|v| v.into_iter().map(|i| i.ip()).collect())
+        .unwrap_or_default();
+    select_local_ip(&addrs)
+}
+
+fn select_local_ip(addrs: &[IpAddr]) -> IpAddr {
+    let v4: Vec<_> = addrs
+        .iter()
+        .filter_map(|a| match a {
+            IpAddr::V4(v) if !v.is_loopback() => Some(*v),
+            _ => None,
+        })
+        .collect();
+    if let Some(v) = v4.iter().find(|v| {
+        let o = v.octets();
+        !(o[0] == 127 && o[1] == 0) && !(o[0] == 192 && o[1] == 168)
+    }) {
+        return IpAddr::V4(*v);
+    }
+    if let Some(v) = v4.last() {
+        return IpAddr::V4(*v);
+    }
+    addrs
+        .iter()
+        .find(|a| matches!(a, IpAddr::V6(v) if !v.is_loopback()))
+        .copied()
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_id_is_ip_at_instance_at_unit() {
+        let c = ClientConfig::builder()
+            .client_ip("10.0.0.1")
+            .instance_name("i1")
+            .build();
+        assert_eq!(c.client_id(), "10.0.0.1@i1");
+        let c = ClientConfig::builder()
+            .client_ip("10.0.0.1")
+            .instance_name("i1")
+            .unit_name("u")
+            .build();
+        assert_eq!(c.client_id(), "10.0.0.1@i1@u");
+    }
+
+    #[test]
+    fn default_instance_name_becomes_pid_and_nanos() {
+        let mut c = ClientConfig::builder().instance_name("DEFAULT").build();
+        c.change_instance_name_to_pid();
+        let (pid, nanos) = c.instance_name().split_once('#').unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+        assert!(nanos.parse::<u128>().is_ok());
+        let mut c = ClientConfig::builder().instance_name("mine").build();
+        c.change_instance_name_to_pid();
+        assert_eq!(c.instance_name(), "mine");
+    }
+
+    #[test]
+    fn namesrv_lists_parse_like_java() {
+        assert_eq!(parse_namesrv_list("a:1; b:2;"), vec!["a:1", "b:2"]);
+        assert_eq!(parse_namesrv_list("http://host/x/a:1;b:2"), vec!["a:1", "b:2"]);
+        assert!(parse_namesrv_list("").is_empty());
+    }
+
+    #[test]
+    fn namespace_from_instance_endpoint() {
+        let c = ClientConfig::builder()
+            .namesrv_addr("http://MQ_INST_1234_abcd.mq.example.com:80")
+            .build();
+        assert_eq!(c.namespace().as_deref(), Some("MQ_INST_1234_abcd"));
+        let c = ClientConfig::builder().namesrv_addr("127.0.0.1:9876").build();
+        assert_eq!(c.namespace(), None);
+        let c = ClientConfig::builder().namespace("ns").build();
+        assert_eq!(c.namespace().as_deref(), Some("ns"));
+    }
+
+    #[test]
+    fn local_ip_rule_prefers_public_then_last_private() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(
+            select_local_ip(&[ip("127.0.0.1"), ip("192.168.1.2"), ip("10.1.1.1")]),
+            ip("10.1.1.1")
+        );
+        assert_eq!(
+            select_local_ip(&[ip("192.168.1.2"), ip("192.168.1.3")]),
+            ip("192.168.1.3")
+        );
+        assert_eq!(select_local_ip(&[ip("::1"), ip("fe80::1")]), ip("fe80::1"));
+        assert_eq!(select_local_ip(&[]), ip("127.0.0.1"));
+    }
+}

@@ -1,0 +1,610 @@
+//! `MQClientInstance`: the per-client-id core that producers and consumers of one process
+//! share. It owns the remoting client, the route and broker tables, and the timer thread
+//! that runs the five periodic jobs of the Java client:
+//!
+//! 1. name-server address fetch over HTTP (only when no address was configured),
+//! 2. route refresh for every published and subscribed topic,
+//! 3. offline-broker cleanup + heartbeat to all brokers,
+//! 4. consumer-offset persistence,
+//! 5. consumer thread-pool adjustment.
+//!
+//! Lock order, where two are held: `namesrv_lock` → `route_table` → `broker_addr_table`.
+//! No lock is held while calling into a producer or consumer.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use log::{debug, info, warn};
+use parking_lot::{Mutex, RwLock};
+
+use super::api::MQClientAPI;
+use super::config::ClientConfig;
+use super::route::{self, TopicPublishInfo};
+use super::validators::{AUTO_CREATE_TOPIC_KEY_TOPIC, CLIENT_INNER_PRODUCER_GROUP};
+use super::{http, manager};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::MessageQueue;
+use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
+use crate::protocol::{ResponseCode, TopicRouteData};
+use crate::remoting::RemotingClient;
+use crate::scheduler::ScheduledExecutor;
+
+/// Life cycle of a service (Java `ServiceState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceState {
+    /// Created, not started.
+    CreateJust,
+    /// Started.
+    Running,
+    /// Shut down.
+    ShutdownAlready,
+    /// Start failed; the object cannot be used.
+    StartFailed,
+}
+
+/// What the instance needs from a producer (Java `MQProducerInner`).
+pub(crate) trait ProducerInner: Send + Sync {
+    fn publish_topics(&self) -> Vec<String>;
+    fn is_publish_topic_need_update(&self, topic: &str) -> bool;
+    fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>);
+}
+
+/// What the instance needs from a consumer (Java `MQConsumerInner`).
+pub(crate) trait ConsumerInner: Send + Sync {
+    fn consumer_data(&self) -> ConsumerData;
+    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>);
+    fn is_subscribe_topic_need_update(&self, topic: &str) -> bool;
+    fn persist_consumer_offset(&self);
+    fn adjust_thread_pool(&self);
+    fn do_rebalance(&self);
+}
+
+/// Java's initial delays of the five jobs.
+const FETCH_NAMESRV_INITIAL_DELAY: Duration = Duration::from_secs(10);
+const ROUTE_INITIAL_DELAY: Duration = Duration::from_millis(10);
+const HEARTBEAT_INITIAL_DELAY: Duration = Duration::from_millis(1000);
+const PERSIST_INITIAL_DELAY: Duration = Duration::from_secs(10);
+const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
+
+/// The shared client core (Java `MQClientInstance`).
+pub struct MQClientInstance {
+    client_id: String,
+    config: ClientConfig,
+    api: MQClientAPI,
+    state: Mutex<ServiceState>,
+    producers: RwLock<HashMap<String, Arc<dyn ProducerInner>>>,
+    consumers: RwLock<HashMap<String, Arc<dyn ConsumerInner>>>,
+    route_table: RwLock<HashMap<String, TopicRouteData>>,
+    /// Broker name → broker id → address.
+    broker_addr_table: RwLock<HashMap<String, BTreeMap<i64, String>>>,
+    /// Broker name → address → version reported in the heartbeat response.
+    broker_version_table: RwLock<HashMap<String, HashMap<String, i32>>>,
+    namesrv_lock: Mutex<()>,
+    heartbeat_lock: Mutex<()>,
+    heartbeat_times: AtomicU64,
+    /// The last answer of the HTTP address server.
+    fetched_namesrv_addr: Mutex<Option<String>>,
+    scheduler: Mutex<Option<ScheduledExecutor>>,
+    me: Weak<MQClientInstance>,
+}
+
+impl MQClientInstance {
+    pub(crate) fn new(config: ClientConfig) -> Result<Arc<Self>> {
+        let remoting = Arc::new(RemotingClient::new(config.remoting.clone())?);
+        remoting.update_name_server_address_list(&config.namesrv_addr_list());
+        let client_id = config.client_id();
+        Ok(Arc::new_cyclic(|me| MQClientInstance {
+            client_id,
+            api: MQClientAPI::new(remoting),
+            config,
+            state: Mutex::new(ServiceState::CreateJust),
+            producers: RwLock::new(HashMap::new()),
+            consumers: RwLock::new(HashMap::new()),
+            route_table: RwLock::new(HashMap::new()),
+            broker_addr_table: RwLock::new(HashMap::new()),
+            broker_version_table: RwLock::new(HashMap::new()),
+            namesrv_lock: Mutex::new(()),
+            heartbeat_lock: Mutex::new(()),
+            heartbeat_times: AtomicU64::new(0),
+            fetched_namesrv_addr: Mutex::new(None),
+            scheduler: Mutex::new(None),
+            me: me.clone(),
+        }))
+    }
+
+    /// `ip@instance[@unit]`.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The configuration the instance was created with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// Typed API calls.
+    pub fn api(&self) -> &MQClientAPI {
+        &self.api
+    }
+
+    /// The remoting client.
+    pub fn remoting(&self) -> &Arc<RemotingClient> {
+        self.api.remoting()
+    }
+
+    /// Current state.
+    pub fn state(&self) -> ServiceState {
+        *self.state.lock()
+    }
+
+    /// Starts the jobs. A running instance stays running (producers and consumers share
+    /// it); a failed or shut-down one is a state error.
+    pub fn start(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        match *state {
+            ServiceState::Running => return Ok(()),
+            ServiceState::StartFailed => {
+                return Err(Error::state(format!(
+                    "client instance {} failed to start before",
+                    self.client_id
+                )))
+            }
+            ServiceState::ShutdownAlready => {
+                return Err(Error::state(format!(
+                    "client instance {} is shut down",
+                    self.client_id
+                )))
+            }
+            ServiceState::CreateJust => {}
+        }
+        if self.config.namesrv_addr.is_none() {
+            if let Err(e) = self.fetch_name_server_addr() {
+                warn!("fetching name-server addresses from {}: {e}", self.config.name_server_address_url);
+            }
+        }
+        match self.start_scheduled_tasks() {
+            Ok(exec) => {
+                *self.scheduler.lock() = Some(exec);
+                *state = ServiceState::Running;
+                info!("client instance {} started", self.client_id);
+                Ok(())
+            }
+            Err(e) => {
+                *state = ServiceState::StartFailed;
+                Err(e.context(format!("starting client instance {}", self.client_id)))
+            }
+        }
+    }
+
+    fn start_scheduled_tasks(&self) -> Result<ScheduledExecutor> {
+        let exec = ScheduledExecutor::new("rmq-client-timer", 1)?;
+        let c = &self.config;
+        if c.namesrv_addr.is_none() {
+            let me = self.me.clone();
+            exec.schedule_at_fixed_rate(
+                "fetch-namesrv-addr",
+                FETCH_NAMESRV_INITIAL_DELAY.min(c.fetch_name_server_interval),
+                c.fetch_name_server_interval,
+                move || with(&me, |i| i.fetch_name_server_addr().map(|_| ())),
+            )?;
+        }
+        let me = self.me.clone();
+        exec.schedule_at_fixed_rate(
+            "update-topic-routes",
+            ROUTE_INITIAL_DELAY,
+            c.poll_name_server_interval,
+            move || with(&me, |i| { i.update_topic_route_info_from_name_server(); Ok(()) }),
+        )?;
+        let me = self.me.clone();
+        exec.schedule_at_fixed_rate(
+            "clean-offline-broker-and-heartbeat",
+            HEARTBEAT_INITIAL_DELAY.min(c.heartbeat_broker_interval),
+            c.heartbeat_broker_interval,
+            move || {
+                with(&me, |i| {
+                    i.clean_offline_broker();
+                    i.send_heartbeat_to_all_brokers_with_lock();
+                    Ok(())
+                })
+            },
+        )?;
+        let me = self.me.clone();
+        exec.schedule_at_fixed_rate(
+            "persist-consumer-offsets",
+            PERSIST_INITIAL_DELAY.min(c.persist_consumer_offset_interval),
+            c.persist_consumer_offset_interval,
+            move || with(&me, |i| { i.persist_all_consumer_offsets(); Ok(()) }),
+        )?;
+        let me = self.me.clone();
+        exec.schedule_at_fixed_rate(
+            "adjust-thread-pool",
+            c.adjust_thread_pool_interval,
+            c.adjust_thread_pool_interval,
+            move || with(&me, |i| { i.adjust_thread_pool(); Ok(()) }),
+        )?;
+        Ok(exec)
+    }
+
+    /// Stops the jobs and the remoting client once no producer or consumer uses the
+    /// instance any more, and removes it from the manager. Java `shutdown`.
+    pub fn shutdown(&self) {
+        if !self.consumers.read().is_empty() || !self.producers.read().is_empty() {
+            return;
+        }
+        let mut state = self.state.lock();
+        if *state == ServiceState::ShutdownAlready {
+            return;
+        }
+        *state = ServiceState::ShutdownAlready;
+        drop(state);
+        if let Some(exec) = self.scheduler.lock().take() {
+            exec.shutdown();
+        }
+        self.remoting().shutdown();
+        manager::remove(&self.client_id, self);
+        info!("client instance {} shut down", self.client_id);
+    }
+
+    // --- registration ----------------------------------------------------------
+
+    /// Registers a producer; false if the group is already registered here.
+    pub(crate) fn register_producer(&self, group: &str, producer: Arc<dyn ProducerInner>) -> bool {
+        let mut p = self.producers.write();
+        if p.contains_key(group) {
+            return false;
+        }
+        p.insert(group.to_string(), producer);
+        true
+    }
+
+    /// Unregisters a producer locally and at every broker.
+    pub(crate) fn unregister_producer(&self, group: &str) {
+        self.producers.write().remove(group);
+        self.unregister_client(Some(group), None);
+    }
+
+    /// Registers a consumer; false if the group is already registered here.
+    pub(crate) fn register_consumer(&self, group: &str, consumer: Arc<dyn ConsumerInner>) -> bool {
+        let mut c = self.consumers.write();
+        if c.contains_key(group) {
+            return false;
+        }
+        c.insert(group.to_string(), consumer);
+        true
+    }
+
+    /// Unregisters a consumer locally and at every broker.
+    pub(crate) fn unregister_consumer(&self, group: &str) {
+        self.consumers.write().remove(group);
+        self.unregister_client(None, Some(group));
+    }
+
+    fn unregister_client(&self, producer_group: Option<&str>, consumer_group: Option<&str>) {
+        let addrs: Vec<String> = self
+            .broker_addr_table
+            .read()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
+        for addr in addrs {
+            if let Err(e) = self.api.unregister_client(
+                &addr,
+                &self.client_id,
+                producer_group,
+                consumer_group,
+                self.config.mq_client_api_timeout,
+            ) {
+                warn!("unregister client {} at {addr}: {e}", self.client_id);
+            }
+        }
+    }
+
+    // --- job 1 -----------------------------------------------------------------
+
+    /// Asks the HTTP address server for name-server addresses and adopts a changed answer.
+    /// Returns the answer.
+    pub fn fetch_name_server_addr(&self) -> Result<String> {
+        let url = &self.config.name_server_address_url;
+        let (status, body) = http::get(url, self.config.mq_client_api_timeout)?;
+        if status != 200 {
+            return Err(Error::new(
+                ErrorKind::Response,
+                format!("address server {url} answered HTTP {status}"),
+            ));
+        }
+        let addrs = http::clear_new_line(&body);
+        if addrs.is_empty() {
+            return Err(Error::new(ErrorKind::Response, format!("address server {url} answered nothing")));
+        }
+        let mut last = self.fetched_namesrv_addr.lock();
+        if last.as_deref() != Some(addrs.as_str()) {
+            info!("name-server address changed: {:?} -> {addrs}", *last);
+            self.remoting()
+                .update_name_server_address_list(&super::config::parse_namesrv_list(&addrs));
+            *last = Some(addrs.clone());
+        }
+        Ok(addrs)
+    }
+
+    // --- job 2 -----------------------------------------------------------------
+
+    /// Refreshes the route of every published and subscribed topic.
+    pub fn update_topic_route_info_from_name_server(&self) {
+        let mut topics: HashSet<String> = HashSet::new();
+        for c in self.consumers.read().values() {
+            for s in c.consumer_data().subscription_data_set {
+                topics.insert(s.topic);
+            }
+        }
+        for p in self.producers.read().values() {
+            topics.extend(p.publish_topics());
+        }
+        for topic in topics {
+            if let Err(e) = self.update_topic_route(&topic) {
+                debug!("route refresh of {topic}: {e}");
+            }
+        }
+    }
+
+    /// Fetches the route of `topic` and, if it changed (or a user needs it), updates the
+    /// broker table and every producer's and consumer's view. Returns whether it did.
+    pub fn update_topic_route(&self, topic: &str) -> Result<bool> {
+        self.update_route_inner(topic, None)
+    }
+
+    /// Like [`update_topic_route`](Self::update_topic_route) but from the TBW102 route,
+    /// with the queue counts capped at `default_queue_nums`: the broker creates the topic
+    /// on first send (Java `isDefault = true`).
+    pub(crate) fn update_topic_route_from_default(&self, topic: &str, default_queue_nums: i32) -> Result<bool> {
+        self.update_route_inner(topic, Some(default_queue_nums))
+    }
+
+    fn update_route_inner(&self, topic: &str, default_queue_nums: Option<i32>) -> Result<bool> {
+        let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
+            return Err(Error::timeout(crate::TimeoutPhase::Lock, LOCK_TIMEOUT)
+                .context(format!("route refresh of {topic}")));
+        };
+        let timeout = self.config.mq_client_api_timeout;
+        let route = match default_queue_nums {
+            Some(n) => {
+                let mut r = self.api.get_topic_route_info(AUTO_CREATE_TOPIC_KEY_TOPIC, timeout)?;
+                for qd in &mut r.queue_datas {
+                    let q = n.min(qd.read_queue_nums);
+                    qd.read_queue_nums = q;
+                    qd.write_queue_nums = q;
+                }
+                r
+            }
+            None => self.api.get_topic_route_info(topic, timeout)?,
+        };
+        let changed = {
+            let table = self.route_table.read();
+            match table.get(topic) {
+                Some(old) => old.sorted() != route.sorted(),
+                None => true,
+            }
+        } || self.is_need_update_topic_route_info(topic);
+        if !changed {
+            return Ok(false);
+        }
+        info!("route of topic {topic} changed: {route:?}");
+        {
+            let mut brokers = self.broker_addr_table.write();
+            for bd in &route.broker_datas {
+                brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+            }
+        }
+        let publish = Arc::new(route::to_publish_info(topic, &route));
+        let mut publish = publish;
+        Arc::make_mut(&mut publish).have_topic_router_info = true;
+        let subscribe = route::to_subscribe_info(topic, &route);
+        self.route_table.write().insert(topic.to_string(), route);
+        let producers: Vec<_> = self.producers.read().values().cloned().collect();
+        for p in producers {
+            p.update_topic_publish_info(topic, publish.clone());
+        }
+        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
+        for c in consumers {
+            c.update_topic_subscribe_info(topic, &subscribe);
+        }
+        Ok(true)
+    }
+
+    /// Java `isNeedUpdateTopicRouteInfo`: some user lacks usable info for `topic`.
+    fn is_need_update_topic_route_info(&self, topic: &str) -> bool {
+        self.producers
+            .read()
+            .values()
+            .any(|p| p.is_publish_topic_need_update(topic))
+            || self
+                .consumers
+                .read()
+                .values()
+                .any(|c| c.is_subscribe_topic_need_update(topic))
+    }
+
+    /// The cached route of `topic`.
+    pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        self.route_table.read().get(topic).cloned()
+    }
+
+    // --- job 3 -----------------------------------------------------------------
+
+    /// Drops broker addresses that no cached route mentions any more.
+    pub fn clean_offline_broker(&self) {
+        let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
+            warn!("clean_offline_broker: name-server lock not acquired");
+            return;
+        };
+        let live: HashSet<String> = self
+            .route_table
+            .read()
+            .values()
+            .flat_map(|r| r.broker_datas.iter().flat_map(|b| b.broker_addrs.values().cloned()))
+            .collect();
+        let mut table = self.broker_addr_table.write();
+        table.retain(|name, addrs| {
+            addrs.retain(|id, addr| {
+                let keep = live.contains(addr);
+                if !keep {
+                    info!("broker {name} id {id} at {addr} is offline; removed");
+                }
+                keep
+            });
+            !addrs.is_empty()
+        });
+    }
+
+    /// Sends a heartbeat unless one is already being sent (Java
+    /// `sendHeartbeatToAllBrokerWithLock`).
+    pub fn send_heartbeat_to_all_brokers_with_lock(&self) {
+        match self.heartbeat_lock.try_lock() {
+            Some(_g) => self.send_heartbeat_to_all_brokers(),
+            None => warn!("heartbeat skipped: another one is in progress"),
+        }
+    }
+
+    fn send_heartbeat_to_all_brokers(&self) {
+        let data = self.prepare_heartbeat_data();
+        let no_consumer = data.consumer_data_set.is_empty();
+        if no_consumer && self.producers.read().is_empty() {
+            debug!("heartbeat skipped: no producer and no consumer");
+            return;
+        }
+        let body = match serde_json::to_vec(&data) {
+            Ok(b) => b,
+            Err(e) => {
+                warn!("encoding the heartbeat: {e}");
+                return;
+            }
+        };
+        let times = self.heartbeat_times.fetch_add(1, Ordering::Relaxed);
+        let targets: Vec<(String, i64, String)> = self
+            .broker_addr_table
+            .read()
+            .iter()
+            .flat_map(|(name, addrs)| addrs.iter().map(move |(id, a)| (name.clone(), *id, a.clone())))
+            .collect();
+        for (name, id, addr) in targets {
+            // Without consumers only masters need to know us.
+            if no_consumer && id != 0 {
+                continue;
+            }
+            match self
+                .api
+                .send_heartbeat(&addr, body.clone(), self.config.mq_client_api_timeout)
+            {
+                Ok(version) => {
+                    self.broker_version_table
+                        .write()
+                        .entry(name.clone())
+                        .or_default()
+                        .insert(addr.clone(), version);
+                    if times % 20 == 0 {
+                        info!("heartbeat to broker {name} {addr} ok (broker version {version})");
+                    }
+                }
+                Err(e) => warn!("heartbeat to broker {name} {addr} failed: {e}"),
+            }
+        }
+    }
+
+    fn prepare_heartbeat_data(&self) -> HeartbeatData {
+        let mut producer_data_set: Vec<ProducerData> = self
+            .producers
+            .read()
+            .keys()
+            .map(|g| ProducerData { group_name: g.clone() })
+            .collect();
+        // Java's instance always has its inner producer registered.
+        producer_data_set.push(ProducerData {
+            group_name: CLIENT_INNER_PRODUCER_GROUP.to_string(),
+        });
+        let consumer_data_set = self
+            .consumers
+            .read()
+            .values()
+            .map(|c| c.consumer_data())
+            .collect();
+        HeartbeatData {
+            client_id: self.client_id.clone(),
+            consumer_data_set,
+            producer_data_set,
+        }
+    }
+
+    /// The version a broker reported in its last heartbeat response.
+    pub fn broker_version(&self, broker_name: &str, addr: &str) -> Option<i32> {
+        self.broker_version_table
+            .read()
+            .get(broker_name)
+            .and_then(|m| m.get(addr).copied())
+    }
+
+    // --- jobs 4 and 5 ----------------------------------------------------------
+
+    fn persist_all_consumer_offsets(&self) {
+        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
+        for c in consumers {
+            c.persist_consumer_offset();
+        }
+    }
+
+    fn adjust_thread_pool(&self) {
+        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
+        for c in consumers {
+            c.adjust_thread_pool();
+        }
+    }
+
+    // --- lookups ----------------------------------------------------------------
+
+    /// The master address of `broker_name` (Java `findBrokerAddressInPublish`).
+    pub fn find_broker_address_in_publish(&self, broker_name: &str) -> Option<String> {
+        self.broker_addr_table
+            .read()
+            .get(broker_name)
+            .and_then(|m| m.get(&0).cloned())
+    }
+
+    /// Broker names and their addresses, as known now.
+    pub fn broker_addresses(&self) -> HashMap<String, BTreeMap<i64, String>> {
+        self.broker_addr_table.read().clone()
+    }
+
+    /// Whether `addr` is in the broker table.
+    pub fn knows_broker_addr(&self, addr: &str) -> bool {
+        self.broker_addr_table
+            .read()
+            .values()
+            .any(|m| m.values().any(|a| a == addr))
+    }
+
+    /// True when a route error means the topic does not exist.
+    pub(crate) fn is_topic_not_exist(e: &Error) -> bool {
+        e.response_code() == Some(ResponseCode::TOPIC_NOT_EXIST)
+    }
+
+    /// Waits until `f` holds or `timeout` passes (for start-up paths that poll state).
+    pub(crate) fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if f() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        f()
+    }
+}
+
+/// Runs `f` on the instance if it is still alive (jobs hold only a weak reference, so the
+/// instance is not kept alive by its own timer).
+fn with(me: &Weak<MQClientInstance>, f: impl FnOnce(&MQClientInstance) -> Result<()>) -> Result<()> {
+    match me.upgrade() {
+        Some(i) => f(&i),
+        None => Ok(()),
+    }
+}

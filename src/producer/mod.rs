@@ -1,0 +1,453 @@
+//! The producer (Java `DefaultMQProducer` facade over `DefaultMQProducerImpl`).
+//!
+//! ```no_run
+//! use rocketmq_blocking::{Message, Producer};
+//!
+//! let producer = Producer::builder("my_group").namesrv_addr("127.0.0.1:9876").start()?;
+//! let result = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
+//! println!("{} stored at queue {} offset {}", result.msg_id, result.message_queue.queue_id, result.queue_offset);
+//! producer.shutdown();
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
+//! Sends come in three modes: [`send`](Producer::send) blocks until the broker stored the
+//! message (retrying on another broker up to `retry_times_when_send_failed` times within
+//! the send timeout), [`send_async`](Producer::send_async) returns at once and calls back
+//! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
+
+mod fault;
+mod send;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+
+use crate::client::{ClientConfig, ClientConfigBuilder};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{Message, MessageQueue};
+use crate::protocol::heartbeat::java_string_hash;
+
+pub use fault::{LATENCY_MAX, NOT_AVAILABLE_DURATION};
+use send::ProducerImpl;
+
+/// Outcome of a stored send (Java `SendStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SendStatus {
+    /// Stored.
+    SendOk,
+    /// Stored, but the broker's synchronous flush timed out.
+    FlushDiskTimeout,
+    /// Stored, but the synchronous replication timed out.
+    FlushSlaveTimeout,
+    /// Stored, but no slave is available for synchronous replication.
+    SlaveNotAvailable,
+}
+
+/// What the broker answered to a send (Java `SendResult`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendResult {
+    /// Whether and how the message was stored.
+    pub send_status: SendStatus,
+    /// The client-side id (UNIQ_KEY); for a batch, the ids joined by `,`.
+    pub msg_id: String,
+    /// The broker-side id: store host + commit log offset (Java `offsetMsgId`).
+    pub offset_msg_id: String,
+    /// Where the message went.
+    pub message_queue: MessageQueue,
+    /// Offset in the consume queue (first message of a batch).
+    pub queue_offset: i64,
+    /// Transaction id, if the broker returned one.
+    pub transaction_id: Option<String>,
+    /// The broker's region (`MSG_REGION`, default `DefaultRegion`).
+    pub region_id: String,
+    /// Whether message trace is on at the broker (`TRACE_ON`).
+    pub trace_on: bool,
+}
+
+/// Producer settings beyond [`ClientConfig`], with Java's defaults.
+#[derive(Debug, Clone)]
+pub struct ProducerOptions {
+    /// Topic the broker copies for auto-created topics (`TBW102`).
+    pub create_topic_key: String,
+    /// Queues of an auto-created topic (Java 4).
+    pub default_topic_queue_nums: i32,
+    /// Budget of one send, retries included (Java 3 s).
+    pub send_msg_timeout: Duration,
+    /// Bodies of at least this many bytes are zlib-compressed (Java 4096).
+    pub compress_msg_body_over_howmuch: usize,
+    /// zlib level (Java 5).
+    pub compress_level: u32,
+    /// Extra attempts of a sync send (Java 2).
+    pub retry_times_when_send_failed: u32,
+    /// Re-sends of an async send after a transport failure (Java 2).
+    pub retry_times_when_send_async_failed: u32,
+    /// Retry on another broker when the status is not `SendOk` (Java false).
+    pub retry_another_broker_when_not_store_ok: bool,
+    /// Largest body, checked before compression (Java 4 MiB).
+    pub max_message_size: usize,
+    /// Avoid slow or failing brokers for a while (Java false).
+    pub send_latency_fault_enable: bool,
+}
+
+impl Default for ProducerOptions {
+    fn default() -> Self {
+        ProducerOptions {
+            create_topic_key: crate::client::validators::AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
+            default_topic_queue_nums: 4,
+            send_msg_timeout: Duration::from_millis(3000),
+            compress_msg_body_over_howmuch: 4096,
+            compress_level: 5,
+            retry_times_when_send_failed: 2,
+            retry_times_when_send_async_failed: 2,
+            retry_another_broker_when_not_store_ok: false,
+            max_message_size: 4 * 1024 * 1024,
+            send_latency_fault_enable: false,
+        }
+    }
+}
+
+/// Builder for [`Producer`].
+#[derive(Debug, Clone)]
+pub struct ProducerBuilder {
+    group: String,
+    client: ClientConfigBuilder,
+    options: ProducerOptions,
+}
+
+macro_rules! option_setters {
+    ($($(#[$m:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$m])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.options.$name = value;
+            self
+        }
+    )*};
+}
+
+impl ProducerBuilder {
+    /// Client settings (name servers, instance name, timeouts, ...).
+    pub fn client_config(mut self, f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder) -> Self {
+        self.client = f(self.client);
+        self
+    }
+
+    /// Name-server addresses, `;`-separated (default: `NAMESRV_ADDR`).
+    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
+        self.client = self.client.namesrv_addr(addr);
+        self
+    }
+
+    /// All producer options at once.
+    pub fn options(mut self, options: ProducerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    option_setters! {
+        /// Budget of one send, retries included.
+        send_msg_timeout: Duration;
+        /// Extra attempts of a sync send.
+        retry_times_when_send_failed: u32;
+        /// Re-sends of an async send after a transport failure.
+        retry_times_when_send_async_failed: u32;
+        /// Compress bodies of at least this size.
+        compress_msg_body_over_howmuch: usize;
+        /// zlib level 0..=9.
+        compress_level: u32;
+        /// Largest body.
+        max_message_size: usize;
+        /// Queues of auto-created topics.
+        default_topic_queue_nums: i32;
+        /// Latency fault tolerance.
+        send_latency_fault_enable: bool;
+        /// Retry on another broker when not stored OK.
+        retry_another_broker_when_not_store_ok: bool;
+    }
+
+    /// Checks the configuration and creates a producer that is not started yet.
+    pub fn build(self) -> Result<Producer> {
+        let config: ClientConfig = self.client.build();
+        if self.options.compress_level > 9 {
+            return Err(Error::invalid_argument(format!(
+                "compress level {} is not in 0..=9",
+                self.options.compress_level
+            )));
+        }
+        let inner = ProducerImpl::new(self.group, config, self.options)?;
+        Ok(Producer { inner })
+    }
+
+    /// [`build`](Self::build) and [`Producer::start`].
+    pub fn start(self) -> Result<Producer> {
+        let p = self.build()?;
+        p.start()?;
+        Ok(p)
+    }
+}
+
+/// A producer. Cheap to share by reference across threads; every method takes `&self`.
+/// Dropping it shuts it down.
+pub struct Producer {
+    inner: Arc<ProducerImpl>,
+}
+
+impl Producer {
+    /// A builder for a producer of `group`.
+    pub fn builder(group: impl Into<String>) -> ProducerBuilder {
+        ProducerBuilder {
+            group: group.into(),
+            client: ClientConfig::builder(),
+            options: ProducerOptions::default(),
+        }
+    }
+
+    /// Registers with the shared client instance and starts it. Starting twice, or after
+    /// shutdown, is a state error.
+    pub fn start(&self) -> Result<()> {
+        self.inner.start()
+    }
+
+    /// Unregisters from the brokers and stops the client instance if nothing else uses
+    /// it. Idempotent.
+    pub fn shutdown(&self) {
+        self.inner.shutdown()
+    }
+
+    /// The producer group (with namespace).
+    pub fn group(&self) -> &str {
+        self.inner.group()
+    }
+
+    /// The client id of the shared instance.
+    pub fn client_id(&self) -> String {
+        self.inner.client_id()
+    }
+
+    /// The options in effect.
+    pub fn options(&self) -> &ProducerOptions {
+        self.inner.options()
+    }
+
+    /// Sends and waits for the broker, within the default send timeout.
+    pub fn send(&self, msg: &Message) -> Result<SendResult> {
+        self.inner.send_sync(msg, self.inner.options().send_msg_timeout)
+    }
+
+    /// Sends and waits for the broker, within `timeout` (retries included).
+    pub fn send_timeout(&self, msg: &Message, timeout: Duration) -> Result<SendResult> {
+        self.inner.send_sync(msg, timeout)
+    }
+
+    /// Sends to one queue, once (no retry).
+    pub fn send_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<SendResult> {
+        self.inner
+            .send_to_queue(msg, mq, self.inner.options().send_msg_timeout)
+    }
+
+    /// Sends to the queue `selector` picks, once (ordered messages).
+    pub fn send_with_selector<A: ?Sized>(
+        &self,
+        msg: &Message,
+        selector: &impl MessageQueueSelector<A>,
+        arg: &A,
+    ) -> Result<SendResult> {
+        let timeout = self.inner.options().send_msg_timeout;
+        let mq = self.inner.select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
+        self.inner.send_to_queue(msg, &mq, timeout)
+    }
+
+    /// Sends messages of one topic as one batch (`SEND_BATCH_MESSAGE`).
+    pub fn send_batch(&self, msgs: &[Message]) -> Result<SendResult> {
+        self.inner
+            .send_batch(msgs, self.inner.options().send_msg_timeout)
+    }
+
+    /// Sends without waiting; `callback` runs once on the callback pool with the result.
+    ///
+    /// Invalid messages and a missing route are returned as errors at once, before
+    /// anything is sent; transport failures are retried on another broker up to
+    /// `retry_times_when_send_async_failed` times, then reported to the callback.
+    pub fn send_async(
+        &self,
+        msg: Message,
+        callback: impl FnOnce(Result<SendResult>) + Send + 'static,
+    ) -> Result<()> {
+        self.inner
+            .send_async(msg, self.inner.options().send_msg_timeout, Box::new(callback))
+    }
+
+    /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback.
+    pub fn send_async_future(&self, msg: Message) -> Result<SendFuture> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let timeout = self.inner.options().send_msg_timeout;
+        self.inner.send_async(
+            msg,
+            timeout,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        )?;
+        Ok(SendFuture { rx })
+    }
+
+    /// Sends once, expecting no answer; returns when the request is queued for writing.
+    pub fn send_oneway(&self, msg: &Message) -> Result<()> {
+        self.inner.send_oneway(msg)
+    }
+
+    /// Writable queues of `topic`, from the name server.
+    pub fn fetch_publish_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        self.inner.fetch_publish_message_queues(topic)
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.inner.shutdown();
+    }
+}
+
+/// The pending result of [`Producer::send_async_future`].
+#[derive(Debug)]
+pub struct SendFuture {
+    rx: Receiver<Result<SendResult>>,
+}
+
+impl SendFuture {
+    /// Blocks until the send completes. The producer always completes it (at the latest
+    /// when the send timeout passes), so this does not hang.
+    pub fn wait(self) -> Result<SendResult> {
+        self.rx
+            .recv()
+            .unwrap_or_else(|_| Err(Error::state("the producer shut down before the send completed")))
+    }
+
+    /// Blocks up to `timeout`.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<SendResult> {
+        match self.rx.recv_timeout(timeout) {
+            Ok(r) => r,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                Err(Error::timeout(crate::TimeoutPhase::Response, timeout))
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                Err(Error::state("the producer shut down before the send completed"))
+            }
+        }
+    }
+
+    /// The result if it is there already.
+    pub fn try_get(&self) -> Option<Result<SendResult>> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// Picks the queue of a send (Java `MessageQueueSelector`), e.g. to keep the messages of
+/// one order on one queue. Closures `Fn(&[MessageQueue], &Message, &A) -> Option<MessageQueue>`
+/// are selectors.
+pub trait MessageQueueSelector<A: ?Sized> {
+    /// The queue for `msg` among `mqs` (topic without namespace).
+    fn select(&self, mqs: &[MessageQueue], msg: &Message, arg: &A) -> Option<MessageQueue>;
+}
+
+impl<A: ?Sized, F> MessageQueueSelector<A> for F
+where
+    F: Fn(&[MessageQueue], &Message, &A) -> Option<MessageQueue>,
+{
+    fn select(&self, mqs: &[MessageQueue], msg: &Message, arg: &A) -> Option<MessageQueue> {
+        self(mqs, msg, arg)
+    }
+}
+
+/// Java `SelectMessageQueueByHash`: `abs(arg.hashCode() % n)`, with Java's `hashCode`, so
+/// Rust and Java producers put the same key on the same queue.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SelectMessageQueueByHash;
+
+/// A value with Java's `hashCode`.
+pub trait JavaHashCode {
+    /// `hashCode()` as the Java type of the same value computes it.
+    fn java_hash_code(&self) -> i32;
+}
+
+impl JavaHashCode for str {
+    fn java_hash_code(&self) -> i32 {
+        java_string_hash(self)
+    }
+}
+impl JavaHashCode for String {
+    fn java_hash_code(&self) -> i32 {
+        java_string_hash(self)
+    }
+}
+impl JavaHashCode for i32 {
+    fn java_hash_code(&self) -> i32 {
+        *self
+    }
+}
+impl JavaHashCode for i64 {
+    fn java_hash_code(&self) -> i32 {
+        (*self ^ ((*self as u64) >> 32) as i64) as i32
+    }
+}
+
+impl<A: JavaHashCode + ?Sized> MessageQueueSelector<A> for SelectMessageQueueByHash {
+    fn select(&self, mqs: &[MessageQueue], _msg: &Message, arg: &A) -> Option<MessageQueue> {
+        if mqs.is_empty() {
+            return None;
+        }
+        let v = (arg.java_hash_code() % mqs.len() as i32).unsigned_abs() as usize;
+        mqs.get(v).cloned()
+    }
+}
+
+impl ErrorKind {
+    /// Whether errors of this kind come from the transport (connect, closed, timeout).
+    pub(crate) fn is_transport(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mqs(n: i32) -> Vec<MessageQueue> {
+        (0..n).map(|i| MessageQueue::new("T", "b", i)).collect()
+    }
+
+    #[test]
+    fn hash_selector_matches_java_arithmetic() {
+        let m = Message::new("T", "x");
+        // "order-1".hashCode() = -1207111310 in Java; % 8 = -6 → abs → 6.
+        assert_eq!(java_string_hash("order-1"), -1207111310);
+        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, "order-1").unwrap().queue_id, 6);
+        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, "order-3").unwrap().queue_id, 4);
+        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, &13i32).unwrap().queue_id, 5);
+        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, &-13i32).unwrap().queue_id, 5);
+        assert!(SelectMessageQueueByHash.select(&[], &m, &1i32).is_none());
+        assert_eq!((1i64 << 32).java_hash_code(), 1);
+    }
+
+    #[test]
+    fn closures_are_selectors() {
+        let m = Message::new("T", "x");
+        let last = |mqs: &[MessageQueue], _: &Message, _: &()| mqs.last().cloned();
+        assert_eq!(last.select(&mqs(3), &m, &()).unwrap().queue_id, 2);
+    }
+
+    #[test]
+    fn bad_group_is_rejected_before_anything_starts() {
+        for g in ["", "bad group", "DEFAULT_PRODUCER"] {
+            let e = Producer::builder(g).namesrv_addr("127.0.0.1:1").build().err().unwrap();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{g}: {e}");
+        }
+        let e = Producer::builder("g").compress_level(10).build().err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    }
+}

@@ -1,0 +1,670 @@
+//! The producer's engine (Java `DefaultMQProducerImpl`): start-up, route lookup, the
+//! send loop with retries, and response processing.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use log::{debug, warn};
+use parking_lot::{Mutex, RwLock};
+
+use super::fault::FaultStrategy;
+use super::{ProducerOptions, SendResult, SendStatus};
+use crate::client::validators::{
+    check_body, check_group, check_send_topic, CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP,
+};
+use crate::client::{manager, namespace, ClientConfig, MQClientInstance, ProducerInner, ServiceState, TopicPublishInfo};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{self, property, sys_flag, Message, MessageQueue};
+use crate::protocol::header::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::util;
+
+pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
+
+const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+
+/// A message made ready for the wire once, reused by every attempt.
+struct Prepared<'a> {
+    topic: String,
+    user_topic: String,
+    body: Cow<'a, [u8]>,
+    properties: String,
+    sys_flag: i32,
+    flag: i32,
+    msg_id: String,
+    batch: bool,
+    reconsume_times: Option<i32>,
+    max_reconsume_times: Option<i32>,
+}
+
+impl Prepared<'_> {
+    fn into_owned(self) -> Prepared<'static> {
+        Prepared {
+            body: Cow::Owned(self.body.into_owned()),
+            topic: self.topic,
+            user_topic: self.user_topic,
+            properties: self.properties,
+            sys_flag: self.sys_flag,
+            flag: self.flag,
+            msg_id: self.msg_id,
+            batch: self.batch,
+            reconsume_times: self.reconsume_times,
+            max_reconsume_times: self.max_reconsume_times,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Sync,
+    Oneway,
+}
+
+pub(super) struct ProducerImpl {
+    group: String,
+    namespace: Option<String>,
+    config: ClientConfig,
+    options: ProducerOptions,
+    state: Mutex<ServiceState>,
+    instance: RwLock<Option<Arc<MQClientInstance>>>,
+    publish_table: RwLock<HashMap<String, Arc<TopicPublishInfo>>>,
+    fault: FaultStrategy,
+}
+
+impl ProducerImpl {
+    pub(super) fn new(group: String, mut config: ClientConfig, options: ProducerOptions) -> Result<Arc<Self>> {
+        check_group(&group)?;
+        if group == DEFAULT_PRODUCER_GROUP {
+            return Err(Error::invalid_argument(format!(
+                "the producer group {DEFAULT_PRODUCER_GROUP} is reserved; choose another"
+            )));
+        }
+        let ns = config.namespace();
+        let group = namespace::wrap(ns.as_deref(), &group);
+        if group != CLIENT_INNER_PRODUCER_GROUP {
+            config.change_instance_name_to_pid();
+        }
+        Ok(Arc::new(ProducerImpl {
+            group,
+            namespace: ns,
+            fault: FaultStrategy::new(options.send_latency_fault_enable),
+            config,
+            options,
+            state: Mutex::new(ServiceState::CreateJust),
+            instance: RwLock::new(None),
+            publish_table: RwLock::new(HashMap::new()),
+        }))
+    }
+
+    pub(super) fn group(&self) -> &str {
+        &self.group
+    }
+
+    pub(super) fn options(&self) -> &ProducerOptions {
+        &self.options
+    }
+
+    pub(super) fn client_id(&self) -> String {
+        self.config.client_id()
+    }
+
+    pub(super) fn start(self: &Arc<Self>) -> Result<()> {
+        let mut state = self.state.lock();
+        if *state != ServiceState::CreateJust {
+            return Err(Error::state(format!(
+                "producer {} is {:?}; it can be started once",
+                self.group, *state
+            )));
+        }
+        *state = ServiceState::StartFailed;
+        let instance = manager::get_or_create_instance(&self.config)?;
+        let me: Arc<dyn ProducerInner> = self.clone();
+        if !instance.register_producer(&self.group, me) {
+            return Err(Error::state(format!(
+                "the producer group {} is already registered in client {}; choose another name",
+                self.group,
+                instance.client_id()
+            )));
+        }
+        // Route refresh (job 2) starts from the auto-create topic's route.
+        self.publish_table.write().insert(
+            self.options.create_topic_key.clone(),
+            Arc::new(TopicPublishInfo::default()),
+        );
+        if let Err(e) = instance.start() {
+            instance.unregister_producer(&self.group);
+            return Err(e);
+        }
+        *self.instance.write() = Some(instance.clone());
+        *state = ServiceState::Running;
+        drop(state);
+        instance.send_heartbeat_to_all_brokers_with_lock();
+        debug!("producer {} started on client {}", self.group, instance.client_id());
+        Ok(())
+    }
+
+    pub(super) fn shutdown(&self) {
+        let mut state = self.state.lock();
+        if *state != ServiceState::Running {
+            if *state == ServiceState::CreateJust {
+                *state = ServiceState::ShutdownAlready;
+            }
+            return;
+        }
+        *state = ServiceState::ShutdownAlready;
+        drop(state);
+        if let Some(instance) = self.instance.write().take() {
+            instance.unregister_producer(&self.group);
+            instance.shutdown();
+        }
+        debug!("producer {} shut down", self.group);
+    }
+
+    fn instance(&self) -> Result<Arc<MQClientInstance>> {
+        if *self.state.lock() != ServiceState::Running {
+            return Err(Error::state(format!("producer {} is not running", self.group)));
+        }
+        self.instance
+            .read()
+            .clone()
+            .ok_or_else(|| Error::state(format!("producer {} is not running", self.group)))
+    }
+
+    // --- preparing messages ------------------------------------------------------
+
+    fn check_message(&self, msg: &Message) -> Result<()> {
+        check_send_topic(msg.topic())?;
+        check_body(msg.body().len(), self.options.max_message_size)
+            .map_err(|e| e.context(format!("message to {}", msg.topic())))
+    }
+
+    fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
+        self.check_message(msg)?;
+        let topic = namespace::wrap(self.namespace.as_deref(), msg.topic());
+        let mut props: Vec<(&str, &str)> = msg.properties().collect();
+        let created_id;
+        let msg_id = match msg.property(property::UNIQ_KEY) {
+            Some(id) => id.to_string(),
+            None => {
+                created_id = message::uniq::create_uniq_id();
+                props.push((property::UNIQ_KEY, created_id.as_str()));
+                created_id.clone()
+            }
+        };
+        if let Some(ns) = self.namespace.as_deref() {
+            props.retain(|(k, _)| *k != property::INSTANCE_ID);
+            props.push((property::INSTANCE_ID, ns));
+        }
+        let (mut reconsume_times, mut max_reconsume_times) = (None, None);
+        if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+            // Java moves these two properties into the header for retry-topic sends.
+            reconsume_times = take_int(&mut props, property::RECONSUME_TIME);
+            max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
+        }
+        let mut flag_bits = 0;
+        let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_msg_body_over_howmuch {
+            flag_bits |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
+            Cow::Owned(message::compress(msg.body(), self.options.compress_level)?)
+        } else {
+            Cow::Borrowed(msg.body())
+        };
+        if msg.property(property::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            flag_bits |= sys_flag::TRANSACTION_PREPARED;
+        }
+        Ok(Prepared {
+            user_topic: msg.topic().to_string(),
+            topic,
+            body,
+            properties: message::properties_to_string(props.into_iter()),
+            sys_flag: flag_bits,
+            flag: msg.flag(),
+            msg_id,
+            batch: false,
+            reconsume_times,
+            max_reconsume_times,
+        })
+    }
+
+    fn prepare_batch(&self, msgs: &[Message]) -> Result<Prepared<'static>> {
+        let Some(first) = msgs.first() else {
+            return Err(Error::invalid_argument("the batch is empty"));
+        };
+        let mut inner = Vec::with_capacity(msgs.len());
+        let mut ids = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            self.check_message(m)?;
+            if m.topic() != first.topic() {
+                return Err(Error::invalid_argument(format!(
+                    "a batch must have one topic; found {} and {}",
+                    first.topic(),
+                    m.topic()
+                )));
+            }
+            if m.wait_store_msg_ok() != first.wait_store_msg_ok() {
+                return Err(Error::invalid_argument("a batch must have one waitStoreMsgOK value"));
+            }
+            if m.delay_time_level() > 0 {
+                return Err(Error::invalid_argument("delayed messages cannot be batched"));
+            }
+            if m.topic().starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+                return Err(Error::invalid_argument("retry-topic messages cannot be batched"));
+            }
+            let mut m = m.clone();
+            let id = match m.property(property::UNIQ_KEY) {
+                Some(id) => id.to_string(),
+                None => {
+                    let id = message::uniq::create_uniq_id();
+                    m.put_property(property::UNIQ_KEY, id.clone());
+                    id
+                }
+            };
+            if let Some(ns) = self.namespace.as_deref() {
+                m.put_property(property::INSTANCE_ID, ns);
+            }
+            ids.push(id);
+            inner.push(m);
+        }
+        let body = message::encode_batch(&inner);
+        check_body(body.len(), self.options.max_message_size).map_err(|e| e.context("encoded batch"))?;
+        let wait = if first.wait_store_msg_ok() { "true" } else { "false" };
+        Ok(Prepared {
+            topic: namespace::wrap(self.namespace.as_deref(), first.topic()),
+            user_topic: first.topic().to_string(),
+            body: Cow::Owned(body),
+            properties: message::properties_to_string([(property::WAIT, wait)].into_iter()),
+            sys_flag: 0,
+            flag: 0,
+            msg_id: ids.join(","),
+            batch: true,
+            reconsume_times: None,
+            max_reconsume_times: None,
+        })
+    }
+
+    // --- routes -----------------------------------------------------------------
+
+    /// Java `tryToFindTopicPublishInfo`: the cached info, else the topic's route, else the
+    /// auto-create topic's route (the broker then creates the topic on first send).
+    fn find_publish_info(&self, instance: &MQClientInstance, topic: &str) -> Result<Arc<TopicPublishInfo>> {
+        if let Some(info) = self.publish_table.read().get(topic) {
+            if info.ok() {
+                return Ok(info.clone());
+            }
+        }
+        self.publish_table
+            .write()
+            .entry(topic.to_string())
+            .or_insert_with(|| Arc::new(TopicPublishInfo::default()));
+        let mut cause = None;
+        if let Err(e) = instance.update_topic_route(topic) {
+            if !MQClientInstance::is_topic_not_exist(&e) {
+                cause = Some(e);
+            }
+        }
+        if let Some(info) = self.publish_table.read().get(topic) {
+            if info.ok() || info.have_topic_router_info {
+                return Ok(info.clone());
+            }
+        }
+        if let Err(e) = instance.update_topic_route_from_default(topic, self.options.default_topic_queue_nums) {
+            if cause.is_none() && !MQClientInstance::is_topic_not_exist(&e) {
+                cause = Some(e);
+            }
+        }
+        match self.publish_table.read().get(topic) {
+            Some(info) if info.ok() => Ok(info.clone()),
+            _ => Err(match cause {
+                // The name server could not be asked: say that, not "no route".
+                Some(e) if e.kind().is_transport() => e.context(format!("no route info of topic {topic}")),
+                _ => Error::new(
+                    ErrorKind::NoRoute,
+                    format!(
+                        "no route info of topic {topic}: it does not exist and the broker does not auto-create topics"
+                    ),
+                ),
+            }),
+        }
+    }
+
+    fn broker_addr(&self, instance: &MQClientInstance, topic: &str, broker: &str) -> Result<String> {
+        if let Some(a) = instance.find_broker_address_in_publish(broker) {
+            return Ok(self.vip(a));
+        }
+        let _ = self.find_publish_info(instance, topic);
+        instance
+            .find_broker_address_in_publish(broker)
+            .map(|a| self.vip(a))
+            .ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("the broker {broker} does not exist")))
+    }
+
+    /// Java `MixAll.brokerVIPChannel`: the broker's fast port is `port - 2`.
+    fn vip(&self, addr: String) -> String {
+        if !self.config.vip_channel_enabled {
+            return addr;
+        }
+        match addr.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?))) {
+            Some((host, port)) if port > 2 => format!("{host}:{}", port - 2),
+            _ => addr,
+        }
+    }
+
+    pub(super) fn fetch_publish_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        let instance = self.instance()?;
+        let wrapped = namespace::wrap(self.namespace.as_deref(), topic);
+        let route = instance
+            .api()
+            .get_topic_route_info(&wrapped, self.config.mq_client_api_timeout())?;
+        Ok(crate::client::to_publish_info(&wrapped, &route)
+            .message_queues
+            .into_iter()
+            .map(|mut mq| {
+                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic);
+                mq
+            })
+            .collect())
+    }
+
+    // --- sending -----------------------------------------------------------------
+
+    fn request(&self, p: &Prepared<'_>, mq: &MessageQueue) -> RemotingCommand {
+        let header = SendMessageRequestHeaderV2 {
+            producer_group: self.group.clone(),
+            topic: p.topic.clone(),
+            default_topic: self.options.create_topic_key.clone(),
+            default_topic_queue_nums: self.options.default_topic_queue_nums,
+            queue_id: mq.queue_id,
+            sys_flag: p.sys_flag,
+            born_timestamp: util::now_millis(),
+            flag: p.flag,
+            properties: Some(p.properties.clone()),
+            reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
+            unit_mode: self.config.unit_mode,
+            max_reconsume_times: p.max_reconsume_times,
+            batch: p.batch,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let code = if p.batch {
+            RequestCode::SEND_BATCH_MESSAGE
+        } else {
+            RequestCode::SEND_MESSAGE_V2
+        };
+        RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec())
+    }
+
+    fn process_response(&self, p: &Prepared<'_>, mq: &MessageQueue, addr: &str, resp: RemotingCommand) -> Result<SendResult> {
+        let status = match resp.response_code() {
+            ResponseCode::SUCCESS => SendStatus::SendOk,
+            ResponseCode::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
+            ResponseCode::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
+            ResponseCode::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
+            code => {
+                return Err(Error::response(code, resp.remark.as_deref())
+                    .with_addr(addr)
+                    .context(format!("send to {mq}")))
+            }
+        };
+        let h: SendMessageResponseHeader = resp.decode_header()?;
+        Ok(SendResult {
+            send_status: status,
+            msg_id: p.msg_id.clone(),
+            offset_msg_id: h.msg_id,
+            message_queue: MessageQueue::new(&p.user_topic, &mq.broker_name, h.queue_id),
+            queue_offset: h.queue_offset,
+            transaction_id: h.transaction_id,
+            region_id: resp
+                .ext_fields
+                .get(property::MSG_REGION)
+                .unwrap_or("DefaultRegion")
+                .to_string(),
+            trace_on: resp.ext_fields.get(property::TRACE_ON) != Some("false"),
+        })
+    }
+
+    pub(super) fn send_sync(&self, msg: &Message, timeout: Duration) -> Result<SendResult> {
+        let p = self.prepare(msg)?;
+        self.send_default(&p, Mode::Sync, timeout)?
+            .ok_or_else(|| Error::state("sync send returned no result"))
+    }
+
+    pub(super) fn send_oneway(&self, msg: &Message) -> Result<()> {
+        let p = self.prepare(msg)?;
+        self.send_default(&p, Mode::Oneway, self.options.send_msg_timeout)
+            .map(|_| ())
+    }
+
+    pub(super) fn send_batch(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
+        let p = self.prepare_batch(msgs)?;
+        self.send_default(&p, Mode::Sync, timeout)?
+            .ok_or_else(|| Error::state("sync send returned no result"))
+    }
+
+    /// Java `sendDefaultImpl` for sync and oneway sends.
+    fn send_default(&self, p: &Prepared<'_>, mode: Mode, timeout: Duration) -> Result<Option<SendResult>> {
+        let instance = self.instance()?;
+        let begin = Instant::now();
+        let info = self.find_publish_info(&instance, &p.topic)?;
+        let attempts = match mode {
+            Mode::Sync => 1 + self.options.retry_times_when_send_failed,
+            Mode::Oneway => 1,
+        };
+        let mut last_broker: Option<String> = None;
+        let mut last_err: Option<Error> = None;
+        let mut not_ok: Option<SendResult> = None;
+        for _ in 0..attempts {
+            let Some(mq) = self.fault.select(&info, last_broker.as_deref()) else {
+                break;
+            };
+            let elapsed = begin.elapsed();
+            if elapsed >= timeout {
+                last_err = Some(Error::timeout(crate::TimeoutPhase::Response, timeout).context("send call"));
+                break;
+            }
+            last_broker = Some(mq.broker_name.clone());
+            let started = Instant::now();
+            let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed);
+            let latency = started.elapsed();
+            match result {
+                Ok(r) => {
+                    self.fault.update(&mq.broker_name, latency, false);
+                    match r {
+                        Some(r) if r.send_status != SendStatus::SendOk && self.options.retry_another_broker_when_not_store_ok => {
+                            not_ok = Some(r);
+                            continue;
+                        }
+                        other => return Ok(other),
+                    }
+                }
+                Err(e) => {
+                    let retry = e.is_retriable();
+                    self.fault.update(&mq.broker_name, latency, retry);
+                    if !retry {
+                        return Err(e);
+                    }
+                    warn!("send to {mq} failed, {}: {e}", if mode == Mode::Sync { "retrying" } else { "not retried" });
+                    last_err = Some(e);
+                }
+            }
+        }
+        if let Some(r) = not_ok {
+            return Ok(Some(r));
+        }
+        Err(last_err
+            .unwrap_or_else(|| Error::new(ErrorKind::NoRoute, format!("no writable queue of topic {}", p.user_topic)))
+            .context(format!("send to topic {} ({} attempts at most)", p.user_topic, attempts)))
+    }
+
+    /// One attempt to one queue (Java `sendKernelImpl`).
+    fn send_kernel(
+        &self,
+        instance: &MQClientInstance,
+        p: &Prepared<'_>,
+        mq: &MessageQueue,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let addr = self.broker_addr(instance, &p.topic, &mq.broker_name)?;
+        let request = self.request(p, mq);
+        let remoting = instance.remoting();
+        match mode {
+            Mode::Sync => {
+                let resp = remoting.invoke_sync(&addr, request, timeout)?;
+                self.process_response(p, mq, &addr, resp).map(Some)
+            }
+            Mode::Oneway => remoting.invoke_oneway(&addr, request, timeout).map(|_| None),
+        }
+    }
+
+    /// Sends to `mq` once (Java `sendKernelImpl` via `send(msg, mq)`).
+    pub(super) fn send_to_queue(&self, msg: &Message, mq: &MessageQueue, timeout: Duration) -> Result<SendResult> {
+        if mq.topic != msg.topic() {
+            return Err(Error::invalid_argument(format!(
+                "the message topic {} differs from the queue's topic {}",
+                msg.topic(),
+                mq.topic
+            )));
+        }
+        let instance = self.instance()?;
+        let p = self.prepare(msg)?;
+        let mut target = mq.clone();
+        target.topic = p.topic.clone();
+        self.send_kernel(&instance, &p, &target, Mode::Sync, timeout)?
+            .ok_or_else(|| Error::state("sync send returned no result"))
+    }
+
+    /// The queue `select` picks among the topic's queues (topic without namespace).
+    pub(super) fn select_queue(&self, msg: &Message, select: impl FnOnce(&[MessageQueue]) -> Option<MessageQueue>) -> Result<MessageQueue> {
+        self.check_message(msg)?;
+        let instance = self.instance()?;
+        let topic = namespace::wrap(self.namespace.as_deref(), msg.topic());
+        let info = self.find_publish_info(&instance, &topic)?;
+        let user_queues: Vec<MessageQueue> = info
+            .message_queues
+            .iter()
+            .map(|mq| {
+                let mut mq = mq.clone();
+                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic);
+                mq
+            })
+            .collect();
+        select(&user_queues).ok_or_else(|| Error::invalid_argument("the selector chose no queue"))
+    }
+
+    pub(super) fn send_async(self: &Arc<Self>, msg: Message, timeout: Duration, callback: SendCallback) -> Result<()> {
+        let instance = self.instance()?;
+        let begin = Instant::now();
+        let p = Arc::new(self.prepare(&msg)?.into_owned());
+        drop(msg);
+        let info = self.find_publish_info(&instance, &p.topic)?;
+        let mq = self
+            .fault
+            .select(&info, None)
+            .ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("no writable queue of topic {}", p.user_topic)))?;
+        let attempt = AsyncAttempt {
+            producer: self.clone(),
+            instance,
+            p,
+            info,
+            begin,
+            timeout,
+            retries_left: self.options.retry_times_when_send_async_failed,
+        };
+        attempt.send(mq, callback)
+    }
+}
+
+/// One async send and what it needs to re-send after a transport failure (Java
+/// `MQClientAPIImpl.onExceptionImpl`).
+struct AsyncAttempt {
+    producer: Arc<ProducerImpl>,
+    instance: Arc<MQClientInstance>,
+    p: Arc<Prepared<'static>>,
+    info: Arc<TopicPublishInfo>,
+    begin: Instant,
+    timeout: Duration,
+    retries_left: u32,
+}
+
+impl AsyncAttempt {
+    fn send(self, mq: MessageQueue, callback: SendCallback) -> Result<()> {
+        let left = self.timeout.saturating_sub(self.begin.elapsed());
+        if left.is_zero() {
+            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout).context("async send call"));
+        }
+        let addr = self
+            .producer
+            .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)?;
+        let request = self.producer.request(&self.p, &mq);
+        let remoting = self.instance.remoting().clone();
+        let started = Instant::now();
+        remoting.invoke_async(&addr, request, left, move |r| {
+            let latency = started.elapsed();
+            let result = r.and_then(|resp| self.producer.process_response(&self.p, &mq, &addr, resp));
+            match result {
+                Ok(res) => {
+                    self.producer.fault.update(&mq.broker_name, latency, false);
+                    callback(Ok(res));
+                }
+                Err(e) if e.kind().is_transport() && self.retries_left > 0 => {
+                    self.producer.fault.update(&mq.broker_name, latency, true);
+                    let next = self
+                        .producer
+                        .fault
+                        .select(&self.info, Some(&mq.broker_name));
+                    let Some(next) = next else {
+                        callback(Err(e));
+                        return;
+                    };
+                    debug!("async send to {mq} failed ({e}); re-sending to {next}");
+                    let retry = AsyncAttempt {
+                        retries_left: self.retries_left - 1,
+                        ..self
+                    };
+                    // The callback moves into the retry; if the retry cannot even be
+                    // queued, it comes back here through the error path below.
+                    let cb = Arc::new(Mutex::new(Some(callback)));
+                    let cb2 = cb.clone();
+                    let sent = retry.send(
+                        next,
+                        Box::new(move |r| {
+                            if let Some(f) = cb2.lock().take() {
+                                f(r)
+                            }
+                        }),
+                    );
+                    if let Err(e2) = sent {
+                        if let Some(f) = cb.lock().take() {
+                            f(Err(e2.context(format!("after {e}"))));
+                        }
+                    }
+                }
+                Err(e) => {
+                    if e.is_retriable() {
+                        self.producer.fault.update(&mq.broker_name, latency, true);
+                    }
+                    callback(Err(e));
+                }
+            }
+        })
+    }
+}
+
+fn take_int(props: &mut Vec<(&str, &str)>, key: &str) -> Option<i32> {
+    let i = props.iter().position(|(k, _)| *k == key)?;
+    props.remove(i).1.trim().parse().ok()
+}
+
+impl ProducerInner for ProducerImpl {
+    fn publish_topics(&self) -> Vec<String> {
+        self.publish_table.read().keys().cloned().collect()
+    }
+
+    fn is_publish_topic_need_update(&self, topic: &str) -> bool {
+        self.publish_table.read().get(topic).is_some_and(|i| !i.ok())
+    }
+
+    fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>) {
+        self.publish_table.write().insert(topic.to_string(), info);
+    }
+}

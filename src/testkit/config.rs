@@ -1,0 +1,167 @@
+//! The files the JVMs read: logback configuration, `namesrv.properties`, `broker.conf`,
+//! and the JVM command line.
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::Path;
+
+use super::TestkitError;
+
+/// One logback configuration for every process and both RocketMQ lines: all loggers go
+/// to one INFO file per process, named by the `rmq.testkit.logfile` system property.
+/// 4.9.x reads it as `$ROCKETMQ_HOME/conf/logback_{namesrv,broker}.xml` (and exits when
+/// that is missing); 5.x uses its shaded logback, pointed at it by
+/// `-Drmq.logback.configurationFile`, which also keeps it from picking the first
+/// `rmq.*.logback.xml` on the shared classpath (the broker's, for a name server too).
+const LOGBACK_XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${rmq.testkit.logfile}</file>
+    <append>true</append>
+    <encoder>
+      <pattern>%d{yyyy-MM-dd HH:mm:ss.SSS} %p [%t] %c - %m%n</pattern>
+    </encoder>
+  </appender>
+  <root level="INFO">
+    <appender-ref ref="FILE"/>
+  </root>
+</configuration>
+"#;
+
+pub(crate) const LOGBACK_5X_FILE: &str = "rmq.logback.xml";
+
+/// Writes the logback files into `<rocketmq_home>/conf`.
+pub(crate) fn write_logback(rocketmq_home: &Path) -> Result<(), TestkitError> {
+    let conf = rocketmq_home.join("conf");
+    fs::create_dir_all(&conf).map_err(|e| TestkitError::io("create conf dir", &conf, e))?;
+    for name in ["logback_namesrv.xml", "logback_broker.xml", LOGBACK_5X_FILE] {
+        write(&conf.join(name), LOGBACK_XML)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), TestkitError> {
+    fs::write(path, text).map_err(|e| TestkitError::io("write file", path, e))
+}
+
+/// A `key=value` line for a Java properties file.
+fn prop(out: &mut String, key: &str, value: &str) {
+    out.push_str(key);
+    out.push('=');
+    // Backslash is the only escape that matters for our values (paths, addresses).
+    out.push_str(&value.replace('\\', "\\\\"));
+    out.push('\n');
+}
+
+/// Name server configuration; `dir` holds its kv and persisted config.
+pub(crate) fn namesrv_properties(port: u16, dir: &Path) -> String {
+    let mut s = String::from("# written by rocketmq-testkit\n");
+    prop(&mut s, "listenPort", &port.to_string());
+    // 5.x only; 4.9.x has no such key and binds the wildcard address.
+    prop(&mut s, "bindAddress", "127.0.0.1");
+    // 5.x: the name server's own client probes <first non-loopback IP>:<port> every
+    // 3 s, which a loopback-bound server refuses, filling the log; nothing needs it.
+    prop(&mut s, "scanAvailableNameSrv", "false");
+    prop(
+        &mut s,
+        "kvConfigPath",
+        &dir.join("kvConfig.json").to_string_lossy(),
+    );
+    prop(
+        &mut s,
+        "configStorePath",
+        &dir.join("namesrv.properties").to_string_lossy(),
+    );
+    s
+}
+
+/// Broker configuration; `extra` comes last so callers can override our defaults.
+pub(crate) fn broker_conf(
+    name: &str,
+    port: u16,
+    namesrv_addr: &str,
+    store: &Path,
+    extra: &[(String, String)],
+) -> String {
+    let mut s = String::from("# written by rocketmq-testkit\n");
+    let store_s = store.to_string_lossy();
+    let commitlog = store.join("commitlog");
+    let port_s = port.to_string();
+    let defaults: [(&str, &str); 18] = [
+        ("brokerClusterName", "DefaultCluster"),
+        ("brokerName", name),
+        ("brokerId", "0"),
+        ("brokerIP1", "127.0.0.1"),
+        // HA address; 5.x otherwise advertises the machine's first non-loopback address.
+        ("brokerIP2", "127.0.0.1"),
+        ("listenPort", &port_s),
+        // 5.x: the remoting servers bind loopback only (the HA port stays wildcard).
+        ("bindAddress", "127.0.0.1"),
+        ("namesrvAddr", namesrv_addr),
+        ("storePathRootDir", &store_s),
+        ("storePathCommitLog", &commitlog.to_string_lossy()),
+        // Small mapped files: they are sparse, but keep them small anyway.
+        ("mappedFileSizeCommitLog", "67108864"),
+        ("mappedFileSizeConsumeQueue", "600000"),
+        ("maxHashSlotNum", "50000"),
+        ("maxIndexNum", "200000"),
+        ("autoCreateTopicEnable", "true"),
+        ("autoCreateSubscriptionGroup", "true"),
+        ("flushDiskType", "ASYNC_FLUSH"),
+        ("brokerRole", "ASYNC_MASTER"),
+    ];
+    for (k, v) in defaults {
+        prop(&mut s, k, v);
+    }
+    for (k, v) in extra {
+        prop(&mut s, k, v);
+    }
+    s
+}
+
+/// JVM options common to name servers and brokers.
+pub(crate) fn jvm_options(
+    heap: &str,
+    max_heap: &str,
+    run_dir: &Path,
+    rocketmq_home: &Path,
+    log_file: &Path,
+) -> Vec<OsString> {
+    let mut v: Vec<OsString> = [
+        heap,
+        max_heap,
+        "-XX:MaxDirectMemorySize=256m",
+        "-XX:+UseG1GC",
+        // Keeps the JVM from writing /tmp/hsperfdata_<user>/<pid>.
+        "-XX:-UsePerfData",
+        "--add-opens",
+        "java.base/java.nio=ALL-UNNAMED",
+        "--add-exports",
+        "java.base/jdk.internal.ref=ALL-UNNAMED",
+        "--add-exports",
+        "java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-opens",
+        "java.base/java.lang=ALL-UNNAMED",
+        "-XX:+IgnoreUnrecognizedVMOptions",
+        // Creating the self-signed TLS context of the default "permissive" mode costs
+        // ~1.5 s per JVM; the client speaks plain TCP.
+        "-Dtls.server.mode=disabled",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    let mut define = |key: &str, path: &Path| {
+        let mut s = OsString::from(format!("-D{key}="));
+        s.push(path);
+        v.push(s);
+    };
+    // Nothing may land in the real home or /tmp.
+    define("user.home", rocketmq_home);
+    define("java.io.tmpdir", &run_dir.join("tmp"));
+    define(
+        "rmq.logback.configurationFile",
+        &rocketmq_home.join("conf").join(LOGBACK_5X_FILE),
+    );
+    define("rmq.testkit.logfile", log_file);
+    v
+}

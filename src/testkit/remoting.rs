@@ -1,0 +1,63 @@
+//! The requests the testkit sends itself, through the crate's own client: the readiness
+//! check (is every broker registered at every name server?) and a registration nudge.
+//!
+//! A 5.x broker registers at boot only with the name servers that its client's
+//! asynchronous availability scan has already confirmed (`getAvailableNameSrvList`).
+//! When the scan loses that race (seen on a busy 2-core machine), the next attempt is
+//! the periodic one, 10 s later. `UPDATE_BROKER_CONFIG` with `brokerPermission` makes
+//! the broker call `registerBrokerAll` at once; we send the value it already has.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::ReadinessCheck;
+use crate::admin::Admin;
+use crate::client::expect_success;
+use crate::protocol::{RemotingCommand, RequestCode};
+use crate::remoting::{RemotingClient, RemotingConfig};
+
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Asks the broker at `addr` to set `brokerPermission` (to its current value), which
+/// re-registers it with every name server it knows to be available.
+pub(crate) fn nudge_registration(addr: &SocketAddr, permission: &str) -> Result<(), String> {
+    let client = RemotingClient::new(RemotingConfig::default()).map_err(|e| e.to_string())?;
+    let request = RemotingCommand::request(RequestCode::UPDATE_BROKER_CONFIG)
+        .with_body(format!("brokerPermission={permission}\n").into_bytes());
+    let response = client
+        .invoke_sync(&addr.to_string(), request, TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    expect_success(&response).map_err(|e| e.to_string())
+}
+
+/// The default readiness check: every expected broker is registered, with its address as
+/// master, at every name server (GET_BROKER_CLUSTER_INFO through our own client).
+pub(crate) fn registered_at_every_name_server() -> ReadinessCheck {
+    let admins: Mutex<HashMap<String, Admin>> = Mutex::new(HashMap::new());
+    Box::new(move |namesrv, expected| {
+        let mut admins = admins.lock();
+        for ns in namesrv.split(';').filter(|s| !s.is_empty()) {
+            if !admins.contains_key(ns) {
+                admins.insert(ns.to_string(), Admin::new(ns).map_err(|e| e.to_string())?);
+            }
+            let Some(admin) = admins.get(ns) else {
+                return Ok(false);
+            };
+            let info = admin.cluster_info().map_err(|e| format!("{ns}: {e}"))?;
+            for (name, addr) in expected {
+                let registered = info
+                    .broker_addr_table
+                    .get(name)
+                    .and_then(|b| b.master_addr())
+                    .is_some_and(|a| a == addr);
+                if !registered {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    })
+}

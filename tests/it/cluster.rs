@@ -1,0 +1,58 @@
+//! The one real RocketMQ cluster this test binary shares, started on first use.
+//!
+//! `NAMESRV_ADDR` is deliberately ignored: the tests create and delete topics and groups,
+//! so they always run against their own throw-away cluster. `RMQ_TEST_VERSION` picks the
+//! RocketMQ release (default: the testkit's default).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::testkit::Cluster;
+
+static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
+static NAMESRV: OnceLock<String> = OnceLock::new();
+
+fn start() -> Cluster {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let mut b = Cluster::builder().brokers(1);
+    if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+        b = b.version(&v);
+    }
+    match b.start() {
+        Ok(c) => c,
+        Err(e) => panic!("could not start the test cluster: {e}"),
+    }
+}
+
+/// The name-server address of the shared cluster.
+pub fn namesrv() -> &'static str {
+    NAMESRV.get_or_init(|| {
+        let c = CLUSTER.get_or_init(|| Mutex::new(start()));
+        c.lock().namesrv_addr()
+    })
+}
+
+/// The shared cluster itself (for broker addresses and version).
+pub fn cluster() -> &'static Mutex<Cluster> {
+    namesrv();
+    CLUSTER.get_or_init(|| Mutex::new(start()))
+}
+
+/// A name unique in this test run: `<prefix>_<pid>_<n>`.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!("{prefix}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Creates a fresh topic with `queues` queues on every broker and waits for its route.
+pub fn topic(prefix: &str, queues: i32) -> String {
+    let name = unique(prefix);
+    let admin = Admin::new(namesrv()).expect("admin client");
+    admin
+        .create_topic(&TopicConfig::new(&name, queues))
+        .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
+    name
+}

@@ -1,0 +1,262 @@
+//! The producer against the real broker: what is sent is what is stored.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::message::{property, sys_flag, MessageExt};
+use rocketmq_blocking::producer::SelectMessageQueueByHash;
+use rocketmq_blocking::{ErrorKind, Message, Producer, SendStatus};
+
+use crate::cluster;
+
+fn producer() -> Producer {
+    Producer::builder(cluster::unique("pg"))
+        .namesrv_addr(cluster::namesrv())
+        .start()
+        .unwrap()
+}
+
+fn admin() -> Admin {
+    Admin::new(cluster::namesrv()).unwrap()
+}
+
+fn stored(offset_msg_id: &str) -> MessageExt {
+    admin()
+        .view_message(offset_msg_id)
+        .unwrap_or_else(|e| panic!("view {offset_msg_id}: {e}"))
+}
+
+fn user_props(m: &MessageExt) -> HashMap<String, String> {
+    m.properties()
+        .filter(|(k, _)| k.starts_with("user-"))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn a_sent_message_is_stored_byte_exact() {
+    let topic = cluster::topic("exact", 4);
+    let p = producer();
+    let body: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+    let mut msg = Message::new(&topic, body.clone())
+        .with_tags("TagA")
+        .with_keys(["k1", "k2"]);
+    msg.put_user_property("user-a", "1").unwrap();
+    msg.put_user_property("user-ü", "välue with spaces").unwrap();
+    msg.set_flag(7);
+    let r = p.send(&msg).unwrap();
+    assert_eq!(r.send_status, SendStatus::SendOk);
+    assert_eq!(r.message_queue.topic, topic);
+    assert_eq!(r.msg_id.len(), 32, "UNIQ_KEY of an IPv4 client");
+    let m = stored(&r.offset_msg_id);
+    assert_eq!(m.topic(), topic);
+    assert_eq!(m.body(), body.as_slice());
+    assert_eq!(m.tags(), Some("TagA"));
+    assert_eq!(m.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
+    assert_eq!(m.flag(), 7);
+    assert_eq!(m.msg_id(), r.msg_id, "UNIQ_KEY stored as sent");
+    assert_eq!(m.queue_id, r.message_queue.queue_id);
+    assert_eq!(m.queue_offset, r.queue_offset);
+    let props = user_props(&m);
+    assert_eq!(props.get("user-a").map(String::as_str), Some("1"));
+    assert_eq!(props.get("user-ü").map(String::as_str), Some("välue with spaces"));
+}
+
+#[test]
+fn a_large_body_is_stored_compressed_and_reads_back_identical() {
+    let topic = cluster::topic("compressed", 2);
+    let p = producer();
+    let body: Vec<u8> = (0..100 * 1024).map(|i| (i % 251) as u8).collect();
+    let r = p.send(&Message::new(&topic, body.clone())).unwrap();
+    let m = stored(&r.offset_msg_id);
+    assert_ne!(m.sys_flag & sys_flag::COMPRESSED, 0, "stored compressed");
+    assert!(m.store_size < 20 * 1024, "stored {} bytes for a 100 KiB body", m.store_size);
+    assert_eq!(m.body(), body.as_slice(), "decompressed on read");
+}
+
+#[test]
+fn a_batch_is_stored_as_separate_messages() {
+    let topic = cluster::topic("batch", 2);
+    let p = producer();
+    let msgs: Vec<Message> = (0..3)
+        .map(|i| Message::new(&topic, format!("batch body {i}")).with_keys([format!("bk{i}")]))
+        .collect();
+    let r = p.send_batch(&msgs).unwrap();
+    let ids: Vec<&str> = r.msg_id.split(',').collect();
+    let offsets: Vec<&str> = r.offset_msg_id.split(',').collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(offsets.len(), 3);
+    for (i, off) in offsets.iter().enumerate() {
+        let m = stored(off);
+        assert_eq!(m.body(), format!("batch body {i}").as_bytes());
+        assert_eq!(m.keys().collect::<Vec<_>>(), vec![format!("bk{i}")]);
+        assert_eq!(m.msg_id(), ids[i]);
+        assert_eq!(m.queue_offset, r.queue_offset + i as i64);
+    }
+}
+
+#[test]
+fn ten_thousand_async_sends_each_call_back_exactly_once() {
+    let topic = cluster::topic("async10k", 8);
+    let p = producer();
+    let n = 10_000;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for i in 0..n {
+        let calls = calls.clone();
+        let tx = tx.clone();
+        p.send_async(Message::new(&topic, format!("m{i}")), move |r| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let _ = tx.send(r.map(|r| r.msg_id));
+        })
+        .unwrap();
+    }
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..n {
+        let id = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+        assert!(ids.insert(id));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(calls.load(Ordering::SeqCst), n);
+    assert_eq!(admin().total_max_offset(&topic).unwrap(), n as i64);
+}
+
+#[test]
+fn async_future_resolves_to_the_send_result() {
+    let topic = cluster::topic("future", 1);
+    let p = producer();
+    let f = p.send_async_future(Message::new(&topic, "f")).unwrap();
+    let r = f.wait().unwrap();
+    assert_eq!(stored(&r.offset_msg_id).body(), b"f");
+}
+
+#[test]
+fn oneway_messages_arrive() {
+    let topic = cluster::topic("oneway", 4);
+    let p = producer();
+    for i in 0..200 {
+        p.send_oneway(&Message::new(&topic, format!("o{i}"))).unwrap();
+    }
+    let admin = admin();
+    let mut total = 0;
+    for _ in 0..100 {
+        total = admin.total_max_offset(&topic).unwrap();
+        if total == 200 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(total, 200);
+}
+
+#[test]
+fn ordered_sends_with_a_selector_land_on_the_selected_queue_in_order() {
+    let topic = cluster::topic("ordered", 8);
+    let p = producer();
+    let mut last = None;
+    let mut queue = None;
+    for i in 0..50 {
+        let r = p
+            .send_with_selector(&Message::new(&topic, format!("step {i}")), &SelectMessageQueueByHash, "order-1")
+            .unwrap();
+        // Java: abs("order-1".hashCode() % 8) = 6.
+        assert_eq!(r.message_queue.queue_id, 6);
+        queue.get_or_insert(r.message_queue.queue_id);
+        if let Some(prev) = last {
+            assert_eq!(r.queue_offset, prev + 1, "consecutive on the queue");
+        }
+        last = Some(r.queue_offset);
+    }
+}
+
+#[test]
+fn send_to_a_chosen_queue() {
+    let topic = cluster::topic("toqueue", 4);
+    let p = producer();
+    let mqs = p.fetch_publish_message_queues(&topic).unwrap();
+    assert_eq!(mqs.len(), 4);
+    let r = p.send_to_queue(&Message::new(&topic, "q3"), &mqs[3]).unwrap();
+    assert_eq!(r.message_queue, mqs[3]);
+}
+
+#[test]
+fn a_new_topic_is_auto_created_through_tbw102() {
+    let topic = cluster::unique("autocreated");
+    let p = producer();
+    let r = p.send(&Message::new(&topic, "first")).unwrap();
+    assert_eq!(r.send_status, SendStatus::SendOk);
+    assert!(r.message_queue.queue_id < 4, "default topic queue nums");
+    assert_eq!(stored(&r.offset_msg_id).body(), b"first");
+}
+
+#[test]
+fn heartbeats_register_the_producer_group_at_the_broker() {
+    let p = producer();
+    let group = p.group().to_string();
+    let admin = admin();
+    let mut found = None;
+    for _ in 0..100 {
+        let conns = admin.producer_connections(&group).unwrap_or_default();
+        if let Some(c) = conns.into_iter().find(|c| c.client_id == p.client_id()) {
+            found = Some(c);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let c = found.expect("the broker lists our producer");
+    assert_eq!(c.language, "RUST");
+    assert_eq!(c.version, 409);
+}
+
+#[test]
+fn bad_input_is_a_typed_error_before_anything_is_sent() {
+    let p = producer();
+    let e = p.send(&Message::new("bad topic", "x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = p.send(&Message::new("SCHEDULE_TOPIC_XXXX", "x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let e = p.send(&Message::new("T", Vec::new())).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    let big = vec![b'x'; 4 * 1024 * 1024 + 1];
+    let e = p.send(&Message::new("T", big)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("4194305"), "{e}");
+    let mut m = Message::new("T", "x");
+    assert!(m.put_user_property(property::UNIQ_KEY, "x").is_err());
+    let e = Producer::builder("bad/group").namesrv_addr(cluster::namesrv()).start().err().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
+
+#[test]
+fn a_group_registered_twice_in_one_instance_is_refused() {
+    let group = cluster::unique("dup");
+    let a = Producer::builder(&group)
+        .namesrv_addr(cluster::namesrv())
+        .client_config(|c| c.instance_name("dup-instance"))
+        .start()
+        .unwrap();
+    let e = Producer::builder(&group)
+        .namesrv_addr(cluster::namesrv())
+        .client_config(|c| c.instance_name("dup-instance"))
+        .start()
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), ErrorKind::State, "{e}");
+    let e = a.start().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State, "starting twice");
+}
+
+#[test]
+fn an_unreachable_name_server_is_a_connect_error() {
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let p = Producer::builder(cluster::unique("deadns")).namesrv_addr(&dead).start().unwrap();
+    let e = p.send(&Message::new("T", "x")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
+    assert!(e.to_string().contains(&dead), "{e}");
+}

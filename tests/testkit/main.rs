@@ -1,0 +1,7 @@
+//! The testkit's own tests: real clusters of several shapes and versions, crash safety.
+mod common;
+mod errors;
+mod lifecycle;
+mod orphan;
+mod two_by_two;
+mod v4;
