@@ -1,6 +1,7 @@
 //! A synchronous, thread-based client for Apache RocketMQ.
 pub mod client;
 pub mod error;
+pub mod message;
 pub mod protocol;
 pub mod remoting;
 pub mod scheduler;
