@@ -12,13 +12,18 @@ use rocketmq_blocking::{Message, Producer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let topic = std::env::args().nth(1).unwrap_or_else(|| "TopicTest".to_string());
+    let topic = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "TopicTest".to_string());
     // The name server comes from NAMESRV_ADDR, as with the Java client.
     let producer = Producer::builder("example_producer").start()?;
 
     // Sync: returns once the broker stored the message.
     let r = producer.send(&Message::new(&topic, "sync hello").with_tags("TagA"))?;
-    println!("sync: {} -> {} offset {}", r.msg_id, r.message_queue, r.queue_offset);
+    println!(
+        "sync: {} -> {} offset {}",
+        r.msg_id, r.message_queue, r.queue_offset
+    );
 
     // Async with a callback on the callback pool.
     let (tx, rx) = mpsc::channel();
@@ -36,12 +41,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Ordered: every message of one order on one queue.
     for step in ["created", "paid", "shipped"] {
-        let r = producer.send_with_selector(&Message::new(&topic, step), &SelectMessageQueueByHash, "order-42")?;
+        let r = producer.send_with_selector(
+            &Message::new(&topic, step),
+            &SelectMessageQueueByHash,
+            "order-42",
+        )?;
         println!("ordered {step}: queue {}", r.message_queue.queue_id);
     }
 
     // Batch: one request, several messages of one topic.
-    let batch: Vec<Message> = (0..3).map(|i| Message::new(&topic, format!("batch {i}"))).collect();
+    let batch: Vec<Message> = (0..3)
+        .map(|i| Message::new(&topic, format!("batch {i}")))
+        .collect();
     let r = producer.send_batch(&batch)?;
     println!("batch: ids {}", r.msg_id);
 

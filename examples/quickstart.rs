@@ -50,10 +50,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let mut results = Vec::with_capacity(n);
     for i in 0..n {
-        let msg = Message::new(&topic, format!("Hello RocketMQ {i}")).with_tags("TagA").with_keys([format!("key-{i}")]);
+        let msg = Message::new(&topic, format!("Hello RocketMQ {i}"))
+            .with_tags("TagA")
+            .with_keys([format!("key-{i}")]);
         results.push(producer.send(&msg)?);
     }
-    println!("sent {n} messages in {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "sent {n} messages in {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
 
     // Read every message back from the broker by its offsetMsgId.
     let mut read = 0;

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::client::expect_success;
 use crate::client::validators::{check_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use crate::client::{MQClientAPI, TopicConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::client::expect_success;
 use crate::message::{decode_messages, decode_offset_msg_id, DecodeOptions, MessageExt};
-use crate::protocol::header::{OffsetResponseHeader, QueueOffsetRequestHeader, ViewMessageRequestHeader};
+use crate::protocol::header::{
+    OffsetResponseHeader, QueueOffsetRequestHeader, ViewMessageRequestHeader,
+};
 use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, TopicRouteData};
 use crate::remoting::{RemotingClient, RemotingConfig};
 
@@ -76,7 +78,10 @@ impl Admin {
         check_topic(&config.topic_name)?;
         let masters = self.master_addrs()?;
         if masters.is_empty() {
-            return Err(Error::new(ErrorKind::NoRoute, "the cluster has no master broker"));
+            return Err(Error::new(
+                ErrorKind::NoRoute,
+                "the cluster has no master broker",
+            ));
         }
         for addr in masters.values() {
             self.create_topic_on(addr, config)?;
@@ -88,19 +93,31 @@ impl Admin {
     /// UPDATE_AND_CREATE_TOPIC on one broker.
     pub fn create_topic_on(&self, broker_addr: &str, config: &TopicConfig) -> Result<()> {
         check_topic(&config.topic_name)?;
-        self.api
-            .create_topic(broker_addr, AUTO_CREATE_TOPIC_KEY_TOPIC, config, self.timeout)
+        self.api.create_topic(
+            broker_addr,
+            AUTO_CREATE_TOPIC_KEY_TOPIC,
+            config,
+            self.timeout,
+        )
     }
 
     /// Polls the name server until `topic` is routed to at least `brokers` brokers.
-    pub fn wait_for_route(&self, topic: &str, brokers: usize, timeout: Duration) -> Result<TopicRouteData> {
+    pub fn wait_for_route(
+        &self,
+        topic: &str,
+        brokers: usize,
+        timeout: Duration,
+    ) -> Result<TopicRouteData> {
         let deadline = Instant::now() + timeout;
         loop {
             let last = match self.topic_route(topic) {
                 Ok(r) if r.queue_datas.len() >= brokers => return Ok(r),
                 Ok(r) => Error::new(
                     ErrorKind::NoRoute,
-                    format!("topic {topic} routed to {} of {brokers} brokers", r.queue_datas.len()),
+                    format!(
+                        "topic {topic} routed to {} of {brokers} brokers",
+                        r.queue_datas.len()
+                    ),
                 ),
                 Err(e) => e,
             };
@@ -116,9 +133,16 @@ impl Admin {
         let (host, offset) = decode_offset_msg_id(offset_msg_id)?;
         let addr = host.to_string();
         let header = ViewMessageRequestHeader { offset };
-        let request = RemotingCommand::request_with_header(RequestCode::VIEW_MESSAGE_BY_ID, &header);
-        let response = self.api.remoting().invoke_sync(&addr, request, self.timeout)?;
-        expect_success(&response).map_err(|e| e.with_addr(&addr).context(format!("view message {offset_msg_id}")))?;
+        let request =
+            RemotingCommand::request_with_header(RequestCode::VIEW_MESSAGE_BY_ID, &header);
+        let response = self
+            .api
+            .remoting()
+            .invoke_sync(&addr, request, self.timeout)?;
+        expect_success(&response).map_err(|e| {
+            e.with_addr(&addr)
+                .context(format!("view message {offset_msg_id}"))
+        })?;
         decode_messages(&response.body, DecodeOptions::new().check_crc(true))?
             .into_iter()
             .next()
@@ -133,7 +157,10 @@ impl Admin {
             broker_name: None,
         };
         let request = RemotingCommand::request_with_header(RequestCode::GET_MAX_OFFSET, &header);
-        let response = self.api.remoting().invoke_sync(broker_addr, request, self.timeout)?;
+        let response = self
+            .api
+            .remoting()
+            .invoke_sync(broker_addr, request, self.timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(broker_addr))?;
         Ok(response.decode_header::<OffsetResponseHeader>()?.offset)
     }
@@ -165,7 +192,10 @@ impl Admin {
         for addr in self.master_addrs()?.values() {
             let mut request = RemotingCommand::request(RequestCode::GET_PRODUCER_CONNECTION_LIST);
             request.ext_fields.insert("producerGroup", group);
-            let response = self.api.remoting().invoke_sync(addr, request, self.timeout)?;
+            let response = self
+                .api
+                .remoting()
+                .invoke_sync(addr, request, self.timeout)?;
             if expect_success(&response).is_err() {
                 continue;
             }

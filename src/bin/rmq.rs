@@ -13,7 +13,11 @@ use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::testkit::Cluster;
 
 #[derive(Parser)]
-#[command(name = "rmq", version, about = "Apache RocketMQ from the command line (rocketmq-blocking)")]
+#[command(
+    name = "rmq",
+    version,
+    about = "Apache RocketMQ from the command line (rocketmq-blocking)"
+)]
 struct Cli {
     /// Name-server addresses, `;`-separated.
     #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR", global = true)]
@@ -192,11 +196,15 @@ fn cluster(action: ClusterAction) -> CliResult {
             loop {
                 if let Some(s) = read_state() {
                     println!("NAMESRV_ADDR={}", s.namesrv_addr);
-                    eprintln!("rmq: cluster running (RocketMQ {}, logs in {})", s.version, s.log_dir);
+                    eprintln!(
+                        "rmq: cluster running (RocketMQ {}, logs in {})",
+                        s.version, s.log_dir
+                    );
                     return Ok(());
                 }
                 if let Some(status) = child.try_wait()? {
-                    let log = std::fs::read_to_string(state_dir().join("holder.log")).unwrap_or_default();
+                    let log =
+                        std::fs::read_to_string(state_dir().join("holder.log")).unwrap_or_default();
                     return Err(format!("the cluster did not start ({status}):\n{log}").into());
                 }
                 if Instant::now() > deadline {
@@ -245,7 +253,11 @@ fn cluster(action: ClusterAction) -> CliResult {
             let deadline = Instant::now() + Duration::from_secs(60);
             while std::path::Path::new(&format!("/proc/{}", s.pid)).exists() {
                 if Instant::now() > deadline {
-                    return Err(format!("the cluster holder (pid {}) did not stop within 60 s", s.pid).into());
+                    return Err(format!(
+                        "the cluster holder (pid {}) did not stop within 60 s",
+                        s.pid
+                    )
+                    .into());
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }

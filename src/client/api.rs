@@ -136,8 +136,7 @@ impl MQClientAPI {
             producer_group: producer_group.map(str::to_string),
             consumer_group: consumer_group.map(str::to_string),
         };
-        let request =
-            RemotingCommand::request_with_header(RequestCode::UNREGISTER_CLIENT, &header);
+        let request = RemotingCommand::request_with_header(RequestCode::UNREGISTER_CLIENT, &header);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr).context("unregister client"))
     }

@@ -91,7 +91,9 @@ impl ClientConfig {
         if let Some(ns) = self.namespace.as_deref().filter(|n| !n.is_empty()) {
             return Some(ns.to_string());
         }
-        self.namesrv_addr.as_deref().and_then(instance_id_of_endpoint)
+        self.namesrv_addr
+            .as_deref()
+            .and_then(instance_id_of_endpoint)
     }
 
     /// Timeout of route, heartbeat and other control calls (Java `mqClientApiTimeout`).
@@ -122,7 +124,10 @@ impl ClientConfig {
 
 /// Splits `a;b;c`, trims, and strips an `http://host/` prefix to its last path segment.
 pub(crate) fn parse_namesrv_list(s: &str) -> Vec<String> {
-    let s = match s.strip_prefix("http://").or_else(|| s.strip_prefix("https://")) {
+    let s = match s
+        .strip_prefix("http://")
+        .or_else(|| s.strip_prefix("https://"))
+    {
         Some(rest) => rest.rsplit('/').next().unwrap_or(rest),
         None => s,
     };
@@ -272,6 +277,14 @@ impl ClientConfigBuilder {
         self
     }
 
+    /// Async requests allowed in flight per client instance (Java 65535,
+    /// `com.rocketmq.remoting.clientAsyncSemaphoreValue`). An async send waits for a permit
+    /// up to its timeout, so this is the producer's back-pressure.
+    pub fn async_permits(mut self, n: usize) -> Self {
+        self.config.remoting.async_permits = n;
+        self
+    }
+
     /// Threads that run async callbacks (Java `clientCallbackExecutorThreads`, CPU count).
     pub fn callback_threads(mut self, n: usize) -> Self {
         self.config.remoting.callback_threads = n;
@@ -351,7 +364,10 @@ mod tests {
     #[test]
     fn namesrv_lists_parse_like_java() {
         assert_eq!(parse_namesrv_list("a:1; b:2;"), vec!["a:1", "b:2"]);
-        assert_eq!(parse_namesrv_list("http://host/x/a:1;b:2"), vec!["a:1", "b:2"]);
+        assert_eq!(
+            parse_namesrv_list("http://host/x/a:1;b:2"),
+            vec!["a:1", "b:2"]
+        );
         assert!(parse_namesrv_list("").is_empty());
     }
 
@@ -361,7 +377,9 @@ mod tests {
             .namesrv_addr("http://MQ_INST_1234_abcd.mq.example.com:80")
             .build();
         assert_eq!(c.namespace().as_deref(), Some("MQ_INST_1234_abcd"));
-        let c = ClientConfig::builder().namesrv_addr("127.0.0.1:9876").build();
+        let c = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:9876")
+            .build();
         assert_eq!(c.namespace(), None);
         let c = ClientConfig::builder().namespace("ns").build();
         assert_eq!(c.namespace().as_deref(), Some("ns"));

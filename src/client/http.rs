@@ -28,7 +28,12 @@ pub fn get(url: &str, timeout: Duration) -> Result<(u16, String)> {
         .to_socket_addrs()
         .map_err(|e| Error::new(ErrorKind::Connect, format!("resolving {hostport}: {e}")))?
         .next()
-        .ok_or_else(|| Error::new(ErrorKind::Connect, format!("{hostport} resolves to nothing")))?;
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Connect,
+                format!("{hostport} resolves to nothing"),
+            )
+        })?;
     let mut stream =
         TcpStream::connect_timeout(&sock, timeout).map_err(|e| Error::connect(&hostport, e))?;
     stream
@@ -93,9 +98,16 @@ mod tests {
                 .unwrap();
             req
         });
-        let (status, body) = get(&format!("http://{addr}/rocketmq/nsaddr"), Duration::from_secs(2)).unwrap();
+        let (status, body) = get(
+            &format!("http://{addr}/rocketmq/nsaddr"),
+            Duration::from_secs(2),
+        )
+        .unwrap();
         let req = server.join().unwrap();
-        assert!(req.starts_with("GET /rocketmq/nsaddr HTTP/1.0\r\n"), "{req}");
+        assert!(
+            req.starts_with("GET /rocketmq/nsaddr HTTP/1.0\r\n"),
+            "{req}"
+        );
         assert_eq!(status, 200);
         assert_eq!(clear_new_line(&body), "127.0.0.1:9876;127.0.0.1:9877");
     }

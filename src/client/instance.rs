@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use log::{debug, info, warn};
 use parking_lot::{Mutex, RwLock};
@@ -92,6 +92,12 @@ pub struct MQClientInstance {
 
 impl MQClientInstance {
     pub(crate) fn new(config: ClientConfig) -> Result<Arc<Self>> {
+        // The UNIQ_KEY prefix uses Java's `UtilAll.getIP` rule over this host's addresses.
+        if let Ok(ifs) = if_addrs::get_if_addrs() {
+            if let Some(ip) = crate::message::uniq::choose_client_ip(ifs.iter().map(|i| i.ip())) {
+                crate::message::uniq::set_client_ip(ip);
+            }
+        }
         let remoting = Arc::new(RemotingClient::new(config.remoting.clone())?);
         remoting.update_name_server_address_list(&config.namesrv_addr_list());
         let client_id = config.client_id();
@@ -161,7 +167,10 @@ impl MQClientInstance {
         }
         if self.config.namesrv_addr.is_none() {
             if let Err(e) = self.fetch_name_server_addr() {
-                warn!("fetching name-server addresses from {}: {e}", self.config.name_server_address_url);
+                warn!(
+                    "fetching name-server addresses from {}: {e}",
+                    self.config.name_server_address_url
+                );
             }
         }
         match self.start_scheduled_tasks() {
@@ -195,7 +204,12 @@ impl MQClientInstance {
             "update-topic-routes",
             ROUTE_INITIAL_DELAY,
             c.poll_name_server_interval,
-            move || with(&me, |i| { i.update_topic_route_info_from_name_server(); Ok(()) }),
+            move || {
+                with(&me, |i| {
+                    i.update_topic_route_info_from_name_server();
+                    Ok(())
+                })
+            },
         )?;
         let me = self.me.clone();
         exec.schedule_at_fixed_rate(
@@ -215,14 +229,24 @@ impl MQClientInstance {
             "persist-consumer-offsets",
             PERSIST_INITIAL_DELAY.min(c.persist_consumer_offset_interval),
             c.persist_consumer_offset_interval,
-            move || with(&me, |i| { i.persist_all_consumer_offsets(); Ok(()) }),
+            move || {
+                with(&me, |i| {
+                    i.persist_all_consumer_offsets();
+                    Ok(())
+                })
+            },
         )?;
         let me = self.me.clone();
         exec.schedule_at_fixed_rate(
             "adjust-thread-pool",
             c.adjust_thread_pool_interval,
             c.adjust_thread_pool_interval,
-            move || with(&me, |i| { i.adjust_thread_pool(); Ok(()) }),
+            move || {
+                with(&me, |i| {
+                    i.adjust_thread_pool();
+                    Ok(())
+                })
+            },
         )?;
         Ok(exec)
     }
@@ -316,7 +340,10 @@ impl MQClientInstance {
         }
         let addrs = http::clear_new_line(&body);
         if addrs.is_empty() {
-            return Err(Error::new(ErrorKind::Response, format!("address server {url} answered nothing")));
+            return Err(Error::new(
+                ErrorKind::Response,
+                format!("address server {url} answered nothing"),
+            ));
         }
         let mut last = self.fetched_namesrv_addr.lock();
         if last.as_deref() != Some(addrs.as_str()) {
@@ -357,7 +384,11 @@ impl MQClientInstance {
     /// Like [`update_topic_route`](Self::update_topic_route) but from the TBW102 route,
     /// with the queue counts capped at `default_queue_nums`: the broker creates the topic
     /// on first send (Java `isDefault = true`).
-    pub(crate) fn update_topic_route_from_default(&self, topic: &str, default_queue_nums: i32) -> Result<bool> {
+    pub(crate) fn update_topic_route_from_default(
+        &self,
+        topic: &str,
+        default_queue_nums: i32,
+    ) -> Result<bool> {
         self.update_route_inner(topic, Some(default_queue_nums))
     }
 
@@ -369,7 +400,9 @@ impl MQClientInstance {
         let timeout = self.config.mq_client_api_timeout;
         let route = match default_queue_nums {
             Some(n) => {
-                let mut r = self.api.get_topic_route_info(AUTO_CREATE_TOPIC_KEY_TOPIC, timeout)?;
+                let mut r = self
+                    .api
+                    .get_topic_route_info(AUTO_CREATE_TOPIC_KEY_TOPIC, timeout)?;
                 for qd in &mut r.queue_datas {
                     let q = n.min(qd.read_queue_nums);
                     qd.read_queue_nums = q;
@@ -442,7 +475,11 @@ impl MQClientInstance {
             .route_table
             .read()
             .values()
-            .flat_map(|r| r.broker_datas.iter().flat_map(|b| b.broker_addrs.values().cloned()))
+            .flat_map(|r| {
+                r.broker_datas
+                    .iter()
+                    .flat_map(|b| b.broker_addrs.values().cloned())
+            })
             .collect();
         let mut table = self.broker_addr_table.write();
         table.retain(|name, addrs| {
@@ -485,7 +522,11 @@ impl MQClientInstance {
             .broker_addr_table
             .read()
             .iter()
-            .flat_map(|(name, addrs)| addrs.iter().map(move |(id, a)| (name.clone(), *id, a.clone())))
+            .flat_map(|(name, addrs)| {
+                addrs
+                    .iter()
+                    .map(move |(id, a)| (name.clone(), *id, a.clone()))
+            })
             .collect();
         for (name, id, addr) in targets {
             // Without consumers only masters need to know us.
@@ -516,7 +557,9 @@ impl MQClientInstance {
             .producers
             .read()
             .keys()
-            .map(|g| ProducerData { group_name: g.clone() })
+            .map(|g| ProducerData {
+                group_name: g.clone(),
+            })
             .collect();
         // Java's instance always has its inner producer registered.
         producer_data_set.push(ProducerData {
@@ -586,23 +629,14 @@ impl MQClientInstance {
     pub(crate) fn is_topic_not_exist(e: &Error) -> bool {
         e.response_code() == Some(ResponseCode::TOPIC_NOT_EXIST)
     }
-
-    /// Waits until `f` holds or `timeout` passes (for start-up paths that poll state).
-    pub(crate) fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if f() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        f()
-    }
 }
 
 /// Runs `f` on the instance if it is still alive (jobs hold only a weak reference, so the
 /// instance is not kept alive by its own timer).
-fn with(me: &Weak<MQClientInstance>, f: impl FnOnce(&MQClientInstance) -> Result<()>) -> Result<()> {
+fn with(
+    me: &Weak<MQClientInstance>,
+    f: impl FnOnce(&MQClientInstance) -> Result<()>,
+) -> Result<()> {
     match me.upgrade() {
         Some(i) => f(&i),
         None => Ok(()),

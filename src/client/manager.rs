@@ -32,7 +32,9 @@ pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInsta
 /// Forgets `instance` (called by its shutdown); a newer instance under the same id stays.
 pub(crate) fn remove(client_id: &str, instance: &MQClientInstance) {
     let mut t = table().lock();
-    if t.get(client_id).is_some_and(|i| std::ptr::eq(i.as_ref(), instance)) {
+    if t.get(client_id)
+        .is_some_and(|i| std::ptr::eq(i.as_ref(), instance))
+    {
         t.remove(client_id);
     }
 }

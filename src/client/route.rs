@@ -95,7 +95,8 @@ pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo 
             };
             let n: i32 = n.trim().parse().unwrap_or(0);
             for q in 0..n {
-                info.message_queues.push(MessageQueue::new(topic, broker, q));
+                info.message_queues
+                    .push(MessageQueue::new(topic, broker, q));
             }
         }
         info.order_topic = true;
@@ -125,7 +126,9 @@ pub fn to_subscribe_info(topic: &str, route: &TopicRouteData) -> HashSet<Message
         .queue_datas
         .iter()
         .filter(|q| perm::is_readable(q.perm))
-        .flat_map(|qd| (0..qd.read_queue_nums).map(move |q| MessageQueue::new(topic, &qd.broker_name, q)))
+        .flat_map(|qd| {
+            (0..qd.read_queue_nums).map(move |q| MessageQueue::new(topic, &qd.broker_name, q))
+        })
         .collect()
 }
 
@@ -168,7 +171,13 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            vec![("a".into(), 0), ("a".into(), 1), ("a".into(), 2), ("b".into(), 0), ("b".into(), 1)]
+            vec![
+                ("a".into(), 0),
+                ("a".into(), 1),
+                ("a".into(), 2),
+                ("b".into(), 0),
+                ("b".into(), 1)
+            ]
         );
         assert!(!info.order_topic);
         assert_eq!(info.write_queue_nums_of("a"), 3);
@@ -194,7 +203,10 @@ mod tests {
     fn retries_avoid_the_last_broker_and_rotation_covers_all_queues() {
         let info = to_publish_info("T", &route());
         for _ in 0..20 {
-            assert_eq!(info.select_one_avoiding(Some("a")).unwrap().broker_name, "b");
+            assert_eq!(
+                info.select_one_avoiding(Some("a")).unwrap().broker_name,
+                "b"
+            );
         }
         let mut seen = HashSet::new();
         for _ in 0..5 {

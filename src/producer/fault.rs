@@ -44,13 +44,12 @@ impl FaultStrategy {
         }
     }
 
-    /// Whether latency fault tolerance is on.
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
     /// Picks a queue (Java `selectOneMessageQueue(tpInfo, lastBrokerName)`).
-    pub fn select<'a>(&self, info: &'a TopicPublishInfo, last_broker: Option<&str>) -> Option<MessageQueue> {
+    pub fn select<'a>(
+        &self,
+        info: &'a TopicPublishInfo,
+        last_broker: Option<&str>,
+    ) -> Option<MessageQueue> {
         if !self.enabled {
             return info.select_one_avoiding(last_broker).cloned();
         }
@@ -82,7 +81,11 @@ impl FaultStrategy {
         if !self.enabled {
             return;
         }
-        let latency_ms = if isolation { 30_000 } else { latency.as_millis() as u64 };
+        let latency_ms = if isolation {
+            30_000
+        } else {
+            latency.as_millis() as u64
+        };
         let pause = self.not_available_duration(latency_ms);
         self.items.lock().insert(
             broker.to_string(),
@@ -196,8 +199,9 @@ mod tests {
         f.update("a", Duration::from_secs(10), true);
         assert!(f.is_available("a"));
         let info = info();
-        let brokers: std::collections::HashSet<_> =
-            (0..10).map(|_| f.select(&info, None).unwrap().broker_name).collect();
+        let brokers: std::collections::HashSet<_> = (0..10)
+            .map(|_| f.select(&info, None).unwrap().broker_name)
+            .collect();
         assert_eq!(brokers.len(), 2);
     }
 

@@ -129,7 +129,10 @@ macro_rules! option_setters {
 
 impl ProducerBuilder {
     /// Client settings (name servers, instance name, timeouts, ...).
-    pub fn client_config(mut self, f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder) -> Self {
+    pub fn client_config(
+        mut self,
+        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
+    ) -> Self {
         self.client = f(self.client);
         self
     }
@@ -233,7 +236,8 @@ impl Producer {
 
     /// Sends and waits for the broker, within the default send timeout.
     pub fn send(&self, msg: &Message) -> Result<SendResult> {
-        self.inner.send_sync(msg, self.inner.options().send_msg_timeout)
+        self.inner
+            .send_sync(msg, self.inner.options().send_msg_timeout)
     }
 
     /// Sends and waits for the broker, within `timeout` (retries included).
@@ -255,7 +259,9 @@ impl Producer {
         arg: &A,
     ) -> Result<SendResult> {
         let timeout = self.inner.options().send_msg_timeout;
-        let mq = self.inner.select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
+        let mq = self
+            .inner
+            .select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
         self.inner.send_to_queue(msg, &mq, timeout)
     }
 
@@ -275,8 +281,11 @@ impl Producer {
         msg: Message,
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> Result<()> {
-        self.inner
-            .send_async(msg, self.inner.options().send_msg_timeout, Box::new(callback))
+        self.inner.send_async(
+            msg,
+            self.inner.options().send_msg_timeout,
+            Box::new(callback),
+        )
     }
 
     /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback.
@@ -320,9 +329,11 @@ impl SendFuture {
     /// Blocks until the send completes. The producer always completes it (at the latest
     /// when the send timeout passes), so this does not hang.
     pub fn wait(self) -> Result<SendResult> {
-        self.rx
-            .recv()
-            .unwrap_or_else(|_| Err(Error::state("the producer shut down before the send completed")))
+        self.rx.recv().unwrap_or_else(|_| {
+            Err(Error::state(
+                "the producer shut down before the send completed",
+            ))
+        })
     }
 
     /// Blocks up to `timeout`.
@@ -332,9 +343,9 @@ impl SendFuture {
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 Err(Error::timeout(crate::TimeoutPhase::Response, timeout))
             }
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                Err(Error::state("the producer shut down before the send completed"))
-            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(Error::state(
+                "the producer shut down before the send completed",
+            )),
         }
     }
 
@@ -426,10 +437,34 @@ mod tests {
         let m = Message::new("T", "x");
         // "order-1".hashCode() = -1207111310 in Java; % 8 = -6 → abs → 6.
         assert_eq!(java_string_hash("order-1"), -1207111310);
-        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, "order-1").unwrap().queue_id, 6);
-        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, "order-3").unwrap().queue_id, 4);
-        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, &13i32).unwrap().queue_id, 5);
-        assert_eq!(SelectMessageQueueByHash.select(&mqs(8), &m, &-13i32).unwrap().queue_id, 5);
+        assert_eq!(
+            SelectMessageQueueByHash
+                .select(&mqs(8), &m, "order-1")
+                .unwrap()
+                .queue_id,
+            6
+        );
+        assert_eq!(
+            SelectMessageQueueByHash
+                .select(&mqs(8), &m, "order-3")
+                .unwrap()
+                .queue_id,
+            4
+        );
+        assert_eq!(
+            SelectMessageQueueByHash
+                .select(&mqs(8), &m, &13i32)
+                .unwrap()
+                .queue_id,
+            5
+        );
+        assert_eq!(
+            SelectMessageQueueByHash
+                .select(&mqs(8), &m, &-13i32)
+                .unwrap()
+                .queue_id,
+            5
+        );
         assert!(SelectMessageQueueByHash.select(&[], &m, &1i32).is_none());
         assert_eq!((1i64 << 32).java_hash_code(), 1);
     }
@@ -444,10 +479,18 @@ mod tests {
     #[test]
     fn bad_group_is_rejected_before_anything_starts() {
         for g in ["", "bad group", "DEFAULT_PRODUCER"] {
-            let e = Producer::builder(g).namesrv_addr("127.0.0.1:1").build().err().unwrap();
+            let e = Producer::builder(g)
+                .namesrv_addr("127.0.0.1:1")
+                .build()
+                .err()
+                .unwrap();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{g}: {e}");
         }
-        let e = Producer::builder("g").compress_level(10).build().err().unwrap();
+        let e = Producer::builder("g")
+            .compress_level(10)
+            .build()
+            .err()
+            .unwrap();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 }

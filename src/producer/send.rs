@@ -14,7 +14,10 @@ use super::{ProducerOptions, SendResult, SendStatus};
 use crate::client::validators::{
     check_body, check_group, check_send_topic, CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP,
 };
-use crate::client::{manager, namespace, ClientConfig, MQClientInstance, ProducerInner, ServiceState, TopicPublishInfo};
+use crate::client::{
+    manager, namespace, ClientConfig, MQClientInstance, ProducerInner, ServiceState,
+    TopicPublishInfo,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageQueue};
 use crate::protocol::header::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
@@ -74,7 +77,11 @@ pub(super) struct ProducerImpl {
 }
 
 impl ProducerImpl {
-    pub(super) fn new(group: String, mut config: ClientConfig, options: ProducerOptions) -> Result<Arc<Self>> {
+    pub(super) fn new(
+        group: String,
+        mut config: ClientConfig,
+        options: ProducerOptions,
+    ) -> Result<Arc<Self>> {
         check_group(&group)?;
         if group == DEFAULT_PRODUCER_GROUP {
             return Err(Error::invalid_argument(format!(
@@ -141,7 +148,11 @@ impl ProducerImpl {
         *state = ServiceState::Running;
         drop(state);
         instance.send_heartbeat_to_all_brokers_with_lock();
-        debug!("producer {} started on client {}", self.group, instance.client_id());
+        debug!(
+            "producer {} started on client {}",
+            self.group,
+            instance.client_id()
+        );
         Ok(())
     }
 
@@ -164,7 +175,10 @@ impl ProducerImpl {
 
     fn instance(&self) -> Result<Arc<MQClientInstance>> {
         if *self.state.lock() != ServiceState::Running {
-            return Err(Error::state(format!("producer {} is not running", self.group)));
+            return Err(Error::state(format!(
+                "producer {} is not running",
+                self.group
+            )));
         }
         self.instance
             .read()
@@ -204,13 +218,17 @@ impl ProducerImpl {
             max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
         }
         let mut flag_bits = 0;
-        let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_msg_body_over_howmuch {
+        let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_msg_body_over_howmuch
+        {
             flag_bits |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
-            Cow::Owned(message::compress(msg.body(), self.options.compress_level)?)
+            Cow::Owned(message::compress(msg.body(), self.options.compress_level))
         } else {
             Cow::Borrowed(msg.body())
         };
-        if msg.property(property::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        if msg
+            .property(property::TRAN_MSG)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
             flag_bits |= sys_flag::TRANSACTION_PREPARED;
         }
         Ok(Prepared {
@@ -243,13 +261,19 @@ impl ProducerImpl {
                 )));
             }
             if m.wait_store_msg_ok() != first.wait_store_msg_ok() {
-                return Err(Error::invalid_argument("a batch must have one waitStoreMsgOK value"));
+                return Err(Error::invalid_argument(
+                    "a batch must have one waitStoreMsgOK value",
+                ));
             }
             if m.delay_time_level() > 0 {
-                return Err(Error::invalid_argument("delayed messages cannot be batched"));
+                return Err(Error::invalid_argument(
+                    "delayed messages cannot be batched",
+                ));
             }
             if m.topic().starts_with(RETRY_GROUP_TOPIC_PREFIX) {
-                return Err(Error::invalid_argument("retry-topic messages cannot be batched"));
+                return Err(Error::invalid_argument(
+                    "retry-topic messages cannot be batched",
+                ));
             }
             let mut m = m.clone();
             let id = match m.property(property::UNIQ_KEY) {
@@ -266,9 +290,14 @@ impl ProducerImpl {
             ids.push(id);
             inner.push(m);
         }
-        let body = message::encode_batch(&inner);
-        check_body(body.len(), self.options.max_message_size).map_err(|e| e.context("encoded batch"))?;
-        let wait = if first.wait_store_msg_ok() { "true" } else { "false" };
+        let body = message::encode_batch(&inner)?;
+        check_body(body.len(), self.options.max_message_size)
+            .map_err(|e| e.context("encoded batch"))?;
+        let wait = if first.wait_store_msg_ok() {
+            "true"
+        } else {
+            "false"
+        };
         Ok(Prepared {
             topic: namespace::wrap(self.namespace.as_deref(), first.topic()),
             user_topic: first.topic().to_string(),
@@ -287,7 +316,11 @@ impl ProducerImpl {
 
     /// Java `tryToFindTopicPublishInfo`: the cached info, else the topic's route, else the
     /// auto-create topic's route (the broker then creates the topic on first send).
-    fn find_publish_info(&self, instance: &MQClientInstance, topic: &str) -> Result<Arc<TopicPublishInfo>> {
+    fn find_publish_info(
+        &self,
+        instance: &MQClientInstance,
+        topic: &str,
+    ) -> Result<Arc<TopicPublishInfo>> {
         if let Some(info) = self.publish_table.read().get(topic) {
             if info.ok() {
                 return Ok(info.clone());
@@ -308,7 +341,9 @@ impl ProducerImpl {
                 return Ok(info.clone());
             }
         }
-        if let Err(e) = instance.update_topic_route_from_default(topic, self.options.default_topic_queue_nums) {
+        if let Err(e) =
+            instance.update_topic_route_from_default(topic, self.options.default_topic_queue_nums)
+        {
             if cause.is_none() && !MQClientInstance::is_topic_not_exist(&e) {
                 cause = Some(e);
             }
@@ -328,7 +363,12 @@ impl ProducerImpl {
         }
     }
 
-    fn broker_addr(&self, instance: &MQClientInstance, topic: &str, broker: &str) -> Result<String> {
+    fn broker_addr(
+        &self,
+        instance: &MQClientInstance,
+        topic: &str,
+        broker: &str,
+    ) -> Result<String> {
         if let Some(a) = instance.find_broker_address_in_publish(broker) {
             return Ok(self.vip(a));
         }
@@ -336,7 +376,12 @@ impl ProducerImpl {
         instance
             .find_broker_address_in_publish(broker)
             .map(|a| self.vip(a))
-            .ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("the broker {broker} does not exist")))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("the broker {broker} does not exist"),
+                )
+            })
     }
 
     /// Java `MixAll.brokerVIPChannel`: the broker's fast port is `port - 2`.
@@ -344,7 +389,10 @@ impl ProducerImpl {
         if !self.config.vip_channel_enabled {
             return addr;
         }
-        match addr.rsplit_once(':').and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?))) {
+        match addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+        {
             Some((host, port)) if port > 2 => format!("{host}:{}", port - 2),
             _ => addr,
         }
@@ -393,7 +441,13 @@ impl ProducerImpl {
         RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec())
     }
 
-    fn process_response(&self, p: &Prepared<'_>, mq: &MessageQueue, addr: &str, resp: RemotingCommand) -> Result<SendResult> {
+    fn process_response(
+        &self,
+        p: &Prepared<'_>,
+        mq: &MessageQueue,
+        addr: &str,
+        resp: RemotingCommand,
+    ) -> Result<SendResult> {
         let status = match resp.response_code() {
             ResponseCode::SUCCESS => SendStatus::SendOk,
             ResponseCode::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
@@ -441,7 +495,12 @@ impl ProducerImpl {
     }
 
     /// Java `sendDefaultImpl` for sync and oneway sends.
-    fn send_default(&self, p: &Prepared<'_>, mode: Mode, timeout: Duration) -> Result<Option<SendResult>> {
+    fn send_default(
+        &self,
+        p: &Prepared<'_>,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
         let begin = Instant::now();
         let info = self.find_publish_info(&instance, &p.topic)?;
@@ -458,7 +517,9 @@ impl ProducerImpl {
             };
             let elapsed = begin.elapsed();
             if elapsed >= timeout {
-                last_err = Some(Error::timeout(crate::TimeoutPhase::Response, timeout).context("send call"));
+                last_err = Some(
+                    Error::timeout(crate::TimeoutPhase::Response, timeout).context("send call"),
+                );
                 break;
             }
             last_broker = Some(mq.broker_name.clone());
@@ -469,7 +530,10 @@ impl ProducerImpl {
                 Ok(r) => {
                     self.fault.update(&mq.broker_name, latency, false);
                     match r {
-                        Some(r) if r.send_status != SendStatus::SendOk && self.options.retry_another_broker_when_not_store_ok => {
+                        Some(r)
+                            if r.send_status != SendStatus::SendOk
+                                && self.options.retry_another_broker_when_not_store_ok =>
+                        {
                             not_ok = Some(r);
                             continue;
                         }
@@ -482,7 +546,14 @@ impl ProducerImpl {
                     if !retry {
                         return Err(e);
                     }
-                    warn!("send to {mq} failed, {}: {e}", if mode == Mode::Sync { "retrying" } else { "not retried" });
+                    warn!(
+                        "send to {mq} failed, {}: {e}",
+                        if mode == Mode::Sync {
+                            "retrying"
+                        } else {
+                            "not retried"
+                        }
+                    );
                     last_err = Some(e);
                 }
             }
@@ -491,8 +562,16 @@ impl ProducerImpl {
             return Ok(Some(r));
         }
         Err(last_err
-            .unwrap_or_else(|| Error::new(ErrorKind::NoRoute, format!("no writable queue of topic {}", p.user_topic)))
-            .context(format!("send to topic {} ({} attempts at most)", p.user_topic, attempts)))
+            .unwrap_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("no writable queue of topic {}", p.user_topic),
+                )
+            })
+            .context(format!(
+                "send to topic {} ({} attempts at most)",
+                p.user_topic, attempts
+            )))
     }
 
     /// One attempt to one queue (Java `sendKernelImpl`).
@@ -512,12 +591,19 @@ impl ProducerImpl {
                 let resp = remoting.invoke_sync(&addr, request, timeout)?;
                 self.process_response(p, mq, &addr, resp).map(Some)
             }
-            Mode::Oneway => remoting.invoke_oneway(&addr, request, timeout).map(|_| None),
+            Mode::Oneway => remoting
+                .invoke_oneway(&addr, request, timeout)
+                .map(|_| None),
         }
     }
 
     /// Sends to `mq` once (Java `sendKernelImpl` via `send(msg, mq)`).
-    pub(super) fn send_to_queue(&self, msg: &Message, mq: &MessageQueue, timeout: Duration) -> Result<SendResult> {
+    pub(super) fn send_to_queue(
+        &self,
+        msg: &Message,
+        mq: &MessageQueue,
+        timeout: Duration,
+    ) -> Result<SendResult> {
         if mq.topic != msg.topic() {
             return Err(Error::invalid_argument(format!(
                 "the message topic {} differs from the queue's topic {}",
@@ -534,7 +620,11 @@ impl ProducerImpl {
     }
 
     /// The queue `select` picks among the topic's queues (topic without namespace).
-    pub(super) fn select_queue(&self, msg: &Message, select: impl FnOnce(&[MessageQueue]) -> Option<MessageQueue>) -> Result<MessageQueue> {
+    pub(super) fn select_queue(
+        &self,
+        msg: &Message,
+        select: impl FnOnce(&[MessageQueue]) -> Option<MessageQueue>,
+    ) -> Result<MessageQueue> {
         self.check_message(msg)?;
         let instance = self.instance()?;
         let topic = namespace::wrap(self.namespace.as_deref(), msg.topic());
@@ -551,16 +641,23 @@ impl ProducerImpl {
         select(&user_queues).ok_or_else(|| Error::invalid_argument("the selector chose no queue"))
     }
 
-    pub(super) fn send_async(self: &Arc<Self>, msg: Message, timeout: Duration, callback: SendCallback) -> Result<()> {
+    pub(super) fn send_async(
+        self: &Arc<Self>,
+        msg: Message,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> Result<()> {
         let instance = self.instance()?;
         let begin = Instant::now();
         let p = Arc::new(self.prepare(&msg)?.into_owned());
         drop(msg);
         let info = self.find_publish_info(&instance, &p.topic)?;
-        let mq = self
-            .fault
-            .select(&info, None)
-            .ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("no writable queue of topic {}", p.user_topic)))?;
+        let mq = self.fault.select(&info, None).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoRoute,
+                format!("no writable queue of topic {}", p.user_topic),
+            )
+        })?;
         let attempt = AsyncAttempt {
             producer: self.clone(),
             instance,
@@ -590,7 +687,8 @@ impl AsyncAttempt {
     fn send(self, mq: MessageQueue, callback: SendCallback) -> Result<()> {
         let left = self.timeout.saturating_sub(self.begin.elapsed());
         if left.is_zero() {
-            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout).context("async send call"));
+            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout)
+                .context("async send call"));
         }
         let addr = self
             .producer
@@ -598,9 +696,11 @@ impl AsyncAttempt {
         let request = self.producer.request(&self.p, &mq);
         let remoting = self.instance.remoting().clone();
         let started = Instant::now();
-        remoting.invoke_async(&addr, request, left, move |r| {
+        let target = addr.clone();
+        remoting.invoke_async(&target, request, left, move |r| {
             let latency = started.elapsed();
-            let result = r.and_then(|resp| self.producer.process_response(&self.p, &mq, &addr, resp));
+            let result =
+                r.and_then(|resp| self.producer.process_response(&self.p, &mq, &addr, resp));
             match result {
                 Ok(res) => {
                     self.producer.fault.update(&mq.broker_name, latency, false);
@@ -661,7 +761,10 @@ impl ProducerInner for ProducerImpl {
     }
 
     fn is_publish_topic_need_update(&self, topic: &str) -> bool {
-        self.publish_table.read().get(topic).is_some_and(|i| !i.ok())
+        self.publish_table
+            .read()
+            .get(topic)
+            .is_some_and(|i| !i.ok())
     }
 
     fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>) {

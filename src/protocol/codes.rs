@@ -11,7 +11,9 @@ macro_rules! open_enum {
         pub struct $name(pub $int);
 
         impl $name {
-            $($(#[$cmeta])* pub const $konst: $name = $name($val);)*
+            $($(#[$cmeta])*
+            #[doc = concat!("`", stringify!($konst), "` (", stringify!($val), ").")]
+            pub const $konst: $name = $name($val);)*
 
             /// The constant's name, if this value has one.
             pub fn name(self) -> Option<&'static str> {

@@ -96,7 +96,9 @@ macro_rules! command_header {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, Default)]
         pub struct $name {
-            $($(#[$fmeta])* pub $field: $ty,)*
+            $($(#[$fmeta])*
+            #[doc = concat!("Wire key `", $key, "`.")]
+            pub $field: $ty,)*
         }
 
         impl $crate::protocol::CommandHeader for $name {

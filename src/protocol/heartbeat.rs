@@ -137,14 +137,22 @@ mod tests {
                 subscription_data_set: vec![],
                 unit_mode: false,
             }],
-            producer_data_set: vec![ProducerData { group_name: "p".into() }],
+            producer_data_set: vec![ProducerData {
+                group_name: "p".into(),
+            }],
         };
         let s = serde_json::to_string(&hb).unwrap();
         assert!(s.contains(r#""clientID":"1.2.3.4@x""#), "{s}");
         assert!(s.contains(r#""consumeType":"CONSUME_PASSIVELY""#), "{s}");
-        assert!(s.contains(r#""consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET""#), "{s}");
+        assert!(
+            s.contains(r#""consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET""#),
+            "{s}"
+        );
         assert!(s.contains(r#""messageModel":"CLUSTERING""#), "{s}");
-        assert!(s.contains(r#""producerDataSet":[{"groupName":"p"}]"#), "{s}");
+        assert!(
+            s.contains(r#""producerDataSet":[{"groupName":"p"}]"#),
+            "{s}"
+        );
     }
 
     #[test]

@@ -15,10 +15,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod fault;
 mod config;
 mod dist;
 mod error;
+pub mod fault;
 mod logs;
 mod ports;
 mod process;

@@ -44,7 +44,11 @@ pub fn cluster() -> &'static Mutex<Cluster> {
 /// A name unique in this test run: `<prefix>_<pid>_<n>`.
 pub fn unique(prefix: &str) -> String {
     static N: AtomicUsize = AtomicUsize::new(0);
-    format!("{prefix}_{}_{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.

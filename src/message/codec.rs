@@ -1,0 +1,606 @@
+//! Byte formats of messages: the stored record (pull bodies and friends), the batch
+//! record (`SEND_BATCH_MESSAGE` bodies), the property string, offsetMsgIds and zlib bodies.
+//!
+//! Layouts follow Java's `MessageDecoder` (4.9.8, plus the 5.x V2 magic code). Decoders
+//! check every length against what is left and against the record's `TOTALSIZE`, and
+//! stop at the first malformed record with a [`DecodeError`]: unlike Java, which silently
+//! returns the records before it, so a corrupt pull body is reported, not half-consumed.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use flate2::write::ZlibEncoder;
+use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
+
+use super::{sys_flag, Message, MessageExt};
+use crate::error::Error;
+use crate::protocol::{DecodeError, Reader};
+
+/// Magic code of a stored record with an i8 topic length (Java `MESSAGE_MAGIC_CODE`).
+pub const MESSAGE_MAGIC_CODE: i32 = 0xDAA3_20A7_u32 as i32;
+/// Magic code of a stored record with an i16 topic length (5.x `MESSAGE_MAGIC_CODE_V2`).
+pub const MESSAGE_MAGIC_CODE_V2: i32 = 0xDAA3_20AB_u32 as i32;
+/// Default cap on one decompressed body (the remoting frame limit).
+pub const DEFAULT_MAX_BODY_LEN: usize = 16 * 1024 * 1024;
+/// Default cap on all bodies one [`decode_messages`] call decompresses.
+pub const DEFAULT_MAX_TOTAL_BODY_LEN: usize = 256 * 1024 * 1024;
+/// zlib level of Java's producer (`rocketmq.message.compressLevel`).
+pub const DEFAULT_COMPRESS_LEVEL: u32 = 5;
+
+const NAME_VALUE_SEPARATOR: char = '\u{1}';
+const PROPERTY_SEPARATOR: char = '\u{2}';
+
+/// Stored-record fields other than the two hosts, the body, the topic and the properties:
+/// total, magic, crc, queue id, flag, queue offset, physical offset, sys flag, born
+/// timestamp, store timestamp, reconsume times, prepared transaction offset.
+const RECORD_FIXED_LEN: usize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 4 + 8;
+/// The smallest possible record: IPv4 hosts, empty body, topic and properties (V1).
+const RECORD_MIN_LEN: usize = RECORD_FIXED_LEN + 8 + 8 + 4 + 1 + 2;
+/// Batch record: total, magic, crc, flag, body length, properties length.
+const BATCH_FIXED_LEN: usize = 4 + 4 + 4 + 4 + 4 + 2;
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+
+/// What [`decode_messages`] does beyond parsing.
+///
+/// The default matches the 4.9.8 Java client: bodies are decompressed, CRCs are not
+/// checked. Caps bound what a hostile body can make us allocate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DecodeOptions {
+    /// Decompress bodies whose `sysFlag` has [`sys_flag::COMPRESSED`] (default true).
+    pub decompress: bool,
+    /// Compare `crc32(stored body) & 0x7FFFFFFF` with `BODYCRC` (default false).
+    pub check_crc: bool,
+    /// Largest decompressed body accepted (default [`DEFAULT_MAX_BODY_LEN`]).
+    pub max_body_len: usize,
+    /// Largest sum of decompressed bodies in one call (default [`DEFAULT_MAX_TOTAL_BODY_LEN`]).
+    pub max_total_body_len: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            decompress: true,
+            check_crc: false,
+            max_body_len: DEFAULT_MAX_BODY_LEN,
+            max_total_body_len: DEFAULT_MAX_TOTAL_BODY_LEN,
+        }
+    }
+}
+
+impl DecodeOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets [`DecodeOptions::decompress`].
+    pub fn decompress(mut self, on: bool) -> Self {
+        self.decompress = on;
+        self
+    }
+
+    /// Sets [`DecodeOptions::check_crc`].
+    pub fn check_crc(mut self, on: bool) -> Self {
+        self.check_crc = on;
+        self
+    }
+
+    /// Sets [`DecodeOptions::max_body_len`].
+    pub fn max_body_len(mut self, len: usize) -> Self {
+        self.max_body_len = len;
+        self
+    }
+
+    /// Sets [`DecodeOptions::max_total_body_len`].
+    pub fn max_total_body_len(mut self, len: usize) -> Self {
+        self.max_total_body_len = len;
+        self
+    }
+}
+
+/// Java `messageProperties2String`: `name 0x01 value` joined by `0x02`, no trailing `0x02`.
+pub fn properties_to_string<'a>(
+    properties: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let mut s = String::new();
+    for (name, value) in properties {
+        if !s.is_empty() {
+            s.push(PROPERTY_SEPARATOR);
+        }
+        s.push_str(name);
+        s.push(NAME_VALUE_SEPARATOR);
+        s.push_str(value);
+    }
+    s
+}
+
+/// Java `string2messageProperties`.
+///
+/// Splits on `0x02` and keeps a segment only when its first `0x01` is neither its first
+/// nor its last character: empty names and values are dropped, and so is a trailing
+/// `0x02` (which clients up to 4.9.0 send). The value may contain further `0x01`s. A
+/// repeated name keeps the last value, as Java's `HashMap` does.
+pub fn string_to_properties(s: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    for segment in s.split(PROPERTY_SEPARATOR) {
+        // Both separators are ASCII, so byte positions are char boundaries.
+        if let Some(i) = segment.find(NAME_VALUE_SEPARATOR) {
+            if i > 0 && i + 1 < segment.len() {
+                map.insert(segment[..i].to_string(), segment[i + 1..].to_string());
+            }
+        }
+    }
+    map
+}
+
+/// Decodes a body of concatenated stored records (pull, query, view-by-id,
+/// check-transaction and consume-directly bodies).
+///
+/// Record layout (all big-endian): TOTALSIZE i32 (whole record), MAGICCODE i32
+/// ([`MESSAGE_MAGIC_CODE`] or [`MESSAGE_MAGIC_CODE_V2`]), BODYCRC i32, QUEUEID i32,
+/// FLAG i32, QUEUEOFFSET i64, PHYSICALOFFSET i64, SYSFLAG i32, BORNTIMESTAMP i64,
+/// BORNHOST (4 or 16 address bytes, by [`sys_flag::BORNHOST_V6`], + i32 port),
+/// STORETIMESTAMP i64, STOREHOST (likewise, [`sys_flag::STOREHOST_V6`]), RECONSUMETIMES
+/// i32, PREPARED TRANSACTION OFFSET i64, BODY (i32 length + bytes), TOPIC (i8 length,
+/// i16 with the V2 magic, + bytes), PROPERTIES (i16 length + [property string](string_to_properties)).
+///
+/// The offsetMsgId is computed from store host and commit log offset. A decompressed
+/// body keeps [`sys_flag::COMPRESSED`] in `sys_flag`, as 4.9.8 does. Topic and properties
+/// are read as UTF-8 with invalid sequences replaced, as Java's `new String` does, so one
+/// odd producer cannot make a queue unreadable.
+///
+/// Errors: an unknown magic code, a negative length, a length beyond the record or the
+/// body, fields that do not add up to TOTALSIZE, a port outside 0..=65535, a CRC mismatch
+/// (when checked), a corrupt or oversized compressed body, or LZ4/ZSTD compression.
+pub fn decode_messages(body: &[u8], opts: DecodeOptions) -> Result<Vec<MessageExt>, DecodeError> {
+    let mut r = Reader::new(body);
+    let mut messages = Vec::new();
+    let mut inflate_budget = opts.max_total_body_len;
+    while !r.is_empty() {
+        let at = r.position();
+        let m = decode_record(&mut r, &opts, &mut inflate_budget).map_err(|e| {
+            DecodeError::new(format!("message {} at offset {at}: {e}", messages.len()))
+        })?;
+        messages.push(m);
+    }
+    Ok(messages)
+}
+
+fn decode_record(
+    r: &mut Reader<'_>,
+    opts: &DecodeOptions,
+    inflate_budget: &mut usize,
+) -> Result<MessageExt, DecodeError> {
+    let store_size = r.i32()?;
+    let total = usize::try_from(store_size)
+        .ok()
+        .filter(|&n| n >= RECORD_MIN_LEN)
+        .ok_or_else(|| {
+            DecodeError::new(format!(
+                "TOTALSIZE {store_size} is below the smallest record ({RECORD_MIN_LEN})"
+            ))
+        })?;
+    // Everything below reads from this slice, so no field can reach past TOTALSIZE.
+    let mut rec = Reader::new(r.bytes(total - 4)?);
+    let magic = rec.i32()?;
+    let v2 = match magic {
+        MESSAGE_MAGIC_CODE => false,
+        MESSAGE_MAGIC_CODE_V2 => true,
+        other => {
+            return Err(DecodeError::new(format!(
+                "unknown magic code {:#010X}",
+                other as u32
+            )))
+        }
+    };
+    let body_crc = rec.i32()?;
+    let queue_id = rec.i32()?;
+    let flag = rec.i32()?;
+    let queue_offset = rec.i64()?;
+    let commit_log_offset = rec.i64()?;
+    let sys_flag = rec.i32()?;
+    let born_timestamp = rec.i64()?;
+    let born_host = read_host(&mut rec, sys_flag & sys_flag::BORNHOST_V6 != 0)?;
+    let store_timestamp = rec.i64()?;
+    let store_host = read_host(&mut rec, sys_flag & sys_flag::STOREHOST_V6 != 0)?;
+    let reconsume_times = rec.i32()?;
+    let prepared_transaction_offset = rec.i64()?;
+
+    let body_len = rec.len_i32()?;
+    let stored = rec.bytes(body_len)?;
+
+    let topic_len = if v2 {
+        rec.len_i16()?
+    } else {
+        let n = rec.i8()?;
+        usize::try_from(n).map_err(|_| DecodeError::new(format!("negative topic length {n}")))?
+    };
+    let topic = lossy_utf8(rec.bytes(topic_len)?);
+    let props_len = rec.len_i16()?;
+    let properties = string_to_properties(&String::from_utf8_lossy(rec.bytes(props_len)?));
+    if !rec.is_empty() {
+        return Err(DecodeError::new(format!(
+            "TOTALSIZE {store_size} leaves {} bytes after the properties",
+            rec.remaining()
+        )));
+    }
+
+    // Checked and inflated only once the whole record parsed, so a malformed record costs
+    // no decompression. Java checks and inflates only non-empty bodies.
+    if opts.check_crc && !stored.is_empty() {
+        let crc = body_crc32(stored);
+        if crc != body_crc {
+            return Err(DecodeError::new(format!(
+                "body CRC {crc} does not match BODYCRC {body_crc}"
+            )));
+        }
+    }
+    let body = if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 && !stored.is_empty() {
+        check_zlib(sys_flag)?;
+        let inflated = if *inflate_budget < opts.max_body_len {
+            inflate(stored, *inflate_budget, || {
+                format!(
+                    "the {} bytes left of the {} allowed for all bodies",
+                    *inflate_budget, opts.max_total_body_len
+                )
+            })?
+        } else {
+            decompress(stored, opts.max_body_len)?
+        };
+        *inflate_budget -= inflated.len();
+        inflated
+    } else {
+        stored.to_vec()
+    };
+
+    let mut message = Message::empty(topic, body);
+    message.set_flag(flag);
+    message.set_properties(properties);
+    Ok(MessageExt {
+        message,
+        broker_name: String::new(),
+        queue_id,
+        store_size,
+        queue_offset,
+        sys_flag,
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        offset_msg_id: create_offset_msg_id(store_host, commit_log_offset),
+        commit_log_offset,
+        body_crc,
+        reconsume_times,
+        prepared_transaction_offset,
+    })
+}
+
+fn read_host(r: &mut Reader<'_>, v6: bool) -> Result<SocketAddr, DecodeError> {
+    let ip = if v6 {
+        let b: [u8; 16] = r
+            .bytes(16)?
+            .try_into()
+            .map_err(|_| DecodeError::new("IPv6 address"))?;
+        IpAddr::V6(Ipv6Addr::from(b))
+    } else {
+        let b: [u8; 4] = r
+            .bytes(4)?
+            .try_into()
+            .map_err(|_| DecodeError::new("IPv4 address"))?;
+        IpAddr::V4(Ipv4Addr::from(b))
+    };
+    let port = r.i32()?;
+    let port = u16::try_from(port)
+        .map_err(|_| DecodeError::new(format!("port {port} is out of range")))?;
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// zlib is compression type 3, and 0 for senders before 4.9.4.
+fn check_zlib(flag: i32) -> Result<(), DecodeError> {
+    match (flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
+        0 | 3 => Ok(()),
+        1 => Err(DecodeError::new("unsupported compression LZ4")),
+        2 => Err(DecodeError::new("unsupported compression ZSTD")),
+        n => Err(DecodeError::new(format!("unknown compression type {n}"))),
+    }
+}
+
+fn lossy_utf8(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// `crc32(data) & 0x7FFFFFFF`, Java `UtilAll.crc32`.
+fn body_crc32(data: &[u8]) -> i32 {
+    let mut crc = Crc::new();
+    crc.update(data);
+    (crc.sum() & 0x7FFF_FFFF) as i32
+}
+
+/// Encodes a stored record (Java `MessageDecoder.encode(msgExt, true)`); the inverse of
+/// [`decode_messages`].
+///
+/// Differences from Java, each so that the output always decodes: TOTALSIZE and BODYCRC
+/// are computed rather than copied from `store_size`/`body_crc`; the host bits of
+/// `sys_flag` follow the addresses; a topic longer than 127 bytes gets the V2 magic code.
+/// With [`sys_flag::COMPRESSED`] set, the body is zlib-compressed at level 5 and a
+/// compression type other than zlib is replaced by [`sys_flag::COMPRESSION_ZLIB`].
+///
+/// Fails with `InvalidArgument` when the properties exceed 32767 bytes, the topic 32767
+/// bytes, or the record 2 GiB.
+pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
+    let mut flag = m.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6);
+    if m.born_host.is_ipv6() {
+        flag |= sys_flag::BORNHOST_V6;
+    }
+    if m.store_host.is_ipv6() {
+        flag |= sys_flag::STOREHOST_V6;
+    }
+    let body: Cow<'_, [u8]> = if flag & sys_flag::COMPRESSED != 0 {
+        if check_zlib(flag).is_err() {
+            flag = (flag & !sys_flag::COMPRESSION_TYPE_MASK) | sys_flag::COMPRESSION_ZLIB;
+        }
+        Cow::Owned(compress(m.body(), DEFAULT_COMPRESS_LEVEL))
+    } else {
+        Cow::Borrowed(m.body())
+    };
+    let topic = m.topic().as_bytes();
+    let v2 = topic.len() > i8::MAX as usize;
+    let topic_len = i16::try_from(topic.len())
+        .map_err(|_| Error::invalid_argument(format!("topic of {} bytes", topic.len())))?;
+    let props = properties_to_string(m.message.properties());
+    let props_len = props_len(&props)?;
+    let host_len = |a: &SocketAddr| if a.is_ipv6() { 20 } else { 8 };
+    let total = RECORD_FIXED_LEN
+        + host_len(&m.born_host)
+        + host_len(&m.store_host)
+        + 4
+        + body.len()
+        + if v2 { 2 } else { 1 }
+        + topic.len()
+        + 2
+        + props.len();
+    let total_i32 = i32::try_from(total)
+        .map_err(|_| Error::invalid_argument(format!("record of {total} bytes")))?;
+
+    let mut buf = Vec::with_capacity(total);
+    put_i32(&mut buf, total_i32);
+    put_i32(
+        &mut buf,
+        if v2 {
+            MESSAGE_MAGIC_CODE_V2
+        } else {
+            MESSAGE_MAGIC_CODE
+        },
+    );
+    put_i32(&mut buf, body_crc32(&body));
+    put_i32(&mut buf, m.queue_id);
+    put_i32(&mut buf, m.flag());
+    put_i64(&mut buf, m.queue_offset);
+    put_i64(&mut buf, m.commit_log_offset);
+    put_i32(&mut buf, flag);
+    put_i64(&mut buf, m.born_timestamp);
+    put_host(&mut buf, m.born_host);
+    put_i64(&mut buf, m.store_timestamp);
+    put_host(&mut buf, m.store_host);
+    put_i32(&mut buf, m.reconsume_times);
+    put_i64(&mut buf, m.prepared_transaction_offset);
+    put_i32(&mut buf, body.len() as i32); // bounded by total, checked above
+    buf.extend_from_slice(&body);
+    if v2 {
+        buf.extend_from_slice(&topic_len.to_be_bytes());
+    } else {
+        buf.push(topic.len() as u8); // < 128 here
+    }
+    buf.extend_from_slice(topic);
+    buf.extend_from_slice(&props_len.to_be_bytes());
+    buf.extend_from_slice(props.as_bytes());
+    Ok(buf)
+}
+
+/// Encodes the body of a `SEND_BATCH_MESSAGE` (Java `MessageDecoder.encodeMessages`).
+///
+/// Each message becomes TOTALSIZE i32 (`22 + body + properties`), MAGICCODE 0, BODYCRC 0,
+/// FLAG i32, BODY (i32 length + bytes), PROPERTIES (i16 length + property string); the
+/// topic travels in the request header. Fails with `InvalidArgument` when a message's
+/// properties exceed 32767 bytes or a record 2 GiB.
+pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
+    let mut buf = Vec::new();
+    for m in messages {
+        let props = properties_to_string(m.properties());
+        let props_len = props_len(&props)?;
+        let total = BATCH_FIXED_LEN + m.body().len() + props.len();
+        let total = i32::try_from(total)
+            .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
+        buf.reserve(total as usize);
+        put_i32(&mut buf, total);
+        put_i32(&mut buf, 0);
+        put_i32(&mut buf, 0);
+        put_i32(&mut buf, m.flag());
+        put_i32(&mut buf, m.body().len() as i32); // bounded by total
+        buf.extend_from_slice(m.body());
+        buf.extend_from_slice(&props_len.to_be_bytes());
+        buf.extend_from_slice(props.as_bytes());
+    }
+    Ok(buf)
+}
+
+/// Decodes a batch body (Java `MessageDecoder.decodeMessages`); the messages have no topic.
+pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Message>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let mut messages = Vec::new();
+    while !r.is_empty() {
+        let at = r.position();
+        let m = decode_batch_record(&mut r).map_err(|e| {
+            DecodeError::new(format!(
+                "batch message {} at offset {at}: {e}",
+                messages.len()
+            ))
+        })?;
+        messages.push(m);
+    }
+    Ok(messages)
+}
+
+fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
+    let size = r.i32()?;
+    let total = usize::try_from(size)
+        .ok()
+        .filter(|&n| n >= BATCH_FIXED_LEN)
+        .ok_or_else(|| DecodeError::new(format!("TOTALSIZE {size} is below {BATCH_FIXED_LEN}")))?;
+    let mut rec = Reader::new(r.bytes(total - 4)?);
+    rec.i32()?; // magic, always 0
+    rec.i32()?; // crc, always 0
+    let flag = rec.i32()?;
+    let body_len = rec.len_i32()?;
+    let body = rec.bytes(body_len)?.to_vec();
+    let props_len = rec.len_i16()?;
+    let properties = string_to_properties(&String::from_utf8_lossy(rec.bytes(props_len)?));
+    if !rec.is_empty() {
+        return Err(DecodeError::new(format!(
+            "TOTALSIZE {size} leaves {} bytes after the properties",
+            rec.remaining()
+        )));
+    }
+    let mut m = Message::empty(String::new(), body);
+    m.set_flag(flag);
+    m.set_properties(properties);
+    Ok(m)
+}
+
+fn props_len(props: &str) -> Result<i16, Error> {
+    i16::try_from(props.len()).map_err(|_| {
+        Error::invalid_argument(format!("properties of {} bytes exceed 32767", props.len()))
+    })
+}
+
+fn put_i32(buf: &mut Vec<u8>, v: i32) {
+    buf.extend_from_slice(&v.to_be_bytes());
+}
+
+fn put_i64(buf: &mut Vec<u8>, v: i64) {
+    buf.extend_from_slice(&v.to_be_bytes());
+}
+
+/// Address bytes then the port as an i32, as Java's `socketAddress2ByteBuffer`.
+fn put_host(buf: &mut Vec<u8>, addr: SocketAddr) {
+    match addr.ip() {
+        IpAddr::V4(ip) => buf.extend_from_slice(&ip.octets()),
+        IpAddr::V6(ip) => buf.extend_from_slice(&ip.octets()),
+    }
+    put_i32(buf, i32::from(addr.port()));
+}
+
+/// Appends the uppercase hex of `bytes` (Java `UtilAll.bytes2string`).
+pub(super) fn push_hex(out: &mut String, bytes: &[u8]) {
+    for &b in bytes {
+        out.push(char::from(HEX_UPPER[usize::from(b >> 4)]));
+        out.push(char::from(HEX_UPPER[usize::from(b & 0xF)]));
+    }
+}
+
+/// Parses hex of either case into `out`; `None` for an odd length or a non-hex digit.
+pub(super) fn parse_hex(s: &str, out: &mut Vec<u8>) -> Option<()> {
+    let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+    let s = s.as_bytes();
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    for pair in s.chunks_exact(2) {
+        out.push(digit(pair[0])? << 4 | digit(pair[1])?);
+    }
+    Some(())
+}
+
+/// The broker's message id (Java `MessageDecoder.createMessageId`): uppercase hex of the
+/// store host's address bytes, its port as an i32 and the commit log offset as an i64:
+/// 32 characters for IPv4, 56 for IPv6.
+pub fn create_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
+    let mut bytes = Vec::with_capacity(28);
+    put_host(&mut bytes, store_host);
+    put_i64(&mut bytes, commit_log_offset);
+    let mut s = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut s, &bytes);
+    s
+}
+
+/// Splits an offsetMsgId into store host and commit log offset (Java `decodeMessageId`):
+/// 32 hex characters hold an IPv4 host, 56 an IPv6 host.
+pub fn decode_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), DecodeError> {
+    if id.len() != 32 && id.len() != 56 {
+        return Err(DecodeError::new(format!(
+            "offset message id of {} characters, expected 32 or 56",
+            id.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(28);
+    parse_hex(id, &mut bytes)
+        .ok_or_else(|| DecodeError::new(format!("offset message id {id:?} is not hex")))?;
+    let mut r = Reader::new(&bytes);
+    let host = read_host(&mut r, id.len() == 56)?;
+    Ok((host, r.i64()?))
+}
+
+/// Compresses a body as Java's `ZlibCompressor` does: a zlib stream (RFC 1950, with
+/// header and Adler-32 trailer) at `level` 0..=9 (larger values mean 9).
+pub fn compress(body: &[u8], level: u32) -> Vec<u8> {
+    let mut enc = ZlibEncoder::new(
+        Vec::with_capacity(body.len() / 2 + 64),
+        Compression::new(level.min(9)),
+    );
+    // The sink is a Vec, which never fails to write, so the error case cannot happen; an
+    // empty stream would be rejected by any decompressor, so nothing corrupt passes silently.
+    enc.write_all(body)
+        .and_then(|()| enc.finish())
+        .unwrap_or_default()
+}
+
+/// Decompresses a zlib stream, failing when it is corrupt, truncated or would exceed
+/// `max_len` bytes. Bytes after the end of the stream are ignored, as Java does.
+pub fn decompress(data: &[u8], max_len: usize) -> Result<Vec<u8>, DecodeError> {
+    inflate(data, max_len, || format!("{max_len} bytes"))
+}
+
+/// [`decompress`], with the cap described by `cap` in the error.
+fn inflate(
+    data: &[u8],
+    max_len: usize,
+    cap: impl FnOnce() -> String,
+) -> Result<Vec<u8>, DecodeError> {
+    let mut z = Decompress::new(true);
+    // One byte past the cap tells "too big" from "exactly the cap".
+    let limit = max_len.saturating_add(1);
+    let mut out = Vec::with_capacity(data.len().saturating_mul(4).max(64).min(limit));
+    loop {
+        if out.len() == out.capacity() {
+            let grow = out.capacity().max(64).min(limit - out.len());
+            out.reserve_exact(grow);
+        }
+        let (in_before, out_before) = (z.total_in(), out.len());
+        let consumed = usize::try_from(in_before).map_or(data.len(), |n| n.min(data.len()));
+        let status = z
+            .decompress_vec(&data[consumed..], &mut out, FlushDecompress::None)
+            .map_err(|e| DecodeError::new(format!("corrupt zlib body: {e}")))?;
+        if out.len() > max_len {
+            return Err(DecodeError::new(format!(
+                "decompressed body exceeds {}",
+                cap()
+            )));
+        }
+        match status {
+            Status::StreamEnd => return Ok(out),
+            Status::Ok | Status::BufError => {
+                let stuck = z.total_in() == in_before && out.len() == out_before;
+                if stuck && out.len() < out.capacity() {
+                    return Err(DecodeError::new("truncated zlib body"));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

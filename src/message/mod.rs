@@ -1,0 +1,495 @@
+//! Messages and their wire encodings.
+//!
+//! This module owns what a message *is* and how it looks in bytes: [`Message`] (what a
+//! producer sends), [`MessageExt`] (what the broker stored and a consumer receives),
+//! [`MessageQueue`], the property names ([`property`]), the `sysFlag` bits ([`sys_flag`]),
+//! the codec of the stored record, batch and property formats, zlib body compression,
+//! and the two message ids: the client's `UNIQ_KEY` ([`uniq`]) and the broker's
+//! offsetMsgId.
+//!
+//! Invariant: nothing here does I/O, and no input bytes make a decoder panic or allocate
+//! more than the input (plus a capped, caller-chosen amount for decompressed bodies).
+
+mod codec;
+pub mod property;
+mod queue;
+pub mod uniq;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use crate::error::Error;
+
+pub use codec::{
+    compress, create_offset_msg_id, decode_batch, decode_messages, decode_offset_msg_id,
+    decompress, encode_batch, encode_message_ext, properties_to_string, string_to_properties,
+    DecodeOptions, DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_BODY_LEN, DEFAULT_MAX_TOTAL_BODY_LEN,
+    MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
+};
+pub use queue::MessageQueue;
+
+/// Bits of a stored message's `sysFlag` (Java `MessageSysFlag`).
+pub mod sys_flag {
+    /// The stored body is compressed.
+    pub const COMPRESSED: i32 = 0x1;
+    /// `MULTI_TAGS_FLAG`.
+    pub const MULTI_TAGS: i32 = 0x2;
+    /// Mask of the transaction type (`getTransactionValue`).
+    pub const TRANSACTION_TYPE_MASK: i32 = 0xC;
+    /// Not a transactional message.
+    pub const TRANSACTION_NOT_TYPE: i32 = 0;
+    /// A transactional half message.
+    pub const TRANSACTION_PREPARED: i32 = 0x4;
+    /// A committed transactional message.
+    pub const TRANSACTION_COMMIT: i32 = 0x8;
+    /// A rolled-back transactional message.
+    pub const TRANSACTION_ROLLBACK: i32 = 0xC;
+    /// The born host is IPv6.
+    pub const BORNHOST_V6: i32 = 0x10;
+    /// The store host is IPv6.
+    pub const STOREHOST_V6: i32 = 0x20;
+    /// `NEED_UNWRAP_FLAG` (broker internal).
+    pub const NEED_UNWRAP: i32 = 0x40;
+    /// `INNER_BATCH_FLAG`.
+    pub const INNER_BATCH: i32 = 0x80;
+    /// Mask of the compression type (`COMPRESSION_TYPE_COMPARATOR`); 0 means zlib too.
+    pub const COMPRESSION_TYPE_MASK: i32 = 0x700;
+    /// LZ4 frame compression (not supported by this crate).
+    pub const COMPRESSION_LZ4: i32 = 0x100;
+    /// Zstandard compression (not supported by this crate).
+    pub const COMPRESSION_ZSTD: i32 = 0x200;
+    /// zlib compression (RFC 1950).
+    pub const COMPRESSION_ZLIB: i32 = 0x300;
+}
+
+/// A message to send (Java `Message`).
+///
+/// Properties are a small sorted map; their order is not significant on the wire.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message {
+    topic: String,
+    flag: i32,
+    properties: BTreeMap<String, String>,
+    body: Vec<u8>,
+    transaction_id: Option<String>,
+}
+
+impl Message {
+    /// A message for `topic` with `body`; like Java's constructors it sets `WAIT=true`.
+    pub fn new(topic: impl Into<String>, body: impl Into<Vec<u8>>) -> Self {
+        let mut m = Message::empty(topic.into(), body.into());
+        m.set_wait_store_msg_ok(true);
+        m
+    }
+
+    /// A message without any property (what a decoder starts from).
+    pub(crate) fn empty(topic: String, body: Vec<u8>) -> Self {
+        Message {
+            topic,
+            flag: 0,
+            properties: BTreeMap::new(),
+            body,
+            transaction_id: None,
+        }
+    }
+
+    /// Sets the tag (builder style).
+    pub fn with_tags(mut self, tags: impl Into<String>) -> Self {
+        self.set_tags(tags);
+        self
+    }
+
+    /// Sets the keys (builder style).
+    pub fn with_keys<I, S>(mut self, keys: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.set_keys(keys);
+        self
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// Sets the topic.
+    pub fn set_topic(&mut self, topic: impl Into<String>) {
+        self.topic = topic.into();
+    }
+
+    /// The user flag, stored by the broker untouched.
+    pub fn flag(&self) -> i32 {
+        self.flag
+    }
+
+    /// Sets the user flag.
+    pub fn set_flag(&mut self, flag: i32) {
+        self.flag = flag;
+    }
+
+    /// The body.
+    pub fn body(&self) -> &[u8] {
+        &self.body
+    }
+
+    /// Replaces the body.
+    pub fn set_body(&mut self, body: impl Into<Vec<u8>>) {
+        self.body = body.into();
+    }
+
+    /// Takes the body out of the message.
+    pub fn into_body(self) -> Vec<u8> {
+        self.body
+    }
+
+    /// The tag, if set.
+    pub fn tags(&self) -> Option<&str> {
+        self.property(property::TAGS)
+    }
+
+    /// Sets the tag; an empty tag removes it (Java's constructors skip empty tags too).
+    pub fn set_tags(&mut self, tags: impl Into<String>) {
+        let tags = tags.into();
+        if tags.is_empty() {
+            self.remove_property(property::TAGS);
+        } else {
+            self.put_property(property::TAGS, tags);
+        }
+    }
+
+    /// The keys: the `KEYS` property split on spaces.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.property(property::KEYS)
+            .into_iter()
+            .flat_map(|k| k.split(property::KEY_SEPARATOR))
+            .filter(|k| !k.is_empty())
+    }
+
+    /// Sets the keys, joined by a space; no keys removes the property.
+    pub fn set_keys<I, S>(&mut self, keys: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut joined = String::new();
+        for k in keys {
+            if !joined.is_empty() {
+                joined.push_str(property::KEY_SEPARATOR);
+            }
+            joined.push_str(k.as_ref());
+        }
+        if joined.is_empty() {
+            self.remove_property(property::KEYS);
+        } else {
+            self.put_property(property::KEYS, joined);
+        }
+    }
+
+    /// The delay level, 0 when absent or not a number (Java throws on the latter).
+    pub fn delay_time_level(&self) -> i32 {
+        self.property(property::DELAY)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Sets the delay level (1-based; the broker maps it to its `messageDelayLevel` list).
+    pub fn set_delay_time_level(&mut self, level: i32) {
+        self.put_property(property::DELAY, level.to_string());
+    }
+
+    /// Whether the broker answers only after the store succeeded; true when absent.
+    pub fn wait_store_msg_ok(&self) -> bool {
+        // Java `Boolean.parseBoolean`: only "true", in any case, is true.
+        self.property(property::WAIT)
+            .map_or(true, |v| v.eq_ignore_ascii_case("true"))
+    }
+
+    /// Sets `WAIT`.
+    pub fn set_wait_store_msg_ok(&mut self, wait: bool) {
+        self.put_property(property::WAIT, if wait { "true" } else { "false" });
+    }
+
+    /// The buyer id, if set.
+    pub fn buyer_id(&self) -> Option<&str> {
+        self.property(property::BUYER_ID)
+    }
+
+    /// Sets the buyer id.
+    pub fn set_buyer_id(&mut self, buyer_id: impl Into<String>) {
+        self.put_property(property::BUYER_ID, buyer_id);
+    }
+
+    /// Sets `INSTANCE_ID` (the namespace).
+    pub fn set_instance_id(&mut self, instance_id: impl Into<String>) {
+        self.put_property(property::INSTANCE_ID, instance_id);
+    }
+
+    /// The transaction id (not sent; set by a transactional send and on received half messages).
+    pub fn transaction_id(&self) -> Option<&str> {
+        self.transaction_id.as_deref()
+    }
+
+    /// Sets the transaction id.
+    pub fn set_transaction_id(&mut self, id: Option<String>) {
+        self.transaction_id = id;
+    }
+
+    /// Sets a user property.
+    ///
+    /// Fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
+    /// name the system reserves ([`property::is_reserved`]) and for a blank name or value,
+    /// as Java's `putUserProperty` does.
+    pub fn put_user_property(
+        &mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), Error> {
+        let name = name.into();
+        let value = value.into();
+        if property::is_reserved(&name) {
+            return Err(Error::invalid_argument(format!(
+                "the property {name} is used by the system"
+            )));
+        }
+        if name.trim().is_empty() || value.trim().is_empty() {
+            return Err(Error::invalid_argument(
+                "the name or value of a property must not be blank",
+            ));
+        }
+        self.put_property(name, value);
+        Ok(())
+    }
+
+    /// The value of a property, system or user.
+    pub fn property(&self, name: &str) -> Option<&str> {
+        self.properties.get(name).map(String::as_str)
+    }
+
+    /// All properties, sorted by name.
+    pub fn properties(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        self.properties
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Sets any property, reserved names included (for the producer and the decoders).
+    pub(crate) fn put_property(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.properties.insert(name.into(), value.into());
+    }
+
+    /// Removes a property, returning its value.
+    pub(crate) fn remove_property(&mut self, name: &str) -> Option<String> {
+        self.properties.remove(name)
+    }
+
+    /// Replaces all properties (decoders).
+    pub(crate) fn set_properties(&mut self, properties: BTreeMap<String, String>) {
+        self.properties = properties;
+    }
+
+    #[cfg(test)]
+    pub(crate) fn properties_map(&self) -> &BTreeMap<String, String> {
+        &self.properties
+    }
+}
+
+/// Prints the body as its length: bodies can be megabytes.
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("topic", &self.topic)
+            .field("flag", &self.flag)
+            .field("properties", &self.properties)
+            .field("body_len", &self.body.len())
+            .field("transaction_id", &self.transaction_id)
+            .finish()
+    }
+}
+
+/// A message as the broker stored it (Java `MessageExt` with `MessageClientExt`'s ids).
+///
+/// Every field of the stored record (see [`decode_messages`]) is here, plus the broker
+/// name the consumer pulled it from. The message itself is [`MessageExt::message`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageExt {
+    /// Topic, flag, properties and (decompressed) body.
+    pub message: Message,
+    /// The broker group the message was pulled from; not part of the record (empty if unknown).
+    pub broker_name: String,
+    /// Queue id.
+    pub queue_id: i32,
+    /// Length of the whole stored record (`TOTALSIZE`).
+    pub store_size: i32,
+    /// Logical offset in the consume queue.
+    pub queue_offset: i64,
+    /// The [`sys_flag`] bits.
+    pub sys_flag: i32,
+    /// When the producer created the message, in ms since the epoch.
+    pub born_timestamp: i64,
+    /// The producer's address.
+    pub born_host: SocketAddr,
+    /// When the broker stored the message, in ms since the epoch.
+    pub store_timestamp: i64,
+    /// The storing broker's address.
+    pub store_host: SocketAddr,
+    /// The broker's message id, from store host and commit log offset ([`create_offset_msg_id`]).
+    pub offset_msg_id: String,
+    /// Physical offset in the commit log.
+    pub commit_log_offset: i64,
+    /// `crc32(stored body) & 0x7FFFFFFF`.
+    pub body_crc: i32,
+    /// How often the message was consumed again.
+    pub reconsume_times: i32,
+    /// Commit log offset of the half message, for transactional messages.
+    pub prepared_transaction_offset: i64,
+}
+
+impl Default for MessageExt {
+    fn default() -> Self {
+        let unspecified = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
+        MessageExt {
+            message: Message::empty(String::new(), Vec::new()),
+            broker_name: String::new(),
+            queue_id: 0,
+            store_size: 0,
+            queue_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 0,
+            born_host: unspecified,
+            store_timestamp: 0,
+            store_host: unspecified,
+            offset_msg_id: String::new(),
+            commit_log_offset: 0,
+            body_crc: 0,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+        }
+    }
+}
+
+impl MessageExt {
+    /// The message id a user sees: `UNIQ_KEY` if present, else the offsetMsgId
+    /// (Java `MessageClientExt.getMsgId`).
+    pub fn msg_id(&self) -> &str {
+        self.message
+            .property(property::UNIQ_KEY)
+            .unwrap_or(&self.offset_msg_id)
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        self.message.topic()
+    }
+
+    /// The body (decompressed when the decoder was asked to).
+    pub fn body(&self) -> &[u8] {
+        self.message.body()
+    }
+
+    /// The tag, if set.
+    pub fn tags(&self) -> Option<&str> {
+        self.message.tags()
+    }
+
+    /// The keys.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.message.keys()
+    }
+
+    /// The value of a property.
+    pub fn property(&self, name: &str) -> Option<&str> {
+        self.message.property(name)
+    }
+
+    /// The user flag.
+    pub fn flag(&self) -> i32 {
+        self.message.flag()
+    }
+
+    /// The transaction type bits of [`MessageExt::sys_flag`] (`sys_flag::TRANSACTION_*`).
+    pub fn transaction_type(&self) -> i32 {
+        self.sys_flag & sys_flag::TRANSACTION_TYPE_MASK
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn new_message_waits_for_the_store_like_java() {
+        let m = Message::new("T", b"x".to_vec());
+        assert_eq!(m.property(property::WAIT), Some("true"));
+        assert!(m.wait_store_msg_ok());
+        let mut m = m;
+        m.set_wait_store_msg_ok(false);
+        assert!(!m.wait_store_msg_ok());
+        m.remove_property(property::WAIT);
+        assert!(m.wait_store_msg_ok(), "absent means true");
+    }
+
+    #[test]
+    fn keys_are_joined_and_split_on_spaces() {
+        let m = Message::new("T", Vec::new()).with_keys(["a", "b c"]);
+        assert_eq!(m.property(property::KEYS), Some("a b c"));
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["a", "b", "c"]);
+        let m = m.with_keys(Vec::<String>::new());
+        assert_eq!(m.property(property::KEYS), None);
+        assert_eq!(m.keys().count(), 0);
+    }
+
+    #[test]
+    fn tags_and_delay_level() {
+        let mut m = Message::new("T", Vec::new()).with_tags("TagA");
+        assert_eq!(m.tags(), Some("TagA"));
+        m.set_tags("");
+        assert_eq!(m.tags(), None);
+        assert_eq!(m.delay_time_level(), 0);
+        m.set_delay_time_level(3);
+        assert_eq!(m.property(property::DELAY), Some("3"));
+        assert_eq!(m.delay_time_level(), 3);
+    }
+
+    #[test]
+    fn user_properties_reject_reserved_and_blank_names() {
+        let mut m = Message::new("T", Vec::new());
+        for (k, v) in [
+            ("UNIQ_KEY", "x"),
+            ("TAGS", "x"),
+            (" ", "x"),
+            ("k", " \t"),
+            ("", "v"),
+        ] {
+            let e = m.put_user_property(k, v).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{k:?}={v:?}");
+        }
+        m.put_user_property("color", "red").unwrap();
+        m.put_user_property(property::TRANSACTION_ID, "t").unwrap();
+        assert_eq!(m.property("color"), Some("red"));
+        let names: Vec<_> = m.properties().map(|(k, _)| k).collect();
+        assert_eq!(names, ["WAIT", "__transactionId__", "color"]);
+    }
+
+    #[test]
+    fn msg_id_prefers_uniq_key() {
+        let mut e = MessageExt {
+            offset_msg_id: "OFFSET".into(),
+            ..MessageExt::default()
+        };
+        assert_eq!(e.msg_id(), "OFFSET");
+        e.message.put_property(property::UNIQ_KEY, "UNIQ");
+        assert_eq!(e.msg_id(), "UNIQ");
+    }
+
+    #[test]
+    fn debug_prints_the_body_length_only() {
+        let m = Message::new("T", vec![7u8; 1000]);
+        let s = format!("{m:?}");
+        assert!(s.contains("body_len: 1000"), "{s}");
+        assert!(!s.contains("7, 7"), "{s}");
+    }
+}

@@ -1,0 +1,84 @@
+//! `MessageQueue`: one queue of a topic on one broker.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// One queue of a topic on one broker (Java `MessageQueue`).
+///
+/// Ordered by topic, broker name, then queue id, as Java's `compareTo`. Strings compare by
+/// bytes, which equals Java's UTF-16 comparison for every name RocketMQ accepts (ASCII).
+/// The JSON form is Java's (`topic`, `brokerName`, `queueId`), as used in bodies such as
+/// `LOCK_BATCH_MQ` and `QUERY_ASSIGNMENT`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageQueue {
+    /// The topic.
+    pub topic: String,
+    /// The broker group holding the queue.
+    pub broker_name: String,
+    /// The queue's index on that broker.
+    pub queue_id: i32,
+}
+
+impl MessageQueue {
+    /// A queue of `topic` on `broker_name`.
+    pub fn new(topic: impl Into<String>, broker_name: impl Into<String>, queue_id: i32) -> Self {
+        MessageQueue {
+            topic: topic.into(),
+            broker_name: broker_name.into(),
+            queue_id,
+        }
+    }
+}
+
+/// Java's `toString`, which consistent-hash allocation hashes: keep it byte-exact.
+impl fmt::Display for MessageQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "MessageQueue [topic={}, brokerName={}, queueId={}]",
+            self.topic, self.broker_name, self.queue_id
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_is_javas_to_string() {
+        let q = MessageQueue::new("TopicTest", "broker-a", 3);
+        assert_eq!(
+            q.to_string(),
+            "MessageQueue [topic=TopicTest, brokerName=broker-a, queueId=3]"
+        );
+    }
+
+    #[test]
+    fn order_is_topic_then_broker_then_queue_id() {
+        let mut v = [
+            MessageQueue::new("b", "a", 0),
+            MessageQueue::new("a", "b", 1),
+            MessageQueue::new("a", "b", 0),
+            MessageQueue::new("a", "B", 9),
+            MessageQueue::new("a", "a", -1),
+        ];
+        v.sort();
+        let got: Vec<String> = v
+            .iter()
+            .map(|q| format!("{}/{}/{}", q.topic, q.broker_name, q.queue_id))
+            .collect();
+        assert_eq!(got, ["a/B/9", "a/a/-1", "a/b/0", "a/b/1", "b/a/0"]);
+    }
+
+    #[test]
+    fn json_uses_javas_field_names() {
+        let q = MessageQueue::new("T", "broker-a", 2);
+        let s = serde_json::to_string(&q).unwrap();
+        assert_eq!(s, r#"{"topic":"T","brokerName":"broker-a","queueId":2}"#);
+        let back: MessageQueue = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, q);
+    }
+}
