@@ -23,6 +23,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod consumer;
 pub mod error;
 pub mod message;
 pub mod producer;
@@ -34,5 +35,6 @@ pub mod testkit;
 mod util;
 
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
+pub use consumer::{ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer};
 pub use message::{Message, MessageExt, MessageQueue};
 pub use producer::{Producer, SendResult, SendStatus};

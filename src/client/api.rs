@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::message::MessageQueue;
 use crate::protocol::header::{
-    CreateTopicRequestHeader, GetRouteInfoRequestHeader, UnregisterClientRequestHeader,
+    ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
+    GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader, QueueOffsetRequestHeader, SearchOffsetRequestHeader,
+    UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
     json, perm, ClusterInfo, RemotingCommand, RequestCode, ResponseCode, TopicRouteData,
@@ -139,6 +143,175 @@ impl MQClientAPI {
         let request = RemotingCommand::request_with_header(RequestCode::UNREGISTER_CLIENT, &header);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr).context("unregister client"))
+    }
+}
+
+/// LOCK_BATCH_MQ / UNLOCK_BATCH_MQ body.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LockBatchBody<'a> {
+    consumer_group: &'a str,
+    client_id: &'a str,
+    mq_set: &'a [MessageQueue],
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LockBatchResponse {
+    #[serde(default)]
+    lock_ok_mq_set: Vec<MessageQueue>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumerIdList {
+    #[serde(default)]
+    consumer_id_list: Vec<String>,
+}
+
+impl MQClientAPI {
+    /// QUERY_CONSUMER_OFFSET. `Ok(None)` when the broker has no offset for the group
+    /// (QUERY_NOT_FOUND).
+    pub fn query_consumer_offset(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        timeout: Duration,
+    ) -> Result<Option<i64>> {
+        let header = QueryConsumerOffsetRequestHeader {
+            consumer_group: group.to_string(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::QUERY_CONSUMER_OFFSET, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        if response.code == ResponseCode::QUERY_NOT_FOUND.0 {
+            return Ok(None);
+        }
+        expect_success(&response).map_err(|e| e.with_addr(addr))?;
+        Ok(Some(response.decode_header::<OffsetResponseHeader>()?.offset))
+    }
+
+    /// UPDATE_CONSUMER_OFFSET, oneway (the periodic persist) or sync.
+    pub fn update_consumer_offset(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        offset: i64,
+        oneway: bool,
+        timeout: Duration,
+    ) -> Result<()> {
+        let header = UpdateConsumerOffsetRequestHeader {
+            consumer_group: group.to_string(),
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            commit_offset: offset,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &header);
+        if oneway {
+            return self.remoting.invoke_oneway(addr, request, timeout);
+        }
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))
+    }
+
+    /// GET_CONSUMER_LIST_BY_GROUP: client ids of the group's consumers known to a broker.
+    pub fn get_consumer_id_list(&self, addr: &str, group: &str, timeout: Duration) -> Result<Vec<String>> {
+        let header = GetConsumerListByGroupRequestHeader {
+            consumer_group: group.to_string(),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))?;
+        let body: ConsumerIdList = crate::protocol::json::from_slice(&response.body)?;
+        Ok(body.consumer_id_list)
+    }
+
+    /// GET_MAX_OFFSET (`max = false`: GET_MIN_OFFSET) of one queue.
+    pub fn get_queue_offset(&self, addr: &str, mq: &MessageQueue, max: bool, timeout: Duration) -> Result<i64> {
+        let header = QueueOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let code = if max { RequestCode::GET_MAX_OFFSET } else { RequestCode::GET_MIN_OFFSET };
+        let request = RemotingCommand::request_with_header(code, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))?;
+        Ok(response.decode_header::<OffsetResponseHeader>()?.offset)
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP.
+    pub fn search_offset(&self, addr: &str, mq: &MessageQueue, timestamp: i64, timeout: Duration) -> Result<i64> {
+        let header = SearchOffsetRequestHeader {
+            topic: mq.topic.clone(),
+            queue_id: mq.queue_id,
+            timestamp,
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))?;
+        Ok(response.decode_header::<OffsetResponseHeader>()?.offset)
+    }
+
+    /// CONSUMER_SEND_MSG_BACK: hands a failed message back for a delayed retry (or the DLQ).
+    pub fn consumer_send_message_back(
+        &self,
+        addr: &str,
+        header: &ConsumerSendMsgBackRequestHeader,
+        timeout: Duration,
+    ) -> Result<()> {
+        let request =
+            RemotingCommand::request_with_header(RequestCode::CONSUMER_SEND_MSG_BACK, header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr).context("send message back"))
+    }
+
+    /// LOCK_BATCH_MQ: returns the queues the broker locked for us.
+    pub fn lock_batch_mq(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        mqs: &[MessageQueue],
+        timeout: Duration,
+    ) -> Result<Vec<MessageQueue>> {
+        let body = serde_json::to_vec(&LockBatchBody { consumer_group: group, client_id, mq_set: mqs })
+            .map_err(|e| Error::invalid_argument(format!("encoding the lock request: {e}")))?;
+        let request = RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))?;
+        let r: LockBatchResponse = crate::protocol::json::from_slice(&response.body)?;
+        Ok(r.lock_ok_mq_set)
+    }
+
+    /// UNLOCK_BATCH_MQ, oneway or sync.
+    pub fn unlock_batch_mq(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        mqs: &[MessageQueue],
+        oneway: bool,
+        timeout: Duration,
+    ) -> Result<()> {
+        let body = serde_json::to_vec(&LockBatchBody { consumer_group: group, client_id, mq_set: mqs })
+            .map_err(|e| Error::invalid_argument(format!("encoding the unlock request: {e}")))?;
+        let request = RemotingCommand::request(RequestCode::UNLOCK_BATCH_MQ).with_body(body);
+        if oneway {
+            return self.remoting.invoke_oneway(addr, request, timeout);
+        }
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr))
     }
 }
 

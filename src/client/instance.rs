@@ -87,7 +87,29 @@ pub struct MQClientInstance {
     /// The last answer of the HTTP address server.
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
+    services: Mutex<Option<ConsumerServices>>,
     me: Weak<MQClientInstance>,
+}
+
+/// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`).
+struct ConsumerServices {
+    pull_tx: crossbeam_channel::Sender<crate::consumer::PullRequest>,
+    rebalance_tx: crossbeam_channel::Sender<()>,
+    delay: ScheduledExecutor,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// How long the rebalance service waits between rounds (Java
+/// `rocketmq.client.rebalance.waitInterval`).
+pub const REBALANCE_WAIT_INTERVAL: Duration = Duration::from_secs(20);
+
+/// A broker address for pulls and offsets (Java `FindBrokerResult`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FindBrokerResult {
+    /// `ip:port`.
+    pub addr: String,
+    /// Whether it is a slave.
+    pub slave: bool,
 }
 
 impl MQClientInstance {
@@ -116,6 +138,7 @@ impl MQClientInstance {
             heartbeat_times: AtomicU64::new(0),
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
+            services: Mutex::new(None),
             me: me.clone(),
         }))
     }
@@ -173,9 +196,14 @@ impl MQClientInstance {
                 );
             }
         }
-        match self.start_scheduled_tasks() {
-            Ok(exec) => {
+        match self
+            .start_scheduled_tasks()
+            .and_then(|exec| Ok((exec, self.start_consumer_services()?)))
+        {
+            Ok((exec, services)) => {
                 *self.scheduler.lock() = Some(exec);
+                *self.services.lock() = Some(services);
+                self.register_processors();
                 *state = ServiceState::Running;
                 info!("client instance {} started", self.client_id);
                 Ok(())
@@ -265,6 +293,17 @@ impl MQClientInstance {
         drop(state);
         if let Some(exec) = self.scheduler.lock().take() {
             exec.shutdown();
+        }
+        if let Some(services) = self.services.lock().take() {
+            services.delay.shutdown();
+            // Closing the channels ends both service loops.
+            drop(services.pull_tx);
+            drop(services.rebalance_tx);
+            for t in services.threads {
+                if t.join().is_err() {
+                    warn!("a consumer service thread ended by panic");
+                }
+            }
         }
         self.remoting().shutdown();
         manager::remove(&self.client_id, self);
@@ -562,9 +601,11 @@ impl MQClientInstance {
             })
             .collect();
         // Java's instance always has its inner producer registered.
-        producer_data_set.push(ProducerData {
-            group_name: CLIENT_INNER_PRODUCER_GROUP.to_string(),
-        });
+        if !producer_data_set.iter().any(|p| p.group_name == CLIENT_INNER_PRODUCER_GROUP) {
+            producer_data_set.push(ProducerData {
+                group_name: CLIENT_INNER_PRODUCER_GROUP.to_string(),
+            });
+        }
         let consumer_data_set = self
             .consumers
             .read()
@@ -600,6 +641,156 @@ impl MQClientInstance {
         for c in consumers {
             c.adjust_thread_pool();
         }
+    }
+
+    // --- consumer services ------------------------------------------------------
+
+    fn start_consumer_services(&self) -> Result<ConsumerServices> {
+        let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<crate::consumer::PullRequest>();
+        let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
+        let mut threads = Vec::new();
+        threads.push(
+            std::thread::Builder::new()
+                .name("rmq-pull".into())
+                .spawn(move || {
+                    for request in pull_rx.iter() {
+                        if let Some(consumer) = request.consumer() {
+                            consumer.pull_message(request);
+                        }
+                    }
+                })
+                .map_err(|e| Error::io("starting the pull service", e))?,
+        );
+        let me = self.me.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("rmq-rebalance".into())
+                .spawn(move || loop {
+                    match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
+                        Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                    }
+                    let Some(instance) = me.upgrade() else { return };
+                    instance.do_rebalance();
+                })
+                .map_err(|e| Error::io("starting the rebalance service", e))?,
+        );
+        Ok(ConsumerServices {
+            pull_tx,
+            rebalance_tx,
+            delay: ScheduledExecutor::new("rmq-pull-delay", 1)?,
+            threads,
+        })
+    }
+
+    /// Hands a pull request to the pull service now.
+    pub(crate) fn execute_pull_request_immediately(&self, request: crate::consumer::PullRequest) {
+        if let Some(s) = self.services.lock().as_ref() {
+            let _ = s.pull_tx.send(request);
+        }
+    }
+
+    /// Hands a pull request to the pull service after `delay`.
+    pub(crate) fn execute_pull_request_later(&self, request: crate::consumer::PullRequest, delay: Duration) {
+        let guard = self.services.lock();
+        let Some(s) = guard.as_ref() else { return };
+        let tx = s.pull_tx.clone();
+        if let Err(e) = s.delay.schedule_once("pull-later", delay, move || {
+            let _ = tx.send(request);
+            Ok(())
+        }) {
+            debug!("pull request dropped: {e}");
+        }
+    }
+
+    /// Runs `job` on the pull-delay timer after `delay` (consume retries, lock refresh).
+    pub(crate) fn schedule_later(&self, name: &str, delay: Duration, job: impl FnOnce() + Send + 'static) {
+        let guard = self.services.lock();
+        if let Some(s) = guard.as_ref() {
+            let _ = s.delay.schedule_once(name, delay, move || {
+                job();
+                Ok(())
+            });
+        }
+    }
+
+    /// Wakes the rebalance service (Java `rebalanceImmediately`).
+    pub fn rebalance_immediately(&self) {
+        if let Some(s) = self.services.lock().as_ref() {
+            let _ = s.rebalance_tx.try_send(());
+        }
+    }
+
+    /// One rebalance round for every consumer.
+    pub fn do_rebalance(&self) {
+        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
+        for c in consumers {
+            c.do_rebalance();
+        }
+    }
+
+    fn register_processors(&self) {
+        let me = self.me.clone();
+        self.remoting().register_processor(
+            crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
+            Arc::new(move |addr: &str, req: crate::protocol::RemotingCommand| {
+                let group = req.ext_fields.get("consumerGroup").unwrap_or_default().to_string();
+                info!("broker {addr} says the consumers of group {group} changed; rebalancing");
+                if let Some(i) = me.upgrade() {
+                    i.rebalance_immediately();
+                }
+                None
+            }),
+        );
+    }
+
+    /// Java `findBrokerAddressInSubscribe`: the address of `broker_id` in `broker_name`,
+    /// else (for a slave id) the next slave, else — unless `only_this` — any address.
+    pub fn find_broker_address_in_subscribe(
+        &self,
+        broker_name: &str,
+        broker_id: i64,
+        only_this: bool,
+    ) -> Option<FindBrokerResult> {
+        let table = self.broker_addr_table.read();
+        let map = table.get(broker_name)?;
+        if let Some(a) = map.get(&broker_id) {
+            return Some(FindBrokerResult { addr: a.clone(), slave: broker_id != 0 });
+        }
+        if broker_id != 0 {
+            if let Some(a) = map.get(&(broker_id + 1)) {
+                return Some(FindBrokerResult { addr: a.clone(), slave: true });
+            }
+        }
+        if only_this {
+            return None;
+        }
+        map.iter()
+            .next()
+            .map(|(id, a)| FindBrokerResult { addr: a.clone(), slave: *id != 0 })
+    }
+
+    /// Client ids of `group`'s consumers, asked from a broker serving `topic` (Java
+    /// `findConsumerIdList`).
+    pub fn find_consumer_id_list(&self, topic: &str, group: &str) -> Result<Vec<String>> {
+        let pick = |i: &MQClientInstance| -> Option<String> {
+            let route = i.route_table.read().get(topic).cloned()?;
+            let n = route.broker_datas.len();
+            if n == 0 {
+                return None;
+            }
+            let bd = &route.broker_datas[(crate::util::random_u64() % n as u64) as usize];
+            bd.select_addr().map(str::to_string)
+        };
+        let addr = match pick(self) {
+            Some(a) => a,
+            None => {
+                self.update_topic_route(topic)?;
+                pick(self).ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("no broker serves topic {topic}")))?
+            }
+        };
+        self.api
+            .get_consumer_id_list(&addr, group, self.config.mq_client_api_timeout)
     }
 
     // --- lookups ----------------------------------------------------------------

@@ -183,6 +183,13 @@ impl ProducerBuilder {
         Ok(Producer { inner })
     }
 
+    /// Like [`build`](Self::build) with a finished client configuration (used for the
+    /// consumers' retry producer, which must share their client id).
+    pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
+        let inner = ProducerImpl::new(self.group, config, self.options)?;
+        Ok(Producer { inner })
+    }
+
     /// [`build`](Self::build) and [`Producer::start`].
     pub fn start(self) -> Result<Producer> {
         let p = self.build()?;

@@ -255,6 +255,60 @@ command_header! {
 }
 
 command_header! {
+    /// QUERY_CONSUMER_OFFSET (14) request.
+    pub struct QueryConsumerOffsetRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// UPDATE_CONSUMER_OFFSET (15) request.
+    pub struct UpdateConsumerOffsetRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        pub commit_offset: i64 => "commitOffset",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// GET_CONSUMER_LIST_BY_GROUP (38) request.
+    pub struct GetConsumerListByGroupRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+    }
+}
+
+command_header! {
+    /// SEARCH_OFFSET_BY_TIMESTAMP (29) request.
+    pub struct SearchOffsetRequestHeader {
+        pub topic: String => "topic",
+        pub queue_id: i32 => "queueId",
+        pub timestamp: i64 => "timestamp",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
+    /// CONSUMER_SEND_MSG_BACK (36) request.
+    pub struct ConsumerSendMsgBackRequestHeader {
+        /// Commit log offset of the message.
+        pub offset: i64 => "offset",
+        pub group: String => "group",
+        /// 0: the broker picks 3 + reconsumeTimes; < 0: straight to the DLQ.
+        pub delay_level: i32 => "delayLevel",
+        pub origin_msg_id: Option<String> => "originMsgId",
+        pub origin_topic: Option<String> => "originTopic",
+        pub unit_mode: bool => "unitMode",
+        pub max_reconsume_times: Option<i32> => "maxReconsumeTimes",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+command_header! {
     /// UNREGISTER_CLIENT (35) request.
     pub struct UnregisterClientRequestHeader {
         pub client_id: String => "clientID",

@@ -1,0 +1,261 @@
+//! `ProcessQueue`: the messages pulled from one queue and not yet consumed (Java
+//! `ProcessQueue`). The smallest offset still cached is what may be committed, so a crash
+//! re-delivers rather than skips.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::message::{property, MessageExt};
+
+/// A queue held longer than this without a pull is dropped and re-created by rebalance.
+pub const PULL_MAX_IDLE_TIME: Duration = Duration::from_secs(120);
+/// A broker lock older than this is not trusted for orderly consumption.
+pub const REBALANCE_LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(30);
+
+#[derive(Default)]
+struct Inner {
+    /// Offset → message, every message pulled and not yet consumed.
+    msgs: BTreeMap<i64, MessageExt>,
+    msg_size: u64,
+    queue_offset_max: i64,
+    /// Orderly: messages taken for consumption and not yet committed.
+    consuming: BTreeMap<i64, MessageExt>,
+    /// Orderly: a consume task is scheduled or running.
+    consume_task_active: bool,
+    /// Backlog on the broker (max offset − last pulled), for the pool adjustment.
+    msg_acc_cnt: i64,
+}
+
+/// Messages of one queue in flight through the consumer.
+pub struct ProcessQueue {
+    inner: Mutex<Inner>,
+    dropped: AtomicBool,
+    locked: AtomicBool,
+    last_lock: Mutex<Instant>,
+    last_pull: Mutex<Instant>,
+    /// Serialises orderly consumption of this queue.
+    pub(crate) consume_lock: Mutex<()>,
+    try_unlock_times: AtomicI64,
+}
+
+impl Default for ProcessQueue {
+    fn default() -> Self {
+        ProcessQueue {
+            inner: Mutex::new(Inner::default()),
+            dropped: AtomicBool::new(false),
+            locked: AtomicBool::new(false),
+            last_lock: Mutex::new(Instant::now()),
+            last_pull: Mutex::new(Instant::now()),
+            consume_lock: Mutex::new(()),
+            try_unlock_times: AtomicI64::new(0),
+        }
+    }
+}
+
+impl ProcessQueue {
+    /// Whether rebalance took the queue away (work on it stops).
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_dropped(&self, v: bool) {
+        self.dropped.store(v, Ordering::Release);
+    }
+
+    /// Whether this consumer holds the broker lock (orderly).
+    pub fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_locked(&self, v: bool) {
+        self.locked.store(v, Ordering::Release);
+        if v {
+            *self.last_lock.lock() = Instant::now();
+        }
+    }
+
+    /// Whether the last successful lock is too old to rely on.
+    pub fn is_lock_expired(&self) -> bool {
+        self.last_lock.lock().elapsed() > REBALANCE_LOCK_MAX_LIVE_TIME
+    }
+
+    pub(crate) fn touch_pull(&self) {
+        *self.last_pull.lock() = Instant::now();
+    }
+
+    /// Whether nothing pulled this queue for [`PULL_MAX_IDLE_TIME`].
+    pub fn is_pull_expired(&self) -> bool {
+        self.last_pull.lock().elapsed() > PULL_MAX_IDLE_TIME
+    }
+
+    pub(crate) fn inc_try_unlock_times(&self) -> i64 {
+        self.try_unlock_times.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Adds pulled messages. Returns whether an orderly consume task should be started.
+    pub(crate) fn put_messages(&self, msgs: &[MessageExt]) -> bool {
+        let mut g = self.inner.lock();
+        for m in msgs {
+            if g.msgs.insert(m.queue_offset, m.clone()).is_none() {
+                g.msg_size += m.body().len() as u64;
+                g.queue_offset_max = g.queue_offset_max.max(m.queue_offset);
+            }
+        }
+        if let Some(last) = msgs.last() {
+            if let Some(max) = last
+                .property(property::MAX_OFFSET)
+                .and_then(|v| v.parse::<i64>().ok())
+            {
+                g.msg_acc_cnt = (max - last.queue_offset).max(0);
+            }
+        }
+        if !g.msgs.is_empty() && !g.consume_task_active {
+            g.consume_task_active = true;
+            return true;
+        }
+        false
+    }
+
+    /// Removes consumed messages; returns the offset to commit: the smallest offset still
+    /// cached, or the highest seen + 1 when nothing is left (-1 if there was nothing).
+    pub(crate) fn remove_messages(&self, offsets: impl IntoIterator<Item = i64>) -> i64 {
+        let mut g = self.inner.lock();
+        if g.msgs.is_empty() {
+            return -1;
+        }
+        let mut removed = false;
+        for o in offsets {
+            if let Some(m) = g.msgs.remove(&o) {
+                g.msg_size = g.msg_size.saturating_sub(m.body().len() as u64);
+                removed = true;
+            }
+        }
+        let _ = removed;
+        match g.msgs.keys().next() {
+            Some(first) => *first,
+            None => g.queue_offset_max + 1,
+        }
+    }
+
+    /// Cached message count.
+    pub fn msg_count(&self) -> usize {
+        let g = self.inner.lock();
+        g.msgs.len() + g.consuming.len()
+    }
+
+    /// Cached body bytes.
+    pub fn msg_size(&self) -> u64 {
+        self.inner.lock().msg_size
+    }
+
+    /// Broker backlog seen in the last pull.
+    pub fn msg_acc_cnt(&self) -> i64 {
+        self.inner.lock().msg_acc_cnt
+    }
+
+    /// Distance between the highest and lowest cached offsets (Java `getMaxSpan`).
+    pub fn max_span(&self) -> i64 {
+        let g = self.inner.lock();
+        match (g.msgs.keys().next(), g.msgs.keys().next_back()) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0,
+        }
+    }
+
+    /// Orderly: takes up to `n` messages in offset order; clears the task flag when empty.
+    pub(crate) fn take_messages(&self, n: usize) -> Vec<MessageExt> {
+        let mut g = self.inner.lock();
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            let Some((o, m)) = g.msgs.pop_first() else {
+                break;
+            };
+            g.consuming.insert(o, m.clone());
+            out.push(m);
+        }
+        if out.is_empty() {
+            g.consume_task_active = false;
+        }
+        out
+    }
+
+    /// Orderly: forgets the messages being consumed; returns the offset to commit.
+    pub(crate) fn commit(&self) -> i64 {
+        let mut g = self.inner.lock();
+        let Some((&last, _)) = g.consuming.last_key_value() else {
+            return -1;
+        };
+        let freed: u64 = g.consuming.values().map(|m| m.body().len() as u64).sum();
+        g.msg_size = g.msg_size.saturating_sub(freed);
+        g.consuming.clear();
+        last + 1
+    }
+
+    /// Orderly: puts messages back to be consumed again.
+    pub(crate) fn make_messages_to_consume_again(&self, msgs: &[MessageExt]) {
+        let mut g = self.inner.lock();
+        for m in msgs {
+            g.consuming.remove(&m.queue_offset);
+            g.msgs.insert(m.queue_offset, m.clone());
+        }
+    }
+
+    /// Orderly: marks the consume task as finished so the next pull can start one.
+    pub(crate) fn clear_consume_task(&self) {
+        self.inner.lock().consume_task_active = false;
+    }
+
+    /// Orderly: whether a consume task should run (messages waiting) — sets the flag.
+    pub(crate) fn claim_consume_task(&self) -> bool {
+        let mut g = self.inner.lock();
+        if g.msgs.is_empty() || g.consume_task_active {
+            return false;
+        }
+        g.consume_task_active = true;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(offset: i64) -> MessageExt {
+        let mut m = MessageExt::default();
+        m.queue_offset = offset;
+        m.message.set_body(vec![0u8; 10]);
+        m
+    }
+
+    #[test]
+    fn commit_offset_is_the_smallest_still_cached() {
+        let pq = ProcessQueue::default();
+        assert!(pq.put_messages(&[msg(5), msg(6), msg(7)]));
+        assert_eq!(pq.msg_count(), 3);
+        assert_eq!(pq.msg_size(), 30);
+        assert_eq!(pq.max_span(), 2);
+        assert_eq!(pq.remove_messages([6]), 5, "5 is still in flight");
+        assert_eq!(pq.remove_messages([5]), 7);
+        assert_eq!(pq.remove_messages([7]), 8, "all done: max + 1");
+        assert_eq!(pq.remove_messages([7]), -1);
+    }
+
+    #[test]
+    fn orderly_take_commit_and_redeliver() {
+        let pq = ProcessQueue::default();
+        pq.put_messages(&[msg(1), msg(2), msg(3)]);
+        let first = pq.take_messages(2);
+        assert_eq!(first.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![1, 2]);
+        pq.make_messages_to_consume_again(&first);
+        let again = pq.take_messages(2);
+        assert_eq!(again.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(pq.commit(), 3);
+        assert_eq!(pq.take_messages(2).len(), 1);
+        assert_eq!(pq.commit(), 4);
+        assert!(pq.take_messages(2).is_empty());
+        assert!(pq.claim_consume_task() == false, "nothing cached");
+    }
+}

@@ -1,0 +1,191 @@
+//! PULL_MESSAGE and what the client does with the answer (Java `PullAPIWrapper`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::client::MQClientInstance;
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::{decode_messages, property, DecodeOptions, MessageExt, MessageQueue};
+use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
+use crate::protocol::heartbeat::SubscriptionData;
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+use super::subscription::tag_matches;
+
+/// Pull flags (Java `PullSysFlag`).
+pub mod sys_flag {
+    /// The request commits `commitOffset`.
+    pub const COMMIT_OFFSET: i32 = 0x1;
+    /// The broker may hold the request (long polling).
+    pub const SUSPEND: i32 = 0x2;
+    /// The request carries its subscription.
+    pub const SUBSCRIPTION: i32 = 0x4;
+    /// Class filter (legacy).
+    pub const CLASS_FILTER: i32 = 0x8;
+    /// A lite-pull consumer's request.
+    pub const LITE_PULL: i32 = 0x10;
+}
+
+/// What a pull found (Java `PullStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PullStatus {
+    /// Messages.
+    Found,
+    /// Nothing new (PULL_NOT_FOUND).
+    NoNewMsg,
+    /// Nothing that matches the filter (PULL_RETRY_IMMEDIATELY).
+    NoMatchedMsg,
+    /// The offset is out of range (PULL_OFFSET_MOVED).
+    OffsetIllegal,
+}
+
+/// One pull's outcome (Java `PullResult`).
+#[derive(Debug, Clone)]
+pub struct PullResult {
+    /// Status.
+    pub status: PullStatus,
+    /// Where the next pull starts.
+    pub next_begin_offset: i64,
+    /// Queue's smallest offset.
+    pub min_offset: i64,
+    /// Queue's next offset to be written.
+    pub max_offset: i64,
+    /// Messages that passed the tag filter.
+    pub msgs: Vec<MessageExt>,
+    /// Broker id the broker suggests for the next pull.
+    pub(crate) suggest_which_broker_id: i64,
+}
+
+/// Parameters of one pull.
+pub(crate) struct PullParams<'a> {
+    pub mq: &'a MessageQueue,
+    pub sub: &'a SubscriptionData,
+    pub offset: i64,
+    pub max_nums: i32,
+    pub sys_flag: i32,
+    pub commit_offset: i64,
+    pub suspend: Duration,
+    pub timeout: Duration,
+    pub post_subscription: bool,
+}
+
+/// Remembers which broker id each queue should be pulled from next.
+#[derive(Default)]
+pub(crate) struct PullRouting {
+    from_which: Mutex<HashMap<MessageQueue, i64>>,
+}
+
+impl PullRouting {
+    fn broker_id(&self, mq: &MessageQueue) -> i64 {
+        self.from_which.lock().get(mq).copied().unwrap_or(0)
+    }
+
+    fn remember(&self, mq: &MessageQueue, id: i64) {
+        self.from_which.lock().insert(mq.clone(), id);
+    }
+}
+
+fn request(instance: &MQClientInstance, routing: &PullRouting, group: &str, p: &PullParams<'_>) -> Result<(String, RemotingCommand)> {
+    let find = || instance.find_broker_address_in_subscribe(&p.mq.broker_name, routing.broker_id(p.mq), false);
+    let found = match find() {
+        Some(f) => f,
+        None => {
+            instance.update_topic_route(&p.mq.topic)?;
+            find().ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("the broker {} does not exist", p.mq.broker_name)))?
+        }
+    };
+    let mut flag = p.sys_flag;
+    if found.slave {
+        flag &= !sys_flag::COMMIT_OFFSET; // slaves do not take offset commits
+    }
+    let header = PullMessageRequestHeader {
+        consumer_group: group.to_string(),
+        topic: p.mq.topic.clone(),
+        queue_id: p.mq.queue_id,
+        queue_offset: p.offset,
+        max_msg_nums: p.max_nums,
+        sys_flag: flag,
+        commit_offset: p.commit_offset,
+        suspend_timeout_millis: p.suspend.as_millis() as i64,
+        subscription: p.post_subscription.then(|| p.sub.sub_string.clone()),
+        sub_version: p.sub.sub_version,
+        expression_type: Some(p.sub.expression_type.clone()),
+        broker_name: Some(p.mq.broker_name.clone()),
+    };
+    Ok((found.addr, RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &header)))
+}
+
+/// Sends one pull and calls `callback` (on the callback pool) with the processed result.
+pub(crate) fn pull_async(
+    instance: &MQClientInstance,
+    routing: Arc<PullRouting>,
+    group: &str,
+    p: &PullParams<'_>,
+    callback: impl FnOnce(Result<PullResult>) + Send + 'static,
+) -> Result<()> {
+    let (addr, req) = request(instance, &routing, group, p)?;
+    let mq = p.mq.clone();
+    let sub = p.sub.clone();
+    instance.remoting().invoke_async(&addr, req, p.timeout, move |r| {
+        callback(r.and_then(|resp| process_response(&routing, &mq, &sub, resp)))
+    })
+}
+
+/// Turns a PULL_MESSAGE response into a result (Java `processPullResponse` +
+/// `processPullResult`): decode, re-filter by tag, add MIN/MAX_OFFSET, note the broker hint.
+pub(crate) fn process_response(
+    routing: &PullRouting,
+    mq: &MessageQueue,
+    sub: &SubscriptionData,
+    response: RemotingCommand,
+) -> Result<PullResult> {
+    let status = match response.response_code() {
+        ResponseCode::SUCCESS => PullStatus::Found,
+        ResponseCode::PULL_NOT_FOUND => PullStatus::NoNewMsg,
+        ResponseCode::PULL_RETRY_IMMEDIATELY => PullStatus::NoMatchedMsg,
+        ResponseCode::PULL_OFFSET_MOVED => PullStatus::OffsetIllegal,
+        code => return Err(Error::response(code, response.remark.as_deref()).context(format!("pull {mq}"))),
+    };
+    let h: PullMessageResponseHeader = response.decode_header()?;
+    routing.remember(mq, h.suggest_which_broker_id);
+    let mut msgs = Vec::new();
+    if status == PullStatus::Found {
+        for mut m in decode_messages(&response.body, DecodeOptions::new())? {
+            if !tag_matches(sub, m.tags()) {
+                continue;
+            }
+            if let Some(uniq) = m.property(property::UNIQ_KEY).map(str::to_string) {
+                if m.property(property::TRAN_MSG).is_some_and(|v| v == "true") {
+                    m.message.set_transaction_id(Some(uniq));
+                }
+            }
+            m.message.put_property(property::MIN_OFFSET, h.min_offset.to_string());
+            m.message.put_property(property::MAX_OFFSET, h.max_offset.to_string());
+            m.broker_name = mq.broker_name.clone();
+            msgs.push(m);
+        }
+    }
+    Ok(PullResult {
+        status,
+        next_begin_offset: h.next_begin_offset,
+        min_offset: h.min_offset,
+        max_offset: h.max_offset,
+        msgs,
+        suggest_which_broker_id: h.suggest_which_broker_id,
+    })
+}
+
+/// A pull on the caller's thread (lite pull, tests).
+pub(crate) fn pull_sync(
+    instance: &MQClientInstance,
+    routing: &PullRouting,
+    group: &str,
+    p: &PullParams<'_>,
+) -> Result<PullResult> {
+    let (addr, req) = request(instance, routing, group, p)?;
+    let response = instance.remoting().invoke_sync(&addr, req, p.timeout)?;
+    process_response(routing, p.mq, p.sub, response)
+}

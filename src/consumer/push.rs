@@ -1,0 +1,713 @@
+//! The push consumer's engine (Java `DefaultMQPushConsumerImpl`, `RebalancePushImpl`,
+//! `ConsumeMessageConcurrentlyService`, `ConsumeMessageOrderlyService`).
+//!
+//! Flow: rebalance assigns queues → a `PullRequest` per queue goes to the instance's pull
+//! thread → `pull_message` applies flow control and sends an async long-polling pull →
+//! the callback (callback pool) caches the messages in the queue's `ProcessQueue` and
+//! hands them to the consume pool → the listener runs there → the offset store learns
+//! the smallest offset still in flight. The pull thread and the I/O thread never wait
+//! for a listener.
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use log::{debug, info, warn};
+use parking_lot::{Mutex, RwLock};
+
+use super::offset_store::{OffsetStore, ReadOffset, ReadOffsetType};
+use super::pool::ConsumePool;
+use super::process_queue::ProcessQueue;
+use super::pull::{self, sys_flag, PullParams, PullResult, PullRouting, PullStatus};
+use super::rebalance::{RebalanceHooks, RebalanceImpl};
+use super::{
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, Listener,
+    PushConsumerOptions,
+};
+use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
+use crate::error::{ErrorKind, Result};
+use crate::message::{property, MessageExt, MessageQueue};
+use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
+use crate::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel};
+use crate::protocol::ResponseCode;
+use crate::scheduler::ScheduledExecutor;
+
+const RETRY_PREFIX: &str = "%RETRY%";
+/// Java `BROKER_SUSPEND_MAX_TIME_MILLIS`.
+const BROKER_SUSPEND_MAX_TIME: Duration = Duration::from_millis(15_000);
+/// Java `CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND`.
+const CONSUMER_TIMEOUT_WHEN_SUSPEND: Duration = Duration::from_millis(30_000);
+/// Java `PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL`.
+const FLOW_CONTROL_DELAY: Duration = Duration::from_millis(50);
+const BROKER_FLOW_CONTROL_DELAY: Duration = Duration::from_millis(20);
+const SUSPENDED_DELAY: Duration = Duration::from_millis(1000);
+const MAX_TIME_CONSUME_CONTINUOUSLY: Duration = Duration::from_secs(60);
+const LOCAL_RETRY_DELAY: Duration = Duration::from_secs(5);
+const OFFSET_ILLEGAL_DELAY: Duration = Duration::from_secs(10);
+const LOCK_INTERVAL: Duration = Duration::from_secs(20);
+const SEND_BACK_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// One queue's pull cursor, passed between the pull thread and callbacks (Java `PullRequest`).
+pub struct PullRequest {
+    consumer: Weak<PushConsumerImpl>,
+    pub(crate) mq: MessageQueue,
+    pub(crate) pq: Arc<ProcessQueue>,
+    pub(crate) next_offset: i64,
+    previously_locked: bool,
+}
+
+impl PullRequest {
+    pub(crate) fn consumer(&self) -> Option<Arc<PushConsumerImpl>> {
+        self.consumer.upgrade()
+    }
+}
+
+pub(crate) struct PushConsumerImpl {
+    pub(crate) group: String,
+    pub(crate) options: PushConsumerOptions,
+    listener: Listener,
+    pub(crate) instance: Arc<MQClientInstance>,
+    pub(crate) rebalance: RebalanceImpl,
+    pub(crate) offset_store: Box<dyn OffsetStore>,
+    routing: Arc<PullRouting>,
+    pub(crate) pool: ConsumePool,
+    pub(crate) state: Mutex<ServiceState>,
+    paused: std::sync::atomic::AtomicBool,
+    lock_timer: Mutex<Option<ScheduledExecutor>>,
+    me: Weak<PushConsumerImpl>,
+    /// Producer used when CONSUMER_SEND_MSG_BACK fails (Java: the instance's inner producer).
+    pub(crate) fallback_producer: RwLock<Option<crate::producer::Producer>>,
+}
+
+impl PushConsumerImpl {
+    pub(crate) fn new(
+        group: String,
+        options: PushConsumerOptions,
+        listener: Listener,
+        instance: Arc<MQClientInstance>,
+        rebalance: RebalanceImpl,
+        offset_store: Box<dyn OffsetStore>,
+    ) -> Result<Arc<Self>> {
+        let pool = ConsumePool::new("rmq-consume", options.consume_thread_min, options.consume_thread_max)
+            .map_err(|e| crate::Error::io("starting the consume pool", e))?;
+        Ok(Arc::new_cyclic(|me| PushConsumerImpl {
+            group,
+            options,
+            listener,
+            instance,
+            rebalance,
+            offset_store,
+            routing: Arc::new(PullRouting::default()),
+            pool,
+            state: Mutex::new(ServiceState::CreateJust),
+            paused: std::sync::atomic::AtomicBool::new(false),
+            lock_timer: Mutex::new(None),
+            me: me.clone(),
+            fallback_producer: RwLock::new(None),
+        }))
+    }
+
+    fn is_orderly(&self) -> bool {
+        matches!(self.listener, Listener::Orderly(_))
+    }
+
+    fn is_running(&self) -> bool {
+        *self.state.lock() == ServiceState::Running
+    }
+
+    pub(crate) fn set_paused(&self, v: bool) {
+        self.paused.store(v, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn is_paused(&self) -> bool {
+        self.paused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Orderly clustering consumers refresh their broker locks every 20 s.
+    pub(crate) fn start_lock_timer(&self) -> Result<()> {
+        if !self.is_orderly() || self.options.message_model != MessageModel::Clustering {
+            return Ok(());
+        }
+        let exec = ScheduledExecutor::new("rmq-lock", 1)?;
+        let me = self.me.clone();
+        exec.schedule_at_fixed_rate("lock-all", Duration::from_millis(1000), LOCK_INTERVAL, move || {
+            if let Some(c) = me.upgrade() {
+                c.rebalance.lock_all();
+            }
+            Ok(())
+        })?;
+        *self.lock_timer.lock() = Some(exec);
+        Ok(())
+    }
+
+    pub(crate) fn stop_lock_timer(&self) {
+        if let Some(t) = self.lock_timer.lock().take() {
+            t.shutdown();
+        }
+    }
+
+    // --- pulling ------------------------------------------------------------------
+
+    fn later(&self, req: PullRequest, delay: Duration) {
+        self.instance.execute_pull_request_later(req, delay);
+    }
+
+    /// Java `pullMessage`: flow control, then an async pull.
+    pub(crate) fn pull_message(self: &Arc<Self>, mut req: PullRequest) {
+        let pq = req.pq.clone();
+        if pq.is_dropped() {
+            return;
+        }
+        pq.touch_pull();
+        if !self.is_running() {
+            return;
+        }
+        if self.is_paused() {
+            return self.later(req, SUSPENDED_DELAY);
+        }
+        let o = &self.options;
+        if pq.msg_count() > o.pull_threshold_for_queue {
+            return self.later(req, FLOW_CONTROL_DELAY);
+        }
+        if pq.msg_size() / (1024 * 1024) > o.pull_threshold_size_for_queue_mib {
+            return self.later(req, FLOW_CONTROL_DELAY);
+        }
+        if !self.is_orderly() {
+            if pq.max_span() > o.consume_concurrently_max_span {
+                return self.later(req, FLOW_CONTROL_DELAY);
+            }
+        } else if pq.is_locked() {
+            if !req.previously_locked {
+                // The first pull after taking the lock starts from the stored offset.
+                match self.compute_pull_from_where(&req.mq) {
+                    Some(offset) => {
+                        req.next_offset = offset;
+                        req.previously_locked = true;
+                    }
+                    None => return self.later(req, o.pull_time_delay_when_exception),
+                }
+            }
+        } else {
+            return self.later(req, o.pull_time_delay_when_exception);
+        }
+        let Some(sub) = self.rebalance.subscriptions.read().get(&req.mq.topic).cloned() else {
+            warn!("{}: no subscription for {}; pull later", self.group, req.mq);
+            return self.later(req, o.pull_time_delay_when_exception);
+        };
+        let mut commit_offset = 0;
+        let mut flag = sys_flag::SUSPEND;
+        if o.message_model == MessageModel::Clustering {
+            if let ReadOffset::Found(v) = self.offset_store.read_offset(&req.mq, ReadOffsetType::ReadFromMemory) {
+                if v > 0 {
+                    commit_offset = v;
+                    flag |= sys_flag::COMMIT_OFFSET;
+                }
+            }
+        }
+        if o.post_subscription_when_pull {
+            flag |= sys_flag::SUBSCRIPTION;
+        }
+        let mq = req.mq.clone();
+        let params = PullParams {
+            mq: &mq,
+            sub: &sub,
+            offset: req.next_offset,
+            max_nums: o.pull_batch_size as i32,
+            sys_flag: flag,
+            commit_offset,
+            suspend: BROKER_SUSPEND_MAX_TIME,
+            timeout: CONSUMER_TIMEOUT_WHEN_SUSPEND,
+            post_subscription: o.post_subscription_when_pull,
+        };
+        // The request moves into the callback; keep what a synchronous failure needs.
+        let (pq2, offset, locked) = (req.pq.clone(), req.next_offset, req.previously_locked);
+        let me = self.clone();
+        let sent = pull::pull_async(&self.instance, self.routing.clone(), &self.group, &params, move |r| {
+            me.on_pull_result(req, r)
+        });
+        if let Err(e) = sent {
+            warn!("{}: pull of {mq} not sent: {e}", self.group);
+            let req = PullRequest {
+                consumer: self.me.clone(),
+                mq,
+                pq: pq2,
+                next_offset: offset,
+                previously_locked: locked,
+            };
+            self.later(req, o.pull_time_delay_when_exception);
+        }
+    }
+
+    fn on_pull_result(self: Arc<Self>, mut req: PullRequest, result: Result<PullResult>) {
+        let r = match result {
+            Ok(r) => r,
+            Err(e) => {
+                if req.pq.is_dropped() {
+                    return;
+                }
+                let delay = if e.response_code() == Some(ResponseCode::FLOW_CONTROL) {
+                    BROKER_FLOW_CONTROL_DELAY
+                } else {
+                    if e.kind() != ErrorKind::State {
+                        warn!("{}: pull of {} failed: {e}", self.group, req.mq);
+                    }
+                    self.options.pull_time_delay_when_exception
+                };
+                return self.later(req, delay);
+            }
+        };
+        if req.pq.is_dropped() {
+            return;
+        }
+        match r.status {
+            PullStatus::Found => {
+                req.next_offset = r.next_begin_offset;
+                if r.msgs.is_empty() {
+                    return self.instance.execute_pull_request_immediately(req);
+                }
+                let dispatch = req.pq.put_messages(&r.msgs);
+                self.submit_consume(r.msgs, req.pq.clone(), req.mq.clone(), dispatch);
+                if self.options.pull_interval.is_zero() {
+                    self.instance.execute_pull_request_immediately(req);
+                } else {
+                    self.later(req, self.options.pull_interval);
+                }
+            }
+            PullStatus::NoNewMsg | PullStatus::NoMatchedMsg => {
+                req.next_offset = r.next_begin_offset;
+                // Java `correctTagsOffset`: with nothing cached, the stored offset may move.
+                if req.pq.msg_count() == 0 {
+                    self.offset_store.update_offset(&req.mq, req.next_offset, true);
+                }
+                self.instance.execute_pull_request_immediately(req);
+            }
+            PullStatus::OffsetIllegal => {
+                warn!(
+                    "{}: offset {} of {} is illegal; moving to {}",
+                    self.group, req.next_offset, req.mq, r.next_begin_offset
+                );
+                req.next_offset = r.next_begin_offset;
+                req.pq.set_dropped(true);
+                let me = self.clone();
+                self.instance.schedule_later("offset-illegal", OFFSET_ILLEGAL_DELAY, move || {
+                    me.offset_store.update_offset(&req.mq, req.next_offset, false);
+                    me.offset_store.persist(&req.mq);
+                    me.rebalance.process_queues.write().remove(&req.mq);
+                    info!("{}: removed {} after an illegal offset; rebalance re-adds it", me.group, req.mq);
+                });
+            }
+        }
+    }
+
+    /// Java `computePullFromWhereWithException`.
+    fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+        match self.offset_store.read_offset(mq, ReadOffsetType::ReadFromStore) {
+            ReadOffset::Found(o) if o >= 0 => Some(o),
+            ReadOffset::Failed => None,
+            _ => {
+                let retry = mq.topic.starts_with(RETRY_PREFIX);
+                match self.options.consume_from_where {
+                    ConsumeFromWhere::ConsumeFromFirstOffset => Some(0),
+                    ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+                        let ts = self.options.consume_timestamp_millis();
+                        self.queue_offset(mq, |api, addr| api.search_offset(addr, mq, ts, SEND_BACK_TIMEOUT))
+                    }
+                    _ if retry => Some(0),
+                    _ => self.queue_offset(mq, |api, addr| api.get_queue_offset(addr, mq, true, SEND_BACK_TIMEOUT)),
+                }
+            }
+        }
+    }
+
+    fn queue_offset(
+        &self,
+        mq: &MessageQueue,
+        f: impl Fn(&crate::client::MQClientAPI, &str) -> Result<i64>,
+    ) -> Option<i64> {
+        let addr = self.instance.find_broker_address_in_publish(&mq.broker_name).or_else(|| {
+            let _ = self.instance.update_topic_route(&mq.topic);
+            self.instance.find_broker_address_in_publish(&mq.broker_name)
+        })?;
+        match f(self.instance.api(), &addr) {
+            Ok(o) => Some(o),
+            Err(e) => {
+                warn!("{}: start offset of {mq}: {e}", self.group);
+                None
+            }
+        }
+    }
+
+    // --- consuming ------------------------------------------------------------------
+
+    fn submit_consume(self: &Arc<Self>, msgs: Vec<MessageExt>, pq: Arc<ProcessQueue>, mq: MessageQueue, dispatch: bool) {
+        match &self.listener {
+            Listener::Concurrently(_) => {
+                let batch = self.options.consume_message_batch_max_size.max(1);
+                let mut msgs = msgs;
+                while !msgs.is_empty() {
+                    let rest = msgs.split_off(batch.min(msgs.len()));
+                    let chunk = std::mem::replace(&mut msgs, rest);
+                    let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
+                    self.pool.execute(move || me.consume_concurrently(chunk, pq, mq));
+                }
+            }
+            Listener::Orderly(_) => {
+                if dispatch {
+                    let me = self.clone();
+                    self.pool.execute(move || me.consume_orderly(pq, mq));
+                }
+            }
+        }
+    }
+
+    /// Java `resetRetryAndNamespace` plus `CONSUME_START_TIME`.
+    fn prepare_for_listener(&self, msgs: &mut [MessageExt]) {
+        let retry_topic = format!("{RETRY_PREFIX}{}", self.group);
+        let now = crate::util::now_millis().to_string();
+        for m in msgs.iter_mut() {
+            if m.topic() == retry_topic {
+                if let Some(t) = m.property(property::RETRY_TOPIC).map(str::to_string) {
+                    m.message.set_topic(t);
+                }
+            }
+            if let Some(ns) = self.instance.config().namespace() {
+                let t = crate::client::namespace::unwrap(Some(&ns), m.topic());
+                m.message.set_topic(t);
+            }
+            m.message.put_property(property::CONSUME_START_TIME, now.clone());
+        }
+    }
+
+    fn consume_concurrently(self: Arc<Self>, mut msgs: Vec<MessageExt>, pq: Arc<ProcessQueue>, mq: MessageQueue) {
+        if pq.is_dropped() {
+            return;
+        }
+        let Listener::Concurrently(listener) = &self.listener else { return };
+        self.prepare_for_listener(&mut msgs);
+        let mut ctx = ConsumeConcurrentlyContext::new(mq.clone());
+        let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
+            warn!("{}: the listener panicked on {} messages of {mq}; they will be retried", self.group, msgs.len());
+            ConsumeConcurrentlyStatus::ReconsumeLater
+        });
+        if pq.is_dropped() {
+            return;
+        }
+        let ack_index = match status {
+            ConsumeConcurrentlyStatus::ConsumeSuccess => (ctx.ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64,
+            ConsumeConcurrentlyStatus::ReconsumeLater => -1,
+        };
+        let mut failed = Vec::new();
+        for m in msgs.iter().skip((ack_index + 1) as usize) {
+            match self.options.message_model {
+                MessageModel::Broadcasting => {
+                    warn!("{}: broadcasting consumption of {} failed; dropped", self.group, m.msg_id())
+                }
+                MessageModel::Clustering => {
+                    if !self.send_message_back(m, ctx.delay_level_when_next_consume, &mq) {
+                        let mut m = m.clone();
+                        m.reconsume_times += 1;
+                        failed.push(m);
+                    }
+                }
+            }
+        }
+        let failed_offsets: HashSet<i64> = failed.iter().map(|m| m.queue_offset).collect();
+        let done = msgs.iter().map(|m| m.queue_offset).filter(|o| !failed_offsets.contains(o));
+        let offset = pq.remove_messages(done);
+        if offset >= 0 && !pq.is_dropped() {
+            self.offset_store.update_offset(&mq, offset, true);
+        }
+        if !failed.is_empty() {
+            // Even the fallback failed: consume them again here later (Java: 5 s).
+            let me = self.clone();
+            self.instance.schedule_later("consume-later", LOCAL_RETRY_DELAY, move || {
+                let pq2 = pq.clone();
+                me.submit_consume(failed, pq2, mq, true);
+            });
+        }
+    }
+
+    fn consume_orderly(self: Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue) {
+        if pq.is_dropped() {
+            return;
+        }
+        let Listener::Orderly(listener) = &self.listener else { return };
+        let _serial = pq.consume_lock.lock();
+        let clustering = self.options.message_model == MessageModel::Clustering;
+        if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
+            return self.try_lock_later_and_reconsume(pq.clone(), mq, Duration::from_millis(100));
+        }
+        let began = Instant::now();
+        loop {
+            if pq.is_dropped() {
+                return;
+            }
+            if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
+                return self.try_lock_later_and_reconsume(pq.clone(), mq, Duration::from_millis(10));
+            }
+            if began.elapsed() > MAX_TIME_CONSUME_CONTINUOUSLY {
+                return self.consume_orderly_later(pq.clone(), mq, Duration::from_millis(10));
+            }
+            let mut msgs = pq.take_messages(self.options.consume_message_batch_max_size.max(1));
+            if msgs.is_empty() {
+                return;
+            }
+            self.prepare_for_listener(&mut msgs);
+            let mut ctx = ConsumeOrderlyContext::new(mq.clone());
+            let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
+                warn!("{}: the orderly listener panicked on {mq}; suspending", self.group);
+                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+            });
+            if pq.is_dropped() {
+                return;
+            }
+            let commit = match status {
+                ConsumeOrderlyStatus::Success => pq.commit(),
+                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
+                    if self.check_reconsume_times(&mut msgs, &mq) {
+                        pq.make_messages_to_consume_again(&msgs);
+                        let pause = ctx
+                            .suspend_current_queue_time
+                            .unwrap_or(self.options.suspend_current_queue_time)
+                            .clamp(Duration::from_millis(10), Duration::from_secs(30));
+                        return self.consume_orderly_later(pq.clone(), mq, pause);
+                    }
+                    pq.commit()
+                }
+            };
+            if commit >= 0 && !pq.is_dropped() {
+                self.offset_store.update_offset(&mq, commit, false);
+            }
+        }
+    }
+
+    fn consume_orderly_later(self: &Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+        let me = self.clone();
+        self.instance.schedule_later("consume-orderly-later", delay, move || {
+            let me2 = me.clone();
+            me.pool.execute(move || me2.consume_orderly(pq, mq));
+        });
+    }
+
+    fn try_lock_later_and_reconsume(self: &Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+        let me = self.clone();
+        self.instance.schedule_later("lock-and-consume", delay, move || {
+            let locked = me.rebalance.lock(&mq);
+            let next = if locked { Duration::from_millis(10) } else { Duration::from_millis(3000) };
+            me.consume_orderly_later(pq, mq, next);
+        });
+    }
+
+    /// Orderly: whether to suspend (retry locally) rather than give up on the messages.
+    fn check_reconsume_times(&self, msgs: &mut [MessageExt], mq: &MessageQueue) -> bool {
+        let max = self.options.max_reconsume_times_orderly();
+        let mut suspend = false;
+        for m in msgs.iter_mut() {
+            if m.reconsume_times >= max {
+                m.message.put_property(property::RECONSUME_TIME, m.reconsume_times.to_string());
+                if !self.send_back_as_normal_message(m, mq) {
+                    suspend = true;
+                    m.reconsume_times += 1;
+                }
+            } else {
+                suspend = true;
+                m.reconsume_times += 1;
+            }
+        }
+        suspend
+    }
+
+    /// CONSUMER_SEND_MSG_BACK, falling back to a send to `%RETRY%<group>` (Java
+    /// `sendMessageBack`). True when the message is in the broker's hands again.
+    fn send_message_back(&self, m: &MessageExt, delay_level: i32, mq: &MessageQueue) -> bool {
+        let addr = self
+            .instance
+            .find_broker_address_in_publish(&mq.broker_name)
+            .unwrap_or_else(|| m.store_host.to_string());
+        let header = ConsumerSendMsgBackRequestHeader {
+            offset: m.commit_log_offset,
+            group: self.group.clone(),
+            delay_level,
+            origin_msg_id: Some(m.msg_id().to_string()),
+            origin_topic: Some(m.topic().to_string()),
+            unit_mode: false,
+            max_reconsume_times: Some(self.options.max_reconsume_times_concurrently()),
+            broker_name: Some(mq.broker_name.clone()),
+        };
+        match self.instance.api().consumer_send_message_back(&addr, &header, SEND_BACK_TIMEOUT) {
+            Ok(()) => true,
+            Err(e) => {
+                warn!("{}: send-back of {} failed ({e}); sending to the retry topic", self.group, m.msg_id());
+                self.send_back_as_normal_message(m, mq)
+            }
+        }
+    }
+
+    /// Sends `m` as a new message to `%RETRY%<group>` with the retry bookkeeping
+    /// properties; past the maximum the broker moves it to the DLQ.
+    fn send_back_as_normal_message(&self, m: &MessageExt, _mq: &MessageQueue) -> bool {
+        let guard = self.fallback_producer.read();
+        let Some(producer) = guard.as_ref() else {
+            return false;
+        };
+        let mut msg = crate::message::Message::new(format!("{RETRY_PREFIX}{}", self.group), m.body().to_vec());
+        for (k, v) in m.message.properties() {
+            msg.put_property(k, v);
+        }
+        let origin = m.property(property::ORIGIN_MESSAGE_ID).unwrap_or(m.msg_id()).to_string();
+        msg.put_property(property::ORIGIN_MESSAGE_ID, origin);
+        msg.set_flag(m.flag());
+        msg.put_property(property::RETRY_TOPIC, m.topic());
+        msg.put_property(property::RECONSUME_TIME, (m.reconsume_times + 1).to_string());
+        msg.put_property(
+            property::MAX_RECONSUME_TIMES,
+            self.options.max_reconsume_times_concurrently().to_string(),
+        );
+        msg.remove_property(property::TRAN_MSG);
+        msg.remove_property(property::UNIQ_KEY);
+        msg.set_delay_time_level(3 + m.reconsume_times);
+        match producer.send(&msg) {
+            Ok(_) => true,
+            Err(e) => {
+                warn!("{}: sending {} to the retry topic failed: {e}", self.group, m.msg_id());
+                false
+            }
+        }
+    }
+
+    /// Queues held now, with their process queues.
+    pub(crate) fn held_queues(&self) -> Vec<MessageQueue> {
+        let mut v: Vec<MessageQueue> = self
+            .rebalance
+            .process_queues
+            .read()
+            .iter()
+            .filter(|(_, pq)| !pq.is_dropped())
+            .map(|(k, _)| k.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Drops every queue (stops pulls and consumption).
+    pub(crate) fn drop_all_queues(&self) {
+        for pq in self.rebalance.process_queues.read().values() {
+            pq.set_dropped(true);
+        }
+    }
+
+    /// Sync persist of every held queue's offset (shutdown).
+    pub(crate) fn persist_offsets_sync(&self) {
+        for mq in self.rebalance.process_queues.read().keys() {
+            self.offset_store.persist(mq);
+        }
+        let all: HashSet<MessageQueue> = self.rebalance.process_queues.read().keys().cloned().collect();
+        self.offset_store.persist_all(&all);
+    }
+}
+
+impl RebalanceHooks for PushConsumerImpl {
+    fn message_queue_changed(&self, topic: &str, _all: &HashSet<MessageQueue>, _mine: &HashSet<MessageQueue>) {
+        // A new subscription version tells the broker to take the fresh heartbeat.
+        if let Some(sub) = self.rebalance.subscriptions.write().get_mut(topic) {
+            sub.sub_version = crate::util::now_millis();
+        }
+        self.instance.send_heartbeat_to_all_brokers_with_lock();
+    }
+
+    fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool {
+        self.offset_store.persist(mq);
+        self.offset_store.remove_offset(mq);
+        if self.is_orderly() && self.options.message_model == MessageModel::Clustering {
+            // Unlock only when no listener is running on the queue; else try next round.
+            match pq.consume_lock.try_lock_for(Duration::from_millis(1000)) {
+                Some(_g) => self.rebalance.unlock(mq, true),
+                None => {
+                    let n = pq.inc_try_unlock_times();
+                    debug!("{}: {mq} busy, unlock deferred ({n} tries)", self.group);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn remove_dirty_offset(&self, mq: &MessageQueue) {
+        self.offset_store.remove_offset(mq);
+    }
+
+    fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+        PushConsumerImpl::compute_pull_from_where(self, mq)
+    }
+
+    fn dispatch_pull_requests(&self, requests: Vec<(MessageQueue, Arc<ProcessQueue>, i64)>) {
+        for (mq, pq, offset) in requests {
+            self.instance.execute_pull_request_immediately(PullRequest {
+                consumer: self.me.clone(),
+                mq,
+                pq,
+                next_offset: offset,
+                previously_locked: false,
+            });
+        }
+    }
+
+    fn drops_idle_queues(&self) -> bool {
+        true
+    }
+}
+
+impl ConsumerInner for PushConsumerImpl {
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            group_name: self.group.clone(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: self.options.message_model,
+            consume_from_where: self.options.consume_from_where,
+            subscription_data_set: self.rebalance.subscriptions.read().values().cloned().collect(),
+            unit_mode: false,
+        }
+    }
+
+    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
+        if self.rebalance.subscriptions.read().contains_key(topic) {
+            self.rebalance
+                .topic_subscribe_info
+                .write()
+                .insert(topic.to_string(), info.clone());
+        }
+    }
+
+    fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
+        self.rebalance.subscriptions.read().contains_key(topic)
+            && !self.rebalance.topic_subscribe_info.read().contains_key(topic)
+    }
+
+    fn persist_consumer_offset(&self) {
+        let mqs: HashSet<MessageQueue> = self.held_queues().into_iter().collect();
+        self.offset_store.persist_all(&mqs);
+    }
+
+    fn adjust_thread_pool(&self) {
+        let backlog: i64 = self
+            .rebalance
+            .process_queues
+            .read()
+            .values()
+            .map(|pq| pq.msg_acc_cnt())
+            .sum();
+        let threshold = self.options.adjust_thread_pool_nums_threshold as i64;
+        if backlog >= threshold {
+            self.pool.grow();
+        } else if (backlog as f64) < threshold as f64 * 0.8 {
+            self.pool.shrink();
+        }
+    }
+
+    fn do_rebalance(&self) {
+        if self.is_running() && !self.is_paused() {
+            self.rebalance.do_rebalance(self, self.is_orderly());
+        }
+    }
+}

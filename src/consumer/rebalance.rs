@@ -1,0 +1,281 @@
+//! Rebalance (Java `RebalanceImpl`): which queues this consumer owns, the process queue
+//! of each, and the broker locks of orderly consumers.
+//!
+//! Inputs are sorted exactly as Java sorts them (queues by topic, broker, id; client ids
+//! as strings) so that Java and Rust consumers of one group agree on the split.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use log::{info, warn};
+use parking_lot::RwLock;
+
+use super::allocate::AllocateStrategy;
+use super::process_queue::ProcessQueue;
+use crate::client::MQClientInstance;
+use crate::message::MessageQueue;
+use crate::protocol::heartbeat::{MessageModel, SubscriptionData};
+
+const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// What differs between consumer kinds (Java's `RebalancePushImpl` / `RebalanceLitePullImpl`).
+pub(crate) trait RebalanceHooks: Send + Sync {
+    /// The allocation of `topic` changed.
+    fn message_queue_changed(&self, topic: &str, all: &HashSet<MessageQueue>, mine: &HashSet<MessageQueue>);
+    /// Persists and forgets `mq`'s offset before the queue goes; false keeps it (retry later).
+    fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool;
+    /// Forgets an offset that may be stale before the queue is taken again.
+    fn remove_dirty_offset(&self, mq: &MessageQueue);
+    /// The offset to start pulling `mq` from; `None` skips the queue this round.
+    fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64>;
+    /// Starts pulling the newly owned queues.
+    fn dispatch_pull_requests(&self, requests: Vec<(MessageQueue, Arc<ProcessQueue>, i64)>);
+    /// Whether idle queues are dropped and re-created (push consumers).
+    fn drops_idle_queues(&self) -> bool;
+}
+
+/// Rebalance state of one consumer group in this process.
+pub(crate) struct RebalanceImpl {
+    pub(crate) group: String,
+    pub(crate) model: MessageModel,
+    pub(crate) strategy: Box<dyn AllocateStrategy>,
+    pub(crate) instance: Arc<MQClientInstance>,
+    pub(crate) subscriptions: RwLock<HashMap<String, SubscriptionData>>,
+    pub(crate) topic_subscribe_info: RwLock<HashMap<String, HashSet<MessageQueue>>>,
+    pub(crate) process_queues: RwLock<HashMap<MessageQueue, Arc<ProcessQueue>>>,
+}
+
+impl RebalanceImpl {
+    pub(crate) fn new(
+        group: &str,
+        model: MessageModel,
+        strategy: Box<dyn AllocateStrategy>,
+        instance: Arc<MQClientInstance>,
+    ) -> Self {
+        RebalanceImpl {
+            group: group.to_string(),
+            model,
+            strategy,
+            instance,
+            subscriptions: RwLock::new(HashMap::new()),
+            topic_subscribe_info: RwLock::new(HashMap::new()),
+            process_queues: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// One round over every subscribed topic.
+    pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
+        let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
+        for topic in &topics {
+            self.rebalance_by_topic(hooks, topic, is_order);
+        }
+        // Queues of topics no longer subscribed.
+        let stale: Vec<MessageQueue> = self
+            .process_queues
+            .read()
+            .keys()
+            .filter(|mq| !topics.contains(&mq.topic))
+            .cloned()
+            .collect();
+        for mq in stale {
+            if let Some(pq) = self.process_queues.write().remove(&mq) {
+                pq.set_dropped(true);
+                info!("{}: dropped {mq}, its topic is no longer subscribed", self.group);
+            }
+        }
+    }
+
+    fn rebalance_by_topic(&self, hooks: &dyn RebalanceHooks, topic: &str, is_order: bool) {
+        let Some(mq_set) = self.topic_subscribe_info.read().get(topic).cloned() else {
+            if !topic.starts_with("%RETRY%") {
+                warn!("{}: no route info for subscribed topic {topic} yet", self.group);
+            }
+            return;
+        };
+        let mine: HashSet<MessageQueue> = match self.model {
+            MessageModel::Broadcasting => mq_set.clone(),
+            MessageModel::Clustering => {
+                let mut cids = match self.instance.find_consumer_id_list(topic, &self.group) {
+                    Ok(c) if !c.is_empty() => c,
+                    Ok(_) => {
+                        warn!("{}: no consumer id found for topic {topic}", self.group);
+                        return;
+                    }
+                    Err(e) => {
+                        warn!("{}: consumer id list of topic {topic}: {e}", self.group);
+                        return;
+                    }
+                };
+                let mut all: Vec<MessageQueue> = mq_set.iter().cloned().collect();
+                all.sort();
+                cids.sort();
+                self.strategy
+                    .allocate(self.instance.client_id(), &all, &cids)
+                    .into_iter()
+                    .collect()
+            }
+        };
+        if self.update_process_queue_table(hooks, topic, &mine, is_order) {
+            info!(
+                "{}: rebalanced topic {topic} with {}: {} of {} queues are ours",
+                self.group,
+                self.strategy.name(),
+                mine.len(),
+                mq_set.len()
+            );
+            hooks.message_queue_changed(topic, &mq_set, &mine);
+        }
+    }
+
+    fn update_process_queue_table(
+        &self,
+        hooks: &dyn RebalanceHooks,
+        topic: &str,
+        mine: &HashSet<MessageQueue>,
+        is_order: bool,
+    ) -> bool {
+        let mut changed = false;
+        let current: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .process_queues
+            .read()
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (mq, pq) in current {
+            let gone = !mine.contains(&mq);
+            let idle = !gone && hooks.drops_idle_queues() && pq.is_pull_expired();
+            if gone || idle {
+                pq.set_dropped(true);
+                if hooks.remove_unnecessary_message_queue(&mq, &pq) {
+                    self.process_queues.write().remove(&mq);
+                    changed = true;
+                    info!("{}: removed {mq}{}", self.group, if idle { " (idle)" } else { "" });
+                }
+            }
+        }
+        let mut requests = Vec::new();
+        for mq in mine {
+            if self.process_queues.read().contains_key(mq) {
+                continue;
+            }
+            if is_order && !self.lock(mq) {
+                warn!("{}: {mq} is locked by another consumer; not taken this round", self.group);
+                continue;
+            }
+            hooks.remove_dirty_offset(mq);
+            let Some(offset) = hooks.compute_pull_from_where(mq) else {
+                warn!("{}: no start offset for {mq}; retried next round", self.group);
+                continue;
+            };
+            let pq = Arc::new(ProcessQueue::default());
+            if is_order {
+                pq.set_locked(true);
+            }
+            self.process_queues.write().insert(mq.clone(), pq.clone());
+            info!("{}: took {mq} from offset {offset}", self.group);
+            requests.push((mq.clone(), pq, offset));
+            changed = true;
+        }
+        hooks.dispatch_pull_requests(requests);
+        changed
+    }
+
+    fn master_of(&self, broker_name: &str) -> Option<String> {
+        self.instance
+            .find_broker_address_in_subscribe(broker_name, 0, true)
+            .map(|r| r.addr)
+    }
+
+    /// LOCK_BATCH_MQ for one queue; true if the broker locked it for us.
+    pub(crate) fn lock(&self, mq: &MessageQueue) -> bool {
+        let Some(addr) = self.master_of(&mq.broker_name) else {
+            return false;
+        };
+        match self.instance.api().lock_batch_mq(
+            &addr,
+            &self.group,
+            self.instance.client_id(),
+            std::slice::from_ref(mq),
+            LOCK_TIMEOUT,
+        ) {
+            Ok(locked) => {
+                let ok = locked.contains(mq);
+                if let Some(pq) = self.process_queues.read().get(mq) {
+                    pq.set_locked(ok);
+                }
+                ok
+            }
+            Err(e) => {
+                warn!("{}: locking {mq}: {e}", self.group);
+                false
+            }
+        }
+    }
+
+    /// Locks every held queue, broker by broker (Java `lockAll`, every 20 s).
+    pub(crate) fn lock_all(&self) {
+        for (broker, mqs) in self.held_by_broker() {
+            let Some(addr) = self.master_of(&broker) else { continue };
+            match self.instance.api().lock_batch_mq(&addr, &self.group, self.instance.client_id(), &mqs, LOCK_TIMEOUT) {
+                Ok(locked) => {
+                    let locked: HashSet<MessageQueue> = locked.into_iter().collect();
+                    let table = self.process_queues.read();
+                    for mq in &mqs {
+                        if let Some(pq) = table.get(mq) {
+                            pq.set_locked(locked.contains(mq));
+                        }
+                    }
+                }
+                Err(e) => warn!("{}: locking queues on {broker}: {e}", self.group),
+            }
+        }
+    }
+
+    /// Unlocks one queue at its broker.
+    pub(crate) fn unlock(&self, mq: &MessageQueue, oneway: bool) {
+        let Some(addr) = self.master_of(&mq.broker_name) else { return };
+        if let Err(e) = self.instance.api().unlock_batch_mq(
+            &addr,
+            &self.group,
+            self.instance.client_id(),
+            std::slice::from_ref(mq),
+            oneway,
+            LOCK_TIMEOUT,
+        ) {
+            warn!("{}: unlocking {mq}: {e}", self.group);
+        }
+    }
+
+    /// Unlocks every held queue (on shutdown, synchronously).
+    pub(crate) fn unlock_all(&self, oneway: bool) {
+        for (broker, mqs) in self.held_by_broker() {
+            let Some(addr) = self.master_of(&broker) else { continue };
+            if let Err(e) = self.instance.api().unlock_batch_mq(
+                &addr,
+                &self.group,
+                self.instance.client_id(),
+                &mqs,
+                oneway,
+                LOCK_TIMEOUT,
+            ) {
+                warn!("{}: unlocking queues on {broker}: {e}", self.group);
+            }
+            let table = self.process_queues.read();
+            for mq in &mqs {
+                if let Some(pq) = table.get(mq) {
+                    pq.set_locked(false);
+                }
+            }
+        }
+    }
+
+    fn held_by_broker(&self) -> HashMap<String, Vec<MessageQueue>> {
+        let mut by: HashMap<String, Vec<MessageQueue>> = HashMap::new();
+        for mq in self.process_queues.read().keys() {
+            by.entry(mq.broker_name.clone()).or_default().push(mq.clone());
+        }
+        by
+    }
+}

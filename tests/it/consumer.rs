@@ -1,0 +1,375 @@
+//! The push consumer against the real broker.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::consumer::{
+    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus, MessageModel, PushConsumer,
+    PushConsumerBuilder,
+};
+use rocketmq_blocking::producer::SelectMessageQueueByHash;
+use rocketmq_blocking::{Message, MessageExt, Producer};
+
+use crate::cluster;
+
+fn producer() -> Producer {
+    Producer::builder(cluster::unique("cpg"))
+        .namesrv_addr(cluster::namesrv())
+        .start()
+        .unwrap()
+}
+
+fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
+    PushConsumer::builder(group)
+        .namesrv_addr(cluster::namesrv())
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_thread_min(4)
+        .consume_thread_max(4)
+}
+
+type Seen = Arc<Mutex<Vec<MessageExt>>>;
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn recording(group: &str, topic: &str) -> (PushConsumer, Seen) {
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let c = consumer(group, topic)
+        .register_message_listener_concurrently(move |msgs, _| {
+            s.lock().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()
+        .unwrap();
+    (c, seen)
+}
+
+fn ids(seen: &Seen) -> HashSet<String> {
+    seen.lock().iter().map(|m| m.msg_id().to_string()).collect()
+}
+
+#[test]
+fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset() {
+    let topic = cluster::topic("consume", 4);
+    let group = cluster::unique("cg");
+    let p = producer();
+    let mut sent = HashMap::new();
+    for i in 0..100 {
+        let mut m = Message::new(&topic, format!("body {i}")).with_tags("T").with_keys([format!("k{i}")]);
+        m.put_user_property("n", i.to_string()).unwrap();
+        let r = p.send(&m).unwrap();
+        sent.insert(r.msg_id, i);
+    }
+    let (c, seen) = recording(&group, &topic);
+    wait_for("100 messages", Duration::from_secs(60), || ids(&seen).len() >= 100);
+    for m in seen.lock().iter() {
+        let i = sent[m.msg_id()];
+        assert_eq!(m.body(), format!("body {i}").as_bytes());
+        assert_eq!(m.tags(), Some("T"));
+        assert_eq!(m.property("n"), Some(i.to_string().as_str()));
+        assert_eq!(m.topic(), topic);
+    }
+    assert_eq!(ids(&seen), sent.keys().cloned().collect());
+    // Everything consumed: the committed offsets are the end of each queue.
+    wait_for("offsets to catch up", Duration::from_secs(10), || c.offsets().values().sum::<i64>() >= 100);
+    c.shutdown();
+
+    let mut second = HashSet::new();
+    for i in 0..20 {
+        second.insert(p.send(&Message::new(&topic, format!("late {i}"))).unwrap().msg_id);
+    }
+    let (c2, seen2) = recording(&group, &topic);
+    wait_for("20 new messages", Duration::from_secs(60), || ids(&seen2).len() >= 20);
+    std::thread::sleep(Duration::from_millis(500));
+    let got = ids(&seen2);
+    assert_eq!(got, second, "a restarted consumer reads only what it had not committed");
+    c2.shutdown();
+}
+
+#[test]
+fn tag_filters_deliver_exactly_the_matching_messages() {
+    let topic = cluster::topic("tags", 2);
+    let p = producer();
+    let mut want = HashSet::new();
+    for i in 0..30 {
+        let tag = ["TagA", "TagB", "TagC"][i % 3];
+        let r = p.send(&Message::new(&topic, format!("{tag} {i}")).with_tags(tag)).unwrap();
+        if tag != "TagC" {
+            want.insert(r.msg_id);
+        }
+    }
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let c = PushConsumer::builder(cluster::unique("tagg"))
+        .namesrv_addr(cluster::namesrv())
+        .subscribe(&topic, "TagA || TagB")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .register_message_listener_concurrently(move |msgs, _| {
+            s.lock().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()
+        .unwrap();
+    wait_for("20 tagged messages", Duration::from_secs(60), || ids(&seen).len() >= 20);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(ids(&seen), want);
+    assert!(seen.lock().iter().all(|m| m.tags() != Some("TagC")));
+    c.shutdown();
+}
+
+#[test]
+fn a_failed_message_comes_back_with_growing_reconsume_times() {
+    let topic = cluster::topic("retry", 1);
+    let p = producer();
+    let failing = p.send(&Message::new(&topic, "fail twice")).unwrap().msg_id;
+    let seen: Arc<Mutex<Vec<(String, i32, String)>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let c = consumer(&cluster::unique("retryg"), &topic)
+        .register_message_listener_concurrently(move |msgs, ctx| {
+            let m = &msgs[0];
+            s.lock().push((m.msg_id().to_string(), m.reconsume_times, m.topic().to_string()));
+            // 1 s delay levels keep the test short (Java: delayLevelWhenNextConsume).
+            ctx.delay_level_when_next_consume = 1;
+            if m.reconsume_times < 2 {
+                ConsumeConcurrentlyStatus::ReconsumeLater
+            } else {
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            }
+        })
+        .start()
+        .unwrap();
+    wait_for("the third delivery", Duration::from_secs(60), || seen.lock().len() >= 3);
+    let seen = seen.lock().clone();
+    let times: Vec<i32> = seen.iter().map(|(_, t, _)| *t).collect();
+    assert_eq!(&times[..3], &[0, 1, 2]);
+    assert!(seen.iter().all(|(id, _, t)| *id == failing && *t == topic), "{seen:?}");
+    c.shutdown();
+}
+
+#[test]
+fn a_message_that_always_fails_ends_in_the_dead_letter_queue() {
+    let topic = cluster::topic("dlq", 1);
+    let group = cluster::unique("dlqg");
+    let p = producer();
+    p.send(&Message::new(&topic, "poison")).unwrap();
+    let deliveries = Arc::new(Mutex::new(0));
+    let d = deliveries.clone();
+    let c = consumer(&group, &topic)
+        .max_reconsume_times(1)
+        .register_message_listener_concurrently(move |_, ctx| {
+            *d.lock() += 1;
+            ctx.delay_level_when_next_consume = 1;
+            ConsumeConcurrentlyStatus::ReconsumeLater
+        })
+        .start()
+        .unwrap();
+    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let dlq = format!("%DLQ%{group}");
+    wait_for("the DLQ to hold the message", Duration::from_secs(60), || {
+        admin.total_max_offset(&dlq).unwrap_or(0) >= 1
+    });
+    assert_eq!(*deliveries.lock(), 2, "first delivery + max_reconsume_times (1)");
+    c.shutdown();
+}
+
+#[test]
+fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave() {
+    let topic = cluster::topic("split", 8);
+    let group = cluster::unique("splitg");
+    let p = producer();
+    let start = |name: &str| -> (PushConsumer, Seen) {
+        let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let c = consumer(&group, &topic)
+            .client_config(|cc| cc.instance_name(name))
+            .register_message_listener_concurrently(move |msgs, _| {
+                s.lock().extend(msgs.iter().cloned());
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            })
+            .start()
+            .unwrap();
+        (c, seen)
+    };
+    let mut consumers: Vec<(PushConsumer, Seen)> = ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
+    let all: HashSet<_> = p.fetch_publish_message_queues(&topic).unwrap().into_iter().collect();
+    wait_for("a full split", Duration::from_secs(60), || {
+        let held: Vec<_> = consumers.iter().flat_map(|(c, _)| c.assigned_queues()).filter(|q| q.topic == topic).collect();
+        held.len() == 8 && held.iter().cloned().collect::<HashSet<_>>() == all
+    });
+    let sizes: Vec<usize> = consumers
+        .iter()
+        .map(|(c, _)| c.assigned_queues().iter().filter(|q| q.topic == topic).count())
+        .collect();
+    let mut sorted = sizes.clone();
+    sorted.sort();
+    assert_eq!(sorted, vec![2, 3, 3], "AVG: 8 queues / 3 consumers");
+
+    // Messages keep flowing while a consumer joins and another leaves.
+    let mut all_seen: Vec<Seen> = consumers.iter().map(|(_, s)| s.clone()).collect();
+    let mut sent = HashSet::new();
+    for i in 0..300 {
+        sent.insert(p.send(&Message::new(&topic, format!("m{i}"))).unwrap().msg_id);
+        if i == 100 {
+            let (c, s) = start("c4");
+            all_seen.push(s.clone());
+            consumers.push((c, s));
+        }
+        if i == 200 {
+            let (c, _) = consumers.remove(0);
+            c.shutdown();
+        }
+    }
+    let union = |all: &[Seen]| -> HashSet<String> { all.iter().flat_map(ids).collect() };
+    wait_for("every message at least once", Duration::from_secs(90), || sent.is_subset(&union(&all_seen)));
+    let deliveries: usize = all_seen.iter().map(|s| s.lock().iter().filter(|m| sent.contains(m.msg_id())).count()).sum();
+    eprintln!(
+        "join/leave: {} messages, {} deliveries, {} duplicates",
+        sent.len(),
+        deliveries,
+        deliveries - sent.len()
+    );
+    for (c, _) in consumers {
+        c.shutdown();
+    }
+}
+
+#[test]
+fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
+    let topic = cluster::topic("bcast", 2);
+    let group = cluster::unique("bcastg");
+    let dir = std::env::temp_dir().join(cluster::unique("offsets"));
+    let p = producer();
+    let start = |name: &str| -> (PushConsumer, Seen) {
+        let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let c = consumer(&group, &topic)
+            .message_model(MessageModel::Broadcasting)
+            .offset_store_dir(dir.clone())
+            .client_config(|cc| cc.instance_name(name))
+            .register_message_listener_concurrently(move |msgs, _| {
+                s.lock().extend(msgs.iter().cloned());
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            })
+            .start()
+            .unwrap();
+        (c, seen)
+    };
+    let (a, seen_a) = start("b1");
+    let (b, seen_b) = start("b2");
+    let mut sent = HashSet::new();
+    for i in 0..40 {
+        sent.insert(p.send(&Message::new(&topic, format!("b{i}"))).unwrap().msg_id);
+    }
+    wait_for("both to see all 40", Duration::from_secs(60), || {
+        sent.is_subset(&ids(&seen_a)) && sent.is_subset(&ids(&seen_b))
+    });
+    let client_a = a.client_id().to_string();
+    a.shutdown();
+    b.shutdown();
+    let file = dir.join(&client_a).join(&group).join("offsets.json");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    assert!(text.starts_with("{\"offsetTable\":{{"), "{text}");
+
+    // The same client id resumes from the file: nothing is delivered twice.
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let again = consumer(&group, &topic)
+        .message_model(MessageModel::Broadcasting)
+        .offset_store_dir(dir.clone())
+        .client_config(|cc| cc.instance_name("b1"))
+        .register_message_listener_concurrently(move |msgs, _| {
+            s.lock().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()
+        .unwrap();
+    let late = p.send(&Message::new(&topic, "after restart")).unwrap().msg_id;
+    wait_for("the new message", Duration::from_secs(30), || ids(&seen).contains(&late));
+    assert_eq!(ids(&seen), [late].into_iter().collect());
+    again.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn orderly_consumption_keeps_queue_order_across_a_suspend() {
+    let topic = cluster::topic("orderly", 4);
+    let p = producer();
+    let keys = ["order-1", "order-3"];
+    for i in 0..20 {
+        for k in keys {
+            p.send_with_selector(&Message::new(&topic, format!("{k}:{i}")).with_keys([k]), &SelectMessageQueueByHash, k)
+                .unwrap();
+        }
+    }
+    let seen: Arc<Mutex<Vec<(String, i64, i32)>>> = Arc::new(Mutex::new(Vec::new()));
+    let suspended = Arc::new(Mutex::new(false));
+    let (s, sus) = (seen.clone(), suspended.clone());
+    let c = consumer(&cluster::unique("ordg"), &topic)
+        .suspend_current_queue_time(Duration::from_millis(100))
+        .register_message_listener_orderly(move |msgs, _| {
+            let m = &msgs[0];
+            let body = String::from_utf8_lossy(m.body()).to_string();
+            // Suspend once in the middle of order-1.
+            if body == "order-1:7" && !*sus.lock() {
+                *sus.lock() = true;
+                return ConsumeOrderlyStatus::SuspendCurrentQueueAMoment;
+            }
+            s.lock().push((body, m.queue_offset, m.queue_id));
+            ConsumeOrderlyStatus::Success
+        })
+        .start()
+        .unwrap();
+    wait_for("40 ordered messages", Duration::from_secs(60), || seen.lock().len() >= 40);
+    let seen = seen.lock().clone();
+    for k in keys {
+        let steps: Vec<usize> = seen
+            .iter()
+            .filter(|(b, _, _)| b.starts_with(&format!("{k}:")))
+            .filter_map(|(b, _, _)| b.rsplit(':').next()?.parse().ok())
+            .collect();
+        assert_eq!(steps, (0..20).collect::<Vec<_>>(), "{k} in order, each once");
+    }
+    assert!(*suspended.lock());
+    c.shutdown();
+}
+
+#[test]
+fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
+    let topic = cluster::topic("pool", 2);
+    let p = producer();
+    for i in 0..400 {
+        p.send_oneway(&Message::new(&topic, format!("p{i}"))).unwrap();
+    }
+    let release = Arc::new(Mutex::new(false));
+    let r = release.clone();
+    let c = consumer(&cluster::unique("poolg"), &topic)
+        .consume_thread_min(1)
+        .consume_thread_max(4)
+        .adjust_thread_pool_nums_threshold(50)
+        .pull_batch_size(1)
+        .client_config(|cc| cc.adjust_thread_pool_interval(Duration::from_millis(200)))
+        .register_message_listener_concurrently(move |_, _| {
+            // Slow until released, so a backlog builds up at the broker.
+            if !*r.lock() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()
+        .unwrap();
+    assert_eq!(c.consume_pool_size(), 1);
+    wait_for("the pool to grow to 4", Duration::from_secs(30), || c.consume_pool_size() == 4);
+    *release.lock() = true;
+    wait_for("the pool to shrink to 1", Duration::from_secs(60), || c.consume_pool_size() == 1);
+    c.shutdown();
+}
