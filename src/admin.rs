@@ -186,23 +186,38 @@ impl Admin {
     }
 
     /// GET_PRODUCER_CONNECTION_LIST: the clients connected under a producer group, from
-    /// every master broker.
+    /// every master broker (a broker that does not know the group is skipped).
     pub fn producer_connections(&self, group: &str) -> Result<Vec<Connection>> {
         let mut all = Vec::new();
         for addr in self.master_addrs()?.values() {
-            let mut request = RemotingCommand::request(RequestCode::GET_PRODUCER_CONNECTION_LIST);
-            request.ext_fields.insert("producerGroup", group);
-            let response = self
-                .api
-                .remoting()
-                .invoke_sync(addr, request, self.timeout)?;
-            if expect_success(&response).is_err() {
-                continue;
+            match self.producer_connections_on(addr, group) {
+                Ok(conns) => all.extend(conns),
+                Err(e) if e.kind() == ErrorKind::Response => continue,
+                Err(e) => return Err(e),
             }
-            let body: ConnectionSet = crate::protocol::json::from_slice(&response.body)?;
-            all.extend(body.connection_set);
         }
         Ok(all)
+    }
+
+    /// GET_PRODUCER_CONNECTION_LIST on one broker; a broker that does not know the group
+    /// answers with an error code, returned as an [`ErrorKind::Response`] error.
+    pub fn producer_connections_on(
+        &self,
+        broker_addr: &str,
+        group: &str,
+    ) -> Result<Vec<Connection>> {
+        let mut request = RemotingCommand::request(RequestCode::GET_PRODUCER_CONNECTION_LIST);
+        request.ext_fields.insert("producerGroup", group);
+        let response = self
+            .api
+            .remoting()
+            .invoke_sync(broker_addr, request, self.timeout)?;
+        expect_success(&response).map_err(|e| {
+            e.with_addr(broker_addr)
+                .context(format!("producer connections of {group}"))
+        })?;
+        let body: ConnectionSet = crate::protocol::json::from_slice(&response.body)?;
+        Ok(body.connection_set)
     }
 }
 

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 
-use crate::client::{ClientConfig, ClientConfigBuilder};
+use crate::client::{ClientConfig, ClientConfigBuilder, MQClientInstance};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
@@ -239,6 +239,13 @@ impl Producer {
     /// The options in effect.
     pub fn options(&self) -> &ProducerOptions {
         self.inner.options()
+    }
+
+    /// The shared client instance while the producer runs (`None` before start and after
+    /// shutdown): its cached routes, broker table and remoting client, for diagnostics and
+    /// tests (Java `getDefaultMQProducerImpl().getMqClientFactory()`).
+    pub fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
+        self.inner.client_instance()
     }
 
     /// Sends and waits for the broker, within the default send timeout.

@@ -173,6 +173,10 @@ impl ProducerImpl {
         debug!("producer {} shut down", self.group);
     }
 
+    pub(super) fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
+        self.instance.read().clone()
+    }
+
     fn instance(&self) -> Result<Arc<MQClientInstance>> {
         if *self.state.lock() != ServiceState::Running {
             return Err(Error::state(format!(

@@ -1,0 +1,160 @@
+//! The cluster this binary shares, the lock that serializes its tests, and helpers.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
+use rocketmq_blocking::remoting::RpcHook;
+use rocketmq_blocking::testkit::Cluster;
+
+pub const BROKER_A: &str = "broker-a";
+pub const BROKER_B: &str = "broker-b";
+
+static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Taken by every test for its whole run: some tests stop and start brokers, and the
+/// thread-count test needs a quiet process. (parking_lot: a failed test does not poison it.)
+pub fn serial() -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock();
+    let _ = env_logger::builder().is_test(true).try_init();
+    guard
+}
+
+/// The shared cluster, started on first use.
+pub fn cluster() -> &'static Mutex<Cluster> {
+    CLUSTER.get_or_init(|| {
+        let mut b = Cluster::builder()
+            .brokers(2)
+            .broker_config("autoCreateTopicEnable", "false");
+        if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+            b = b.version(&v);
+        }
+        let started = Instant::now();
+        let c = b
+            .start()
+            .unwrap_or_else(|e| panic!("could not start the test cluster: {e}"));
+        eprintln!(
+            "cluster_ops: 1 name server + 2 brokers up in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        Mutex::new(c)
+    })
+}
+
+/// The name-server address of the shared cluster.
+pub fn namesrv() -> String {
+    cluster().lock().namesrv_addr()
+}
+
+/// The address (`127.0.0.1:port`) of a broker, running or not.
+pub fn broker_addr(name: &str) -> String {
+    cluster()
+        .lock()
+        .broker_addrs()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, a)| a)
+        .unwrap_or_else(|| panic!("no broker named {name}"))
+}
+
+pub fn admin() -> Admin {
+    Admin::new(&namesrv()).expect("admin client")
+}
+
+/// A name unique in this test run: `<prefix>_<pid>_<n>`.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Creates a fresh topic with `queues` queues on every broker and waits for its route.
+pub fn topic_on_both(prefix: &str, queues: i32) -> String {
+    let name = unique(prefix);
+    admin()
+        .create_topic(&TopicConfig::new(&name, queues))
+        .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
+    name
+}
+
+/// Polls `cond` every 50 ms for up to `timeout`; true as soon as it holds.
+pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Restarts a broker on drop if it is not running, so a failing test leaves the cluster
+/// as it found it.
+pub struct RestartOnDrop(pub &'static str);
+
+impl Drop for RestartOnDrop {
+    fn drop(&mut self) {
+        let mut c = cluster().lock();
+        if !c.is_broker_running(self.0) {
+            let started = Instant::now();
+            if let Err(e) = c.start_broker(self.0) {
+                eprintln!("restarting {}: {e}", self.0);
+            } else {
+                eprintln!(
+                    "{} restarted in {:.1}s",
+                    self.0,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+}
+
+/// An RPC hook counting send requests (`SEND_MESSAGE_V2`, `SEND_BATCH_MESSAGE`) per
+/// target address: every attempt, failed ones included.
+#[derive(Default)]
+pub struct SendCounter {
+    per_addr: Mutex<HashMap<String, usize>>,
+}
+
+impl SendCounter {
+    pub fn get(&self, addr: &str) -> usize {
+        self.per_addr.lock().get(addr).copied().unwrap_or(0)
+    }
+
+    pub fn snapshot(&self) -> HashMap<String, usize> {
+        self.per_addr.lock().clone()
+    }
+
+    pub fn install(producer: &rocketmq_blocking::Producer) -> Arc<SendCounter> {
+        let counter = Arc::new(SendCounter::default());
+        producer
+            .client_instance()
+            .expect("a running producer has an instance")
+            .remoting()
+            .register_rpc_hook(counter.clone());
+        counter
+    }
+}
+
+impl RpcHook for SendCounter {
+    fn before_request(&self, addr: &str, request: &mut RemotingCommand) {
+        let code = request.request_code();
+        if code == RequestCode::SEND_MESSAGE_V2 || code == RequestCode::SEND_BATCH_MESSAGE {
+            *self.per_addr.lock().entry(addr.to_string()).or_default() += 1;
+        }
+    }
+}

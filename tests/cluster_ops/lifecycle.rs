@@ -1,0 +1,118 @@
+//! The client instance's life cycle: shared by producers of one instance name, stopped
+//! with its last user, leaving no thread behind.
+
+use std::time::Duration;
+
+use rocketmq_blocking::client::manager;
+use rocketmq_blocking::{Message, Producer};
+
+use crate::cluster;
+
+/// `rmq-client-timer-0` as `/proc` shows it (names are cut to 15 bytes).
+const TIMER: &str = "rmq-client-time";
+
+/// Names of this process's threads, without libtest's runner threads. Those are named
+/// after their test (`module::test_name`, cut to 15 bytes by the kernel) and come and go
+/// with the tests queued behind [`cluster::serial`], which this test cannot control.
+fn threads() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_string())
+        .filter(|n| !n.contains("::"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn producer(group: &str, instance: &str) -> Producer {
+    Producer::builder(group)
+        .namesrv_addr(cluster::namesrv())
+        .client_config(|c| {
+            c.instance_name(instance)
+                .heartbeat_broker_interval(Duration::from_millis(200))
+                .poll_name_server_interval(Duration::from_millis(200))
+        })
+        .start()
+        .unwrap()
+}
+
+/// Waits up to 1 s for the thread list to be `baseline` again. The baseline may hold
+/// `rmq-*` threads that are not the producers': the testkit's readiness check keeps an
+/// admin client (one remoting client) per name server for as long as the cluster lives.
+fn assert_back_to(baseline: &[String], instances: usize) {
+    let back = cluster::eventually(Duration::from_secs(1), || {
+        threads() == baseline && manager::instance_count() == instances
+    });
+    assert!(
+        back,
+        "threads {:?} (baseline {baseline:?}); instances {} (baseline {instances})",
+        threads(),
+        manager::instance_count()
+    );
+}
+
+fn rmq(names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| n.starts_with("rmq-"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn shutdown_of_the_last_user_stops_the_instance_and_leaves_no_thread() {
+    let _serial = cluster::serial();
+    let topic = cluster::topic_on_both("life", 2);
+    // Lazily created process-wide threads (if any) appear with the first producer.
+    let warm = producer(&cluster::unique("pg_warm"), &cluster::unique("warm"));
+    warm.send(&Message::new(&topic, "warm-up")).unwrap();
+    warm.shutdown();
+    drop(warm);
+    let baseline = threads();
+    let instances = manager::instance_count();
+    assert!(
+        !rmq(&baseline).iter().any(|n| n == TIMER),
+        "the warm-up instance still runs: {baseline:?}"
+    );
+
+    // One producer: its instance runs threads while it lives, none after.
+    let p = producer(&cluster::unique("pg_life"), &cluster::unique("life"));
+    p.send(&Message::new(&topic, "one")).unwrap();
+    let running = threads();
+    assert!(
+        running.iter().any(|n| n == TIMER) && rmq(&running).len() > rmq(&baseline).len(),
+        "{running:?}"
+    );
+    assert_eq!(manager::instance_count(), instances + 1);
+    p.shutdown();
+    assert_back_to(&baseline, instances);
+    drop(p);
+
+    // Two producers of one instance name share the instance; it outlives the first.
+    let shared = cluster::unique("shared");
+    let first = producer(&cluster::unique("pg_first"), &shared);
+    let second = producer(&cluster::unique("pg_second"), &shared);
+    assert_eq!(first.client_id(), second.client_id());
+    let (i1, i2) = (
+        first.client_instance().unwrap(),
+        second.client_instance().unwrap(),
+    );
+    assert!(
+        std::sync::Arc::ptr_eq(&i1, &i2),
+        "one instance for one client id"
+    );
+    drop(i1);
+    assert_eq!(manager::instance_count(), instances + 1);
+    first.send(&Message::new(&topic, "first")).unwrap();
+    first.shutdown();
+    // Let the timer run a few rounds without the first producer.
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(i2.state(), rocketmq_blocking::client::ServiceState::Running);
+    assert_eq!(manager::instance_count(), instances + 1);
+    second.send(&Message::new(&topic, "second")).unwrap();
+    drop(i2);
+    second.shutdown();
+    assert_back_to(&baseline, instances);
+}
