@@ -1,140 +1,15 @@
-//! `rmq`: a command-line tool over rocketmq-blocking.
+//! `rmq cluster`: a local RocketMQ cluster held by a background `rmq cluster run` process.
 //!
-//! The name-server address comes from `-n` or `NAMESRV_ADDR`, as the Java tools read it.
-//! Errors are one line on stderr and a non-zero exit.
+//! The holder writes its state (pid, name-server address) to a file and stops when a stop
+//! file appears, so `start`, `status` and `stop` are separate short-lived commands.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
 use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::testkit::Cluster;
 
-#[derive(Parser)]
-#[command(
-    name = "rmq",
-    version,
-    about = "Apache RocketMQ from the command line (rocketmq-blocking)"
-)]
-struct Cli {
-    /// Name-server addresses, `;`-separated.
-    #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR", global = true)]
-    namesrv: Option<String>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// A local RocketMQ cluster from the released jars (name server + broker JVMs).
-    Cluster {
-        #[command(subcommand)]
-        action: ClusterAction,
-    },
-    /// Print the route of a topic as JSON.
-    Route { topic: String },
-    /// Topic administration.
-    Topic {
-        #[command(subcommand)]
-        action: TopicAction,
-    },
-}
-
-#[derive(Subcommand)]
-enum ClusterAction {
-    /// Start a cluster in the background and print `NAMESRV_ADDR=...`.
-    Start {
-        /// RocketMQ version (Maven Central release).
-        #[arg(long, default_value = rocketmq_blocking::testkit::DEFAULT_VERSION)]
-        version: String,
-        /// Number of brokers.
-        #[arg(long, default_value_t = 1)]
-        brokers: usize,
-        /// Number of name servers.
-        #[arg(long, default_value_t = 1)]
-        namesrvs: usize,
-    },
-    /// Stop the background cluster.
-    Stop,
-    /// Download the RocketMQ jars of a version into the cache (what `start` does first).
-    Fetch {
-        #[arg(long, default_value = rocketmq_blocking::testkit::DEFAULT_VERSION)]
-        version: String,
-    },
-    /// Show whether a cluster runs and its brokers.
-    Status,
-    /// Hold a cluster in the foreground until asked to stop (used by `start`).
-    #[command(hide = true)]
-    Run {
-        #[arg(long)]
-        version: String,
-        #[arg(long)]
-        brokers: usize,
-        #[arg(long)]
-        namesrvs: usize,
-    },
-}
-
-#[derive(Subcommand)]
-enum TopicAction {
-    /// Create a topic on every master broker.
-    Create {
-        topic: String,
-        /// Read and write queues per broker.
-        #[arg(long, default_value_t = 8)]
-        queues: i32,
-    },
-}
-
-fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("rmq: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-type CliResult = Result<(), Box<dyn std::error::Error>>;
-
-fn run(cli: Cli) -> CliResult {
-    match cli.command {
-        Command::Cluster { action } => cluster(action),
-        Command::Route { topic } => {
-            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
-            let route = admin.topic_route(&topic)?;
-            println!("{}", serde_json::to_string_pretty(&route)?);
-            Ok(())
-        }
-        Command::Topic {
-            action: TopicAction::Create { topic, queues },
-        } => {
-            if !(1..=1024).contains(&queues) {
-                return Err(format!("--queues must be between 1 and 1024, not {queues}").into());
-            }
-            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
-            let brokers = admin.create_topic(&TopicConfig::new(&topic, queues))?;
-            println!(
-                "{}",
-                serde_json::json!({"topic": topic, "queues": queues, "brokers": brokers})
-            );
-            Ok(())
-        }
-    }
-}
-
-fn namesrv(arg: &Option<String>) -> Result<String, String> {
-    arg.clone()
-        .filter(|s| !s.trim().is_empty())
-        .ok_or_else(|| "no name server: pass -n HOST:PORT or set NAMESRV_ADDR".to_string())
-}
-
-// --- the background cluster ---------------------------------------------------------
+use crate::{CliResult, ClusterAction};
 
 /// Where the background cluster keeps its state (`RMQ_CLUSTER_STATE_DIR` overrides).
 fn state_dir() -> PathBuf {
@@ -168,7 +43,7 @@ fn read_state() -> Option<State> {
         .then_some(state)
 }
 
-fn cluster(action: ClusterAction) -> CliResult {
+pub(crate) fn run(action: ClusterAction) -> CliResult {
     match action {
         ClusterAction::Start {
             version,

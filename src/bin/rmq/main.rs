@@ -1,0 +1,221 @@
+//! `rmq`: a command-line tool over rocketmq-blocking.
+//!
+//! The name-server address comes from `-n` or `NAMESRV_ADDR`, as the Java tools read it.
+//! Errors are one line on stderr and a non-zero exit.
+
+mod bench;
+mod cluster;
+mod send;
+mod stats;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::producer::ProducerBuilder;
+use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::Producer;
+
+#[derive(Parser)]
+#[command(
+    name = "rmq",
+    version,
+    about = "Apache RocketMQ from the command line (rocketmq-blocking)"
+)]
+struct Cli {
+    /// Name-server addresses, `;`-separated.
+    #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR", global = true)]
+    namesrv: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// A local RocketMQ cluster from the released jars (name server + broker JVMs).
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
+    /// Print the route of a topic as JSON.
+    Route { topic: String },
+    /// Topic administration.
+    Topic {
+        #[command(subcommand)]
+        action: TopicAction,
+    },
+    /// Send messages; prints one JSON line per acknowledged message and a summary line.
+    Send(send::SendArgs),
+    /// Load generators.
+    Bench {
+        #[command(subcommand)]
+        action: BenchAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Start a cluster in the background and print `NAMESRV_ADDR=...`.
+    Start {
+        /// RocketMQ version (Maven Central release).
+        #[arg(long, default_value = rocketmq_blocking::testkit::DEFAULT_VERSION)]
+        version: String,
+        /// Number of brokers.
+        #[arg(long, default_value_t = 1)]
+        brokers: usize,
+        /// Number of name servers.
+        #[arg(long, default_value_t = 1)]
+        namesrvs: usize,
+    },
+    /// Stop the background cluster.
+    Stop,
+    /// Download the RocketMQ jars of a version into the cache (what `start` does first).
+    Fetch {
+        #[arg(long, default_value = rocketmq_blocking::testkit::DEFAULT_VERSION)]
+        version: String,
+    },
+    /// Show whether a cluster runs and its brokers.
+    Status,
+    /// Hold a cluster in the foreground until asked to stop (used by `start`).
+    #[command(hide = true)]
+    Run {
+        #[arg(long)]
+        version: String,
+        #[arg(long)]
+        brokers: usize,
+        #[arg(long)]
+        namesrvs: usize,
+    },
+}
+
+#[derive(Subcommand)]
+enum TopicAction {
+    /// Create a topic on every master broker.
+    Create {
+        topic: String,
+        /// Read and write queues per broker.
+        #[arg(long, default_value_t = 8)]
+        queues: i32,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchAction {
+    /// Send as fast as possible and report throughput, latency, CPU and memory.
+    Produce(bench::ProduceArgs),
+}
+
+/// How messages are sent (Java: `send`, `send(msg, callback)`, `sendOneway`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// Wait for each acknowledgement.
+    Sync,
+    /// Keep many sends in flight; results arrive on callbacks.
+    Async,
+    /// Fire and forget: no acknowledgement exists.
+    Oneway,
+}
+
+/// Header encoding of requests (Java `rocketmq.serialize.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum HeaderEncoding {
+    /// fastjson-style JSON headers (the Java client's default).
+    Json,
+    /// The compact `ROCKETMQ` binary headers (what the Java benchmark tools use).
+    Rocketmq,
+}
+
+impl From<HeaderEncoding> for SerializeType {
+    fn from(e: HeaderEncoding) -> Self {
+        match e {
+            HeaderEncoding::Json => SerializeType::Json,
+            HeaderEncoding::Rocketmq => SerializeType::RocketMq,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    // Taken first so that "time to first ack" counts from (nearly) process start.
+    stats::mark_process_start();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help and --version
+        Err(e) => {
+            // clap's usage errors span several lines; scripts and tests expect one.
+            let text = e.to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("rmq: {}", line.join(" ").trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rmq: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type CliResult = Result<(), Box<dyn std::error::Error>>;
+
+fn run(cli: Cli) -> CliResult {
+    match cli.command {
+        Command::Cluster { action } => cluster::run(action),
+        Command::Route { topic } => {
+            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
+            let route = admin.topic_route(&topic)?;
+            println!("{}", serde_json::to_string_pretty(&route)?);
+            Ok(())
+        }
+        Command::Topic {
+            action: TopicAction::Create { topic, queues },
+        } => {
+            check_queues(queues)?;
+            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
+            let brokers = admin.create_topic(&TopicConfig::new(&topic, queues))?;
+            println!(
+                "{}",
+                serde_json::json!({"topic": topic, "queues": queues, "brokers": brokers})
+            );
+            Ok(())
+        }
+        Command::Send(args) => send::run(&cli.namesrv, args),
+        Command::Bench {
+            action: BenchAction::Produce(args),
+        } => bench::produce(&cli.namesrv, args),
+    }
+}
+
+fn namesrv(arg: &Option<String>) -> Result<String, String> {
+    arg.clone()
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| "no name server: pass -n HOST:PORT or set NAMESRV_ADDR".to_string())
+}
+
+fn check_queues(queues: i32) -> Result<(), String> {
+    if (1..=1024).contains(&queues) {
+        Ok(())
+    } else {
+        Err(format!("--queues must be between 1 and 1024, not {queues}"))
+    }
+}
+
+/// A started producer of `group` on the given name servers; `tune` adjusts the options.
+fn start_producer(
+    namesrv: &str,
+    group: &str,
+    encoding: SerializeType,
+    tune: impl FnOnce(ProducerBuilder) -> ProducerBuilder,
+) -> Result<Producer, rocketmq_blocking::Error> {
+    let builder = Producer::builder(group)
+        .client_config(|c| c.namesrv_addr(namesrv).serialize_type(encoding));
+    tune(builder).start()
+}

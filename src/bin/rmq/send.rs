@@ -1,0 +1,301 @@
+//! `rmq send`: sends one message (or `--count` copies) and prints what the broker answered.
+//!
+//! stdout gets one JSON line per acknowledged message (oneway sends have no
+//! acknowledgement, so they get a `{"queued":true,...}` line) and a final summary line.
+//! Everything is checked before the producer starts, so bad input sends nothing.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, RecvTimeoutError};
+use rocketmq_blocking::client::validators::{check_body, check_send_topic};
+use rocketmq_blocking::message::uniq;
+use rocketmq_blocking::producer::ProducerOptions;
+use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::remoting::Semaphore;
+use rocketmq_blocking::{Message, Producer, SendResult, SendStatus};
+
+use crate::{namesrv, start_producer, CliResult, Mode};
+
+/// Async sends allowed in flight at once.
+const ASYNC_WINDOW: usize = 256;
+
+#[derive(clap::Args)]
+pub(crate) struct SendArgs {
+    /// Topic to send to.
+    topic: String,
+    /// Message tag (`TAGS`).
+    #[arg(long)]
+    tag: Option<String>,
+    /// Message key (`KEYS`); repeat for several.
+    #[arg(long = "key", value_name = "KEY")]
+    keys: Vec<String>,
+    /// User property; repeat for several.
+    #[arg(long = "prop", value_name = "K=V", value_parser = parse_prop)]
+    props: Vec<(String, String)>,
+    /// Message body text.
+    #[arg(long, conflicts_with = "body_file")]
+    body: Option<String>,
+    /// Read the body from this file (bytes as they are).
+    #[arg(long, value_name = "FILE")]
+    body_file: Option<PathBuf>,
+    /// How many copies of the message to send.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
+    /// Send mode.
+    #[arg(long, value_enum, default_value_t = Mode::Sync)]
+    mode: Mode,
+    /// Producer group.
+    #[arg(long, default_value = "rmq_cli_producer")]
+    group: String,
+}
+
+/// `k=v` → `(k, v)`; the value may contain `=`, the key may not be empty.
+fn parse_prop(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected K=V with a non-empty key, got {s:?}")),
+    }
+}
+
+/// The message every send uses, built from the arguments; any bad input is an error here.
+fn build_message(args: &SendArgs) -> Result<Message, String> {
+    check_send_topic(&args.topic).map_err(|e| e.to_string())?;
+    let body = match (&args.body, &args.body_file) {
+        (Some(text), _) => text.clone().into_bytes(),
+        (None, Some(path)) => std::fs::read(path)
+            .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+        (None, None) => return Err("no message body: pass --body TEXT or --body-file FILE".into()),
+    };
+    check_body(body.len(), ProducerOptions::default().max_message_size)
+        .map_err(|e| e.to_string())?;
+    let mut msg = Message::new(&args.topic, body);
+    if let Some(tag) = &args.tag {
+        if tag.trim().is_empty() {
+            return Err("--tag must not be blank".into());
+        }
+        msg.set_tags(tag.as_str());
+    }
+    // Keys travel joined by spaces, so a key with a space would come back as two.
+    if let Some(bad) = args.keys.iter().find(|k| k.is_empty() || k.contains(' ')) {
+        return Err(format!(
+            "--key {bad:?} must be non-empty and without spaces"
+        ));
+    }
+    if !args.keys.is_empty() {
+        msg.set_keys(&args.keys);
+    }
+    for (k, v) in &args.props {
+        msg.put_user_property(k.as_str(), v.as_str())
+            .map_err(|e| format!("--prop {k}={v}: {e}"))?;
+    }
+    Ok(msg)
+}
+
+pub(crate) fn run(namesrv_arg: &Option<String>, args: SendArgs) -> CliResult {
+    let msg = build_message(&args)?;
+    let addr = namesrv(namesrv_arg)?;
+    let producer = start_producer(&addr, &args.group, SerializeType::from_env(), |b| b)?;
+    let started = Instant::now();
+    let (sent, failed) = match args.mode {
+        Mode::Sync => send_sync(&producer, &msg, args.count),
+        Mode::Async => send_async(&producer, &msg, args.count),
+        Mode::Oneway => send_oneway(&producer, &msg, args.count),
+    };
+    let elapsed = started.elapsed();
+    // Shutting down unregisters from the brokers with a sync request on the same
+    // connections, so oneway frames queued before it are written first.
+    producer.shutdown();
+    // Numbers only, so no escaping to worry about.
+    println!(
+        "{{\"sent\":{sent},\"failed\":{failed},\"elapsedMs\":{}}}",
+        elapsed.as_millis()
+    );
+    if failed > 0 {
+        return Err(format!("{failed} of {} sends failed", args.count).into());
+    }
+    Ok(())
+}
+
+/// One acknowledged message; the JSON line is this struct, in this field order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Ack<'a> {
+    status: SendStatus,
+    msg_id: &'a str,
+    offset_msg_id: &'a str,
+    broker: &'a str,
+    queue: i32,
+    queue_offset: i64,
+}
+
+fn print_ack(r: &SendResult) {
+    let ack = Ack {
+        status: r.send_status,
+        msg_id: &r.msg_id,
+        offset_msg_id: &r.offset_msg_id,
+        broker: &r.message_queue.broker_name,
+        queue: r.message_queue.queue_id,
+        queue_offset: r.queue_offset,
+    };
+    // Serialising strings and numbers cannot fail.
+    if let Ok(line) = serde_json::to_string(&ack) {
+        println!("{line}");
+    }
+}
+
+/// Returns (sent, failed).
+fn send_sync(producer: &Producer, msg: &Message, count: u64) -> (u64, u64) {
+    let (mut sent, mut failed) = (0, 0);
+    for i in 1..=count {
+        match producer.send(msg) {
+            Ok(r) => {
+                print_ack(&r);
+                sent += 1;
+            }
+            Err(e) => {
+                eprintln!("rmq: send {i}/{count} failed: {e}");
+                failed += 1;
+            }
+        }
+    }
+    (sent, failed)
+}
+
+fn send_async(producer: &Producer, msg: &Message, count: u64) -> (u64, u64) {
+    let window = Semaphore::new(ASYNC_WINDOW);
+    let timeout = producer.options().send_msg_timeout;
+    // Callbacks run on the producer's pool; results come back here to be printed in
+    // one place.
+    let (tx, rx) = unbounded();
+    let (mut sent, mut failed, mut pending) = (0u64, 0u64, 0u64);
+    for _ in 0..count {
+        while let Ok(r) = rx.try_recv() {
+            tally(r, &mut sent, &mut failed);
+            pending -= 1;
+        }
+        // Every send completes within its timeout, so a slot frees up by then.
+        let Some(permit) = window.acquire_until(Instant::now() + timeout * 2) else {
+            eprintln!("rmq: no async send completed within {timeout:?}");
+            failed += 1;
+            continue;
+        };
+        let tx = tx.clone();
+        let queued = producer.send_async(msg.clone(), move |r| {
+            let _ = tx.send(r);
+            drop(permit);
+        });
+        match queued {
+            Ok(()) => pending += 1,
+            Err(e) => {
+                eprintln!("rmq: async send failed: {e}");
+                failed += 1;
+            }
+        }
+    }
+    let deadline = Instant::now() + timeout + Duration::from_secs(5);
+    while pending > 0 {
+        match rx.recv_deadline(deadline) {
+            Ok(r) => {
+                tally(r, &mut sent, &mut failed);
+                pending -= 1;
+            }
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                eprintln!("rmq: {pending} async sends got no result in time");
+                failed += pending;
+                break;
+            }
+        }
+    }
+    (sent, failed)
+}
+
+fn tally(r: rocketmq_blocking::Result<SendResult>, sent: &mut u64, failed: &mut u64) {
+    match r {
+        Ok(r) => {
+            print_ack(&r);
+            *sent += 1;
+        }
+        Err(e) => {
+            eprintln!("rmq: async send failed: {e}");
+            *failed += 1;
+        }
+    }
+}
+
+fn send_oneway(producer: &Producer, msg: &Message, count: u64) -> (u64, u64) {
+    let (mut sent, mut failed) = (0, 0);
+    for i in 1..=count {
+        // Setting the id here (instead of letting the producer do it) is what lets us
+        // print it: a oneway send returns nothing.
+        let mut m = msg.clone();
+        let id = uniq::set_uniq_id(&mut m).to_string();
+        match producer.send_oneway(&m) {
+            Ok(()) => {
+                let line = serde_json::json!({"queued": true, "msgId": id, "topic": m.topic()});
+                println!("{line}");
+                sent += 1;
+            }
+            Err(e) => {
+                eprintln!("rmq: send {i}/{count} failed: {e}");
+                failed += 1;
+            }
+        }
+    }
+    (sent, failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        args: SendArgs,
+    }
+
+    fn args(argv: &[&str]) -> SendArgs {
+        let mut v = vec!["send"];
+        v.extend_from_slice(argv);
+        T::try_parse_from(v).unwrap().args
+    }
+
+    #[test]
+    fn props_split_on_the_first_equals_sign() {
+        assert_eq!(parse_prop("a=b=c"), Ok(("a".into(), "b=c".into())));
+        assert_eq!(parse_prop("a="), Ok(("a".into(), "".into())));
+        assert!(parse_prop("=v").is_err());
+        assert!(parse_prop("novalue").is_err());
+    }
+
+    #[test]
+    fn a_full_message_is_built_from_the_arguments() {
+        let a = args(&[
+            "Orders", "--tag", "TagA", "--key", "k1", "--key", "k2", "--prop", "p=1", "--body",
+            "hi",
+        ]);
+        let m = build_message(&a).unwrap();
+        assert_eq!(m.topic(), "Orders");
+        assert_eq!(m.body(), b"hi");
+        assert_eq!(m.tags(), Some("TagA"));
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["k1", "k2"]);
+        assert_eq!(m.property("p"), Some("1"));
+    }
+
+    #[test]
+    fn bad_input_is_rejected_before_sending() {
+        for argv in [
+            &["bad topic", "--body", "x"][..],
+            &["T"],                                    // no body
+            &["T", "--body", ""],                      // empty body
+            &["T", "--body", "x", "--prop", "p="],     // blank value
+            &["T", "--body", "x", "--prop", "TAGS=a"], // reserved name
+            &["T", "--body", "x", "--key", "a b"],
+            &["T", "--body-file", "/nonexistent/rmq-body"],
+        ] {
+            assert!(build_message(&args(argv)).is_err(), "{argv:?}");
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! The `rmq` binary end to end, against one real RocketMQ cluster shared by this test
+//! binary. Every test uses its own topic.
+
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::testkit::Cluster;
+use serde_json::Value;
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let _ = env_logger::builder().is_test(true).try_init();
+        // The machines these tests run on are shared and often overloaded; a broker that
+        // waits longer than 200 ms (the default) to get to a send answers SYSTEM_BUSY,
+        // which the producer does not retry. These tests are about the CLI, not about
+        // broker flow control, so give it more room.
+        Cluster::builder()
+            .broker_config("waitTimeMillsInSendQueue", "5000")
+            .start()
+            .unwrap_or_else(|e| panic!("could not start the test cluster: {e}"))
+    })
+}
+
+fn namesrv() -> String {
+    cluster().namesrv_addr()
+}
+
+fn unique(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// Runs `rmq` with `NAMESRV_ADDR` pointing at the test cluster.
+fn rmq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rmq"))
+        .args(args)
+        .env("NAMESRV_ADDR", namesrv())
+        .env_remove("RUST_LOG")
+        .env_remove("ROCKETMQ_SERIALIZE_TYPE")
+        .output()
+        .expect("run rmq")
+}
+
+fn stdout_lines(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn created_topic(queues: u32) -> String {
+    let topic = unique("cli");
+    let out = rmq(&["topic", "create", &topic, "--queues", &queues.to_string()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    topic
+}
+
+/// Messages stored in `topic`, polled until it reaches `want` or 10 s pass.
+fn stored(topic: &str, want: i64) -> i64 {
+    let admin = Admin::new(&namesrv()).expect("admin");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let n = admin.total_max_offset(topic).expect("max offsets");
+        if n >= want || Instant::now() > deadline {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn topic_create_then_route_prints_the_route_as_json() {
+    let topic = unique("cli_route");
+    let out = rmq(&["topic", "create", &topic, "--queues", "4"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let created = &stdout_lines(&out)[0];
+    assert_eq!(created["topic"], topic.as_str());
+    assert_eq!(created["brokers"], serde_json::json!(["broker-a"]));
+
+    let out = rmq(&["route", &topic]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let route: Value = serde_json::from_slice(&out.stdout).expect("route is JSON");
+    assert_eq!(route["queueDatas"][0]["writeQueueNums"], 4);
+    let broker = &cluster().broker_addrs()[0].1;
+    assert_eq!(route["brokerDatas"][0]["brokerAddrs"]["0"], broker.as_str());
+}
+
+#[test]
+fn send_count_three_prints_three_acks_and_a_summary() {
+    let topic = created_topic(2);
+    let out = rmq(&[
+        "send", &topic, "--body", "hi", "--tag", "T", "--key", "k", "--prop", "a=b", "--count", "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for ack in &lines[..3] {
+        assert_eq!(ack["status"], "SEND_OK");
+        assert_eq!(ack["broker"], "broker-a");
+        assert_eq!(ack["msgId"].as_str().map(str::len), Some(32));
+        assert!(ack["offsetMsgId"].is_string());
+        assert!(ack["queue"].as_i64().is_some_and(|q| (0..2).contains(&q)));
+        assert!(ack["queueOffset"].is_i64());
+    }
+    assert_eq!(lines[3]["sent"], 3);
+    assert_eq!(lines[3]["failed"], 0);
+    assert!(lines[3]["elapsedMs"].is_u64());
+    assert_eq!(stored(&topic, 3), 3);
+}
+
+#[test]
+fn async_and_oneway_sends_all_arrive() {
+    let topic = created_topic(2);
+    let out = rmq(&[
+        "send", &topic, "--body", "a", "--count", "5", "--mode", "async",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 6);
+    assert!(lines[..5].iter().all(|l| l["status"] == "SEND_OK"));
+    assert_eq!(lines[5]["sent"], 5);
+
+    let out = rmq(&[
+        "send", &topic, "--body", "o", "--count", "4", "--mode", "oneway",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = stdout_lines(&out);
+    assert_eq!(lines.len(), 5);
+    assert!(lines[..4]
+        .iter()
+        .all(|l| l["queued"] == true && l["msgId"].is_string()));
+    assert_eq!(stored(&topic, 9), 9);
+}
+
+#[test]
+fn send_to_an_invalid_topic_fails_with_one_line_on_stderr() {
+    let out = rmq(&["send", "no spaces allowed", "--body", "x"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("rmq: ") && err.contains("illegal character"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_input_sends_nothing() {
+    let topic = created_topic(1);
+    let cases: &[&[&str]] = &[
+        &["--body", "x", "--prop", "novalue"],
+        &["--body", "x", "--prop", "KEYS=reserved"],
+        &[],
+        &["--body-file", "/nonexistent/rmq-cli-test-body"],
+        &["--body", "x", "--count", "0"],
+    ];
+    for extra in cases {
+        let mut args = vec!["send", topic.as_str()];
+        args.extend_from_slice(extra);
+        let out = rmq(&args);
+        assert!(!out.status.success(), "{extra:?}");
+        assert!(out.stdout.is_empty(), "{extra:?}");
+        assert_eq!(
+            stderr(&out).lines().count(),
+            1,
+            "{extra:?}: {}",
+            stderr(&out)
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(stored(&topic, 0), 0);
+}
+
+/// Benchmarks run one at a time: each one alone can saturate a small machine.
+static ONE_BENCH_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn bench(args: &[&str]) -> Value {
+    let _one = ONE_BENCH_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut all = vec!["bench", "produce"];
+    all.extend_from_slice(args);
+    let out = rmq(&all);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let last = text.lines().last().expect("a summary line");
+    let summary: Value = serde_json::from_str(last).expect("the last line is JSON");
+    assert!(
+        text.lines().count() == 2 && text.contains("msg/s"),
+        "a human line comes first: {text}"
+    );
+    assert!(stderr(&out).contains("msg/s") || summary["elapsedMs"].as_f64() < Some(1000.0));
+    summary
+}
+
+fn check_summary(s: &Value, messages: u64) {
+    assert_eq!(s["messages"], messages, "{s}");
+    assert_eq!(s["failures"], 0, "{s}");
+    assert!(s["tps"].as_f64().is_some_and(|t| t > 0.0), "{s}");
+    let lat = &s["latencyMs"];
+    for q in ["p50", "p99", "p999", "max"] {
+        assert!(lat[q].as_f64().is_some_and(|v| v > 0.0), "{q}: {s}");
+    }
+    assert!(lat["p50"].as_f64() <= lat["max"].as_f64());
+    assert!(
+        s["cpuSeconds"]["total"].as_f64().is_some_and(|c| c >= 0.0),
+        "{s}"
+    );
+    assert!(s["peakRssKiB"].as_u64().is_some_and(|k| k > 1000), "{s}");
+    assert!(s["firstAckMs"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
+}
+
+#[test]
+fn bench_produce_sync_with_four_threads() {
+    let topic = created_topic(4);
+    let s = bench(&["--topic", &topic, "--count", "2000", "--threads", "4"]);
+    check_summary(&s, 2000);
+    assert_eq!(s["mode"], "sync");
+    assert_eq!(s["threads"], 4);
+    assert_eq!(stored(&topic, 2000), 2000);
+}
+
+#[test]
+fn bench_produce_async() {
+    let topic = created_topic(4);
+    let s = bench(&["--topic", &topic, "--mode", "async", "--count", "2000"]);
+    check_summary(&s, 2000);
+    assert_eq!(s["mode"], "async");
+    assert_eq!(s["threads"], 1);
+    assert_eq!(stored(&topic, 2000), 2000);
+}
+
+#[test]
+fn bench_produce_batches_count_messages_and_can_create_the_topic() {
+    let topic = unique("cli_batch");
+    let s = bench(&[
+        "--topic",
+        &topic,
+        "--create-topic",
+        "--queues",
+        "2",
+        "--batch",
+        "16",
+        "--count",
+        "500",
+        "--threads",
+        "2",
+        "--serialize",
+        "json",
+    ]);
+    check_summary(&s, 500);
+    // 250 per thread: 15 full batches and one of 10 each.
+    assert_eq!(s["latencyMs"]["calls"], 32);
+    assert_eq!(stored(&topic, 500), 500);
+}
