@@ -34,7 +34,7 @@ pub mod scheduler;
 pub mod testkit;
 mod util;
 
-pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use consumer::{ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer};
+pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{Message, MessageExt, MessageQueue};
 pub use producer::{Producer, SendResult, SendStatus};

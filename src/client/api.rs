@@ -158,7 +158,8 @@ struct LockBatchBody<'a> {
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct LockBatchResponse {
-    #[serde(default)]
+    // Java's getter `getLockOKMQSet` gives this spelling, not camelCase's `lockOkMqSet`.
+    #[serde(default, rename = "lockOKMQSet")]
     lock_ok_mq_set: Vec<MessageQueue>,
 }
 
@@ -192,7 +193,9 @@ impl MQClientAPI {
             return Ok(None);
         }
         expect_success(&response).map_err(|e| e.with_addr(addr))?;
-        Ok(Some(response.decode_header::<OffsetResponseHeader>()?.offset))
+        Ok(Some(
+            response.decode_header::<OffsetResponseHeader>()?.offset,
+        ))
     }
 
     /// UPDATE_CONSUMER_OFFSET, oneway (the periodic persist) or sync.
@@ -222,7 +225,12 @@ impl MQClientAPI {
     }
 
     /// GET_CONSUMER_LIST_BY_GROUP: client ids of the group's consumers known to a broker.
-    pub fn get_consumer_id_list(&self, addr: &str, group: &str, timeout: Duration) -> Result<Vec<String>> {
+    pub fn get_consumer_id_list(
+        &self,
+        addr: &str,
+        group: &str,
+        timeout: Duration,
+    ) -> Result<Vec<String>> {
         let header = GetConsumerListByGroupRequestHeader {
             consumer_group: group.to_string(),
         };
@@ -235,13 +243,23 @@ impl MQClientAPI {
     }
 
     /// GET_MAX_OFFSET (`max = false`: GET_MIN_OFFSET) of one queue.
-    pub fn get_queue_offset(&self, addr: &str, mq: &MessageQueue, max: bool, timeout: Duration) -> Result<i64> {
+    pub fn get_queue_offset(
+        &self,
+        addr: &str,
+        mq: &MessageQueue,
+        max: bool,
+        timeout: Duration,
+    ) -> Result<i64> {
         let header = QueueOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
             broker_name: Some(mq.broker_name.clone()),
         };
-        let code = if max { RequestCode::GET_MAX_OFFSET } else { RequestCode::GET_MIN_OFFSET };
+        let code = if max {
+            RequestCode::GET_MAX_OFFSET
+        } else {
+            RequestCode::GET_MIN_OFFSET
+        };
         let request = RemotingCommand::request_with_header(code, &header);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))?;
@@ -249,7 +267,13 @@ impl MQClientAPI {
     }
 
     /// SEARCH_OFFSET_BY_TIMESTAMP.
-    pub fn search_offset(&self, addr: &str, mq: &MessageQueue, timestamp: i64, timeout: Duration) -> Result<i64> {
+    pub fn search_offset(
+        &self,
+        addr: &str,
+        mq: &MessageQueue,
+        timestamp: i64,
+        timeout: Duration,
+    ) -> Result<i64> {
         let header = SearchOffsetRequestHeader {
             topic: mq.topic.clone(),
             queue_id: mq.queue_id,
@@ -285,8 +309,12 @@ impl MQClientAPI {
         mqs: &[MessageQueue],
         timeout: Duration,
     ) -> Result<Vec<MessageQueue>> {
-        let body = serde_json::to_vec(&LockBatchBody { consumer_group: group, client_id, mq_set: mqs })
-            .map_err(|e| Error::invalid_argument(format!("encoding the lock request: {e}")))?;
+        let body = serde_json::to_vec(&LockBatchBody {
+            consumer_group: group,
+            client_id,
+            mq_set: mqs,
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the lock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))?;
@@ -304,8 +332,12 @@ impl MQClientAPI {
         oneway: bool,
         timeout: Duration,
     ) -> Result<()> {
-        let body = serde_json::to_vec(&LockBatchBody { consumer_group: group, client_id, mq_set: mqs })
-            .map_err(|e| Error::invalid_argument(format!("encoding the unlock request: {e}")))?;
+        let body = serde_json::to_vec(&LockBatchBody {
+            consumer_group: group,
+            client_id,
+            mq_set: mqs,
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the unlock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::UNLOCK_BATCH_MQ).with_body(body);
         if oneway {
             return self.remoting.invoke_oneway(addr, request, timeout);

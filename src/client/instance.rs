@@ -291,10 +291,14 @@ impl MQClientInstance {
         }
         *state = ServiceState::ShutdownAlready;
         drop(state);
-        if let Some(exec) = self.scheduler.lock().take() {
+        // Take each out first: a guard held across the joins would deadlock with a
+        // service thread that needs the same lock to finish its current step.
+        let scheduler = self.scheduler.lock().take();
+        if let Some(exec) = scheduler {
             exec.shutdown();
         }
-        if let Some(services) = self.services.lock().take() {
+        let services = self.services.lock().take();
+        if let Some(services) = services {
             services.delay.shutdown();
             // Closing the channels ends both service loops.
             drop(services.pull_tx);
@@ -542,6 +546,13 @@ impl MQClientInstance {
         }
     }
 
+    /// Sends a heartbeat, waiting for one in progress to finish first: after a rebalance
+    /// the broker must learn the new subscription version before the next pulls carry it.
+    pub(crate) fn send_heartbeat_to_all_brokers_waiting(&self) {
+        let _g = self.heartbeat_lock.lock();
+        self.send_heartbeat_to_all_brokers();
+    }
+
     fn send_heartbeat_to_all_brokers(&self) {
         let data = self.prepare_heartbeat_data();
         let no_consumer = data.consumer_data_set.is_empty();
@@ -601,7 +612,10 @@ impl MQClientInstance {
             })
             .collect();
         // Java's instance always has its inner producer registered.
-        if !producer_data_set.iter().any(|p| p.group_name == CLIENT_INNER_PRODUCER_GROUP) {
+        if !producer_data_set
+            .iter()
+            .any(|p| p.group_name == CLIENT_INNER_PRODUCER_GROUP)
+        {
             producer_data_set.push(ProducerData {
                 group_name: CLIENT_INNER_PRODUCER_GROUP.to_string(),
             });
@@ -691,7 +705,11 @@ impl MQClientInstance {
     }
 
     /// Hands a pull request to the pull service after `delay`.
-    pub(crate) fn execute_pull_request_later(&self, request: crate::consumer::PullRequest, delay: Duration) {
+    pub(crate) fn execute_pull_request_later(
+        &self,
+        request: crate::consumer::PullRequest,
+        delay: Duration,
+    ) {
         let guard = self.services.lock();
         let Some(s) = guard.as_ref() else { return };
         let tx = s.pull_tx.clone();
@@ -704,7 +722,12 @@ impl MQClientInstance {
     }
 
     /// Runs `job` on the pull-delay timer after `delay` (consume retries, lock refresh).
-    pub(crate) fn schedule_later(&self, name: &str, delay: Duration, job: impl FnOnce() + Send + 'static) {
+    pub(crate) fn schedule_later(
+        &self,
+        name: &str,
+        delay: Duration,
+        job: impl FnOnce() + Send + 'static,
+    ) {
         let guard = self.services.lock();
         if let Some(s) = guard.as_ref() {
             let _ = s.delay.schedule_once(name, delay, move || {
@@ -734,7 +757,11 @@ impl MQClientInstance {
         self.remoting().register_processor(
             crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
             Arc::new(move |addr: &str, req: crate::protocol::RemotingCommand| {
-                let group = req.ext_fields.get("consumerGroup").unwrap_or_default().to_string();
+                let group = req
+                    .ext_fields
+                    .get("consumerGroup")
+                    .unwrap_or_default()
+                    .to_string();
                 info!("broker {addr} says the consumers of group {group} changed; rebalancing");
                 if let Some(i) = me.upgrade() {
                     i.rebalance_immediately();
@@ -755,19 +782,26 @@ impl MQClientInstance {
         let table = self.broker_addr_table.read();
         let map = table.get(broker_name)?;
         if let Some(a) = map.get(&broker_id) {
-            return Some(FindBrokerResult { addr: a.clone(), slave: broker_id != 0 });
+            return Some(FindBrokerResult {
+                addr: a.clone(),
+                slave: broker_id != 0,
+            });
         }
         if broker_id != 0 {
             if let Some(a) = map.get(&(broker_id + 1)) {
-                return Some(FindBrokerResult { addr: a.clone(), slave: true });
+                return Some(FindBrokerResult {
+                    addr: a.clone(),
+                    slave: true,
+                });
             }
         }
         if only_this {
             return None;
         }
-        map.iter()
-            .next()
-            .map(|(id, a)| FindBrokerResult { addr: a.clone(), slave: *id != 0 })
+        map.iter().next().map(|(id, a)| FindBrokerResult {
+            addr: a.clone(),
+            slave: *id != 0,
+        })
     }
 
     /// Client ids of `group`'s consumers, asked from a broker serving `topic` (Java
@@ -786,7 +820,12 @@ impl MQClientInstance {
             Some(a) => a,
             None => {
                 self.update_topic_route(topic)?;
-                pick(self).ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("no broker serves topic {topic}")))?
+                pick(self).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::NoRoute,
+                        format!("no broker serves topic {topic}"),
+                    )
+                })?
             }
         };
         self.api

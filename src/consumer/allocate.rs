@@ -139,7 +139,12 @@ impl AllocateStrategy for AllocateByConfig {
     fn name(&self) -> &str {
         "CONFIG"
     }
-    fn allocate(&self, _current: &str, _all: &[MessageQueue], _cids: &[String]) -> Vec<MessageQueue> {
+    fn allocate(
+        &self,
+        _current: &str,
+        _all: &[MessageQueue],
+        _cids: &[String],
+    ) -> Vec<MessageQueue> {
         self.queues.clone()
     }
 }
@@ -172,7 +177,10 @@ impl AllocateStrategy for AllocateByMachineRoom {
         let per = premq.len() / c;
         let rem = premq.len() % c;
         let start = per * index;
-        let mut out: Vec<MessageQueue> = premq[start..start + per].iter().map(|q| (*q).clone()).collect();
+        let mut out: Vec<MessageQueue> = premq[start..start + per]
+            .iter()
+            .map(|q| (*q).clone())
+            .collect();
         if index < rem {
             out.push(premq[per * c + index].clone());
         }
@@ -259,7 +267,11 @@ mod tests {
     fn check_avg(nq: i32, nc: usize, expected: &[&[i32]]) {
         let (all, cs) = (queues(nq), cids(nc));
         for (i, want) in expected.iter().enumerate() {
-            assert_eq!(ids(&AllocateAveragely.allocate(&cs[i], &all, &cs)), *want, "{nq} queues / {nc} consumers, #{i}");
+            assert_eq!(
+                ids(&AllocateAveragely.allocate(&cs[i], &all, &cs)),
+                *want,
+                "{nq} queues / {nc} consumers, #{i}"
+            );
         }
     }
 
@@ -283,9 +295,17 @@ mod tests {
                 Box::new(AllocateConsistentHash::default()),
             ];
             for s in &strategies {
-                let mut got: Vec<i32> = cs.iter().flat_map(|c| ids(&s.allocate(c, &all, &cs))).collect();
+                let mut got: Vec<i32> = cs
+                    .iter()
+                    .flat_map(|c| ids(&s.allocate(c, &all, &cs)))
+                    .collect();
                 got.sort();
-                assert_eq!(got, (0..13).collect::<Vec<_>>(), "{} with {nc} consumers", s.name());
+                assert_eq!(
+                    got,
+                    (0..13).collect::<Vec<_>>(),
+                    "{} with {nc} consumers",
+                    s.name()
+                );
             }
         }
     }
@@ -293,13 +313,21 @@ mod tests {
     #[test]
     fn by_circle_deals_round_robin() {
         let (all, cs) = (queues(5), cids(2));
-        assert_eq!(ids(&AllocateAveragelyByCircle.allocate("c0", &all, &cs)), vec![0, 2, 4]);
-        assert_eq!(ids(&AllocateAveragelyByCircle.allocate("c1", &all, &cs)), vec![1, 3]);
+        assert_eq!(
+            ids(&AllocateAveragelyByCircle.allocate("c0", &all, &cs)),
+            vec![0, 2, 4]
+        );
+        assert_eq!(
+            ids(&AllocateAveragelyByCircle.allocate("c1", &all, &cs)),
+            vec![1, 3]
+        );
     }
 
     #[test]
     fn a_consumer_not_in_the_list_gets_nothing() {
-        assert!(AllocateAveragely.allocate("x", &queues(4), &cids(2)).is_empty());
+        assert!(AllocateAveragely
+            .allocate("x", &queues(4), &cids(2))
+            .is_empty());
     }
 
     #[test]
@@ -315,7 +343,9 @@ mod tests {
             .iter()
             .flat_map(|b| (0..3).map(move |i| MessageQueue::new("T", *b, i)))
             .collect();
-        let s = AllocateByMachineRoom { consumer_idcs: vec!["r1".into()] };
+        let s = AllocateByMachineRoom {
+            consumer_idcs: vec!["r1".into()],
+        };
         let cs = cids(2);
         let a = s.allocate("c0", &all, &cs);
         let b = s.allocate("c1", &all, &cs);

@@ -34,7 +34,9 @@ use std::time::Duration;
 use log::info;
 
 use crate::client::validators::{check_group, check_topic, DEFAULT_CONSUMER_GROUP};
-use crate::client::{manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, ServiceState};
+use crate::client::{
+    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, ServiceState,
+};
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 
@@ -108,9 +110,11 @@ impl ConsumeOrderlyContext {
     }
 }
 
-type ConcurrentFn =
-    dyn Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus + Send + Sync;
-type OrderlyFn = dyn Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus + Send + Sync;
+type ConcurrentFn = dyn Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus
+    + Send
+    + Sync;
+type OrderlyFn =
+    dyn Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus + Send + Sync;
 
 pub(crate) enum Listener {
     Concurrently(Box<ConcurrentFn>),
@@ -231,13 +235,20 @@ impl PushConsumerBuilder {
     }
 
     /// Client settings.
-    pub fn client_config(mut self, f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder) -> Self {
+    pub fn client_config(
+        mut self,
+        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
+    ) -> Self {
         self.client = f(self.client);
         self
     }
 
     /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
-    pub fn subscribe(mut self, topic: impl Into<String>, tag_expression: impl Into<String>) -> Self {
+    pub fn subscribe(
+        mut self,
+        topic: impl Into<String>,
+        tag_expression: impl Into<String>,
+    ) -> Self {
         self.subscriptions
             .push((topic.into(), MessageSelector::by_tag(tag_expression)));
         self
@@ -252,7 +263,10 @@ impl PushConsumerBuilder {
     /// The concurrent listener (Java `MessageListenerConcurrently`); runs on the consume pool.
     pub fn register_message_listener_concurrently(
         mut self,
-        f: impl Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus + Send + Sync + 'static,
+        f: impl Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         self.listener = Some(Listener::Concurrently(Box::new(f)));
         self
@@ -261,7 +275,10 @@ impl PushConsumerBuilder {
     /// The orderly listener (Java `MessageListenerOrderly`): one thread per queue at a time.
     pub fn register_message_listener_orderly(
         mut self,
-        f: impl Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus + Send + Sync + 'static,
+        f: impl Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         self.listener = Some(Listener::Orderly(Box::new(f)));
         self
@@ -316,20 +333,30 @@ impl PushConsumerBuilder {
             )));
         }
         let o = &self.options;
-        if o.consume_thread_min == 0 || o.consume_thread_min > 1000 || o.consume_thread_max < o.consume_thread_min || o.consume_thread_max > 1000 {
+        if o.consume_thread_min == 0
+            || o.consume_thread_min > 1000
+            || o.consume_thread_max < o.consume_thread_min
+            || o.consume_thread_max > 1000
+        {
             return Err(Error::invalid_argument(format!(
                 "consume threads must satisfy 1 <= min ({}) <= max ({}) <= 1000",
                 o.consume_thread_min, o.consume_thread_max
             )));
         }
-        if !(1..=1024).contains(&o.pull_batch_size) || !(1..=1024).contains(&o.consume_message_batch_max_size) {
-            return Err(Error::invalid_argument("pull and consume batch sizes must be within 1..=1024"));
+        if !(1..=1024).contains(&o.pull_batch_size)
+            || !(1..=1024).contains(&o.consume_message_batch_max_size)
+        {
+            return Err(Error::invalid_argument(
+                "pull and consume batch sizes must be within 1..=1024",
+            ));
         }
         let Some(listener) = self.listener else {
             return Err(Error::invalid_argument("no message listener is registered"));
         };
         if self.subscriptions.is_empty() {
-            return Err(Error::invalid_argument("the consumer subscribes to no topic"));
+            return Err(Error::invalid_argument(
+                "the consumer subscribes to no topic",
+            ));
         }
         let mut config: ClientConfig = self.client.build();
         let ns = config.namespace();
@@ -344,16 +371,26 @@ impl PushConsumerBuilder {
             config.change_instance_name_to_pid();
             // Clustering consumers also consume their retry topic.
             let retry = format!("%RETRY%{group}");
-            subs.push(subscription::build_subscription_data(&retry, &MessageSelector::by_tag("*"))?);
+            subs.push(subscription::build_subscription_data(
+                &retry,
+                &MessageSelector::by_tag("*"),
+            )?);
         }
         let instance = manager::get_or_create_instance(&config)?;
         let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
-        let rebalance = RebalanceImpl::new(&group, self.options.message_model, strategy, instance.clone());
+        let rebalance = RebalanceImpl::new(
+            &group,
+            self.options.message_model,
+            strategy,
+            instance.clone(),
+        );
         for s in subs {
             rebalance.subscriptions.write().insert(s.topic.clone(), s);
         }
         let store: Box<dyn OffsetStore> = match self.options.message_model {
-            MessageModel::Clustering => Box::new(RemoteBrokerOffsetStore::new(instance.clone(), &group)),
+            MessageModel::Clustering => {
+                Box::new(RemoteBrokerOffsetStore::new(instance.clone(), &group))
+            }
             MessageModel::Broadcasting => Box::new(LocalFileOffsetStore::new(
                 &self.options.offset_store_dir,
                 instance.client_id(),
@@ -361,7 +398,14 @@ impl PushConsumerBuilder {
             )),
         };
         store.load()?;
-        let inner = PushConsumerImpl::new(group.clone(), self.options, listener, instance.clone(), rebalance, store)?;
+        let inner = PushConsumerImpl::new(
+            group.clone(),
+            self.options,
+            listener,
+            instance.clone(),
+            rebalance,
+            store,
+        )?;
         let consumer = PushConsumer { inner };
         consumer.start_inner()?;
         Ok(consumer)
@@ -407,10 +451,13 @@ impl PushConsumer {
         // The retry/DLQ fallback sends through a producer of this client id.
         if c.options.message_model == MessageModel::Clustering {
             // One per consumer group, so that consumers sharing an instance do not clash.
-            let group = format!("{}_{}", crate::client::validators::CLIENT_INNER_PRODUCER_GROUP, c.group);
+            let group = format!(
+                "{}_{}",
+                crate::client::validators::CLIENT_INNER_PRODUCER_GROUP,
+                c.group
+            );
             let config = instance.config().clone();
-            match crate::producer::Producer::builder(group).build_with_config(config)
-            {
+            match crate::producer::Producer::builder(group).build_with_config(config) {
                 Ok(p) => {
                     if p.start().is_ok() {
                         *c.fallback_producer.write() = Some(p);
@@ -431,7 +478,11 @@ impl PushConsumer {
         }
         instance.send_heartbeat_to_all_brokers_with_lock();
         instance.rebalance_immediately();
-        info!("push consumer {} started on client {}", c.group, instance.client_id());
+        info!(
+            "push consumer {} started on client {}",
+            c.group,
+            instance.client_id()
+        );
         Ok(())
     }
 
@@ -492,10 +543,11 @@ impl PushConsumer {
         c.drop_all_queues();
         c.pool.shutdown();
         c.persist_offsets_sync();
-        if matches!(c.options.message_model, MessageModel::Clustering) {
+        if c.is_orderly_clustering() {
             c.rebalance.unlock_all(false);
         }
-        if let Some(p) = c.fallback_producer.write().take() {
+        let fallback = c.fallback_producer.write().take();
+        if let Some(p) = fallback {
             p.shutdown();
         }
         c.instance.unregister_consumer(&c.group);

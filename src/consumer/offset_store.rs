@@ -52,7 +52,12 @@ pub(crate) trait OffsetStore: Send + Sync {
     fn offsets(&self) -> HashMap<MessageQueue, i64>;
 }
 
-fn update_in(table: &Mutex<HashMap<MessageQueue, i64>>, mq: &MessageQueue, offset: i64, increase_only: bool) {
+fn update_in(
+    table: &Mutex<HashMap<MessageQueue, i64>>,
+    mq: &MessageQueue,
+    offset: i64,
+    increase_only: bool,
+) {
     let mut t = table.lock();
     match t.get_mut(mq) {
         Some(cur) if increase_only => *cur = (*cur).max(offset),
@@ -80,20 +85,33 @@ impl RemoteBrokerOffsetStore {
     }
 
     fn master_addr(&self, mq: &MessageQueue) -> Result<String> {
-        if let Some(a) = self.instance.find_broker_address_in_publish(&mq.broker_name) {
+        if let Some(a) = self
+            .instance
+            .find_broker_address_in_publish(&mq.broker_name)
+        {
             return Ok(a);
         }
         let _ = self.instance.update_topic_route(&mq.topic);
         self.instance
             .find_broker_address_in_publish(&mq.broker_name)
-            .ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("the broker {} does not exist", mq.broker_name)))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("the broker {} does not exist", mq.broker_name),
+                )
+            })
     }
 
     fn push(&self, mq: &MessageQueue, offset: i64, oneway: bool) -> Result<()> {
         let addr = self.master_addr(mq)?;
-        self.instance
-            .api()
-            .update_consumer_offset(&addr, &self.group, mq, offset, oneway, BROKER_TIMEOUT)
+        self.instance.api().update_consumer_offset(
+            &addr,
+            &self.group,
+            mq,
+            offset,
+            oneway,
+            BROKER_TIMEOUT,
+        )
     }
 }
 
@@ -142,12 +160,20 @@ impl OffsetStore for RemoteBrokerOffsetStore {
     }
 
     fn persist_all(&self, mqs: &HashSet<MessageQueue>) {
-        let snapshot: Vec<(MessageQueue, i64)> = self.table.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let snapshot: Vec<(MessageQueue, i64)> = self
+            .table
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
         let mut unused = Vec::new();
         for (mq, offset) in snapshot {
             if mqs.contains(&mq) {
                 if let Err(e) = self.push(&mq, offset, true) {
-                    warn!("persisting the offset {offset} of {mq} for {}: {e}", self.group);
+                    warn!(
+                        "persisting the offset {offset} of {mq} for {}: {e}",
+                        self.group
+                    );
                 }
             } else {
                 unused.push(mq);
@@ -195,7 +221,9 @@ pub fn default_local_offset_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR") {
         return PathBuf::from(d);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
     home.join(".rocketmq_offsets")
 }
 
@@ -242,7 +270,8 @@ fn encode_offsets(table: &BTreeMap<MessageQueue, i64>) -> Result<String> {
         if i > 0 {
             s.push(',');
         }
-        let key = serde_json::to_string(mq).map_err(|e| Error::invalid_argument(format!("encoding {mq}: {e}")))?;
+        let key = serde_json::to_string(mq)
+            .map_err(|e| Error::invalid_argument(format!("encoding {mq}: {e}")))?;
         s.push_str(&key);
         s.push(':');
         s.push_str(&off.to_string());
@@ -267,7 +296,8 @@ fn read_offsets_file(path: &Path) -> Result<Option<BTreeMap<MessageQueue, i64>>>
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let w: OffsetWrapper = json::from_slice(&bytes).map_err(|e| Error::from(e).context(path.display()))?;
+    let w: OffsetWrapper =
+        json::from_slice(&bytes).map_err(|e| Error::from(e).context(path.display()))?;
     let mut out = BTreeMap::new();
     for (k, v) in w.offset_table {
         out.insert(json::parse_object_key::<MessageQueue>(&k)?, v);
@@ -279,13 +309,15 @@ fn read_offsets_file(path: &Path) -> Result<Option<BTreeMap<MessageQueue, i64>>>
 /// then move the new file into place.
 fn string_to_file(text: &str, path: &Path) -> Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
     if path.exists() {
         let bak = path.with_extension("json.bak");
-        std::fs::copy(path, &bak).map_err(|e| Error::io(format!("writing {}", bak.display()), e))?;
+        std::fs::copy(path, &bak)
+            .map_err(|e| Error::io(format!("writing {}", bak.display()), e))?;
     }
     std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("renaming to {}", path.display()), e))
 }
@@ -357,7 +389,12 @@ impl OffsetStore for LocalFileOffsetStore {
 
     fn update_consume_offset_to_store(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
         self.update_offset(mq, offset, false);
-        let table: BTreeMap<MessageQueue, i64> = self.table.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
+        let table: BTreeMap<MessageQueue, i64> = self
+            .table
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
         self.write_file(&table)
     }
 
@@ -371,7 +408,11 @@ mod tests {
     use super::*;
 
     fn dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rmq-offsets-{}-{}", std::process::id(), crate::util::random_u64()));
+        let d = std::env::temp_dir().join(format!(
+            "rmq-offsets-{}-{}",
+            std::process::id(),
+            crate::util::random_u64()
+        ));
         let _ = std::fs::remove_dir_all(&d);
         d
     }
@@ -384,7 +425,11 @@ mod tests {
         let b = MessageQueue::new("T", "b", 1);
         s.update_offset(&a, 5, true);
         s.update_offset(&a, 3, true);
-        assert_eq!(s.read_offset(&a, ReadOffsetType::ReadFromMemory), ReadOffset::Found(5), "increase only");
+        assert_eq!(
+            s.read_offset(&a, ReadOffsetType::ReadFromMemory),
+            ReadOffset::Found(5),
+            "increase only"
+        );
         s.update_offset(&b, 9, false);
         let set: HashSet<_> = [a.clone(), b.clone()].into_iter().collect();
         s.persist_all(&set);
@@ -399,11 +444,17 @@ mod tests {
 
         let again = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g");
         again.load().unwrap();
-        assert_eq!(again.read_offset(&a, ReadOffsetType::ReadFromMemory), ReadOffset::Found(6));
+        assert_eq!(
+            again.read_offset(&a, ReadOffsetType::ReadFromMemory),
+            ReadOffset::Found(6)
+        );
         // A broken main file falls back to the backup (which holds 5).
         std::fs::write(again.path(), "{garbage").unwrap();
         let third = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g");
-        assert_eq!(third.read_offset(&a, ReadOffsetType::ReadFromStore), ReadOffset::Found(5));
+        assert_eq!(
+            third.read_offset(&a, ReadOffsetType::ReadFromStore),
+            ReadOffset::Found(5)
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -419,7 +470,10 @@ mod tests {
         .unwrap();
         s.load().unwrap();
         let mq = MessageQueue::new("TopicTest", "broker-a", 3);
-        assert_eq!(s.read_offset(&mq, ReadOffsetType::MemoryFirstThenStore), ReadOffset::Found(1234));
+        assert_eq!(
+            s.read_offset(&mq, ReadOffsetType::MemoryFirstThenStore),
+            ReadOffset::Found(1234)
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -248,10 +248,16 @@ mod tests {
         let pq = ProcessQueue::default();
         pq.put_messages(&[msg(1), msg(2), msg(3)]);
         let first = pq.take_messages(2);
-        assert_eq!(first.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            first.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         pq.make_messages_to_consume_again(&first);
         let again = pq.take_messages(2);
-        assert_eq!(again.iter().map(|m| m.queue_offset).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            again.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
         assert_eq!(pq.commit(), 3);
         assert_eq!(pq.take_messages(2).len(), 1);
         assert_eq!(pq.commit(), 4);

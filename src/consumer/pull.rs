@@ -88,13 +88,25 @@ impl PullRouting {
     }
 }
 
-fn request(instance: &MQClientInstance, routing: &PullRouting, group: &str, p: &PullParams<'_>) -> Result<(String, RemotingCommand)> {
-    let find = || instance.find_broker_address_in_subscribe(&p.mq.broker_name, routing.broker_id(p.mq), false);
+fn request(
+    instance: &MQClientInstance,
+    routing: &PullRouting,
+    group: &str,
+    p: &PullParams<'_>,
+) -> Result<(String, RemotingCommand)> {
+    let find = || {
+        instance.find_broker_address_in_subscribe(&p.mq.broker_name, routing.broker_id(p.mq), false)
+    };
     let found = match find() {
         Some(f) => f,
         None => {
             instance.update_topic_route(&p.mq.topic)?;
-            find().ok_or_else(|| Error::new(ErrorKind::NoRoute, format!("the broker {} does not exist", p.mq.broker_name)))?
+            find().ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("the broker {} does not exist", p.mq.broker_name),
+                )
+            })?
         }
     };
     let mut flag = p.sys_flag;
@@ -115,7 +127,10 @@ fn request(instance: &MQClientInstance, routing: &PullRouting, group: &str, p: &
         expression_type: Some(p.sub.expression_type.clone()),
         broker_name: Some(p.mq.broker_name.clone()),
     };
-    Ok((found.addr, RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &header)))
+    Ok((
+        found.addr,
+        RemotingCommand::request_with_header(RequestCode::PULL_MESSAGE, &header),
+    ))
 }
 
 /// Sends one pull and calls `callback` (on the callback pool) with the processed result.
@@ -129,9 +144,11 @@ pub(crate) fn pull_async(
     let (addr, req) = request(instance, &routing, group, p)?;
     let mq = p.mq.clone();
     let sub = p.sub.clone();
-    instance.remoting().invoke_async(&addr, req, p.timeout, move |r| {
-        callback(r.and_then(|resp| process_response(&routing, &mq, &sub, resp)))
-    })
+    instance
+        .remoting()
+        .invoke_async(&addr, req, p.timeout, move |r| {
+            callback(r.and_then(|resp| process_response(&routing, &mq, &sub, resp)))
+        })
 }
 
 /// Turns a PULL_MESSAGE response into a result (Java `processPullResponse` +
@@ -147,7 +164,11 @@ pub(crate) fn process_response(
         ResponseCode::PULL_NOT_FOUND => PullStatus::NoNewMsg,
         ResponseCode::PULL_RETRY_IMMEDIATELY => PullStatus::NoMatchedMsg,
         ResponseCode::PULL_OFFSET_MOVED => PullStatus::OffsetIllegal,
-        code => return Err(Error::response(code, response.remark.as_deref()).context(format!("pull {mq}"))),
+        code => {
+            return Err(
+                Error::response(code, response.remark.as_deref()).context(format!("pull {mq}"))
+            )
+        }
     };
     let h: PullMessageResponseHeader = response.decode_header()?;
     routing.remember(mq, h.suggest_which_broker_id);
@@ -162,8 +183,10 @@ pub(crate) fn process_response(
                     m.message.set_transaction_id(Some(uniq));
                 }
             }
-            m.message.put_property(property::MIN_OFFSET, h.min_offset.to_string());
-            m.message.put_property(property::MAX_OFFSET, h.max_offset.to_string());
+            m.message
+                .put_property(property::MIN_OFFSET, h.min_offset.to_string());
+            m.message
+                .put_property(property::MAX_OFFSET, h.max_offset.to_string());
             m.broker_name = mq.broker_name.clone();
             msgs.push(m);
         }

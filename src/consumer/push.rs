@@ -22,8 +22,8 @@ use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullResult, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, Listener,
-    PushConsumerOptions,
+    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
+    ConsumeOrderlyStatus, Listener, PushConsumerOptions,
 };
 use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
 use crate::error::{ErrorKind, Result};
@@ -89,8 +89,12 @@ impl PushConsumerImpl {
         rebalance: RebalanceImpl,
         offset_store: Box<dyn OffsetStore>,
     ) -> Result<Arc<Self>> {
-        let pool = ConsumePool::new("rmq-consume", options.consume_thread_min, options.consume_thread_max)
-            .map_err(|e| crate::Error::io("starting the consume pool", e))?;
+        let pool = ConsumePool::new(
+            "rmq-consume",
+            options.consume_thread_min,
+            options.consume_thread_max,
+        )
+        .map_err(|e| crate::Error::io("starting the consume pool", e))?;
         Ok(Arc::new_cyclic(|me| PushConsumerImpl {
             group,
             options,
@@ -112,6 +116,10 @@ impl PushConsumerImpl {
         matches!(self.listener, Listener::Orderly(_))
     }
 
+    pub(crate) fn is_orderly_clustering(&self) -> bool {
+        self.is_orderly() && self.options.message_model == MessageModel::Clustering
+    }
+
     fn is_running(&self) -> bool {
         *self.state.lock() == ServiceState::Running
     }
@@ -131,18 +139,24 @@ impl PushConsumerImpl {
         }
         let exec = ScheduledExecutor::new("rmq-lock", 1)?;
         let me = self.me.clone();
-        exec.schedule_at_fixed_rate("lock-all", Duration::from_millis(1000), LOCK_INTERVAL, move || {
-            if let Some(c) = me.upgrade() {
-                c.rebalance.lock_all();
-            }
-            Ok(())
-        })?;
+        exec.schedule_at_fixed_rate(
+            "lock-all",
+            Duration::from_millis(1000),
+            LOCK_INTERVAL,
+            move || {
+                if let Some(c) = me.upgrade() {
+                    c.rebalance.lock_all();
+                }
+                Ok(())
+            },
+        )?;
         *self.lock_timer.lock() = Some(exec);
         Ok(())
     }
 
     pub(crate) fn stop_lock_timer(&self) {
-        if let Some(t) = self.lock_timer.lock().take() {
+        let timer = self.lock_timer.lock().take();
+        if let Some(t) = timer {
             t.shutdown();
         }
     }
@@ -191,14 +205,23 @@ impl PushConsumerImpl {
         } else {
             return self.later(req, o.pull_time_delay_when_exception);
         }
-        let Some(sub) = self.rebalance.subscriptions.read().get(&req.mq.topic).cloned() else {
+        let Some(sub) = self
+            .rebalance
+            .subscriptions
+            .read()
+            .get(&req.mq.topic)
+            .cloned()
+        else {
             warn!("{}: no subscription for {}; pull later", self.group, req.mq);
             return self.later(req, o.pull_time_delay_when_exception);
         };
         let mut commit_offset = 0;
         let mut flag = sys_flag::SUSPEND;
         if o.message_model == MessageModel::Clustering {
-            if let ReadOffset::Found(v) = self.offset_store.read_offset(&req.mq, ReadOffsetType::ReadFromMemory) {
+            if let ReadOffset::Found(v) = self
+                .offset_store
+                .read_offset(&req.mq, ReadOffsetType::ReadFromMemory)
+            {
                 if v > 0 {
                     commit_offset = v;
                     flag |= sys_flag::COMMIT_OFFSET;
@@ -223,9 +246,13 @@ impl PushConsumerImpl {
         // The request moves into the callback; keep what a synchronous failure needs.
         let (pq2, offset, locked) = (req.pq.clone(), req.next_offset, req.previously_locked);
         let me = self.clone();
-        let sent = pull::pull_async(&self.instance, self.routing.clone(), &self.group, &params, move |r| {
-            me.on_pull_result(req, r)
-        });
+        let sent = pull::pull_async(
+            &self.instance,
+            self.routing.clone(),
+            &self.group,
+            &params,
+            move |r| me.on_pull_result(req, r),
+        );
         if let Err(e) = sent {
             warn!("{}: pull of {mq} not sent: {e}", self.group);
             let req = PullRequest {
@@ -247,6 +274,14 @@ impl PushConsumerImpl {
                     return;
                 }
                 let delay = if e.response_code() == Some(ResponseCode::FLOW_CONTROL) {
+                    BROKER_FLOW_CONTROL_DELAY
+                } else if e.response_code() == Some(ResponseCode::SUBSCRIPTION_NOT_LATEST) {
+                    // The broker missed our newest heartbeat; send it before pulling again.
+                    debug!(
+                        "{}: subscription of {} not latest at the broker; heartbeat",
+                        self.group, req.mq
+                    );
+                    self.instance.send_heartbeat_to_all_brokers_waiting();
                     BROKER_FLOW_CONTROL_DELAY
                 } else {
                     if e.kind() != ErrorKind::State {
@@ -278,7 +313,8 @@ impl PushConsumerImpl {
                 req.next_offset = r.next_begin_offset;
                 // Java `correctTagsOffset`: with nothing cached, the stored offset may move.
                 if req.pq.msg_count() == 0 {
-                    self.offset_store.update_offset(&req.mq, req.next_offset, true);
+                    self.offset_store
+                        .update_offset(&req.mq, req.next_offset, true);
                 }
                 self.instance.execute_pull_request_immediately(req);
             }
@@ -290,19 +326,27 @@ impl PushConsumerImpl {
                 req.next_offset = r.next_begin_offset;
                 req.pq.set_dropped(true);
                 let me = self.clone();
-                self.instance.schedule_later("offset-illegal", OFFSET_ILLEGAL_DELAY, move || {
-                    me.offset_store.update_offset(&req.mq, req.next_offset, false);
-                    me.offset_store.persist(&req.mq);
-                    me.rebalance.process_queues.write().remove(&req.mq);
-                    info!("{}: removed {} after an illegal offset; rebalance re-adds it", me.group, req.mq);
-                });
+                self.instance
+                    .schedule_later("offset-illegal", OFFSET_ILLEGAL_DELAY, move || {
+                        me.offset_store
+                            .update_offset(&req.mq, req.next_offset, false);
+                        me.offset_store.persist(&req.mq);
+                        me.rebalance.process_queues.write().remove(&req.mq);
+                        info!(
+                            "{}: removed {} after an illegal offset; rebalance re-adds it",
+                            me.group, req.mq
+                        );
+                    });
             }
         }
     }
 
     /// Java `computePullFromWhereWithException`.
     fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-        match self.offset_store.read_offset(mq, ReadOffsetType::ReadFromStore) {
+        match self
+            .offset_store
+            .read_offset(mq, ReadOffsetType::ReadFromStore)
+        {
             ReadOffset::Found(o) if o >= 0 => Some(o),
             ReadOffset::Failed => None,
             _ => {
@@ -311,10 +355,14 @@ impl PushConsumerImpl {
                     ConsumeFromWhere::ConsumeFromFirstOffset => Some(0),
                     ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
                         let ts = self.options.consume_timestamp_millis();
-                        self.queue_offset(mq, |api, addr| api.search_offset(addr, mq, ts, SEND_BACK_TIMEOUT))
+                        self.queue_offset(mq, |api, addr| {
+                            api.search_offset(addr, mq, ts, SEND_BACK_TIMEOUT)
+                        })
                     }
                     _ if retry => Some(0),
-                    _ => self.queue_offset(mq, |api, addr| api.get_queue_offset(addr, mq, true, SEND_BACK_TIMEOUT)),
+                    _ => self.queue_offset(mq, |api, addr| {
+                        api.get_queue_offset(addr, mq, true, SEND_BACK_TIMEOUT)
+                    }),
                 }
             }
         }
@@ -325,10 +373,14 @@ impl PushConsumerImpl {
         mq: &MessageQueue,
         f: impl Fn(&crate::client::MQClientAPI, &str) -> Result<i64>,
     ) -> Option<i64> {
-        let addr = self.instance.find_broker_address_in_publish(&mq.broker_name).or_else(|| {
-            let _ = self.instance.update_topic_route(&mq.topic);
-            self.instance.find_broker_address_in_publish(&mq.broker_name)
-        })?;
+        let addr = self
+            .instance
+            .find_broker_address_in_publish(&mq.broker_name)
+            .or_else(|| {
+                let _ = self.instance.update_topic_route(&mq.topic);
+                self.instance
+                    .find_broker_address_in_publish(&mq.broker_name)
+            })?;
         match f(self.instance.api(), &addr) {
             Ok(o) => Some(o),
             Err(e) => {
@@ -340,7 +392,13 @@ impl PushConsumerImpl {
 
     // --- consuming ------------------------------------------------------------------
 
-    fn submit_consume(self: &Arc<Self>, msgs: Vec<MessageExt>, pq: Arc<ProcessQueue>, mq: MessageQueue, dispatch: bool) {
+    fn submit_consume(
+        self: &Arc<Self>,
+        msgs: Vec<MessageExt>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+        dispatch: bool,
+    ) {
         match &self.listener {
             Listener::Concurrently(_) => {
                 let batch = self.options.consume_message_batch_max_size.max(1);
@@ -349,7 +407,8 @@ impl PushConsumerImpl {
                     let rest = msgs.split_off(batch.min(msgs.len()));
                     let chunk = std::mem::replace(&mut msgs, rest);
                     let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
-                    self.pool.execute(move || me.consume_concurrently(chunk, pq, mq));
+                    self.pool
+                        .execute(move || me.consume_concurrently(chunk, pq, mq));
                 }
             }
             Listener::Orderly(_) => {
@@ -375,33 +434,52 @@ impl PushConsumerImpl {
                 let t = crate::client::namespace::unwrap(Some(&ns), m.topic());
                 m.message.set_topic(t);
             }
-            m.message.put_property(property::CONSUME_START_TIME, now.clone());
+            m.message
+                .put_property(property::CONSUME_START_TIME, now.clone());
         }
     }
 
-    fn consume_concurrently(self: Arc<Self>, mut msgs: Vec<MessageExt>, pq: Arc<ProcessQueue>, mq: MessageQueue) {
+    fn consume_concurrently(
+        self: Arc<Self>,
+        mut msgs: Vec<MessageExt>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+    ) {
         if pq.is_dropped() {
             return;
         }
-        let Listener::Concurrently(listener) = &self.listener else { return };
+        let Listener::Concurrently(listener) = &self.listener else {
+            return;
+        };
         self.prepare_for_listener(&mut msgs);
         let mut ctx = ConsumeConcurrentlyContext::new(mq.clone());
-        let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
-            warn!("{}: the listener panicked on {} messages of {mq}; they will be retried", self.group, msgs.len());
-            ConsumeConcurrentlyStatus::ReconsumeLater
-        });
+        let status =
+            catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
+                warn!(
+                    "{}: the listener panicked on {} messages of {mq}; they will be retried",
+                    self.group,
+                    msgs.len()
+                );
+                ConsumeConcurrentlyStatus::ReconsumeLater
+            });
         if pq.is_dropped() {
             return;
         }
         let ack_index = match status {
-            ConsumeConcurrentlyStatus::ConsumeSuccess => (ctx.ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64,
+            ConsumeConcurrentlyStatus::ConsumeSuccess => {
+                (ctx.ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64
+            }
             ConsumeConcurrentlyStatus::ReconsumeLater => -1,
         };
         let mut failed = Vec::new();
         for m in msgs.iter().skip((ack_index + 1) as usize) {
             match self.options.message_model {
                 MessageModel::Broadcasting => {
-                    warn!("{}: broadcasting consumption of {} failed; dropped", self.group, m.msg_id())
+                    warn!(
+                        "{}: broadcasting consumption of {} failed; dropped",
+                        self.group,
+                        m.msg_id()
+                    )
                 }
                 MessageModel::Clustering => {
                     if !self.send_message_back(m, ctx.delay_level_when_next_consume, &mq) {
@@ -413,7 +491,10 @@ impl PushConsumerImpl {
             }
         }
         let failed_offsets: HashSet<i64> = failed.iter().map(|m| m.queue_offset).collect();
-        let done = msgs.iter().map(|m| m.queue_offset).filter(|o| !failed_offsets.contains(o));
+        let done = msgs
+            .iter()
+            .map(|m| m.queue_offset)
+            .filter(|o| !failed_offsets.contains(o));
         let offset = pq.remove_messages(done);
         if offset >= 0 && !pq.is_dropped() {
             self.offset_store.update_offset(&mq, offset, true);
@@ -421,10 +502,11 @@ impl PushConsumerImpl {
         if !failed.is_empty() {
             // Even the fallback failed: consume them again here later (Java: 5 s).
             let me = self.clone();
-            self.instance.schedule_later("consume-later", LOCAL_RETRY_DELAY, move || {
-                let pq2 = pq.clone();
-                me.submit_consume(failed, pq2, mq, true);
-            });
+            self.instance
+                .schedule_later("consume-later", LOCAL_RETRY_DELAY, move || {
+                    let pq2 = pq.clone();
+                    me.submit_consume(failed, pq2, mq, true);
+                });
         }
     }
 
@@ -432,7 +514,9 @@ impl PushConsumerImpl {
         if pq.is_dropped() {
             return;
         }
-        let Listener::Orderly(listener) = &self.listener else { return };
+        let Listener::Orderly(listener) = &self.listener else {
+            return;
+        };
         let _serial = pq.consume_lock.lock();
         let clustering = self.options.message_model == MessageModel::Clustering;
         if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
@@ -444,7 +528,11 @@ impl PushConsumerImpl {
                 return;
             }
             if clustering && (!pq.is_locked() || pq.is_lock_expired()) {
-                return self.try_lock_later_and_reconsume(pq.clone(), mq, Duration::from_millis(10));
+                return self.try_lock_later_and_reconsume(
+                    pq.clone(),
+                    mq,
+                    Duration::from_millis(10),
+                );
             }
             if began.elapsed() > MAX_TIME_CONSUME_CONTINUOUSLY {
                 return self.consume_orderly_later(pq.clone(), mq, Duration::from_millis(10));
@@ -455,10 +543,14 @@ impl PushConsumerImpl {
             }
             self.prepare_for_listener(&mut msgs);
             let mut ctx = ConsumeOrderlyContext::new(mq.clone());
-            let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
-                warn!("{}: the orderly listener panicked on {mq}; suspending", self.group);
-                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
-            });
+            let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx)))
+                .unwrap_or_else(|_| {
+                    warn!(
+                        "{}: the orderly listener panicked on {mq}; suspending",
+                        self.group
+                    );
+                    ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                });
             if pq.is_dropped() {
                 return;
             }
@@ -482,21 +574,37 @@ impl PushConsumerImpl {
         }
     }
 
-    fn consume_orderly_later(self: &Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+    fn consume_orderly_later(
+        self: &Arc<Self>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+        delay: Duration,
+    ) {
         let me = self.clone();
-        self.instance.schedule_later("consume-orderly-later", delay, move || {
-            let me2 = me.clone();
-            me.pool.execute(move || me2.consume_orderly(pq, mq));
-        });
+        self.instance
+            .schedule_later("consume-orderly-later", delay, move || {
+                let me2 = me.clone();
+                me.pool.execute(move || me2.consume_orderly(pq, mq));
+            });
     }
 
-    fn try_lock_later_and_reconsume(self: &Arc<Self>, pq: Arc<ProcessQueue>, mq: MessageQueue, delay: Duration) {
+    fn try_lock_later_and_reconsume(
+        self: &Arc<Self>,
+        pq: Arc<ProcessQueue>,
+        mq: MessageQueue,
+        delay: Duration,
+    ) {
         let me = self.clone();
-        self.instance.schedule_later("lock-and-consume", delay, move || {
-            let locked = me.rebalance.lock(&mq);
-            let next = if locked { Duration::from_millis(10) } else { Duration::from_millis(3000) };
-            me.consume_orderly_later(pq, mq, next);
-        });
+        self.instance
+            .schedule_later("lock-and-consume", delay, move || {
+                let locked = me.rebalance.lock(&mq);
+                let next = if locked {
+                    Duration::from_millis(10)
+                } else {
+                    Duration::from_millis(3000)
+                };
+                me.consume_orderly_later(pq, mq, next);
+            });
     }
 
     /// Orderly: whether to suspend (retry locally) rather than give up on the messages.
@@ -505,7 +613,8 @@ impl PushConsumerImpl {
         let mut suspend = false;
         for m in msgs.iter_mut() {
             if m.reconsume_times >= max {
-                m.message.put_property(property::RECONSUME_TIME, m.reconsume_times.to_string());
+                m.message
+                    .put_property(property::RECONSUME_TIME, m.reconsume_times.to_string());
                 if !self.send_back_as_normal_message(m, mq) {
                     suspend = true;
                     m.reconsume_times += 1;
@@ -535,10 +644,18 @@ impl PushConsumerImpl {
             max_reconsume_times: Some(self.options.max_reconsume_times_concurrently()),
             broker_name: Some(mq.broker_name.clone()),
         };
-        match self.instance.api().consumer_send_message_back(&addr, &header, SEND_BACK_TIMEOUT) {
+        match self
+            .instance
+            .api()
+            .consumer_send_message_back(&addr, &header, SEND_BACK_TIMEOUT)
+        {
             Ok(()) => true,
             Err(e) => {
-                warn!("{}: send-back of {} failed ({e}); sending to the retry topic", self.group, m.msg_id());
+                warn!(
+                    "{}: send-back of {} failed ({e}); sending to the retry topic",
+                    self.group,
+                    m.msg_id()
+                );
                 self.send_back_as_normal_message(m, mq)
             }
         }
@@ -551,15 +668,24 @@ impl PushConsumerImpl {
         let Some(producer) = guard.as_ref() else {
             return false;
         };
-        let mut msg = crate::message::Message::new(format!("{RETRY_PREFIX}{}", self.group), m.body().to_vec());
+        let mut msg = crate::message::Message::new(
+            format!("{RETRY_PREFIX}{}", self.group),
+            m.body().to_vec(),
+        );
         for (k, v) in m.message.properties() {
             msg.put_property(k, v);
         }
-        let origin = m.property(property::ORIGIN_MESSAGE_ID).unwrap_or(m.msg_id()).to_string();
+        let origin = m
+            .property(property::ORIGIN_MESSAGE_ID)
+            .unwrap_or(m.msg_id())
+            .to_string();
         msg.put_property(property::ORIGIN_MESSAGE_ID, origin);
         msg.set_flag(m.flag());
         msg.put_property(property::RETRY_TOPIC, m.topic());
-        msg.put_property(property::RECONSUME_TIME, (m.reconsume_times + 1).to_string());
+        msg.put_property(
+            property::RECONSUME_TIME,
+            (m.reconsume_times + 1).to_string(),
+        );
         msg.put_property(
             property::MAX_RECONSUME_TIMES,
             self.options.max_reconsume_times_concurrently().to_string(),
@@ -570,7 +696,11 @@ impl PushConsumerImpl {
         match producer.send(&msg) {
             Ok(_) => true,
             Err(e) => {
-                warn!("{}: sending {} to the retry topic failed: {e}", self.group, m.msg_id());
+                warn!(
+                    "{}: sending {} to the retry topic failed: {e}",
+                    self.group,
+                    m.msg_id()
+                );
                 false
             }
         }
@@ -602,18 +732,29 @@ impl PushConsumerImpl {
         for mq in self.rebalance.process_queues.read().keys() {
             self.offset_store.persist(mq);
         }
-        let all: HashSet<MessageQueue> = self.rebalance.process_queues.read().keys().cloned().collect();
+        let all: HashSet<MessageQueue> = self
+            .rebalance
+            .process_queues
+            .read()
+            .keys()
+            .cloned()
+            .collect();
         self.offset_store.persist_all(&all);
     }
 }
 
 impl RebalanceHooks for PushConsumerImpl {
-    fn message_queue_changed(&self, topic: &str, _all: &HashSet<MessageQueue>, _mine: &HashSet<MessageQueue>) {
+    fn message_queue_changed(
+        &self,
+        topic: &str,
+        _all: &HashSet<MessageQueue>,
+        _mine: &HashSet<MessageQueue>,
+    ) {
         // A new subscription version tells the broker to take the fresh heartbeat.
         if let Some(sub) = self.rebalance.subscriptions.write().get_mut(topic) {
             sub.sub_version = crate::util::now_millis();
         }
-        self.instance.send_heartbeat_to_all_brokers_with_lock();
+        self.instance.send_heartbeat_to_all_brokers_waiting();
     }
 
     fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool {
@@ -665,7 +806,13 @@ impl ConsumerInner for PushConsumerImpl {
             consume_type: ConsumeType::ConsumePassively,
             message_model: self.options.message_model,
             consume_from_where: self.options.consume_from_where,
-            subscription_data_set: self.rebalance.subscriptions.read().values().cloned().collect(),
+            subscription_data_set: self
+                .rebalance
+                .subscriptions
+                .read()
+                .values()
+                .cloned()
+                .collect(),
             unit_mode: false,
         }
     }
@@ -681,7 +828,11 @@ impl ConsumerInner for PushConsumerImpl {
 
     fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
         self.rebalance.subscriptions.read().contains_key(topic)
-            && !self.rebalance.topic_subscribe_info.read().contains_key(topic)
+            && !self
+                .rebalance
+                .topic_subscribe_info
+                .read()
+                .contains_key(topic)
     }
 
     fn persist_consumer_offset(&self) {
@@ -689,13 +840,17 @@ impl ConsumerInner for PushConsumerImpl {
         self.offset_store.persist_all(&mqs);
     }
 
+    /// Job 5: one more consume thread while the backlog is at or above the threshold, one
+    /// fewer below 80 % of it (Java's old `adjustThreadPool`). The backlog counts what waits
+    /// in the local cache as well as what the broker still holds: with pulls running ahead,
+    /// Java's broker-side figure alone drops to zero while the cache is full.
     fn adjust_thread_pool(&self) {
         let backlog: i64 = self
             .rebalance
             .process_queues
             .read()
             .values()
-            .map(|pq| pq.msg_acc_cnt())
+            .map(|pq| pq.msg_count() as i64 + pq.msg_acc_cnt())
             .sum();
         let threshold = self.options.adjust_thread_pool_nums_threshold as i64;
         if backlog >= threshold {

@@ -22,7 +22,12 @@ const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);
 /// What differs between consumer kinds (Java's `RebalancePushImpl` / `RebalanceLitePullImpl`).
 pub(crate) trait RebalanceHooks: Send + Sync {
     /// The allocation of `topic` changed.
-    fn message_queue_changed(&self, topic: &str, all: &HashSet<MessageQueue>, mine: &HashSet<MessageQueue>);
+    fn message_queue_changed(
+        &self,
+        topic: &str,
+        all: &HashSet<MessageQueue>,
+        mine: &HashSet<MessageQueue>,
+    );
     /// Persists and forgets `mq`'s offset before the queue goes; false keeps it (retry later).
     fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool;
     /// Forgets an offset that may be stale before the queue is taken again.
@@ -81,7 +86,10 @@ impl RebalanceImpl {
         for mq in stale {
             if let Some(pq) = self.process_queues.write().remove(&mq) {
                 pq.set_dropped(true);
-                info!("{}: dropped {mq}, its topic is no longer subscribed", self.group);
+                info!(
+                    "{}: dropped {mq}, its topic is no longer subscribed",
+                    self.group
+                );
             }
         }
     }
@@ -89,7 +97,10 @@ impl RebalanceImpl {
     fn rebalance_by_topic(&self, hooks: &dyn RebalanceHooks, topic: &str, is_order: bool) {
         let Some(mq_set) = self.topic_subscribe_info.read().get(topic).cloned() else {
             if !topic.starts_with("%RETRY%") {
-                warn!("{}: no route info for subscribed topic {topic} yet", self.group);
+                warn!(
+                    "{}: no route info for subscribed topic {topic} yet",
+                    self.group
+                );
             }
             return;
         };
@@ -151,7 +162,11 @@ impl RebalanceImpl {
                 if hooks.remove_unnecessary_message_queue(&mq, &pq) {
                     self.process_queues.write().remove(&mq);
                     changed = true;
-                    info!("{}: removed {mq}{}", self.group, if idle { " (idle)" } else { "" });
+                    info!(
+                        "{}: removed {mq}{}",
+                        self.group,
+                        if idle { " (idle)" } else { "" }
+                    );
                 }
             }
         }
@@ -161,12 +176,18 @@ impl RebalanceImpl {
                 continue;
             }
             if is_order && !self.lock(mq) {
-                warn!("{}: {mq} is locked by another consumer; not taken this round", self.group);
+                warn!(
+                    "{}: {mq} is locked by another consumer; not taken this round",
+                    self.group
+                );
                 continue;
             }
             hooks.remove_dirty_offset(mq);
             let Some(offset) = hooks.compute_pull_from_where(mq) else {
-                warn!("{}: no start offset for {mq}; retried next round", self.group);
+                warn!(
+                    "{}: no start offset for {mq}; retried next round",
+                    self.group
+                );
                 continue;
             };
             let pq = Arc::new(ProcessQueue::default());
@@ -217,8 +238,16 @@ impl RebalanceImpl {
     /// Locks every held queue, broker by broker (Java `lockAll`, every 20 s).
     pub(crate) fn lock_all(&self) {
         for (broker, mqs) in self.held_by_broker() {
-            let Some(addr) = self.master_of(&broker) else { continue };
-            match self.instance.api().lock_batch_mq(&addr, &self.group, self.instance.client_id(), &mqs, LOCK_TIMEOUT) {
+            let Some(addr) = self.master_of(&broker) else {
+                continue;
+            };
+            match self.instance.api().lock_batch_mq(
+                &addr,
+                &self.group,
+                self.instance.client_id(),
+                &mqs,
+                LOCK_TIMEOUT,
+            ) {
                 Ok(locked) => {
                     let locked: HashSet<MessageQueue> = locked.into_iter().collect();
                     let table = self.process_queues.read();
@@ -235,7 +264,9 @@ impl RebalanceImpl {
 
     /// Unlocks one queue at its broker.
     pub(crate) fn unlock(&self, mq: &MessageQueue, oneway: bool) {
-        let Some(addr) = self.master_of(&mq.broker_name) else { return };
+        let Some(addr) = self.master_of(&mq.broker_name) else {
+            return;
+        };
         if let Err(e) = self.instance.api().unlock_batch_mq(
             &addr,
             &self.group,
@@ -251,7 +282,9 @@ impl RebalanceImpl {
     /// Unlocks every held queue (on shutdown, synchronously).
     pub(crate) fn unlock_all(&self, oneway: bool) {
         for (broker, mqs) in self.held_by_broker() {
-            let Some(addr) = self.master_of(&broker) else { continue };
+            let Some(addr) = self.master_of(&broker) else {
+                continue;
+            };
             if let Err(e) = self.instance.api().unlock_batch_mq(
                 &addr,
                 &self.group,
@@ -274,7 +307,9 @@ impl RebalanceImpl {
     fn held_by_broker(&self) -> HashMap<String, Vec<MessageQueue>> {
         let mut by: HashMap<String, Vec<MessageQueue>> = HashMap::new();
         for mq in self.process_queues.read().keys() {
-            by.entry(mq.broker_name.clone()).or_default().push(mq.clone());
+            by.entry(mq.broker_name.clone())
+                .or_default()
+                .push(mq.clone());
         }
         by
     }

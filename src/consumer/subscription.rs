@@ -35,7 +35,10 @@ impl MessageSelector {
 }
 
 /// Builds the subscription of `topic` with a fresh version (now, in ms).
-pub fn build_subscription_data(topic: &str, selector: &MessageSelector) -> Result<SubscriptionData> {
+pub fn build_subscription_data(
+    topic: &str,
+    selector: &MessageSelector,
+) -> Result<SubscriptionData> {
     let version = crate::util::now_millis();
     match selector {
         MessageSelector::Tag(expr) => {
@@ -86,7 +89,10 @@ pub fn build_subscription_data(topic: &str, selector: &MessageSelector) -> Resul
 /// Whether a message with `tags` passes the subscription's tag filter (the client-side
 /// re-check of `PullAPIWrapper.processPullResult`; SQL filtering is the broker's).
 pub fn tag_matches(sub: &SubscriptionData, tags: Option<&str>) -> bool {
-    if sub.expression_type != EXPRESSION_TYPE_TAG || sub.tags_set.is_empty() || sub.sub_string == SUB_ALL {
+    if sub.expression_type != EXPRESSION_TYPE_TAG
+        || sub.tags_set.is_empty()
+        || sub.sub_string == SUB_ALL
+    {
         return true;
     }
     tags.is_some_and(|t| sub.tags_set.contains(t))

@@ -166,7 +166,8 @@ impl ProducerImpl {
         }
         *state = ServiceState::ShutdownAlready;
         drop(state);
-        if let Some(instance) = self.instance.write().take() {
+        let instance = self.instance.write().take();
+        if let Some(instance) = instance {
             instance.unregister_producer(&self.group);
             instance.shutdown();
         }

@@ -511,7 +511,8 @@ impl RemotingClient {
             return;
         }
         let _ = self.shared.submit(Command::Shutdown);
-        if let Some(h) = self.io_thread.lock().take() {
+        let io_thread = self.io_thread.lock().take();
+        if let Some(h) = io_thread {
             if h.join().is_err() {
                 warn!("the I/O thread ended by panic");
             }

@@ -65,13 +65,17 @@ fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset
     let p = producer();
     let mut sent = HashMap::new();
     for i in 0..100 {
-        let mut m = Message::new(&topic, format!("body {i}")).with_tags("T").with_keys([format!("k{i}")]);
+        let mut m = Message::new(&topic, format!("body {i}"))
+            .with_tags("T")
+            .with_keys([format!("k{i}")]);
         m.put_user_property("n", i.to_string()).unwrap();
         let r = p.send(&m).unwrap();
         sent.insert(r.msg_id, i);
     }
     let (c, seen) = recording(&group, &topic);
-    wait_for("100 messages", Duration::from_secs(60), || ids(&seen).len() >= 100);
+    wait_for("100 messages", Duration::from_secs(60), || {
+        ids(&seen).len() >= 100
+    });
     for m in seen.lock().iter() {
         let i = sent[m.msg_id()];
         assert_eq!(m.body(), format!("body {i}").as_bytes());
@@ -81,18 +85,29 @@ fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset
     }
     assert_eq!(ids(&seen), sent.keys().cloned().collect());
     // Everything consumed: the committed offsets are the end of each queue.
-    wait_for("offsets to catch up", Duration::from_secs(10), || c.offsets().values().sum::<i64>() >= 100);
+    wait_for("offsets to catch up", Duration::from_secs(10), || {
+        c.offsets().values().sum::<i64>() >= 100
+    });
     c.shutdown();
 
     let mut second = HashSet::new();
     for i in 0..20 {
-        second.insert(p.send(&Message::new(&topic, format!("late {i}"))).unwrap().msg_id);
+        second.insert(
+            p.send(&Message::new(&topic, format!("late {i}")))
+                .unwrap()
+                .msg_id,
+        );
     }
     let (c2, seen2) = recording(&group, &topic);
-    wait_for("20 new messages", Duration::from_secs(60), || ids(&seen2).len() >= 20);
+    wait_for("20 new messages", Duration::from_secs(60), || {
+        ids(&seen2).len() >= 20
+    });
     std::thread::sleep(Duration::from_millis(500));
     let got = ids(&seen2);
-    assert_eq!(got, second, "a restarted consumer reads only what it had not committed");
+    assert_eq!(
+        got, second,
+        "a restarted consumer reads only what it had not committed"
+    );
     c2.shutdown();
 }
 
@@ -103,7 +118,9 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
     let mut want = HashSet::new();
     for i in 0..30 {
         let tag = ["TagA", "TagB", "TagC"][i % 3];
-        let r = p.send(&Message::new(&topic, format!("{tag} {i}")).with_tags(tag)).unwrap();
+        let r = p
+            .send(&Message::new(&topic, format!("{tag} {i}")).with_tags(tag))
+            .unwrap();
         if tag != "TagC" {
             want.insert(r.msg_id);
         }
@@ -120,7 +137,9 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
         })
         .start()
         .unwrap();
-    wait_for("20 tagged messages", Duration::from_secs(60), || ids(&seen).len() >= 20);
+    wait_for("20 tagged messages", Duration::from_secs(60), || {
+        ids(&seen).len() >= 20
+    });
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(ids(&seen), want);
     assert!(seen.lock().iter().all(|m| m.tags() != Some("TagC")));
@@ -137,7 +156,11 @@ fn a_failed_message_comes_back_with_growing_reconsume_times() {
     let c = consumer(&cluster::unique("retryg"), &topic)
         .register_message_listener_concurrently(move |msgs, ctx| {
             let m = &msgs[0];
-            s.lock().push((m.msg_id().to_string(), m.reconsume_times, m.topic().to_string()));
+            s.lock().push((
+                m.msg_id().to_string(),
+                m.reconsume_times,
+                m.topic().to_string(),
+            ));
             // 1 s delay levels keep the test short (Java: delayLevelWhenNextConsume).
             ctx.delay_level_when_next_consume = 1;
             if m.reconsume_times < 2 {
@@ -148,11 +171,16 @@ fn a_failed_message_comes_back_with_growing_reconsume_times() {
         })
         .start()
         .unwrap();
-    wait_for("the third delivery", Duration::from_secs(60), || seen.lock().len() >= 3);
+    wait_for("the third delivery", Duration::from_secs(60), || {
+        seen.lock().len() >= 3
+    });
     let seen = seen.lock().clone();
     let times: Vec<i32> = seen.iter().map(|(_, t, _)| *t).collect();
     assert_eq!(&times[..3], &[0, 1, 2]);
-    assert!(seen.iter().all(|(id, _, t)| *id == failing && *t == topic), "{seen:?}");
+    assert!(
+        seen.iter().all(|(id, _, t)| *id == failing && *t == topic),
+        "{seen:?}"
+    );
     c.shutdown();
 }
 
@@ -175,10 +203,16 @@ fn a_message_that_always_fails_ends_in_the_dead_letter_queue() {
         .unwrap();
     let admin = Admin::new(cluster::namesrv()).unwrap();
     let dlq = format!("%DLQ%{group}");
-    wait_for("the DLQ to hold the message", Duration::from_secs(60), || {
-        admin.total_max_offset(&dlq).unwrap_or(0) >= 1
-    });
-    assert_eq!(*deliveries.lock(), 2, "first delivery + max_reconsume_times (1)");
+    wait_for(
+        "the DLQ to hold the message",
+        Duration::from_secs(60),
+        || admin.total_max_offset(&dlq).unwrap_or(0) >= 1,
+    );
+    assert_eq!(
+        *deliveries.lock(),
+        2,
+        "first delivery + max_reconsume_times (1)"
+    );
     c.shutdown();
 }
 
@@ -200,15 +234,29 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
             .unwrap();
         (c, seen)
     };
-    let mut consumers: Vec<(PushConsumer, Seen)> = ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
-    let all: HashSet<_> = p.fetch_publish_message_queues(&topic).unwrap().into_iter().collect();
+    let mut consumers: Vec<(PushConsumer, Seen)> =
+        ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
+    let all: HashSet<_> = p
+        .fetch_publish_message_queues(&topic)
+        .unwrap()
+        .into_iter()
+        .collect();
     wait_for("a full split", Duration::from_secs(60), || {
-        let held: Vec<_> = consumers.iter().flat_map(|(c, _)| c.assigned_queues()).filter(|q| q.topic == topic).collect();
+        let held: Vec<_> = consumers
+            .iter()
+            .flat_map(|(c, _)| c.assigned_queues())
+            .filter(|q| q.topic == topic)
+            .collect();
         held.len() == 8 && held.iter().cloned().collect::<HashSet<_>>() == all
     });
     let sizes: Vec<usize> = consumers
         .iter()
-        .map(|(c, _)| c.assigned_queues().iter().filter(|q| q.topic == topic).count())
+        .map(|(c, _)| {
+            c.assigned_queues()
+                .iter()
+                .filter(|q| q.topic == topic)
+                .count()
+        })
         .collect();
     let mut sorted = sizes.clone();
     sorted.sort();
@@ -218,7 +266,11 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
     let mut all_seen: Vec<Seen> = consumers.iter().map(|(_, s)| s.clone()).collect();
     let mut sent = HashSet::new();
     for i in 0..300 {
-        sent.insert(p.send(&Message::new(&topic, format!("m{i}"))).unwrap().msg_id);
+        sent.insert(
+            p.send(&Message::new(&topic, format!("m{i}")))
+                .unwrap()
+                .msg_id,
+        );
         if i == 100 {
             let (c, s) = start("c4");
             all_seen.push(s.clone());
@@ -230,8 +282,20 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
         }
     }
     let union = |all: &[Seen]| -> HashSet<String> { all.iter().flat_map(ids).collect() };
-    wait_for("every message at least once", Duration::from_secs(90), || sent.is_subset(&union(&all_seen)));
-    let deliveries: usize = all_seen.iter().map(|s| s.lock().iter().filter(|m| sent.contains(m.msg_id())).count()).sum();
+    wait_for(
+        "every message at least once",
+        Duration::from_secs(90),
+        || sent.is_subset(&union(&all_seen)),
+    );
+    let deliveries: usize = all_seen
+        .iter()
+        .map(|s| {
+            s.lock()
+                .iter()
+                .filter(|m| sent.contains(m.msg_id()))
+                .count()
+        })
+        .sum();
     eprintln!(
         "join/leave: {} messages, {} deliveries, {} duplicates",
         sent.len(),
@@ -268,7 +332,11 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
     let (b, seen_b) = start("b2");
     let mut sent = HashSet::new();
     for i in 0..40 {
-        sent.insert(p.send(&Message::new(&topic, format!("b{i}"))).unwrap().msg_id);
+        sent.insert(
+            p.send(&Message::new(&topic, format!("b{i}")))
+                .unwrap()
+                .msg_id,
+        );
     }
     wait_for("both to see all 40", Duration::from_secs(60), || {
         sent.is_subset(&ids(&seen_a)) && sent.is_subset(&ids(&seen_b))
@@ -293,8 +361,13 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
         })
         .start()
         .unwrap();
-    let late = p.send(&Message::new(&topic, "after restart")).unwrap().msg_id;
-    wait_for("the new message", Duration::from_secs(30), || ids(&seen).contains(&late));
+    let late = p
+        .send(&Message::new(&topic, "after restart"))
+        .unwrap()
+        .msg_id;
+    wait_for("the new message", Duration::from_secs(30), || {
+        ids(&seen).contains(&late)
+    });
     assert_eq!(ids(&seen), [late].into_iter().collect());
     again.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
@@ -307,8 +380,12 @@ fn orderly_consumption_keeps_queue_order_across_a_suspend() {
     let keys = ["order-1", "order-3"];
     for i in 0..20 {
         for k in keys {
-            p.send_with_selector(&Message::new(&topic, format!("{k}:{i}")).with_keys([k]), &SelectMessageQueueByHash, k)
-                .unwrap();
+            p.send_with_selector(
+                &Message::new(&topic, format!("{k}:{i}")).with_keys([k]),
+                &SelectMessageQueueByHash,
+                k,
+            )
+            .unwrap();
         }
     }
     let seen: Arc<Mutex<Vec<(String, i64, i32)>>> = Arc::new(Mutex::new(Vec::new()));
@@ -329,7 +406,9 @@ fn orderly_consumption_keeps_queue_order_across_a_suspend() {
         })
         .start()
         .unwrap();
-    wait_for("40 ordered messages", Duration::from_secs(60), || seen.lock().len() >= 40);
+    wait_for("40 ordered messages", Duration::from_secs(60), || {
+        seen.lock().len() >= 40
+    });
     let seen = seen.lock().clone();
     for k in keys {
         let steps: Vec<usize> = seen
@@ -337,7 +416,11 @@ fn orderly_consumption_keeps_queue_order_across_a_suspend() {
             .filter(|(b, _, _)| b.starts_with(&format!("{k}:")))
             .filter_map(|(b, _, _)| b.rsplit(':').next()?.parse().ok())
             .collect();
-        assert_eq!(steps, (0..20).collect::<Vec<_>>(), "{k} in order, each once");
+        assert_eq!(
+            steps,
+            (0..20).collect::<Vec<_>>(),
+            "{k} in order, each once"
+        );
     }
     assert!(*suspended.lock());
     c.shutdown();
@@ -348,7 +431,8 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
     let topic = cluster::topic("pool", 2);
     let p = producer();
     for i in 0..400 {
-        p.send_oneway(&Message::new(&topic, format!("p{i}"))).unwrap();
+        p.send_oneway(&Message::new(&topic, format!("p{i}")))
+            .unwrap();
     }
     let release = Arc::new(Mutex::new(false));
     let r = release.clone();
@@ -368,8 +452,12 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
         .start()
         .unwrap();
     assert_eq!(c.consume_pool_size(), 1);
-    wait_for("the pool to grow to 4", Duration::from_secs(30), || c.consume_pool_size() == 4);
+    wait_for("the pool to grow to 4", Duration::from_secs(30), || {
+        c.consume_pool_size() == 4
+    });
     *release.lock() = true;
-    wait_for("the pool to shrink to 1", Duration::from_secs(60), || c.consume_pool_size() == 1);
+    wait_for("the pool to shrink to 1", Duration::from_secs(60), || {
+        c.consume_pool_size() == 1
+    });
     c.shutdown();
 }
