@@ -316,7 +316,7 @@ fn select_local_ip(addrs: &[IpAddr]) -> IpAddr {
         .collect();
     if let Some(v) = v4.iter().find(|v| {
         let o = v.octets();
-        !(o[0] == 127 && o[1] == 0) && !(o[0] == 192 && o[1] == 168)
+        !(o[0] == 127 && o[1] == 0 || o[0] == 192 && o[1] == 168)
     }) {
         return IpAddr::V4(*v);
     }

@@ -236,6 +236,7 @@ impl LocalFileOffsetStore {
     }
 
     /// The file this store writes.
+    #[cfg(test)]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }

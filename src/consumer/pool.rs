@@ -80,11 +80,6 @@ impl ConsumePool {
         self.size.load(Ordering::SeqCst)
     }
 
-    /// Jobs waiting for a worker.
-    pub(crate) fn queued(&self) -> usize {
-        self.rx.len()
-    }
-
     /// One more worker, up to the maximum (Java `incCorePoolSize`).
     pub(crate) fn grow(&self) {
         if self.closed.load(Ordering::Acquire) || self.size() >= self.max {

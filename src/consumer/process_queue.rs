@@ -202,21 +202,6 @@ impl ProcessQueue {
             g.msgs.insert(m.queue_offset, m.clone());
         }
     }
-
-    /// Orderly: marks the consume task as finished so the next pull can start one.
-    pub(crate) fn clear_consume_task(&self) {
-        self.inner.lock().consume_task_active = false;
-    }
-
-    /// Orderly: whether a consume task should run (messages waiting) — sets the flag.
-    pub(crate) fn claim_consume_task(&self) -> bool {
-        let mut g = self.inner.lock();
-        if g.msgs.is_empty() || g.consume_task_active {
-            return false;
-        }
-        g.consume_task_active = true;
-        true
-    }
 }
 
 #[cfg(test)]
@@ -224,8 +209,10 @@ mod tests {
     use super::*;
 
     fn msg(offset: i64) -> MessageExt {
-        let mut m = MessageExt::default();
-        m.queue_offset = offset;
+        let mut m = MessageExt {
+            queue_offset: offset,
+            ..MessageExt::default()
+        };
         m.message.set_body(vec![0u8; 10]);
         m
     }
@@ -262,6 +249,9 @@ mod tests {
         assert_eq!(pq.take_messages(2).len(), 1);
         assert_eq!(pq.commit(), 4);
         assert!(pq.take_messages(2).is_empty());
-        assert!(pq.claim_consume_task() == false, "nothing cached");
+        assert!(
+            pq.put_messages(&[msg(4)]),
+            "an emptied queue starts a new task"
+        );
     }
 }

@@ -45,9 +45,9 @@ impl FaultStrategy {
     }
 
     /// Picks a queue (Java `selectOneMessageQueue(tpInfo, lastBrokerName)`).
-    pub fn select<'a>(
+    pub fn select(
         &self,
-        info: &'a TopicPublishInfo,
+        info: &TopicPublishInfo,
         last_broker: Option<&str>,
     ) -> Option<MessageQueue> {
         if !self.enabled {
@@ -108,7 +108,7 @@ impl FaultStrategy {
         self.items
             .lock()
             .get(broker)
-            .is_none_or(|i| Instant::now() >= i.start)
+            .map_or(true, |i| Instant::now() >= i.start)
     }
 
     /// Among the known brokers, one of the better half (Java `pickOneAtLeast`).
