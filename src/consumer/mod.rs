@@ -1,4 +1,5 @@
-//! Consumers: the push consumer (Java `DefaultMQPushConsumer`), rebalance with Java's
+//! Consumers: the push consumer (Java `DefaultMQPushConsumer`), the lite pull consumer
+//! (Java `DefaultLitePullConsumer`), rebalance with Java's
 //! allocation strategies, offset stores, retry and DLQ handling.
 //!
 //! ```no_run
@@ -19,6 +20,7 @@
 //! ```
 
 pub mod allocate;
+mod lite_pull;
 mod offset_store;
 mod pool;
 mod process_queue;
@@ -42,6 +44,7 @@ use crate::message::{MessageExt, MessageQueue};
 
 pub use crate::protocol::heartbeat::{ConsumeFromWhere, MessageModel};
 pub use allocate::{AllocateAveragely, AllocateStrategy};
+pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub use offset_store::{default_local_offset_dir, ReadOffset, ReadOffsetType};
 pub use process_queue::ProcessQueue;
 pub use pull::{PullResult, PullStatus};

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use crate::client::MQClientInstance;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageQueue;
+use crate::protocol::heartbeat::ConsumeFromWhere;
 use crate::protocol::json;
 
 const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -401,6 +402,46 @@ impl OffsetStore for LocalFileOffsetStore {
 
     fn offsets(&self) -> HashMap<MessageQueue, i64> {
         self.table.lock().clone()
+    }
+}
+
+/// Java `computePullFromWhereWithException`: the stored offset, else the start position
+/// `from` names (retry topics always start at 0 or the end). `None` skips the queue this
+/// round (the store or the broker could not be asked).
+pub(crate) fn compute_start_offset(
+    instance: &MQClientInstance,
+    store: &dyn OffsetStore,
+    from: ConsumeFromWhere,
+    timestamp: i64,
+    mq: &MessageQueue,
+) -> Option<i64> {
+    match store.read_offset(mq, ReadOffsetType::ReadFromStore) {
+        ReadOffset::Found(o) if o >= 0 => return Some(o),
+        ReadOffset::Failed => return None,
+        _ => {}
+    }
+    let retry = mq.topic.starts_with("%RETRY%");
+    let addr = instance
+        .find_broker_address_in_publish(&mq.broker_name)
+        .or_else(|| {
+            let _ = instance.update_topic_route(&mq.topic);
+            instance.find_broker_address_in_publish(&mq.broker_name)
+        });
+    let ask = |f: &dyn Fn(&str) -> Result<i64>| -> Option<i64> {
+        let addr = addr.as_deref()?;
+        f(addr).map_err(|e| warn!("start offset of {mq}: {e}")).ok()
+    };
+    let api = instance.api();
+    match from {
+        ConsumeFromWhere::ConsumeFromFirstOffset => Some(0),
+        ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+            ask(&|a| api.search_offset(a, mq, timestamp, BROKER_TIMEOUT))
+        }
+        ConsumeFromWhere::ConsumeFromTimestamp => {
+            ask(&|a| api.get_queue_offset(a, mq, true, BROKER_TIMEOUT))
+        }
+        _ if retry => Some(0),
+        _ => ask(&|a| api.get_queue_offset(a, mq, true, BROKER_TIMEOUT)),
     }
 }
 

@@ -23,8 +23,6 @@ pub mod sys_flag {
     pub const SUSPEND: i32 = 0x2;
     /// The request carries its subscription.
     pub const SUBSCRIPTION: i32 = 0x4;
-    /// Class filter (legacy).
-    pub const CLASS_FILTER: i32 = 0x8;
     /// A lite-pull consumer's request.
     pub const LITE_PULL: i32 = 0x10;
 }
@@ -55,8 +53,6 @@ pub struct PullResult {
     pub max_offset: i64,
     /// Messages that passed the tag filter.
     pub msgs: Vec<MessageExt>,
-    /// Broker id the broker suggests for the next pull.
-    pub(crate) suggest_which_broker_id: i64,
 }
 
 /// Parameters of one pull.
@@ -197,18 +193,5 @@ pub(crate) fn process_response(
         min_offset: h.min_offset,
         max_offset: h.max_offset,
         msgs,
-        suggest_which_broker_id: h.suggest_which_broker_id,
     })
-}
-
-/// A pull on the caller's thread (lite pull, tests).
-pub(crate) fn pull_sync(
-    instance: &MQClientInstance,
-    routing: &PullRouting,
-    group: &str,
-    p: &PullParams<'_>,
-) -> Result<PullResult> {
-    let (addr, req) = request(instance, routing, group, p)?;
-    let response = instance.remoting().invoke_sync(&addr, req, p.timeout)?;
-    process_response(routing, p.mq, p.sub, response)
 }

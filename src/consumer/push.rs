@@ -29,7 +29,7 @@ use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
 use crate::error::{ErrorKind, Result};
 use crate::message::{property, MessageExt, MessageQueue};
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
-use crate::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel};
+use crate::protocol::heartbeat::{ConsumeType, ConsumerData, MessageModel};
 use crate::protocol::ResponseCode;
 use crate::scheduler::ScheduledExecutor;
 
@@ -341,53 +341,14 @@ impl PushConsumerImpl {
         }
     }
 
-    /// Java `computePullFromWhereWithException`.
     fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-        match self
-            .offset_store
-            .read_offset(mq, ReadOffsetType::ReadFromStore)
-        {
-            ReadOffset::Found(o) if o >= 0 => Some(o),
-            ReadOffset::Failed => None,
-            _ => {
-                let retry = mq.topic.starts_with(RETRY_PREFIX);
-                match self.options.consume_from_where {
-                    ConsumeFromWhere::ConsumeFromFirstOffset => Some(0),
-                    ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
-                        let ts = self.options.consume_timestamp_millis();
-                        self.queue_offset(mq, |api, addr| {
-                            api.search_offset(addr, mq, ts, SEND_BACK_TIMEOUT)
-                        })
-                    }
-                    _ if retry => Some(0),
-                    _ => self.queue_offset(mq, |api, addr| {
-                        api.get_queue_offset(addr, mq, true, SEND_BACK_TIMEOUT)
-                    }),
-                }
-            }
-        }
-    }
-
-    fn queue_offset(
-        &self,
-        mq: &MessageQueue,
-        f: impl Fn(&crate::client::MQClientAPI, &str) -> Result<i64>,
-    ) -> Option<i64> {
-        let addr = self
-            .instance
-            .find_broker_address_in_publish(&mq.broker_name)
-            .or_else(|| {
-                let _ = self.instance.update_topic_route(&mq.topic);
-                self.instance
-                    .find_broker_address_in_publish(&mq.broker_name)
-            })?;
-        match f(self.instance.api(), &addr) {
-            Ok(o) => Some(o),
-            Err(e) => {
-                warn!("{}: start offset of {mq}: {e}", self.group);
-                None
-            }
-        }
+        super::offset_store::compute_start_offset(
+            &self.instance,
+            self.offset_store.as_ref(),
+            self.options.consume_from_where,
+            self.options.consume_timestamp_millis(),
+            mq,
+        )
     }
 
     // --- consuming ------------------------------------------------------------------

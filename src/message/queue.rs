@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 ///
 /// Ordered by topic, broker name, then queue id, as Java's `compareTo`. Strings compare by
 /// bytes, which equals Java's UTF-16 comparison for every name RocketMQ accepts (ASCII).
-/// The JSON form is Java's (`topic`, `brokerName`, `queueId`), as used in bodies such as
-/// `LOCK_BATCH_MQ` and `QUERY_ASSIGNMENT`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// The JSON form is Java's (`brokerName`, `queueId`, `topic`, in fastjson's alphabetical
+/// order), as used in bodies such as `LOCK_BATCH_MQ` and in `offsets.json` keys.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
     /// The topic.
@@ -29,6 +29,18 @@ impl MessageQueue {
             broker_name: broker_name.into(),
             queue_id,
         }
+    }
+}
+
+/// Field order follows fastjson's sorted output, not the declaration (which sets `Ord`).
+impl Serialize for MessageQueue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("MessageQueue", 3)?;
+        st.serialize_field("brokerName", &self.broker_name)?;
+        st.serialize_field("queueId", &self.queue_id)?;
+        st.serialize_field("topic", &self.topic)?;
+        st.end()
     }
 }
 
@@ -77,7 +89,8 @@ mod tests {
     fn json_uses_javas_field_names() {
         let q = MessageQueue::new("T", "broker-a", 2);
         let s = serde_json::to_string(&q).unwrap();
-        assert_eq!(s, r#"{"topic":"T","brokerName":"broker-a","queueId":2}"#);
+        // fastjson sorts properties: this is what Java writes and reads.
+        assert_eq!(s, r#"{"brokerName":"broker-a","queueId":2,"topic":"T"}"#);
         let back: MessageQueue = serde_json::from_str(&s).unwrap();
         assert_eq!(back, q);
     }

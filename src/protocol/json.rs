@@ -88,7 +88,26 @@ pub fn normalize(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
                     let o = out.get_or_insert_with(|| input[..i].to_vec());
                     o.extend_from_slice(&input[i..ws_end]);
                     o.push(b'"');
+                    // The key's JSON text goes compacted into a string: whitespace outside
+                    // its strings dropped (pretty-printed files have tabs and newlines),
+                    // quotes and backslashes escaped.
+                    let mut in_str = false;
+                    let mut escaped = false;
                     for &c in inner.iter() {
+                        if !in_str && c.is_ascii_whitespace() {
+                            continue;
+                        }
+                        if in_str {
+                            if escaped {
+                                escaped = false;
+                            } else if c == b'\\' {
+                                escaped = true;
+                            } else if c == b'"' {
+                                in_str = false;
+                            }
+                        } else if c == b'"' {
+                            in_str = true;
+                        }
                         if c == b'"' || c == b'\\' {
                             o.push(b'\\');
                         }
@@ -182,6 +201,10 @@ mod tests {
         check(r#"{"s":"{0:1}"}"#, r#"{"s":"{0:1}"}"#);
         check(r#"{"s":"a\"{0:"}"#, r#"{"s":"a\"{0:"}"#);
         check(r#"{"v":[1,2,{3:4}]}"#, r#"{"v":[1,2,{"3":4}]}"#);
+        check(
+            "{\n\t{\n\t\t\"brokerName\":\"b c\",\n\t\t\"queueId\":0\n\t}:1}",
+            "{\n\t\"{\\\"brokerName\\\":\\\"b c\\\",\\\"queueId\\\":0}\":1}",
+        );
         check(
             r#"{{"brokerName":"b","queueId":0,"topic":"T"}:100}"#,
             r#"{"{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"T\"}":100}"#,

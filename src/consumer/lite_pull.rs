@@ -1,0 +1,842 @@
+//! The lite pull consumer (Java `DefaultLitePullConsumer`): the application calls
+//! [`poll`](LitePullConsumer::poll); background pulls keep a bounded cache filled.
+//!
+//! Queues come from rebalance ([`subscribe`](LitePullConsumerBuilder::subscribe)) or from
+//! the application ([`assign`](LitePullConsumer::assign)). Each queue has a pull cursor and
+//! a consumed offset; `seek` moves the cursor and discards what was cached, commits write
+//! the consumed offsets to the group's offset store (the broker's in clustering mode).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use log::{debug, info, warn};
+use parking_lot::Mutex;
+
+use super::allocate::{AllocateAveragely, AllocateStrategy};
+use super::offset_store::{
+    compute_start_offset, LocalFileOffsetStore, OffsetStore, ReadOffset, ReadOffsetType,
+    RemoteBrokerOffsetStore,
+};
+use super::process_queue::ProcessQueue;
+use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
+use super::rebalance::{RebalanceHooks, RebalanceImpl};
+use super::subscription::{build_subscription_data, MessageSelector};
+use super::{ConsumeFromWhere, MessageModel};
+use crate::client::validators::{check_group, check_topic};
+use crate::client::{
+    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance,
+    ServiceState,
+};
+use crate::error::{Error, Result};
+use crate::message::{MessageExt, MessageQueue};
+use crate::protocol::heartbeat::{ConsumeType, ConsumerData, SubscriptionData};
+
+/// Lite pull settings with Java's defaults.
+#[derive(Debug, Clone)]
+pub struct LitePullOptions {
+    /// Clustering (default) or broadcasting.
+    pub message_model: MessageModel,
+    /// Start position of a group without stored offsets.
+    pub consume_from_where: ConsumeFromWhere,
+    /// Messages per pull (Java 10).
+    pub pull_batch_size: usize,
+    /// Cached pull results across all queues before pulls pause (Java 10,000 messages).
+    pub pull_threshold_for_all: usize,
+    /// Cached messages per queue before its pulls pause (Java 1000).
+    pub pull_threshold_for_queue: usize,
+    /// Default wait of [`poll`](LitePullConsumer::poll) (Java 5 s).
+    pub poll_timeout: Duration,
+    /// Commit consumed offsets automatically (Java true).
+    pub auto_commit: bool,
+    /// How often auto-commit runs, checked at each poll (Java 5 s, at least 1 s).
+    pub auto_commit_interval: Duration,
+    /// How long the broker may hold a pull with nothing new (Java 20 s; shorter makes
+    /// `seek` and shutdown answer sooner).
+    pub broker_suspend_max_time: Duration,
+    /// Delay of a pull retry after an error (Java 1 s).
+    pub pull_time_delay_when_exception: Duration,
+    /// Directory of broadcasting offsets.
+    pub offset_store_dir: std::path::PathBuf,
+}
+
+impl Default for LitePullOptions {
+    fn default() -> Self {
+        LitePullOptions {
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            pull_batch_size: 10,
+            pull_threshold_for_all: 10_000,
+            pull_threshold_for_queue: 1000,
+            poll_timeout: Duration::from_secs(5),
+            auto_commit: true,
+            auto_commit_interval: Duration::from_secs(5),
+            broker_suspend_max_time: Duration::from_secs(5),
+            pull_time_delay_when_exception: Duration::from_secs(1),
+            offset_store_dir: super::default_local_offset_dir(),
+        }
+    }
+}
+
+/// Pulled messages waiting for `poll`.
+struct Batch {
+    mq: MessageQueue,
+    epoch: u64,
+    msgs: Vec<MessageExt>,
+}
+
+/// Per-queue state.
+struct QueueState {
+    pq: Arc<ProcessQueue>,
+    /// Next offset to pull; `None` until computed from the store.
+    pull_offset: Option<i64>,
+    /// Offset after the last message `poll` returned; -1 until then.
+    consumed_offset: i64,
+    paused: bool,
+    /// Bumped by seek and re-assignment: pulls and cached batches of older epochs are void.
+    epoch: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Subscribe,
+    Assign,
+}
+
+struct LitePullImpl {
+    group: String,
+    options: LitePullOptions,
+    namespace: Option<String>,
+    instance: Arc<MQClientInstance>,
+    rebalance: RebalanceImpl,
+    store: Box<dyn OffsetStore>,
+    routing: Arc<PullRouting>,
+    mode: Mutex<Option<Mode>>,
+    queues: Mutex<HashMap<MessageQueue, QueueState>>,
+    cache_tx: Sender<Batch>,
+    cache_rx: Receiver<Batch>,
+    cached_msgs: AtomicU64,
+    epochs: AtomicU64,
+    state: Mutex<ServiceState>,
+    last_commit: Mutex<Instant>,
+    me: Weak<LitePullImpl>,
+}
+
+/// Builder for [`LitePullConsumer`].
+pub struct LitePullConsumerBuilder {
+    group: String,
+    client: ClientConfigBuilder,
+    options: LitePullOptions,
+    subscriptions: Vec<(String, MessageSelector)>,
+    strategy: Option<Box<dyn AllocateStrategy>>,
+}
+
+impl LitePullConsumerBuilder {
+    /// Name-server addresses.
+    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
+        self.client = self.client.namesrv_addr(addr);
+        self
+    }
+
+    /// Client settings.
+    pub fn client_config(
+        mut self,
+        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
+    ) -> Self {
+        self.client = f(self.client);
+        self
+    }
+
+    /// Options.
+    pub fn options(mut self, options: LitePullOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Subscribes (queues assigned by rebalance); not combinable with `assign`.
+    pub fn subscribe(
+        mut self,
+        topic: impl Into<String>,
+        tag_expression: impl Into<String>,
+    ) -> Self {
+        self.subscriptions
+            .push((topic.into(), MessageSelector::by_tag(tag_expression)));
+        self
+    }
+
+    /// Queue allocation strategy for `subscribe` (default averagely).
+    pub fn allocate_strategy(mut self, s: impl AllocateStrategy + 'static) -> Self {
+        self.strategy = Some(Box::new(s));
+        self
+    }
+
+    /// Starts the consumer. Without subscriptions it waits for [`LitePullConsumer::assign`].
+    pub fn start(self) -> Result<LitePullConsumer> {
+        check_group(&self.group)?;
+        let o = &self.options;
+        if !(1..=1024).contains(&o.pull_batch_size) {
+            return Err(Error::invalid_argument(
+                "pull_batch_size must be within 1..=1024",
+            ));
+        }
+        if o.auto_commit_interval < Duration::from_secs(1) {
+            return Err(Error::invalid_argument(
+                "auto_commit_interval must be at least 1 s",
+            ));
+        }
+        let mut config: ClientConfig = self.client.build();
+        let ns = config.namespace();
+        let group = namespace::wrap(ns.as_deref(), &self.group);
+        if self.options.message_model == MessageModel::Clustering {
+            config.change_instance_name_to_pid();
+        }
+        let instance = manager::get_or_create_instance(&config)?;
+        let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
+        let rebalance = RebalanceImpl::new(
+            &group,
+            self.options.message_model,
+            strategy,
+            instance.clone(),
+        );
+        let mut mode = None;
+        for (topic, selector) in &self.subscriptions {
+            check_topic(topic)?;
+            let wrapped = namespace::wrap(ns.as_deref(), topic);
+            let sub = build_subscription_data(&wrapped, selector)?;
+            rebalance.subscriptions.write().insert(wrapped, sub);
+            mode = Some(Mode::Subscribe);
+        }
+        let store: Box<dyn OffsetStore> = match self.options.message_model {
+            MessageModel::Clustering => {
+                Box::new(RemoteBrokerOffsetStore::new(instance.clone(), &group))
+            }
+            MessageModel::Broadcasting => Box::new(LocalFileOffsetStore::new(
+                &self.options.offset_store_dir,
+                instance.client_id(),
+                &group,
+            )),
+        };
+        store.load()?;
+        let (cache_tx, cache_rx) = unbounded();
+        let inner = Arc::new_cyclic(|me| LitePullImpl {
+            group,
+            options: self.options,
+            namespace: ns,
+            instance: instance.clone(),
+            rebalance,
+            store,
+            routing: Arc::new(PullRouting::default()),
+            mode: Mutex::new(mode),
+            queues: Mutex::new(HashMap::new()),
+            cache_tx,
+            cache_rx,
+            cached_msgs: AtomicU64::new(0),
+            epochs: AtomicU64::new(1),
+            state: Mutex::new(ServiceState::CreateJust),
+            last_commit: Mutex::new(Instant::now()),
+            me: me.clone(),
+        });
+        let me: Arc<dyn ConsumerInner> = inner.clone();
+        if !instance.register_consumer(&inner.group, me) {
+            return Err(Error::state(format!(
+                "the consumer group {} is already registered in client {}",
+                inner.group,
+                instance.client_id()
+            )));
+        }
+        if let Err(e) = instance.start() {
+            instance.unregister_consumer(&inner.group);
+            return Err(e);
+        }
+        *inner.state.lock() = ServiceState::Running;
+        let topics: Vec<String> = inner
+            .rebalance
+            .subscriptions
+            .read()
+            .keys()
+            .cloned()
+            .collect();
+        for t in topics {
+            if let Err(e) = instance.update_topic_route(&t) {
+                warn!("{}: route of {t}: {e}", inner.group);
+            }
+        }
+        instance.send_heartbeat_to_all_brokers_with_lock();
+        instance.rebalance_immediately();
+        info!(
+            "lite pull consumer {} started on client {}",
+            inner.group,
+            instance.client_id()
+        );
+        Ok(LitePullConsumer { inner })
+    }
+}
+
+/// A consumer the application pulls from with [`poll`](Self::poll) (Java
+/// `DefaultLitePullConsumer`). Dropping it shuts it down.
+pub struct LitePullConsumer {
+    inner: Arc<LitePullImpl>,
+}
+
+impl LitePullConsumer {
+    /// A builder for a consumer of `group`.
+    pub fn builder(group: impl Into<String>) -> LitePullConsumerBuilder {
+        LitePullConsumerBuilder {
+            group: group.into(),
+            client: ClientConfig::builder(),
+            options: LitePullOptions::default(),
+            subscriptions: Vec::new(),
+            strategy: None,
+        }
+    }
+
+    /// Takes these queues (replacing earlier assignments); not combinable with subscribe.
+    pub fn assign(&self, mqs: &[MessageQueue]) -> Result<()> {
+        let c = &self.inner;
+        {
+            let mut mode = c.mode.lock();
+            if *mode == Some(Mode::Subscribe) {
+                return Err(Error::state(
+                    "this consumer subscribes; assign is not allowed",
+                ));
+            }
+            *mode = Some(Mode::Assign);
+        }
+        let wanted: HashSet<MessageQueue> = mqs.iter().map(|mq| c.wrap(mq)).collect();
+        for mq in &wanted {
+            let mut subs = c.rebalance.subscriptions.write();
+            if !subs.contains_key(&mq.topic) {
+                subs.insert(
+                    mq.topic.clone(),
+                    build_subscription_data(&mq.topic, &MessageSelector::by_tag("*"))?,
+                );
+            }
+        }
+        let gone: Vec<MessageQueue> = c
+            .queues
+            .lock()
+            .keys()
+            .filter(|mq| !wanted.contains(*mq))
+            .cloned()
+            .collect();
+        for mq in gone {
+            c.drop_queue(&mq);
+        }
+        for mq in wanted {
+            c.add_queue(mq, None);
+        }
+        c.instance.send_heartbeat_to_all_brokers_with_lock();
+        Ok(())
+    }
+
+    /// Queues this consumer pulls now (topics without namespace).
+    pub fn assignment(&self) -> Vec<MessageQueue> {
+        let mut v: Vec<MessageQueue> = self
+            .inner
+            .queues
+            .lock()
+            .keys()
+            .map(|mq| self.inner.unwrap(mq))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Waits up to the configured poll timeout for messages.
+    pub fn poll(&self) -> Result<Vec<MessageExt>> {
+        self.poll_timeout(self.inner.options.poll_timeout)
+    }
+
+    /// Waits up to `timeout` for the next pulled batch; an empty vector when none came.
+    pub fn poll_timeout(&self, timeout: Duration) -> Result<Vec<MessageExt>> {
+        let c = &self.inner;
+        if *c.state.lock() != ServiceState::Running {
+            return Err(Error::state(format!("consumer {} is not running", c.group)));
+        }
+        if c.options.auto_commit && c.last_commit.lock().elapsed() >= c.options.auto_commit_interval
+        {
+            c.commit_all(false);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let batch = match c.cache_rx.recv_deadline(deadline) {
+                Ok(b) => b,
+                Err(RecvTimeoutError::Timeout) => return Ok(Vec::new()),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::state("the consumer is shut down"))
+                }
+            };
+            c.cached_msgs
+                .fetch_sub(batch.msgs.len() as u64, Ordering::SeqCst);
+            let mut queues = c.queues.lock();
+            let Some(q) = queues.get_mut(&batch.mq) else {
+                continue;
+            };
+            if q.epoch != batch.epoch || q.pq.is_dropped() {
+                continue; // seeked or re-assigned since the pull
+            }
+            let offset =
+                q.pq.remove_messages(batch.msgs.iter().map(|m| m.queue_offset));
+            if offset >= 0 {
+                q.consumed_offset = offset;
+            }
+            drop(queues);
+            let mut msgs = batch.msgs;
+            for m in &mut msgs {
+                let t = c.unwrap_topic(m.topic());
+                m.message.set_topic(t);
+            }
+            return Ok(msgs);
+        }
+    }
+
+    /// Writes the consumed offsets of every queue to the offset store, synchronously.
+    pub fn commit_sync(&self) -> Result<()> {
+        self.inner.commit_all(true);
+        Ok(())
+    }
+
+    /// The committed offset of `mq` in the store (the broker's in clustering mode).
+    pub fn committed(&self, mq: &MessageQueue) -> Result<Option<i64>> {
+        match self
+            .inner
+            .store
+            .read_offset(&self.inner.wrap(mq), ReadOffsetType::ReadFromStore)
+        {
+            ReadOffset::Found(o) => Ok(Some(o)),
+            ReadOffset::NotFound => Ok(None),
+            ReadOffset::Failed => Err(Error::state(format!(
+                "the offset of {mq} could not be read"
+            ))),
+        }
+    }
+
+    /// Next pulls of `mq` start at `offset` (checked against the queue's min and max);
+    /// what was cached is discarded.
+    pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let c = &self.inner;
+        let mq = c.wrap(mq);
+        let (min, max) = (c.queue_offset(&mq, false)?, c.queue_offset(&mq, true)?);
+        if offset < min || offset > max {
+            return Err(Error::invalid_argument(format!(
+                "seek offset {offset} of {mq} is outside [{min}, {max}]"
+            )));
+        }
+        c.reset_queue(&mq, offset)
+    }
+
+    /// Seeks to the first stored message.
+    pub fn seek_to_begin(&self, mq: &MessageQueue) -> Result<()> {
+        let c = &self.inner;
+        let mq = c.wrap(mq);
+        let min = c.queue_offset(&mq, false)?;
+        c.reset_queue(&mq, min)
+    }
+
+    /// Seeks past the last stored message.
+    pub fn seek_to_end(&self, mq: &MessageQueue) -> Result<()> {
+        let c = &self.inner;
+        let mq = c.wrap(mq);
+        let max = c.queue_offset(&mq, true)?;
+        c.reset_queue(&mq, max)
+    }
+
+    /// The offset of the first message stored at or after `timestamp` (ms).
+    pub fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
+        let c = &self.inner;
+        let mq = c.wrap(mq);
+        let addr = c.master(&mq)?;
+        c.instance
+            .api()
+            .search_offset(&addr, &mq, timestamp, Duration::from_secs(5))
+    }
+
+    /// Stops pulling these queues (what is cached can still be polled).
+    pub fn pause(&self, mqs: &[MessageQueue]) {
+        let mut q = self.inner.queues.lock();
+        for mq in mqs {
+            if let Some(s) = q.get_mut(&self.inner.wrap(mq)) {
+                s.paused = true;
+            }
+        }
+    }
+
+    /// Resumes pulling these queues.
+    pub fn resume(&self, mqs: &[MessageQueue]) {
+        let mut q = self.inner.queues.lock();
+        for mq in mqs {
+            if let Some(s) = q.get_mut(&self.inner.wrap(mq)) {
+                s.paused = false;
+            }
+        }
+    }
+
+    /// Commits (when auto-commit is on), unregisters and stops the client instance if
+    /// nothing else uses it. Idempotent.
+    pub fn shutdown(&self) {
+        let c = &self.inner;
+        {
+            let mut st = c.state.lock();
+            if *st != ServiceState::Running {
+                return;
+            }
+            *st = ServiceState::ShutdownAlready;
+        }
+        for s in c.queues.lock().values() {
+            s.pq.set_dropped(true);
+        }
+        if c.options.auto_commit {
+            c.commit_all(true);
+        }
+        c.instance.unregister_consumer(&c.group);
+        c.instance.shutdown();
+        info!("lite pull consumer {} shut down", c.group);
+    }
+}
+
+impl Drop for LitePullConsumer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl LitePullImpl {
+    fn wrap(&self, mq: &MessageQueue) -> MessageQueue {
+        let mut mq = mq.clone();
+        mq.topic = namespace::wrap(self.namespace.as_deref(), &mq.topic);
+        mq
+    }
+
+    fn unwrap(&self, mq: &MessageQueue) -> MessageQueue {
+        let mut mq = mq.clone();
+        mq.topic = self.unwrap_topic(&mq.topic);
+        mq
+    }
+
+    fn unwrap_topic(&self, topic: &str) -> String {
+        namespace::unwrap(self.namespace.as_deref(), topic)
+    }
+
+    fn is_running(&self) -> bool {
+        *self.state.lock() == ServiceState::Running
+    }
+
+    fn master(&self, mq: &MessageQueue) -> Result<String> {
+        self.instance
+            .find_broker_address_in_publish(&mq.broker_name)
+            .or_else(|| {
+                let _ = self.instance.update_topic_route(&mq.topic);
+                self.instance
+                    .find_broker_address_in_publish(&mq.broker_name)
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    crate::ErrorKind::NoRoute,
+                    format!("the broker {} does not exist", mq.broker_name),
+                )
+            })
+    }
+
+    fn queue_offset(&self, mq: &MessageQueue, max: bool) -> Result<i64> {
+        let addr = self.master(mq)?;
+        self.instance
+            .api()
+            .get_queue_offset(&addr, mq, max, Duration::from_secs(5))
+    }
+
+    /// Starts pulling `mq` (no-op when held); `offset` None computes it from the store.
+    fn add_queue(&self, mq: MessageQueue, offset: Option<i64>) {
+        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut q = self.queues.lock();
+            if q.contains_key(&mq) {
+                return;
+            }
+            q.insert(
+                mq.clone(),
+                QueueState {
+                    pq: Arc::new(ProcessQueue::default()),
+                    pull_offset: offset,
+                    consumed_offset: -1,
+                    paused: false,
+                    epoch,
+                },
+            );
+        }
+        self.schedule_pull(mq, epoch, Duration::ZERO);
+    }
+
+    fn drop_queue(&self, mq: &MessageQueue) {
+        if let Some(s) = self.queues.lock().remove(mq) {
+            s.pq.set_dropped(true);
+            if s.consumed_offset >= 0 {
+                self.store.update_offset(mq, s.consumed_offset, false);
+            }
+            self.store.persist(mq);
+            self.store.remove_offset(mq);
+        }
+    }
+
+    fn reset_queue(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
+        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut q = self.queues.lock();
+            let Some(s) = q.get_mut(mq) else {
+                return Err(Error::state(format!(
+                    "{mq} is not assigned to this consumer"
+                )));
+            };
+            s.pq.set_dropped(true);
+            s.pq = Arc::new(ProcessQueue::default());
+            s.pull_offset = Some(offset);
+            s.consumed_offset = offset;
+            s.epoch = epoch;
+        }
+        self.store.update_offset(mq, offset, false);
+        self.schedule_pull(mq.clone(), epoch, Duration::ZERO);
+        Ok(())
+    }
+
+    fn schedule_pull(&self, mq: MessageQueue, epoch: u64, delay: Duration) {
+        let me = self.me.clone();
+        self.instance.schedule_later("lite-pull", delay, move || {
+            if let Some(c) = me.upgrade() {
+                c.pull_once(mq, epoch);
+            }
+        });
+    }
+
+    /// One pull of `mq` if it is still ours at `epoch`; the callback schedules the next.
+    fn pull_once(self: Arc<Self>, mq: MessageQueue, epoch: u64) {
+        if !self.is_running() {
+            return;
+        }
+        let (pq, offset, paused) = {
+            let q = self.queues.lock();
+            let Some(s) = q.get(&mq) else { return };
+            if s.epoch != epoch {
+                return;
+            }
+            (s.pq.clone(), s.pull_offset, s.paused)
+        };
+        let o = &self.options;
+        if paused {
+            return self.schedule_pull(mq, epoch, Duration::from_millis(1000));
+        }
+        if self.cached_msgs.load(Ordering::SeqCst) as usize > o.pull_threshold_for_all
+            || pq.msg_count() > o.pull_threshold_for_queue
+        {
+            return self.schedule_pull(mq, epoch, Duration::from_millis(50));
+        }
+        let offset = match offset {
+            Some(off) => off,
+            None => match compute_start_offset(
+                &self.instance,
+                self.store.as_ref(),
+                o.consume_from_where,
+                0,
+                &mq,
+            ) {
+                Some(off) => {
+                    if let Some(s) = self.queues.lock().get_mut(&mq) {
+                        s.pull_offset = Some(off);
+                    }
+                    off
+                }
+                None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
+            },
+        };
+        let sub = match self.rebalance.subscriptions.read().get(&mq.topic).cloned() {
+            Some(s) => s,
+            None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
+        };
+        let params = PullParams {
+            mq: &mq,
+            sub: &sub,
+            offset,
+            max_nums: o.pull_batch_size as i32,
+            sys_flag: sys_flag::SUSPEND | sys_flag::SUBSCRIPTION | sys_flag::LITE_PULL,
+            commit_offset: 0,
+            suspend: o.broker_suspend_max_time,
+            timeout: o.broker_suspend_max_time + Duration::from_secs(10),
+            post_subscription: true,
+        };
+        let me = self.clone();
+        let mq2 = mq.clone();
+        let sent = pull::pull_async(
+            &self.instance,
+            self.routing.clone(),
+            &self.group,
+            &params,
+            move |r| me.on_pull(mq2, epoch, pq, r),
+        );
+        if let Err(e) = sent {
+            debug!("{}: pull of {mq} not sent: {e}", self.group);
+            self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception);
+        }
+    }
+
+    fn on_pull(
+        self: Arc<Self>,
+        mq: MessageQueue,
+        epoch: u64,
+        pq: Arc<ProcessQueue>,
+        r: Result<pull::PullResult>,
+    ) {
+        if pq.is_dropped() || !self.is_running() {
+            return;
+        }
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                warn!("{}: pull of {mq} failed: {e}", self.group);
+                return self.schedule_pull(mq, epoch, self.options.pull_time_delay_when_exception);
+            }
+        };
+        {
+            let mut q = self.queues.lock();
+            let Some(s) = q.get_mut(&mq) else { return };
+            if s.epoch != epoch {
+                return;
+            }
+            s.pull_offset = Some(r.next_begin_offset);
+        }
+        match r.status {
+            PullStatus::Found if !r.msgs.is_empty() => {
+                pq.put_messages(&r.msgs);
+                self.cached_msgs
+                    .fetch_add(r.msgs.len() as u64, Ordering::SeqCst);
+                let _ = self.cache_tx.send(Batch {
+                    mq: mq.clone(),
+                    epoch,
+                    msgs: r.msgs,
+                });
+            }
+            PullStatus::OffsetIllegal => {
+                warn!(
+                    "{}: offset of {mq} was illegal; continuing at {}",
+                    self.group, r.next_begin_offset
+                )
+            }
+            _ => {}
+        }
+        self.schedule_pull(mq, epoch, Duration::ZERO);
+    }
+
+    /// Stores every queue's consumed offset; `sync` also writes it through at once.
+    fn commit_all(&self, sync: bool) {
+        *self.last_commit.lock() = Instant::now();
+        let offsets: Vec<(MessageQueue, i64)> = self
+            .queues
+            .lock()
+            .iter()
+            .filter(|(_, s)| s.consumed_offset >= 0)
+            .map(|(mq, s)| (mq.clone(), s.consumed_offset))
+            .collect();
+        for (mq, off) in &offsets {
+            self.store.update_offset(mq, *off, false);
+            if sync {
+                if let Err(e) = self.store.update_consume_offset_to_store(mq, *off) {
+                    warn!("{}: committing {off} for {mq}: {e}", self.group);
+                }
+            }
+        }
+        if !sync {
+            let mqs: HashSet<MessageQueue> = offsets.into_iter().map(|(mq, _)| mq).collect();
+            self.store.persist_all(&mqs);
+        }
+    }
+}
+
+impl RebalanceHooks for LitePullImpl {
+    fn message_queue_changed(
+        &self,
+        _topic: &str,
+        _all: &HashSet<MessageQueue>,
+        _mine: &HashSet<MessageQueue>,
+    ) {
+        self.instance.send_heartbeat_to_all_brokers_waiting();
+    }
+
+    fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, _pq: &ProcessQueue) -> bool {
+        self.drop_queue(mq);
+        true
+    }
+
+    fn remove_dirty_offset(&self, mq: &MessageQueue) {
+        self.store.remove_offset(mq);
+    }
+
+    fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+        compute_start_offset(
+            &self.instance,
+            self.store.as_ref(),
+            self.options.consume_from_where,
+            0,
+            mq,
+        )
+    }
+
+    fn dispatch_pull_requests(&self, requests: Vec<(MessageQueue, Arc<ProcessQueue>, i64)>) {
+        for (mq, _pq, offset) in requests {
+            self.add_queue(mq, Some(offset));
+        }
+    }
+
+    fn drops_idle_queues(&self) -> bool {
+        false
+    }
+}
+
+impl ConsumerInner for LitePullImpl {
+    fn consumer_data(&self) -> ConsumerData {
+        ConsumerData {
+            group_name: self.group.clone(),
+            consume_type: ConsumeType::ConsumeActively,
+            message_model: self.options.message_model,
+            consume_from_where: self.options.consume_from_where,
+            subscription_data_set: self
+                .rebalance
+                .subscriptions
+                .read()
+                .values()
+                .cloned()
+                .collect::<Vec<SubscriptionData>>(),
+            unit_mode: false,
+        }
+    }
+
+    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
+        if self.rebalance.subscriptions.read().contains_key(topic) {
+            self.rebalance
+                .topic_subscribe_info
+                .write()
+                .insert(topic.to_string(), info.clone());
+        }
+    }
+
+    fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
+        self.rebalance.subscriptions.read().contains_key(topic)
+            && !self
+                .rebalance
+                .topic_subscribe_info
+                .read()
+                .contains_key(topic)
+    }
+
+    fn persist_consumer_offset(&self) {
+        if self.options.auto_commit {
+            self.commit_all(false);
+        }
+    }
+
+    fn adjust_thread_pool(&self) {}
+
+    fn do_rebalance(&self) {
+        if self.is_running() && *self.mode.lock() == Some(Mode::Subscribe) {
+            self.rebalance.do_rebalance(self, false);
+        }
+    }
+}
