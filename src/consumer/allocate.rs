@@ -191,7 +191,7 @@ impl AllocateStrategy for AllocateByMachineRoom {
 /// Names the machine room of a broker name or a client id.
 pub type MachineRoomResolver = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// "MACHINE_ROOM_NEARBY-<inner>": consumers take their own room's queues with the inner
+/// `MACHINE_ROOM_NEARBY-<inner>`: consumers take their own room's queues with the inner
 /// strategy; rooms without a consumer are shared by everyone.
 pub struct AllocateMachineRoomNearby {
     inner: Box<dyn AllocateStrategy>,

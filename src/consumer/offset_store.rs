@@ -18,7 +18,7 @@ use crate::protocol::json;
 
 const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
 
-/// Where [`OffsetStore::read_offset`] looks.
+/// Where a read of the offset store looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadOffsetType {
     /// Memory only.

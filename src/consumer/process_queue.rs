@@ -86,7 +86,7 @@ impl ProcessQueue {
         *self.last_pull.lock() = Instant::now();
     }
 
-    /// Whether nothing pulled this queue for [`PULL_MAX_IDLE_TIME`].
+    /// Whether nothing pulled this queue for 120 s (`PULL_MAX_IDLE_TIME`).
     pub fn is_pull_expired(&self) -> bool {
         self.last_pull.lock().elapsed() > PULL_MAX_IDLE_TIME
     }

@@ -1,7 +1,7 @@
 //! Typed custom headers: each header struct converts to and from string `extFields`.
 //!
 //! Java builds `extFields` by reflection: field name → `value.toString()`, null fields
-//! omitted. Here each header is declared with [`command_header!`], naming the wire key of
+//! omitted. Here each header is declared with `command_header!`, naming the wire key of
 //! every field. Plain field types are required on decode (Java's `@CFNotNull`);
 //! `Option<T>` fields are optional.
 
@@ -78,14 +78,22 @@ impl<T: ExtValue> ExtValue for Option<T> {
 
 /// Declares a header struct and its [`CommandHeader`] impl.
 ///
-/// ```ignore
+/// ```
+/// use rocketmq_blocking::command_header;
+/// use rocketmq_blocking::protocol::{CommandHeader, ExtFields};
+///
 /// command_header! {
-///     /// Doc.
-///     pub struct GetRouteInfoRequestHeader {
+///     /// A request header.
+///     pub struct ExampleHeader {
 ///         pub topic: String => "topic",
 ///         pub accept_standard_json_only: Option<bool> => "acceptStandardJsonOnly",
 ///     }
 /// }
+///
+/// let mut ext = ExtFields::new();
+/// ExampleHeader { topic: "T".into(), accept_standard_json_only: None }.write_to(&mut ext);
+/// assert_eq!(ext.get("topic"), Some("T"));
+/// assert_eq!(ExampleHeader::read_from(&ext).unwrap().topic, "T");
 /// ```
 #[macro_export]
 #[doc(hidden)]

@@ -6,12 +6,15 @@
 //! (`<work_dir>/runs/<pid>-<millis>-<n>`: configs, stores, logs, `ROCKETMQ_HOME`,
 //! `user.home`, `java.io.tmpdir`), free-port selection, readiness, stopping and
 //! restarting brokers, and making sure no JVM outlives the test process (see
-//! `process.rs`: each JVM runs under a watchdog shell). Run directories of dead processes are removed at the next start; the
-//! jar cache is kept.
+//! `process.rs`: each JVM runs under a watchdog shell). Run directories of dead processes
+//! are removed at the next start; the jar cache is kept.
 //!
-//! ```ignore
+//! ```no_run
+//! use rocketmq_blocking::testkit::Cluster;
+//!
 //! let cluster = Cluster::builder().brokers(2).start()?;
 //! println!("name servers: {}", cluster.namesrv_addr());
+//! # Ok::<(), rocketmq_blocking::testkit::TestkitError>(())
 //! ```
 #![forbid(unsafe_code)]
 

@@ -116,3 +116,109 @@ fn shutdown_of_the_last_user_stops_the_instance_and_leaves_no_thread() {
     second.shutdown();
     assert_back_to(&baseline, instances);
 }
+
+fn orderly_consumer(
+    group: &str,
+    topic: &str,
+    instance: &str,
+    seen: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
+) -> rocketmq_blocking::PushConsumer {
+    use rocketmq_blocking::consumer::{ConsumeFromWhere, ConsumeOrderlyStatus, PushConsumer};
+    PushConsumer::builder(group)
+        .namesrv_addr(cluster::namesrv())
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_thread_min(2)
+        .consume_thread_max(2)
+        .client_config(|c| c.instance_name(instance))
+        .register_message_listener_orderly(move |msgs, _| {
+            seen.lock()
+                .extend(msgs.iter().map(|m| m.msg_id().to_string()));
+            ConsumeOrderlyStatus::Success
+        })
+        .start()
+        .unwrap()
+}
+
+#[test]
+fn consumer_shutdown_persists_offsets_unlocks_unregisters_and_leaves_no_thread() {
+    let _serial = cluster::serial();
+    let topic = cluster::topic_on_both("clife", 2);
+    let group = cluster::unique("cg_life");
+    let p = producer(&cluster::unique("pg_clife"), &cluster::unique("cp"));
+    // Warm-up so that process-wide lazily created threads are in the baseline.
+    let warm_seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let warm = orderly_consumer(
+        &cluster::unique("cg_warm"),
+        &topic,
+        &cluster::unique("cw"),
+        warm_seen,
+    );
+    warm.shutdown();
+    drop(warm);
+    let baseline = threads();
+    let instances = manager::instance_count();
+
+    let mut sent = Vec::new();
+    for i in 0..20 {
+        sent.push(
+            p.send(&Message::new(&topic, format!("c{i}")))
+                .unwrap()
+                .msg_id,
+        );
+    }
+    let seen_a = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let a = orderly_consumer(&group, &topic, &cluster::unique("ca"), seen_a.clone());
+    assert!(cluster::eventually(Duration::from_secs(30), || seen_a
+        .lock()
+        .len()
+        >= 20));
+    let a_id = a.client_id().to_string();
+    let held = a
+        .assigned_queues()
+        .into_iter()
+        .filter(|q| q.topic == topic)
+        .count();
+    assert_eq!(held, 4, "2 queues on each of 2 brokers");
+    a.shutdown();
+    drop(a);
+    assert_back_to(&baseline, instances);
+
+    // Unregistered: no broker lists the consumer any more.
+    let admin = cluster::admin();
+    for b in ["broker-a", "broker-b"] {
+        let ids = admin
+            .api()
+            .get_consumer_id_list(&cluster::broker_addr(b), &group, Duration::from_secs(3))
+            .unwrap_or_default();
+        assert!(!ids.contains(&a_id), "{b} still lists {a_id}: {ids:?}");
+    }
+
+    // Unlocked and persisted: a new consumer of the group takes every queue at once
+    // (a broker lock would otherwise hold for 60 s) and starts after what A consumed.
+    let late: Vec<String> = (0..5)
+        .map(|i| {
+            p.send(&Message::new(&topic, format!("late{i}")))
+                .unwrap()
+                .msg_id
+        })
+        .collect();
+    let seen_b = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let started = std::time::Instant::now();
+    let b = orderly_consumer(&group, &topic, &cluster::unique("cb"), seen_b.clone());
+    assert!(
+        cluster::eventually(Duration::from_secs(20), || seen_b.lock().len() >= 5),
+        "the new consumer got {:?}",
+        seen_b.lock()
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(500));
+    let got: std::collections::HashSet<String> = seen_b.lock().iter().cloned().collect();
+    assert_eq!(
+        got,
+        late.into_iter().collect(),
+        "nothing consumed by A comes again"
+    );
+    b.shutdown();
+    p.shutdown();
+}

@@ -69,7 +69,7 @@ impl Recorder {
         self.note_error(why);
     }
 
-    /// Counts failures whose reason was (or will be) reported through [`note_error`].
+    /// Counts failures whose reason was (or will be) reported through [`Self::note_error`].
     pub(crate) fn count_failed(&self, messages: u64) {
         self.failed.fetch_add(messages, Ordering::Relaxed);
     }
