@@ -17,8 +17,7 @@ use parking_lot::Mutex;
 
 use super::allocate::{AllocateAveragely, AllocateStrategy};
 use super::offset_store::{
-    compute_start_offset, LocalFileOffsetStore, OffsetStore, ReadOffset, ReadOffsetType,
-    RemoteBrokerOffsetStore,
+    compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
 };
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
@@ -208,17 +207,12 @@ impl LitePullConsumerBuilder {
             rebalance.subscriptions.write().insert(wrapped, sub);
             mode = Some(Mode::Subscribe);
         }
-        let store: Box<dyn OffsetStore> = match self.options.message_model {
-            MessageModel::Clustering => {
-                Box::new(RemoteBrokerOffsetStore::new(instance.clone(), &group))
-            }
-            MessageModel::Broadcasting => Box::new(LocalFileOffsetStore::new(
-                &self.options.offset_store_dir,
-                instance.client_id(),
-                &group,
-            )),
-        };
-        store.load()?;
+        let store = open_store(
+            self.options.message_model,
+            &instance,
+            &self.options.offset_store_dir,
+            &group,
+        )?;
         let (cache_tx, cache_rx) = unbounded();
         let inner = Arc::new_cyclic(|me| LitePullImpl {
             group,
@@ -809,21 +803,11 @@ impl ConsumerInner for LitePullImpl {
     }
 
     fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
-        if self.rebalance.subscriptions.read().contains_key(topic) {
-            self.rebalance
-                .topic_subscribe_info
-                .write()
-                .insert(topic.to_string(), info.clone());
-        }
+        self.rebalance.update_topic_subscribe_info(topic, info);
     }
 
     fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
-        self.rebalance.subscriptions.read().contains_key(topic)
-            && !self
-                .rebalance
-                .topic_subscribe_info
-                .read()
-                .contains_key(topic)
+        self.rebalance.is_subscribe_topic_need_update(topic)
     }
 
     fn persist_consumer_offset(&self) {

@@ -51,7 +51,6 @@ pub use pull::{PullResult, PullStatus};
 pub(crate) use push::PullRequest;
 pub use subscription::MessageSelector;
 
-use offset_store::{LocalFileOffsetStore, OffsetStore, RemoteBrokerOffsetStore};
 use push::PushConsumerImpl;
 use rebalance::RebalanceImpl;
 
@@ -390,17 +389,12 @@ impl PushConsumerBuilder {
         for s in subs {
             rebalance.subscriptions.write().insert(s.topic.clone(), s);
         }
-        let store: Box<dyn OffsetStore> = match self.options.message_model {
-            MessageModel::Clustering => {
-                Box::new(RemoteBrokerOffsetStore::new(instance.clone(), &group))
-            }
-            MessageModel::Broadcasting => Box::new(LocalFileOffsetStore::new(
-                &self.options.offset_store_dir,
-                instance.client_id(),
-                &group,
-            )),
-        };
-        store.load()?;
+        let store = offset_store::open_store(
+            self.options.message_model,
+            &instance,
+            &self.options.offset_store_dir,
+            &group,
+        )?;
         let inner = PushConsumerImpl::new(
             group.clone(),
             self.options,

@@ -53,6 +53,22 @@ pub(crate) trait OffsetStore: Send + Sync {
     fn offsets(&self) -> HashMap<MessageQueue, i64>;
 }
 
+/// The in-memory part of a read: `Some` when memory answers for `ty`.
+fn read_memory(
+    table: &Mutex<HashMap<MessageQueue, i64>>,
+    mq: &MessageQueue,
+    ty: ReadOffsetType,
+) -> Option<ReadOffset> {
+    if ty == ReadOffsetType::ReadFromStore {
+        return None;
+    }
+    match table.lock().get(mq) {
+        Some(o) => Some(ReadOffset::Found(*o)),
+        None if ty == ReadOffsetType::ReadFromMemory => Some(ReadOffset::NotFound),
+        None => None,
+    }
+}
+
 fn update_in(
     table: &Mutex<HashMap<MessageQueue, i64>>,
     mq: &MessageQueue,
@@ -126,13 +142,8 @@ impl OffsetStore for RemoteBrokerOffsetStore {
     }
 
     fn read_offset(&self, mq: &MessageQueue, ty: ReadOffsetType) -> ReadOffset {
-        if ty != ReadOffsetType::ReadFromStore {
-            if let Some(o) = self.table.lock().get(mq) {
-                return ReadOffset::Found(*o);
-            }
-            if ty == ReadOffsetType::ReadFromMemory {
-                return ReadOffset::NotFound;
-            }
+        if let Some(r) = read_memory(&self.table, mq, ty) {
+            return r;
         }
         let addr = match self.master_addr(mq) {
             Ok(a) => a,
@@ -340,13 +351,8 @@ impl OffsetStore for LocalFileOffsetStore {
     }
 
     fn read_offset(&self, mq: &MessageQueue, ty: ReadOffsetType) -> ReadOffset {
-        if ty != ReadOffsetType::ReadFromStore {
-            if let Some(o) = self.table.lock().get(mq) {
-                return ReadOffset::Found(*o);
-            }
-            if ty == ReadOffsetType::ReadFromMemory {
-                return ReadOffset::NotFound;
-            }
+        if let Some(r) = read_memory(&self.table, mq, ty) {
+            return r;
         }
         match self.read_file() {
             Ok(Some(t)) => match t.get(mq) {
@@ -403,6 +409,25 @@ impl OffsetStore for LocalFileOffsetStore {
     fn offsets(&self) -> HashMap<MessageQueue, i64> {
         self.table.lock().clone()
     }
+}
+
+/// The store a consumer of `model` uses: the broker's (clustering) or a local file
+/// (broadcasting), loaded.
+pub(crate) fn open_store(
+    model: crate::protocol::heartbeat::MessageModel,
+    instance: &Arc<MQClientInstance>,
+    dir: &Path,
+    group: &str,
+) -> Result<Box<dyn OffsetStore>> {
+    use crate::protocol::heartbeat::MessageModel;
+    let store: Box<dyn OffsetStore> = match model {
+        MessageModel::Clustering => Box::new(RemoteBrokerOffsetStore::new(instance.clone(), group)),
+        MessageModel::Broadcasting => {
+            Box::new(LocalFileOffsetStore::new(dir, instance.client_id(), group))
+        }
+    };
+    store.load()?;
+    Ok(store)
 }
 
 /// Java `computePullFromWhereWithException`: the stored offset, else the start position

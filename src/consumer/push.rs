@@ -779,21 +779,11 @@ impl ConsumerInner for PushConsumerImpl {
     }
 
     fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
-        if self.rebalance.subscriptions.read().contains_key(topic) {
-            self.rebalance
-                .topic_subscribe_info
-                .write()
-                .insert(topic.to_string(), info.clone());
-        }
+        self.rebalance.update_topic_subscribe_info(topic, info);
     }
 
     fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
-        self.rebalance.subscriptions.read().contains_key(topic)
-            && !self
-                .rebalance
-                .topic_subscribe_info
-                .read()
-                .contains_key(topic)
+        self.rebalance.is_subscribe_topic_need_update(topic)
     }
 
     fn persist_consumer_offset(&self) {

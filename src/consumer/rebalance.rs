@@ -69,6 +69,22 @@ impl RebalanceImpl {
         }
     }
 
+    /// Keeps the route's readable queues of a subscribed topic (Java
+    /// `updateTopicSubscribeInfo`).
+    pub(crate) fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
+        if self.subscriptions.read().contains_key(topic) {
+            self.topic_subscribe_info
+                .write()
+                .insert(topic.to_string(), info.clone());
+        }
+    }
+
+    /// Whether a subscribed topic still lacks route info.
+    pub(crate) fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
+        self.subscriptions.read().contains_key(topic)
+            && !self.topic_subscribe_info.read().contains_key(topic)
+    }
+
     /// One round over every subscribed topic.
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
         let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
