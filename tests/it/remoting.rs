@@ -38,9 +38,16 @@ const T: Duration = Duration::from_secs(5);
 #[test]
 fn route_of_an_existing_topic_names_the_registered_broker() {
     let topic = cluster::topic("route", 4);
-    let route = api(SerializeType::Json)
-        .get_topic_route_info(&topic, T)
-        .unwrap();
+    let api = api(SerializeType::Json);
+    let route = api.get_topic_route_info(&topic, T).unwrap();
+    let started = std::time::Instant::now();
+    for _ in 0..200 {
+        api.get_topic_route_info(&topic, T).unwrap();
+    }
+    eprintln!(
+        "route query round trip: {:.0} µs",
+        started.elapsed().as_micros() as f64 / 200.0
+    );
     assert_eq!(route.broker_datas.len(), 1);
     assert_eq!(
         route.broker_datas[0].master_addr(),
@@ -128,6 +135,7 @@ fn thirty_two_threads_times_a_thousand_sync_calls_each_get_their_own_response() 
     let api = api(SerializeType::Json);
     let addr = broker_addr();
     let mismatches = Arc::new(AtomicUsize::new(0));
+    let started = std::time::Instant::now();
     std::thread::scope(|s| {
         for t in 0..32 {
             let (api, addr, topic, mismatches) = (&api, &addr, &topic, mismatches.clone());
@@ -144,6 +152,12 @@ fn thirty_two_threads_times_a_thousand_sync_calls_each_get_their_own_response() 
         }
     });
     assert_eq!(mismatches.load(Ordering::SeqCst), 0);
+    let took = started.elapsed();
+    eprintln!(
+        "32 x 1000 sync GET_MAX_OFFSET: {:.2} s, {:.0} calls/s",
+        took.as_secs_f64(),
+        32_000.0 / took.as_secs_f64()
+    );
 }
 
 #[test]
