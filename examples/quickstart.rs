@@ -1,4 +1,4 @@
-//! Quickstart: send messages and read them back.
+//! Quickstart: send messages, read them back, and consume them with a push consumer.
 //!
 //! With `NAMESRV_ADDR` set, it uses that cluster. Without it, it starts a local Apache
 //! RocketMQ name server and broker (the jars come from Maven Central; JDK 17 and Maven are
@@ -8,12 +8,18 @@
 //! cargo run --example quickstart
 //! ```
 
+use std::collections::HashSet;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::consumer::{ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer};
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::{Message, Producer};
+
+/// How long the consumer may take to receive every message.
+const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -72,11 +78,54 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("read back {read} of {n} messages, all intact");
     let stored = admin.total_max_offset(&topic)?;
     println!("the broker holds {stored} messages in {topic}");
-    producer.shutdown();
-    std::thread::sleep(Duration::from_millis(10));
     if stored != n as i64 {
         return Err(format!("expected {n} stored messages, found {stored}").into());
     }
+
+    // Consume them: a new group (unique per run) starting from the first offset.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    let group = format!("quickstart_consumer_{}_{now_ms}", std::process::id());
+    let (tx, rx) = mpsc::channel::<String>();
+    let t = Instant::now();
+    let consumer = PushConsumer::builder(&group)
+        .namesrv_addr(&namesrv)
+        .subscribe(&topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .register_message_listener_concurrently(move |msgs, _ctx| {
+            // The listener runs on the consume pool; the main thread does the counting.
+            for m in msgs {
+                let _ = tx.send(m.msg_id().to_string());
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()?;
+    let sent: HashSet<&str> = results.iter().map(|r| r.msg_id.as_str()).collect();
+    let mut received = HashSet::new();
+    let (mut deliveries, deadline) = (0, t + CONSUME_TIMEOUT);
+    while received.len() < n {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        // Returning early drops the consumer, and dropping shuts it down.
+        let Ok(id) = rx.recv_timeout(wait) else {
+            return Err(format!(
+                "consumed only {} of {n} messages within {CONSUME_TIMEOUT:?}",
+                received.len()
+            )
+            .into());
+        };
+        deliveries += 1;
+        if !sent.contains(id.as_str()) {
+            return Err(format!("consumed a message that was not sent: {id}").into());
+        }
+        received.insert(id);
+    }
+    println!(
+        "consumed all {n} messages ({deliveries} deliveries) in {:.0} ms as group {group}",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    consumer.shutdown();
+    producer.shutdown();
     println!("done");
     Ok(())
 }

@@ -18,8 +18,10 @@ use rocketmq_blocking::producer::ProducerOptions;
 use rocketmq_blocking::remoting::{Permit, Semaphore};
 use rocketmq_blocking::{Message, Producer, SendResult};
 
-use crate::stats::{self, Latency, Progress, Recorder};
-use crate::{check_queues, namesrv, start_producer, CliResult, HeaderEncoding, Mode};
+use crate::stats::{self, round, Counting, CpuSeconds, Latency, Progress, Recorder};
+use crate::{
+    check_queues, namesrv, parse_seconds, start_producer, CliResult, HeaderEncoding, Mode,
+};
 
 /// How long a run without `--count` or `--duration` lasts.
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -64,18 +66,6 @@ pub(crate) struct ProduceArgs {
     /// Read and write queues per broker for --create-topic.
     #[arg(long, default_value_t = 8, requires = "create_topic")]
     queues: i32,
-}
-
-fn parse_seconds(s: &str) -> Result<Duration, String> {
-    let secs: f64 = s
-        .parse()
-        .map_err(|_| format!("expected seconds, got {s:?}"))?;
-    if !(secs > 0.0 && secs <= 31_536_000.0) {
-        return Err(format!(
-            "--duration must be positive and at most a year, not {s}"
-        ));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// What every sending thread shares.
@@ -161,7 +151,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         window: Semaphore::new(args.inflight as usize),
         send_timeout: producer.options().send_msg_timeout,
     };
-    let progress = Progress::start(recorder.clone())?;
+    let progress = Progress::start(recorder.clone(), Counting::Sent)?;
     std::thread::scope(|s| -> Result<(), String> {
         for (i, share) in shares.into_iter().enumerate() {
             let run = &run;
@@ -198,11 +188,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         elapsed_ms: round(elapsed.as_secs_f64() * 1000.0, 1),
         tps: round(recorder.acked() as f64 / elapsed.as_secs_f64().max(1e-9), 1),
         latency_ms: recorder.latency_ms(),
-        cpu_seconds: cpu.map(|c| CpuSeconds {
-            user: round(c.user, 2),
-            sys: round(c.sys, 2),
-            total: round(c.total(), 2),
-        }),
+        cpu_seconds: cpu.map(CpuSeconds::from),
         peak_rss_kib: rss,
         first_ack_ms: recorder
             .first_ack()
@@ -327,13 +313,6 @@ struct Summary {
     first_ack_ms: Option<f64>,
 }
 
-#[derive(serde::Serialize)]
-struct CpuSeconds {
-    user: f64,
-    sys: f64,
-    total: f64,
-}
-
 impl Summary {
     fn human(&self) -> String {
         let what = if self.mode == "oneway" {
@@ -342,12 +321,8 @@ impl Summary {
             "acked"
         };
         let l = &self.latency_ms;
-        let cpu = self.cpu_seconds.as_ref().map_or("?".into(), |c| {
-            format!("{:.2} s (user {:.2}, sys {:.2})", c.total, c.user, c.sys)
-        });
-        let rss = self
-            .peak_rss_kib
-            .map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+        let cpu = stats::human_cpu(self.cpu_seconds.as_ref());
+        let rss = stats::human_rss(self.peak_rss_kib);
         let first = self
             .first_ack_ms
             .map_or("-".into(), |ms| format!("{ms:.0} ms"));
@@ -363,12 +338,6 @@ impl Summary {
             l.max,
         )
     }
-}
-
-/// `v` rounded to `digits` decimals, to keep the JSON line readable.
-fn round(v: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (v * f).round() / f
 }
 
 /// One async send in flight. Its drop returns the window slot, and counts a failure if the
@@ -450,13 +419,5 @@ mod tests {
         assert_eq!(b.len(), 4096);
         assert!(b.iter().all(u8::is_ascii_alphanumeric));
         assert!(b.iter().collect::<std::collections::HashSet<_>>().len() > 50);
-    }
-
-    #[test]
-    fn durations_are_positive_seconds() {
-        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
-        for bad in ["0", "-1", "x", "NaN", "inf"] {
-            assert!(parse_seconds(bad).is_err(), "{bad}");
-        }
     }
 }

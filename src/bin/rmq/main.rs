@@ -4,18 +4,24 @@
 //! Errors are one line on stderr and a non-zero exit.
 
 mod bench;
+mod bench_consume;
 mod cluster;
+mod consume;
 mod send;
 mod stats;
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::consumer::{
+    ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer, PushConsumerBuilder,
+};
 use rocketmq_blocking::producer::ProducerBuilder;
 use rocketmq_blocking::protocol::SerializeType;
-use rocketmq_blocking::Producer;
+use rocketmq_blocking::{MessageExt, MessageQueue, Producer};
 
 #[derive(Parser)]
 #[command(
@@ -47,6 +53,8 @@ enum Command {
     },
     /// Send messages; prints one JSON line per acknowledged message and a summary line.
     Send(send::SendArgs),
+    /// Consume with a push consumer; prints one JSON line per message and a summary line.
+    Consume(consume::ConsumeArgs),
     /// Load generators.
     Bench {
         #[command(subcommand)]
@@ -104,6 +112,9 @@ enum TopicAction {
 enum BenchAction {
     /// Send as fast as possible and report throughput, latency, CPU and memory.
     Produce(bench::ProduceArgs),
+    /// Consume a topic from its first offset and report throughput, end-to-end latency,
+    /// CPU and memory.
+    Consume(bench_consume::ConsumeArgs),
 }
 
 /// How messages are sent (Java: `send`, `send(msg, callback)`, `sendOneway`).
@@ -188,9 +199,13 @@ fn run(cli: Cli) -> CliResult {
             Ok(())
         }
         Command::Send(args) => send::run(&cli.namesrv, args),
+        Command::Consume(args) => consume::run(&cli.namesrv, args),
         Command::Bench {
             action: BenchAction::Produce(args),
         } => bench::produce(&cli.namesrv, args),
+        Command::Bench {
+            action: BenchAction::Consume(args),
+        } => bench_consume::run(&cli.namesrv, args),
     }
 }
 
@@ -198,6 +213,17 @@ fn namesrv(arg: &Option<String>) -> Result<String, String> {
     arg.clone()
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| "no name server: pass -n HOST:PORT or set NAMESRV_ADDR".to_string())
+}
+
+/// Seconds as a positive, finite `Duration` of at most a year (`1`, `0.5`).
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("expected seconds, got {s:?}"))?;
+    if !(secs > 0.0 && secs <= 31_536_000.0) {
+        return Err(format!("must be positive and at most a year, not {s}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 fn check_queues(queues: i32) -> Result<(), String> {
@@ -218,4 +244,50 @@ fn start_producer(
     let builder = Producer::builder(group)
         .client_config(|c| c.namesrv_addr(namesrv).serialize_type(encoding));
     tune(builder).start()
+}
+
+/// A push consumer builder for `group` on the given name servers with `listener`
+/// registered as a concurrent or an orderly listener. The listener answers whether the
+/// messages were consumed; `false` means "not now" (Java `RECONSUME_LATER` or
+/// `SUSPEND_CURRENT_QUEUE_A_MOMENT`).
+fn push_consumer(
+    namesrv: &str,
+    group: &str,
+    encoding: SerializeType,
+    orderly: bool,
+    listener: impl Fn(&[MessageExt], &MessageQueue) -> bool + Send + Sync + 'static,
+) -> PushConsumerBuilder {
+    let builder = PushConsumer::builder(group)
+        .client_config(|c| c.namesrv_addr(namesrv).serialize_type(encoding));
+    if orderly {
+        builder.register_message_listener_orderly(move |msgs, ctx| {
+            if listener(msgs, &ctx.message_queue) {
+                ConsumeOrderlyStatus::Success
+            } else {
+                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+            }
+        })
+    } else {
+        builder.register_message_listener_concurrently(move |msgs, ctx| {
+            if listener(msgs, &ctx.message_queue) {
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            } else {
+                ConsumeConcurrentlyStatus::ReconsumeLater
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_positive_and_may_be_fractional() {
+        assert_eq!(parse_seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_seconds("2"), Ok(Duration::from_secs(2)));
+        for bad in ["0", "-1", "x", "NaN", "inf", "1e9"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
 }

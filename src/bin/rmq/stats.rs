@@ -132,7 +132,16 @@ pub(crate) struct Latency {
     pub(crate) calls: u64,
 }
 
-/// Prints `sent`, `failed` and the last second's rate on stderr once a second until dropped.
+/// What a progress line counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counting {
+    /// Acknowledged sends, and failures.
+    Sent,
+    /// Consumed messages (a consumer has no failures to count).
+    Consumed,
+}
+
+/// Prints the count and the last second's rate on stderr once a second until dropped.
 pub(crate) struct Progress {
     // Declared before the handle so that it closes first when dropped.
     stop: Option<Sender<()>>,
@@ -140,7 +149,7 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn start(recorder: Arc<Recorder>) -> Result<Progress, String> {
+    pub(crate) fn start(recorder: Arc<Recorder>, counting: Counting) -> Result<Progress, String> {
         let (stop, stopped) = bounded::<()>(1);
         let begin = Instant::now();
         let handle = std::thread::Builder::new()
@@ -156,11 +165,16 @@ impl Progress {
                     let now = Instant::now();
                     let acked = recorder.acked();
                     let rate = (acked - last) as f64 / (now - tick).as_secs_f64();
-                    eprintln!(
-                        "[{:>5.1}s] sent {acked}, failed {}, {rate:.0} msg/s",
-                        (now - begin).as_secs_f64(),
-                        recorder.failures()
-                    );
+                    let at = (now - begin).as_secs_f64();
+                    match counting {
+                        Counting::Sent => eprintln!(
+                            "[{at:>5.1}s] sent {acked}, failed {}, {rate:.0} msg/s",
+                            recorder.failures()
+                        ),
+                        Counting::Consumed => {
+                            eprintln!("[{at:>5.1}s] consumed {acked}, {rate:.0} msg/s")
+                        }
+                    }
                     (last, tick) = (acked, now);
                 }
             })
@@ -194,6 +208,42 @@ impl CpuTime {
     pub(crate) fn total(&self) -> f64 {
         self.user + self.sys
     }
+}
+
+/// CPU seconds as a report shows them (two decimals).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub(crate) struct CpuSeconds {
+    pub(crate) user: f64,
+    pub(crate) sys: f64,
+    pub(crate) total: f64,
+}
+
+impl From<CpuTime> for CpuSeconds {
+    fn from(c: CpuTime) -> Self {
+        CpuSeconds {
+            user: round(c.user, 2),
+            sys: round(c.sys, 2),
+            total: round(c.total(), 2),
+        }
+    }
+}
+
+/// `cpu 1.23 s (user 1.00, sys 0.23)`, or `cpu ?` when unknown.
+pub(crate) fn human_cpu(cpu: Option<&CpuSeconds>) -> String {
+    cpu.map_or("?".into(), |c| {
+        format!("{:.2} s (user {:.2}, sys {:.2})", c.total, c.user, c.sys)
+    })
+}
+
+/// `12.3 MiB`, or `?` when unknown.
+pub(crate) fn human_rss(kib: Option<u64>) -> String {
+    kib.map_or("?".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0))
+}
+
+/// `v` rounded to `digits` decimals, to keep JSON lines readable.
+pub(crate) fn round(v: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (v * f).round() / f
 }
 
 /// User and system CPU seconds of this process (`utime` and `stime` of `/proc/self/stat`).

@@ -1,0 +1,209 @@
+//! The consumers: push concurrently, push orderly, broadcasting (and, to come, lite pull).
+//!
+//! Each demo sends a few messages of its own first, then consumes for up to
+//! [`DEMO_TIME`] or until it has printed [`DEMO_MESSAGES`] messages. Groups are unique per
+//! run and start from the first offset, so on a busy topic older messages show up too.
+//!
+//! ```sh
+//! export NAMESRV_ADDR=127.0.0.1:9876        # e.g. from `cargo run --bin rmq -- cluster start`
+//! cargo run --example consumer -- MyTopic   # default topic: TopicTest
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use rocketmq_blocking::consumer::{
+    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus, MessageModel, PushConsumer,
+};
+use rocketmq_blocking::producer::SelectMessageQueueByHash;
+use rocketmq_blocking::{Message, MessageExt, Producer};
+
+/// Longest a demo consumes.
+const DEMO_TIME: Duration = Duration::from_secs(5);
+/// Messages a demo prints at most.
+const DEMO_MESSAGES: usize = 10;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let topic = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "TopicTest".to_string());
+    // The name server comes from NAMESRV_ADDR, as with the Java client.
+    let producer = Producer::builder("example_consumer_producer").start()?;
+    let run = format!("{}_{}", std::process::id(), now_ms());
+
+    push_concurrently(&producer, &topic, &run)?;
+    push_orderly(&producer, &topic, &run)?;
+    broadcasting(&producer, &topic, &run)?;
+    lite_pull(&topic);
+
+    producer.shutdown();
+    Ok(())
+}
+
+/// Push, concurrently (Java `MessageListenerConcurrently`): the consume pool runs the
+/// listener on many threads at once, so messages arrive in no particular order.
+fn push_concurrently(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+    println!("== push, concurrently");
+    for i in 0..5 {
+        producer.send(&Message::new(topic, format!("concurrently {i}")).with_tags("TagA"))?;
+    }
+    let (tx, rx) = mpsc::channel();
+    let consumer = PushConsumer::builder(format!("example_concurrently_{run}"))
+        .subscribe(topic, "TagA || TagB")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .register_message_listener_concurrently(move |msgs, _ctx| {
+            // Hand the messages to the main thread; returning success acknowledges them.
+            // `ReconsumeLater` would send them back to be retried later.
+            for m in msgs {
+                let _ = tx.send(m.clone());
+            }
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()?;
+    let n = print_for_a_while(&rx, |m| {
+        format!(
+            "queue {} offset {} tag {:?}: {}",
+            m.queue_id,
+            m.queue_offset,
+            m.tags(),
+            String::from_utf8_lossy(m.body())
+        )
+    });
+    consumer.shutdown();
+    println!("   {n} messages");
+    Ok(())
+}
+
+/// Push, orderly (Java `MessageListenerOrderly`): one thread per queue at a time, in queue
+/// order. Messages sent with the same hash key land on one queue, so each order's steps
+/// arrive in the order they were sent.
+fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+    println!("== push, orderly");
+    for order in ["order-1", "order-2"] {
+        for step in ["created", "paid", "shipped"] {
+            let msg = Message::new(topic, format!("{order} {step}")).with_keys([order]);
+            producer.send_with_selector(&msg, &SelectMessageQueueByHash, order)?;
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    let consumer = PushConsumer::builder(format!("example_orderly_{run}"))
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .register_message_listener_orderly(move |msgs, _ctx| {
+            for m in msgs {
+                let _ = tx.send(m.clone());
+            }
+            // `SuspendCurrentQueueAMoment` would retry the same messages after a pause,
+            // holding back the rest of the queue.
+            ConsumeOrderlyStatus::Success
+        })
+        .start()?;
+    // Per queue, offsets must only grow.
+    let mut last: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut out_of_order = 0;
+    let n = print_for_a_while(&rx, |m| {
+        let prev = last.insert(m.queue_id, m.queue_offset);
+        if prev.is_some_and(|p| p >= m.queue_offset) {
+            out_of_order += 1;
+        }
+        format!(
+            "queue {} offset {}: {}",
+            m.queue_id,
+            m.queue_offset,
+            String::from_utf8_lossy(m.body())
+        )
+    });
+    consumer.shutdown();
+    println!("   {n} messages, {out_of_order} out of queue order");
+    Ok(())
+}
+
+/// Broadcasting: every consumer of the group gets every message, and each keeps its own
+/// offsets in a local file instead of on the broker. Two consumers of one group run here;
+/// they need different instance names to live in one process.
+fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+    println!("== broadcasting");
+    for i in 0..3 {
+        producer.send(&Message::new(topic, format!("broadcast {i}")))?;
+    }
+    let offsets = std::env::temp_dir().join(format!("rocketmq-example-offsets-{run}"));
+    let group = format!("example_broadcasting_{run}");
+    let (tx, rx) = mpsc::channel::<(&'static str, MessageExt)>();
+    let mut consumers = Vec::new();
+    for name in ["first", "second"] {
+        let tx = tx.clone();
+        let consumer = PushConsumer::builder(&group)
+            .client_config(|c| c.instance_name(format!("example_{name}_{run}")))
+            .subscribe(topic, "*")
+            .message_model(MessageModel::Broadcasting)
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+            .offset_store_dir(offsets.clone())
+            .register_message_listener_concurrently(move |msgs, _ctx| {
+                for m in msgs {
+                    let _ = tx.send((name, m.clone()));
+                }
+                ConsumeConcurrentlyStatus::ConsumeSuccess
+            })
+            .start()?;
+        consumers.push(consumer);
+    }
+    drop(tx);
+    // Twice the budget: each message comes once per consumer.
+    let deadline = Instant::now() + DEMO_TIME;
+    let mut n = 0;
+    while n < 2 * DEMO_MESSAGES {
+        let Ok((name, m)) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        else {
+            break;
+        };
+        println!(
+            "   {name}: queue {} offset {}: {}",
+            m.queue_id,
+            m.queue_offset,
+            String::from_utf8_lossy(m.body())
+        );
+        n += 1;
+    }
+    for c in &consumers {
+        c.shutdown();
+    }
+    let _ = std::fs::remove_dir_all(&offsets);
+    println!("   {n} deliveries");
+    Ok(())
+}
+
+/// Lite pull (Java `DefaultLitePullConsumer`): the application polls for messages itself.
+fn lite_pull(topic: &str) {
+    // TODO(lite-pull): the `LitePullConsumer` is being written in another branch. Its demo
+    // goes here: subscribe to `topic`, `poll` a few times, print, `commit_sync`, shut down.
+    let _ = topic;
+    println!("== lite pull: not yet available");
+}
+
+/// Prints what arrives for up to [`DEMO_TIME`] or [`DEMO_MESSAGES`] messages; returns how
+/// many were printed.
+fn print_for_a_while(
+    rx: &Receiver<MessageExt>,
+    mut show: impl FnMut(&MessageExt) -> String,
+) -> usize {
+    let deadline = Instant::now() + DEMO_TIME;
+    let mut n = 0;
+    while n < DEMO_MESSAGES {
+        let Ok(m) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) else {
+            break;
+        };
+        println!("   {}", show(&m));
+        n += 1;
+    }
+    n
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
