@@ -1,4 +1,4 @@
-//! The consumers: push concurrently, push orderly, broadcasting (and, to come, lite pull).
+//! The consumers: push concurrently, push orderly, broadcasting, and lite pull.
 //!
 //! Each demo sends a few messages of its own first, then consumes for up to
 //! [`DEMO_TIME`] or until it has printed [`DEMO_MESSAGES`] messages. Groups are unique per
@@ -38,7 +38,7 @@ fn main() -> Result<()> {
     push_concurrently(&producer, &topic, &run)?;
     push_orderly(&producer, &topic, &run)?;
     broadcasting(&producer, &topic, &run)?;
-    lite_pull(&topic);
+    lite_pull(&topic)?;
 
     producer.shutdown();
     Ok(())
@@ -177,11 +177,38 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
 }
 
 /// Lite pull (Java `DefaultLitePullConsumer`): the application polls for messages itself.
-fn lite_pull(topic: &str) {
-    // TODO(lite-pull): the `LitePullConsumer` is being written in another branch. Its demo
-    // goes here: subscribe to `topic`, `poll` a few times, print, `commit_sync`, shut down.
-    let _ = topic;
-    println!("== lite pull: not yet available");
+fn lite_pull(topic: &str) -> Result<()> {
+    use rocketmq_blocking::consumer::{LitePullConsumer, LitePullOptions};
+
+    println!("== lite pull: poll, then commit");
+    let consumer = LitePullConsumer::builder(format!("example_lite_{}", now_ms()))
+        .options(LitePullOptions {
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            auto_commit: false,
+            ..LitePullOptions::default()
+        })
+        .subscribe(topic, "*")
+        .start()?;
+    let deadline = Instant::now() + DEMO_TIME;
+    let mut n = 0;
+    while n < DEMO_MESSAGES && Instant::now() < deadline {
+        for m in consumer.poll_timeout(Duration::from_millis(500))? {
+            println!(
+                "   {} queue {} offset {}",
+                m.msg_id(),
+                m.queue_id,
+                m.queue_offset
+            );
+            n += 1;
+        }
+    }
+    consumer.commit_sync()?;
+    println!(
+        "   polled {n}, committed; held queues: {}",
+        consumer.assignment().len()
+    );
+    consumer.shutdown();
+    Ok(())
 }
 
 /// Prints what arrives for up to [`DEMO_TIME`] or [`DEMO_MESSAGES`] messages; returns how
