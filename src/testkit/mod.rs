@@ -78,6 +78,7 @@ pub struct ClusterBuilder {
     work_dir: Option<PathBuf>,
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
+    readiness_timeout: Option<Duration>,
 }
 
 impl Default for ClusterBuilder {
@@ -90,6 +91,7 @@ impl Default for ClusterBuilder {
             work_dir: None,
             readiness: None,
             start_timeout: DEFAULT_START_TIMEOUT,
+            readiness_timeout: None,
         }
     }
 }
@@ -142,6 +144,14 @@ impl ClusterBuilder {
         self
     }
 
+    /// How long the readiness check may keep failing once every JVM is up (default: only
+    /// the start timeout bounds it). Separates "the JVMs are slow to boot" from "the
+    /// cluster never becomes ready".
+    pub fn readiness_timeout(mut self, d: Duration) -> Self {
+        self.readiness_timeout = Some(d);
+        self
+    }
+
     /// Fetches the jars if needed, starts the name servers, then the brokers, and
     /// waits until the cluster is ready.
     pub fn start(self) -> Result<Cluster, TestkitError> {
@@ -185,6 +195,7 @@ impl ClusterBuilder {
                     .unwrap_or_else(remoting::registered_at_every_name_server),
             ),
             start_timeout: self.start_timeout,
+            readiness_timeout: self.readiness_timeout,
         };
         let started = Instant::now();
         let deadline = started + cluster.start_timeout;
@@ -304,6 +315,7 @@ pub struct Cluster {
     broker_extra: Vec<(String, String)>,
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
+    readiness_timeout: Option<Duration>,
 }
 
 impl Cluster {

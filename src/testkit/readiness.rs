@@ -42,6 +42,8 @@ impl Cluster {
     ) -> Result<(), TestkitError> {
         let began = Instant::now();
         let mut last_check_error: Option<String> = None;
+        // When every JVM was first up: the readiness check has its own bound from there.
+        let mut checks_began: Option<Instant> = None;
         loop {
             self.check_others_alive(launches)?;
             for launch in launches.iter_mut() {
@@ -53,6 +55,7 @@ impl Cluster {
                 self.nudge_if_unregistered(launch);
             }
             if launches.iter().all(|l| l.up_after.is_some()) {
+                checks_began.get_or_insert_with(Instant::now);
                 let ready = match &self.readiness {
                     _ if !check_cluster => true,
                     Some(check) => {
@@ -87,7 +90,11 @@ impl Cluster {
                     return Ok(());
                 }
             }
-            if Instant::now() >= deadline {
+            let check_expired = match (checks_began, self.readiness_timeout) {
+                (Some(t), Some(limit)) => t.elapsed() >= limit,
+                _ => false,
+            };
+            if Instant::now() >= deadline || check_expired {
                 return Err(self.timeout_error(launches, began, last_check_error));
             }
             std::thread::sleep(POLL);
