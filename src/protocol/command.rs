@@ -581,6 +581,34 @@ mod tests {
         RemotingCommand::decode(&frame[4..]).unwrap()
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_command_round_trips_in_both_header_encodings(
+            code in -32768i32..32768,
+            opaque in proptest::prelude::any::<i32>(),
+            flag in 0i32..4,
+            remark in proptest::option::of("[^\u{0}]{1,40}"),
+            fields in proptest::collection::btree_map("[a-zA-Z]{1,12}", ".{1,30}", 0..8),
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            binary in proptest::prelude::any::<bool>(),
+        ) {
+            let mut c = RemotingCommand::request(RequestCode(code));
+            c.opaque = opaque;
+            c.flag = flag;
+            c.remark = remark;
+            for (k, v) in fields {
+                c.ext_fields.insert(k, v);
+            }
+            c.body = body;
+            c.serialize_type = if binary { SerializeType::RocketMq } else { SerializeType::Json };
+            let frame = c.to_frame();
+            let n = frame_len(&frame, DEFAULT_MAX_FRAME).unwrap().unwrap();
+            proptest::prop_assert_eq!(n + 4, frame.len());
+            let back = RemotingCommand::decode(&frame[4..]).unwrap();
+            proptest::prop_assert_eq!(back, c);
+        }
+    }
+
     #[test]
     fn json_header_matches_fastjson_shape() {
         let mut c = RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC);

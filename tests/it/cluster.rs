@@ -17,7 +17,10 @@ static NAMESRV: OnceLock<String> = OnceLock::new();
 
 fn start() -> Cluster {
     let _ = env_logger::builder().is_test(true).try_init();
-    let mut b = Cluster::builder().brokers(1);
+    // SQL92 subscriptions need the broker's property filter.
+    let mut b = Cluster::builder()
+        .brokers(1)
+        .broker_config("enablePropertyFilter", "true");
     if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
         b = b.version(&v);
     }

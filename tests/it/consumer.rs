@@ -147,6 +147,44 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
 }
 
 #[test]
+fn sql92_filters_deliver_exactly_the_matching_messages() {
+    use rocketmq_blocking::consumer::MessageSelector;
+    let topic = cluster::topic("sql", 2);
+    let p = producer();
+    let mut want = HashSet::new();
+    for i in 0..30 {
+        let mut m = Message::new(&topic, format!("n={i}")).with_tags(if i % 2 == 0 {
+            "even"
+        } else {
+            "odd"
+        });
+        m.put_user_property("n", i.to_string()).unwrap();
+        let r = p.send(&m).unwrap();
+        if i >= 10 && i % 2 == 0 {
+            want.insert(r.msg_id);
+        }
+    }
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let c = PushConsumer::builder(cluster::unique("sqlg"))
+        .namesrv_addr(cluster::namesrv())
+        .subscribe_with(&topic, MessageSelector::by_sql("n >= 10 AND TAGS = 'even'"))
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .register_message_listener_concurrently(move |msgs, _| {
+            s.lock().extend(msgs.iter().cloned());
+            ConsumeConcurrentlyStatus::ConsumeSuccess
+        })
+        .start()
+        .unwrap();
+    wait_for("10 matching messages", Duration::from_secs(60), || {
+        ids(&seen).len() >= 10
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(ids(&seen), want);
+    c.shutdown();
+}
+
+#[test]
 fn a_failed_message_comes_back_with_growing_reconsume_times() {
     let topic = cluster::topic("retry", 1);
     let p = producer();
