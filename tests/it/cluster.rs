@@ -17,10 +17,14 @@ static NAMESRV: OnceLock<String> = OnceLock::new();
 
 fn start() -> Cluster {
     let _ = env_logger::builder().is_test(true).try_init();
-    // SQL92 subscriptions need the broker's property filter.
+    // SQL92 subscriptions need the broker's property filter. The broker sheds sends that
+    // waited over 200 ms in its queue (SYSTEM_BUSY, not retried, as in Java); tests share
+    // two cores with JVMs and builds, so give the queue time rather than shed load.
     let mut b = Cluster::builder()
         .brokers(1)
-        .broker_config("enablePropertyFilter", "true");
+        .broker_config("enablePropertyFilter", "true")
+        .broker_config("waitTimeMillsInSendQueue", "5000")
+        .broker_config("osPageCacheBusyTimeOutMills", "5000");
     if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
         b = b.version(&v);
     }
