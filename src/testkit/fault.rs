@@ -11,6 +11,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use crate::protocol::{frame_len, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAME};
 
 /// How the peer misbehaves.
@@ -30,6 +32,10 @@ pub enum Fault {
     SlowAnswer(Duration),
     /// Sends a response whose opaque matches nothing, then the real answer.
     UnknownOpaqueFirst,
+    /// Before answering, sends the client a request with this code (as a broker sends
+    /// NOTIFY_CONSUMER_IDS_CHANGED or GET_CONSUMER_RUNNING_INFO); the client's responses
+    /// are kept for [`FaultPeer::responses`].
+    AskClient(i32),
 }
 
 /// A listening fault peer on a loopback port; stops when dropped.
@@ -37,6 +43,7 @@ pub struct FaultPeer {
     addr: String,
     stop: Arc<AtomicBool>,
     accepted: Arc<AtomicUsize>,
+    responses: Arc<Mutex<Vec<RemotingCommand>>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -48,7 +55,8 @@ impl FaultPeer {
         let addr = listener.local_addr()?.to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let accepted = Arc::new(AtomicUsize::new(0));
-        let (s, a) = (stop.clone(), accepted.clone());
+        let responses = Arc::new(Mutex::new(Vec::new()));
+        let (s, a, r) = (stop.clone(), accepted.clone(), responses.clone());
         let thread = std::thread::Builder::new()
             .name("rmq-fault-peer".into())
             .spawn(move || {
@@ -59,7 +67,8 @@ impl FaultPeer {
                             a.fetch_add(1, Ordering::SeqCst);
                             let fault = fault.clone();
                             let s2 = s.clone();
-                            conns.push(std::thread::spawn(move || serve(stream, fault, &s2)));
+                            let r2 = r.clone();
+                            conns.push(std::thread::spawn(move || serve(stream, fault, &s2, &r2)));
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(5)),
                     }
@@ -72,6 +81,7 @@ impl FaultPeer {
             addr,
             stop,
             accepted,
+            responses,
             thread: Some(thread),
         })
     }
@@ -79,6 +89,11 @@ impl FaultPeer {
     /// `127.0.0.1:port`.
     pub fn addr(&self) -> &str {
         &self.addr
+    }
+
+    /// Responses the client sent to the peer's own requests ([`Fault::AskClient`]).
+    pub fn responses(&self) -> Vec<RemotingCommand> {
+        self.responses.lock().clone()
     }
 
     /// Connections accepted so far.
@@ -96,7 +111,12 @@ impl Drop for FaultPeer {
     }
 }
 
-fn serve(mut stream: TcpStream, fault: Fault, stop: &AtomicBool) {
+fn serve(
+    mut stream: TcpStream,
+    fault: Fault,
+    stop: &AtomicBool,
+    responses: &Mutex<Vec<RemotingCommand>>,
+) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -114,6 +134,10 @@ fn serve(mut stream: TcpStream, fault: Fault, stop: &AtomicBool) {
             let Ok(req) = RemotingCommand::decode(&frame[4..]) else {
                 return;
             };
+            if req.is_response() {
+                responses.lock().push(req);
+                continue;
+            }
             let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
                 .with_body(b"ok".to_vec());
             let result = match &fault {
@@ -129,6 +153,13 @@ fn serve(mut stream: TcpStream, fault: Fault, stop: &AtomicBool) {
                 Fault::SlowAnswer(d) => {
                     std::thread::sleep(*d);
                     stream.write_all(&ok.to_frame())
+                }
+                Fault::AskClient(code) => {
+                    let mut ask = RemotingCommand::request(crate::protocol::RequestCode(*code));
+                    ask.opaque = 777_000 + req.opaque;
+                    stream
+                        .write_all(&ask.to_frame())
+                        .and_then(|_| stream.write_all(&ok.to_frame()))
                 }
                 Fault::UnknownOpaqueFirst => {
                     let mut stray = ok.clone();

@@ -219,3 +219,52 @@ fn a_slow_answer_within_the_timeout_succeeds() {
         .unwrap();
     assert_eq!(r.body, b"ok");
 }
+
+#[test]
+fn broker_initiated_requests_reach_processors_and_unknown_codes_are_refused() {
+    use rocketmq_blocking::protocol::ResponseCode;
+    // An unknown code: answered REQUEST_CODE_NOT_SUPPORTED, as Java answers.
+    let peer = FaultPeer::start(Fault::AskClient(12345)).unwrap();
+    let c = client();
+    c.invoke_sync(peer.addr(), req(), Duration::from_secs(2))
+        .unwrap();
+    let t = Instant::now();
+    while peer.responses().is_empty() && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = peer.responses().remove(0);
+    assert_eq!(r.response_code(), ResponseCode::REQUEST_CODE_NOT_SUPPORTED);
+    assert_eq!(
+        r.remark.as_deref(),
+        Some(" request type 12345 not supported")
+    );
+    assert!(r.opaque >= 777_000, "answered under the peer's opaque");
+
+    // A registered code: the processor runs off the I/O thread and its answer goes back.
+    let peer = FaultPeer::start(Fault::AskClient(307)).unwrap();
+    let c = client();
+    c.register_processor(
+        RequestCode::GET_CONSUMER_RUNNING_INFO,
+        Arc::new(|_addr: &str, req: RemotingCommand| {
+            let on = std::thread::current()
+                .name()
+                .unwrap_or_default()
+                .to_string();
+            Some(RemotingCommand::response(
+                ResponseCode::SUCCESS,
+                req.opaque,
+                Some(on),
+            ))
+        }),
+    );
+    c.invoke_sync(peer.addr(), req(), Duration::from_secs(2))
+        .unwrap();
+    let t = Instant::now();
+    while peer.responses().is_empty() && t.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let r = peer.responses().remove(0);
+    assert_eq!(r.response_code(), ResponseCode::SUCCESS);
+    let thread = r.remark.unwrap_or_default();
+    assert!(thread.starts_with("rmq-processor"), "ran on {thread}");
+}
