@@ -120,6 +120,8 @@ struct Conn {
     /// Bytes of the front item already written.
     woff: usize,
     writable_interest: bool,
+    /// Queued for the flush after the current command drain.
+    flush_pending: bool,
     last_active: Instant,
     connect_waiters: Vec<Sender<Result<(), Error>>>,
 }
@@ -141,6 +143,8 @@ pub(super) struct IoLoop {
     deadlines: BinaryHeap<Reverse<(Instant, i32)>>,
     next_token: usize,
     scratch: Box<[u8]>,
+    /// Connections with frames queued during this command drain.
+    to_flush: Vec<Token>,
 }
 
 impl IoLoop {
@@ -155,6 +159,7 @@ impl IoLoop {
             deadlines: BinaryHeap::new(),
             next_token: 1,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            to_flush: Vec::new(),
         }
     }
 
@@ -188,6 +193,14 @@ impl IoLoop {
                     break;
                 }
                 self.handle(cmd);
+            }
+            // One write per connection for everything queued in this drain: frames from
+            // many callers go out together in one writev.
+            for token in std::mem::take(&mut self.to_flush) {
+                if let Some(c) = self.conns.get_mut(&token) {
+                    c.flush_pending = false;
+                    self.flush(token);
+                }
             }
             if shutdown {
                 break;
@@ -305,6 +318,7 @@ impl IoLoop {
                 wq: VecDeque::new(),
                 woff: 0,
                 writable_interest: true,
+                flush_pending: false,
                 last_active: now,
                 connect_waiters: Vec::new(),
             },
@@ -321,8 +335,9 @@ impl IoLoop {
             frame,
             _permit: permit,
         });
-        if let ConnState::Connected = c.state {
-            self.flush(token);
+        if matches!(c.state, ConnState::Connected) && !c.flush_pending {
+            c.flush_pending = true;
+            self.to_flush.push(token);
         }
     }
 
