@@ -4,6 +4,41 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// Builder setters that assign `self.options.<name>`.
+macro_rules! option_setters {
+    ($($(#[$m:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$m])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.options.$name = value;
+            self
+        }
+    )*};
+}
+
+/// `namesrv_addr` and `client_config` for builders that hold `client: ClientConfigBuilder`.
+macro_rules! client_setters {
+    () => {
+        /// Name-server addresses, `;`-separated (default: `NAMESRV_ADDR`).
+        pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
+            self.client = self.client.namesrv_addr(addr);
+            self
+        }
+
+        /// Client settings (instance name, intervals, timeouts, remoting, ...).
+        pub fn client_config(
+            mut self,
+            f: impl FnOnce(
+                crate::client::ClientConfigBuilder,
+            ) -> crate::client::ClientConfigBuilder,
+        ) -> Self {
+            self.client = f(self.client);
+            self
+        }
+    };
+}
+
+pub(crate) use {client_setters, option_setters};
+
 /// A random number good enough for start indexes and shuffles (not for cryptography).
 pub(crate) fn random_u64() -> u64 {
     // Each RandomState carries fresh keys; mixing in the clock varies it across processes.

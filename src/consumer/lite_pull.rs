@@ -133,20 +133,7 @@ pub struct LitePullConsumerBuilder {
 }
 
 impl LitePullConsumerBuilder {
-    /// Name-server addresses.
-    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
-        self.client = self.client.namesrv_addr(addr);
-        self
-    }
-
-    /// Client settings.
-    pub fn client_config(
-        mut self,
-        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
-    ) -> Self {
-        self.client = f(self.client);
-        self
-    }
+    crate::util::client_setters!();
 
     /// Options.
     pub fn options(mut self, options: LitePullOptions) -> Self {

@@ -219,31 +219,8 @@ pub struct PushConsumerBuilder {
     strategy: Option<Box<dyn AllocateStrategy>>,
 }
 
-macro_rules! option_setters {
-    ($($(#[$m:meta])* $name:ident: $ty:ty;)*) => {$(
-        $(#[$m])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.options.$name = value;
-            self
-        }
-    )*};
-}
-
 impl PushConsumerBuilder {
-    /// Name-server addresses (default: `NAMESRV_ADDR`).
-    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
-        self.client = self.client.namesrv_addr(addr);
-        self
-    }
-
-    /// Client settings.
-    pub fn client_config(
-        mut self,
-        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
-    ) -> Self {
-        self.client = f(self.client);
-        self
-    }
+    crate::util::client_setters!();
 
     /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
     pub fn subscribe(
@@ -298,7 +275,7 @@ impl PushConsumerBuilder {
         self
     }
 
-    option_setters! {
+    crate::util::option_setters! {
         /// Clustering or broadcasting.
         message_model: MessageModel;
         /// Start position of a new group.

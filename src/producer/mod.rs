@@ -117,31 +117,8 @@ pub struct ProducerBuilder {
     options: ProducerOptions,
 }
 
-macro_rules! option_setters {
-    ($($(#[$m:meta])* $name:ident: $ty:ty;)*) => {$(
-        $(#[$m])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.options.$name = value;
-            self
-        }
-    )*};
-}
-
 impl ProducerBuilder {
-    /// Client settings (name servers, instance name, timeouts, ...).
-    pub fn client_config(
-        mut self,
-        f: impl FnOnce(ClientConfigBuilder) -> ClientConfigBuilder,
-    ) -> Self {
-        self.client = f(self.client);
-        self
-    }
-
-    /// Name-server addresses, `;`-separated (default: `NAMESRV_ADDR`).
-    pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
-        self.client = self.client.namesrv_addr(addr);
-        self
-    }
+    crate::util::client_setters!();
 
     /// All producer options at once.
     pub fn options(mut self, options: ProducerOptions) -> Self {
@@ -149,7 +126,7 @@ impl ProducerBuilder {
         self
     }
 
-    option_setters! {
+    crate::util::option_setters! {
         /// Budget of one send, retries included.
         send_msg_timeout: Duration;
         /// Extra attempts of a sync send.
