@@ -209,7 +209,9 @@ fn bench_of(kind: &str, args: &[&str]) -> Value {
         text.lines().count() == 2 && text.contains("msg/s"),
         "a human line comes first: {text}"
     );
-    assert!(stderr(&out).contains("msg/s") || summary["elapsedMs"].as_f64() < Some(1000.0));
+    // Progress lines come once a second; a run just past 1 s may end before the first tick
+    // is printed on a loaded machine, so only a clearly longer run must show one.
+    assert!(stderr(&out).contains("msg/s") || summary["elapsedMs"].as_f64() < Some(2500.0));
     summary
 }
 
