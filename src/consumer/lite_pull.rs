@@ -31,7 +31,7 @@ use crate::client::{
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
-use crate::protocol::heartbeat::{ConsumeType, ConsumerData, SubscriptionData};
+use crate::protocol::heartbeat::{ConsumeType, ConsumerData};
 
 /// Lite pull settings with Java's defaults.
 #[derive(Debug, Clone)]
@@ -773,20 +773,10 @@ impl RebalanceHooks for LitePullImpl {
 
 impl ConsumerInner for LitePullImpl {
     fn consumer_data(&self) -> ConsumerData {
-        ConsumerData {
-            group_name: self.group.clone(),
-            consume_type: ConsumeType::ConsumeActively,
-            message_model: self.options.message_model,
-            consume_from_where: self.options.consume_from_where,
-            subscription_data_set: self
-                .rebalance
-                .subscriptions
-                .read()
-                .values()
-                .cloned()
-                .collect::<Vec<SubscriptionData>>(),
-            unit_mode: false,
-        }
+        self.rebalance.consumer_data(
+            ConsumeType::ConsumeActively,
+            self.options.consume_from_where,
+        )
     }
 
     fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {

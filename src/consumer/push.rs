@@ -762,20 +762,10 @@ impl RebalanceHooks for PushConsumerImpl {
 
 impl ConsumerInner for PushConsumerImpl {
     fn consumer_data(&self) -> ConsumerData {
-        ConsumerData {
-            group_name: self.group.clone(),
-            consume_type: ConsumeType::ConsumePassively,
-            message_model: self.options.message_model,
-            consume_from_where: self.options.consume_from_where,
-            subscription_data_set: self
-                .rebalance
-                .subscriptions
-                .read()
-                .values()
-                .cloned()
-                .collect(),
-            unit_mode: false,
-        }
+        self.rebalance.consumer_data(
+            ConsumeType::ConsumePassively,
+            self.options.consume_from_where,
+        )
     }
 
     fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {

@@ -15,7 +15,9 @@ use super::allocate::AllocateStrategy;
 use super::process_queue::ProcessQueue;
 use crate::client::MQClientInstance;
 use crate::message::MessageQueue;
-use crate::protocol::heartbeat::{MessageModel, SubscriptionData};
+use crate::protocol::heartbeat::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+};
 
 const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);
 
@@ -66,6 +68,22 @@ impl RebalanceImpl {
             subscriptions: RwLock::new(HashMap::new()),
             topic_subscribe_info: RwLock::new(HashMap::new()),
             process_queues: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// This group's entry in a heartbeat.
+    pub(crate) fn consumer_data(
+        &self,
+        consume_type: ConsumeType,
+        consume_from_where: ConsumeFromWhere,
+    ) -> ConsumerData {
+        ConsumerData {
+            group_name: self.group.clone(),
+            consume_type,
+            message_model: self.model,
+            consume_from_where,
+            subscription_data_set: self.subscriptions.read().values().cloned().collect(),
+            unit_mode: false,
         }
     }
 

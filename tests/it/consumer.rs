@@ -42,9 +42,14 @@ fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 }
 
 fn recording(group: &str, topic: &str) -> (PushConsumer, Seen) {
+    record(consumer(group, topic))
+}
+
+/// Starts `builder` with a listener that records every message and succeeds.
+fn record(builder: PushConsumerBuilder) -> (PushConsumer, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
-    let c = consumer(group, topic)
+    let c = builder
         .register_message_listener_concurrently(move |msgs, _| {
             s.lock().extend(msgs.iter().cloned());
             ConsumeConcurrentlyStatus::ConsumeSuccess
@@ -125,18 +130,12 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
             want.insert(r.msg_id);
         }
     }
-    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
-    let c = PushConsumer::builder(cluster::unique("tagg"))
-        .namesrv_addr(cluster::namesrv())
-        .subscribe(&topic, "TagA || TagB")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .register_message_listener_concurrently(move |msgs, _| {
-            s.lock().extend(msgs.iter().cloned());
-            ConsumeConcurrentlyStatus::ConsumeSuccess
-        })
-        .start()
-        .unwrap();
+    let (c, seen) = record(
+        PushConsumer::builder(cluster::unique("tagg"))
+            .namesrv_addr(cluster::namesrv())
+            .subscribe(&topic, "TagA || TagB")
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
     wait_for("20 tagged messages", Duration::from_secs(60), || {
         ids(&seen).len() >= 20
     });
@@ -164,18 +163,12 @@ fn sql92_filters_deliver_exactly_the_matching_messages() {
             want.insert(r.msg_id);
         }
     }
-    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
-    let c = PushConsumer::builder(cluster::unique("sqlg"))
-        .namesrv_addr(cluster::namesrv())
-        .subscribe_with(&topic, MessageSelector::by_sql("n >= 10 AND TAGS = 'even'"))
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .register_message_listener_concurrently(move |msgs, _| {
-            s.lock().extend(msgs.iter().cloned());
-            ConsumeConcurrentlyStatus::ConsumeSuccess
-        })
-        .start()
-        .unwrap();
+    let (c, seen) = record(
+        PushConsumer::builder(cluster::unique("sqlg"))
+            .namesrv_addr(cluster::namesrv())
+            .subscribe_with(&topic, MessageSelector::by_sql("n >= 10 AND TAGS = 'even'"))
+            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+    );
     wait_for("10 matching messages", Duration::from_secs(60), || {
         ids(&seen).len() >= 10
     });
@@ -260,17 +253,7 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
     let group = cluster::unique("splitg");
     let p = producer();
     let start = |name: &str| -> (PushConsumer, Seen) {
-        let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        let c = consumer(&group, &topic)
-            .client_config(|cc| cc.instance_name(name))
-            .register_message_listener_concurrently(move |msgs, _| {
-                s.lock().extend(msgs.iter().cloned());
-                ConsumeConcurrentlyStatus::ConsumeSuccess
-            })
-            .start()
-            .unwrap();
-        (c, seen)
+        record(consumer(&group, &topic).client_config(|cc| cc.instance_name(name)))
     };
     let mut consumers: Vec<(PushConsumer, Seen)> =
         ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
@@ -361,19 +344,12 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
     let dir = std::env::temp_dir().join(cluster::unique("offsets"));
     let p = producer();
     let start = |name: &str| -> (PushConsumer, Seen) {
-        let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-        let s = seen.clone();
-        let c = consumer(&group, &topic)
-            .message_model(MessageModel::Broadcasting)
-            .offset_store_dir(dir.clone())
-            .client_config(|cc| cc.instance_name(name))
-            .register_message_listener_concurrently(move |msgs, _| {
-                s.lock().extend(msgs.iter().cloned());
-                ConsumeConcurrentlyStatus::ConsumeSuccess
-            })
-            .start()
-            .unwrap();
-        (c, seen)
+        record(
+            consumer(&group, &topic)
+                .message_model(MessageModel::Broadcasting)
+                .offset_store_dir(dir.clone())
+                .client_config(|cc| cc.instance_name(name)),
+        )
     };
     let (a, seen_a) = start("b1");
     let (b, seen_b) = start("b2");
@@ -396,18 +372,12 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
     assert!(text.starts_with("{\"offsetTable\":{{"), "{text}");
 
     // The same client id resumes from the file: nothing is delivered twice.
-    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
-    let again = consumer(&group, &topic)
-        .message_model(MessageModel::Broadcasting)
-        .offset_store_dir(dir.clone())
-        .client_config(|cc| cc.instance_name("b1"))
-        .register_message_listener_concurrently(move |msgs, _| {
-            s.lock().extend(msgs.iter().cloned());
-            ConsumeConcurrentlyStatus::ConsumeSuccess
-        })
-        .start()
-        .unwrap();
+    let (again, seen) = record(
+        consumer(&group, &topic)
+            .message_model(MessageModel::Broadcasting)
+            .offset_store_dir(dir.clone())
+            .client_config(|cc| cc.instance_name("b1")),
+    );
     let late = p
         .send(&Message::new(&topic, "after restart"))
         .unwrap()
