@@ -1,6 +1,11 @@
 //! `ProcessQueue`: the messages pulled from one queue and not yet consumed (Java
 //! `ProcessQueue`). The smallest offset still cached is what may be committed, so a crash
 //! re-delivers rather than skips.
+//!
+//! Java keeps a reference to every message here. A Rust copy would be a deep clone, so the
+//! queue keeps only offset and body size for messages that travel on to their consumer
+//! (concurrently, lite pull) and keeps the messages themselves only where it hands them out
+//! (orderly).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -15,14 +20,21 @@ pub const PULL_MAX_IDLE_TIME: Duration = Duration::from_secs(120);
 /// A broker lock older than this is not trusted for orderly consumption.
 pub const REBALANCE_LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(30);
 
+/// One pulled message not yet consumed.
+struct Cached {
+    body_len: u64,
+    /// Held only for orderly consumption, which takes messages from here.
+    msg: Option<MessageExt>,
+}
+
 #[derive(Default)]
 struct Inner {
     /// Offset → message, every message pulled and not yet consumed.
-    msgs: BTreeMap<i64, MessageExt>,
+    msgs: BTreeMap<i64, Cached>,
     msg_size: u64,
     queue_offset_max: i64,
-    /// Orderly: messages taken for consumption and not yet committed.
-    consuming: BTreeMap<i64, MessageExt>,
+    /// Orderly: offset → body size of the messages taken and not yet committed.
+    consuming: BTreeMap<i64, u64>,
     /// Orderly: a consume task is scheduled or running.
     consume_task_active: bool,
     /// Backlog on the broker (max offset − last pulled), for the pool adjustment.
@@ -95,22 +107,42 @@ impl ProcessQueue {
         self.try_unlock_times.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Adds pulled messages. Returns whether an orderly consume task should be started.
+    /// Records pulled messages that go on to their consumer (concurrently, lite pull): the
+    /// queue tracks their offsets and sizes only.
     pub(crate) fn put_messages(&self, msgs: &[MessageExt]) -> bool {
+        self.put_entries(
+            msgs.iter()
+                .map(|m| (m.queue_offset, m.body().len() as u64, None)),
+            msgs.last().map(|m| (m.queue_offset, max_offset(m))),
+        )
+    }
+
+    /// Orderly: keeps pulled messages for [`take_messages`](Self::take_messages). Returns
+    /// whether a consume task should be started.
+    pub(crate) fn hold_messages(&self, msgs: Vec<MessageExt>) -> bool {
+        let last = msgs.last().map(|m| (m.queue_offset, max_offset(m)));
+        self.put_entries(
+            msgs.into_iter()
+                .map(|m| (m.queue_offset, m.body().len() as u64, Some(m))),
+            last,
+        )
+    }
+
+    /// `last`: offset of the newest message and the broker's max offset it carried.
+    fn put_entries(
+        &self,
+        entries: impl Iterator<Item = (i64, u64, Option<MessageExt>)>,
+        last: Option<(i64, Option<i64>)>,
+    ) -> bool {
         let mut g = self.inner.lock();
-        for m in msgs {
-            if g.msgs.insert(m.queue_offset, m.clone()).is_none() {
-                g.msg_size += m.body().len() as u64;
-                g.queue_offset_max = g.queue_offset_max.max(m.queue_offset);
+        for (offset, body_len, msg) in entries {
+            if g.msgs.insert(offset, Cached { body_len, msg }).is_none() {
+                g.msg_size += body_len;
+                g.queue_offset_max = g.queue_offset_max.max(offset);
             }
         }
-        if let Some(last) = msgs.last() {
-            if let Some(max) = last
-                .property(property::MAX_OFFSET)
-                .and_then(|v| v.parse::<i64>().ok())
-            {
-                g.msg_acc_cnt = (max - last.queue_offset).max(0);
-            }
+        if let Some((offset, Some(max))) = last {
+            g.msg_acc_cnt = (max - offset).max(0);
         }
         if !g.msgs.is_empty() && !g.consume_task_active {
             g.consume_task_active = true;
@@ -128,8 +160,8 @@ impl ProcessQueue {
         }
         let mut removed = false;
         for o in offsets {
-            if let Some(m) = g.msgs.remove(&o) {
-                g.msg_size = g.msg_size.saturating_sub(m.body().len() as u64);
+            if let Some(c) = g.msgs.remove(&o) {
+                g.msg_size = g.msg_size.saturating_sub(c.body_len);
                 removed = true;
             }
         }
@@ -170,11 +202,13 @@ impl ProcessQueue {
         let mut g = self.inner.lock();
         let mut out = Vec::with_capacity(n);
         while out.len() < n {
-            let Some((o, m)) = g.msgs.pop_first() else {
+            let Some((o, c)) = g.msgs.pop_first() else {
                 break;
             };
-            g.consuming.insert(o, m.clone());
-            out.push(m);
+            g.consuming.insert(o, c.body_len);
+            // Orderly queues hold every message; an offset-only entry has nothing to
+            // consume and is committed with the others.
+            out.extend(c.msg);
         }
         if out.is_empty() {
             g.consume_task_active = false;
@@ -188,20 +222,35 @@ impl ProcessQueue {
         let Some((&last, _)) = g.consuming.last_key_value() else {
             return -1;
         };
-        let freed: u64 = g.consuming.values().map(|m| m.body().len() as u64).sum();
+        let freed: u64 = g.consuming.values().sum();
         g.msg_size = g.msg_size.saturating_sub(freed);
         g.consuming.clear();
         last + 1
     }
 
     /// Orderly: puts messages back to be consumed again.
-    pub(crate) fn make_messages_to_consume_again(&self, msgs: &[MessageExt]) {
+    pub(crate) fn make_messages_to_consume_again(&self, msgs: Vec<MessageExt>) {
         let mut g = self.inner.lock();
         for m in msgs {
-            g.consuming.remove(&m.queue_offset);
-            g.msgs.insert(m.queue_offset, m.clone());
+            let body_len = g
+                .consuming
+                .remove(&m.queue_offset)
+                .unwrap_or(m.body().len() as u64);
+            g.msgs.insert(
+                m.queue_offset,
+                Cached {
+                    body_len,
+                    msg: Some(m),
+                },
+            );
         }
     }
+}
+
+/// The broker's max offset, which the pull put on every message.
+fn max_offset(m: &MessageExt) -> Option<i64> {
+    m.property(property::MAX_OFFSET)
+        .and_then(|v| v.parse::<i64>().ok())
 }
 
 #[cfg(test)]
@@ -233,13 +282,13 @@ mod tests {
     #[test]
     fn orderly_take_commit_and_redeliver() {
         let pq = ProcessQueue::default();
-        pq.put_messages(&[msg(1), msg(2), msg(3)]);
+        pq.hold_messages(vec![msg(1), msg(2), msg(3)]);
         let first = pq.take_messages(2);
         assert_eq!(
             first.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
             vec![1, 2]
         );
-        pq.make_messages_to_consume_again(&first);
+        pq.make_messages_to_consume_again(first);
         let again = pq.take_messages(2);
         assert_eq!(
             again.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
@@ -250,7 +299,7 @@ mod tests {
         assert_eq!(pq.commit(), 4);
         assert!(pq.take_messages(2).is_empty());
         assert!(
-            pq.put_messages(&[msg(4)]),
+            pq.hold_messages(vec![msg(4)]),
             "an emptied queue starts a new task"
         );
     }

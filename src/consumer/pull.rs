@@ -170,6 +170,7 @@ pub(crate) fn process_response(
     routing.remember(mq, h.suggest_which_broker_id);
     let mut msgs = Vec::new();
     if status == PullStatus::Found {
+        let (min, max) = (h.min_offset.to_string(), h.max_offset.to_string());
         for mut m in decode_messages(&response.body, DecodeOptions::new())? {
             if !tag_matches(sub, m.tags()) {
                 continue;
@@ -179,10 +180,8 @@ pub(crate) fn process_response(
                     m.message.set_transaction_id(Some(uniq));
                 }
             }
-            m.message
-                .put_property(property::MIN_OFFSET, h.min_offset.to_string());
-            m.message
-                .put_property(property::MAX_OFFSET, h.max_offset.to_string());
+            m.message.put_property(property::MIN_OFFSET, min.clone());
+            m.message.put_property(property::MAX_OFFSET, max.clone());
             m.broker_name = mq.broker_name.clone();
             msgs.push(m);
         }

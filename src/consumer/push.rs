@@ -301,8 +301,15 @@ impl PushConsumerImpl {
                 if r.msgs.is_empty() {
                     return self.instance.execute_pull_request_immediately(req);
                 }
-                let dispatch = req.pq.put_messages(&r.msgs);
-                self.submit_consume(r.msgs, req.pq.clone(), req.mq.clone(), dispatch);
+                let (msgs, dispatch) = match self.listener {
+                    Listener::Concurrently(_) => {
+                        let dispatch = req.pq.put_messages(&r.msgs);
+                        (r.msgs, dispatch)
+                    }
+                    // Orderly tasks take their messages from the process queue.
+                    Listener::Orderly(_) => (Vec::new(), req.pq.hold_messages(r.msgs)),
+                };
+                self.submit_consume(msgs, req.pq.clone(), req.mq.clone(), dispatch);
                 if self.options.pull_interval.is_zero() {
                     self.instance.execute_pull_request_immediately(req);
                 } else {
@@ -383,16 +390,20 @@ impl PushConsumerImpl {
 
     /// Java `resetRetryAndNamespace` plus `CONSUME_START_TIME`.
     fn prepare_for_listener(&self, msgs: &mut [MessageExt]) {
-        let retry_topic = format!("{RETRY_PREFIX}{}", self.group);
         let now = crate::util::now_millis().to_string();
+        let namespace = self.instance.config().namespace();
         for m in msgs.iter_mut() {
-            if m.topic() == retry_topic {
+            let is_retry = m
+                .topic()
+                .strip_prefix(RETRY_PREFIX)
+                .is_some_and(|g| g == self.group);
+            if is_retry {
                 if let Some(t) = m.property(property::RETRY_TOPIC).map(str::to_string) {
                     m.message.set_topic(t);
                 }
             }
-            if let Some(ns) = self.instance.config().namespace() {
-                let t = crate::client::namespace::unwrap(Some(&ns), m.topic());
+            if let Some(ns) = &namespace {
+                let t = crate::client::namespace::unwrap(Some(ns), m.topic());
                 m.message.set_topic(t);
             }
             m.message
@@ -519,7 +530,7 @@ impl PushConsumerImpl {
                 ConsumeOrderlyStatus::Success => pq.commit(),
                 ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
                     if self.check_reconsume_times(&mut msgs, &mq) {
-                        pq.make_messages_to_consume_again(&msgs);
+                        pq.make_messages_to_consume_again(msgs);
                         let pause = ctx
                             .suspend_current_queue_time
                             .unwrap_or(self.options.suspend_current_queue_time)
