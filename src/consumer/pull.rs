@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use crate::client::MQClientInstance;
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{decode_messages, property, DecodeOptions, MessageExt, MessageQueue};
+use crate::message::{decode_messages_shared, property, DecodeOptions, MessageExt, MessageQueue};
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use crate::protocol::heartbeat::SubscriptionData;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -153,7 +153,7 @@ pub(crate) fn process_response(
     routing: &PullRouting,
     mq: &MessageQueue,
     sub: &SubscriptionData,
-    response: RemotingCommand,
+    mut response: RemotingCommand,
 ) -> Result<PullResult> {
     let status = match response.response_code() {
         ResponseCode::SUCCESS => PullStatus::Found,
@@ -171,7 +171,8 @@ pub(crate) fn process_response(
     let mut msgs = Vec::new();
     if status == PullStatus::Found {
         let (min, max) = (h.min_offset.to_string(), h.max_offset.to_string());
-        for mut m in decode_messages(&response.body, DecodeOptions::new())? {
+        let body = Arc::new(std::mem::take(&mut response.body));
+        for mut m in decode_messages_shared(body, DecodeOptions::new())? {
             if !tag_matches(sub, m.tags()) {
                 continue;
             }

@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 
 use flate2::write::ZlibEncoder;
 use flate2::{Compression, Crc, Decompress, FlushDecompress, Status};
@@ -29,8 +30,8 @@ pub const DEFAULT_MAX_TOTAL_BODY_LEN: usize = 256 * 1024 * 1024;
 /// zlib level of Java's producer (`rocketmq.message.compressLevel`).
 pub const DEFAULT_COMPRESS_LEVEL: u32 = 5;
 
-const NAME_VALUE_SEPARATOR: char = '\u{1}';
-const PROPERTY_SEPARATOR: char = '\u{2}';
+pub(super) const NAME_VALUE_SEPARATOR: char = '\u{1}';
+pub(super) const PROPERTY_SEPARATOR: char = '\u{2}';
 
 /// Stored-record fields other than the two hosts, the body, the topic and the properties:
 /// total, magic, crc, queue id, flag, queue offset, physical offset, sys flag, born
@@ -157,12 +158,30 @@ pub fn string_to_properties(s: &str) -> BTreeMap<String, String> {
 /// body, fields that do not add up to TOTALSIZE, a port outside 0..=65535, a CRC mismatch
 /// (when checked), a corrupt or oversized compressed body, or LZ4/ZSTD compression.
 pub fn decode_messages(body: &[u8], opts: DecodeOptions) -> Result<Vec<MessageExt>, DecodeError> {
+    decode_all(body, None, opts)
+}
+
+/// [`decode_messages`] for a pull response the caller owns: uncompressed bodies become
+/// windows into `body` instead of copies.
+pub(crate) fn decode_messages_shared(
+    body: Arc<Vec<u8>>,
+    opts: DecodeOptions,
+) -> Result<Vec<MessageExt>, DecodeError> {
+    decode_all(&body, Some(&body), opts)
+}
+
+/// `shared`, when given, is the buffer `body` is.
+fn decode_all(
+    body: &[u8],
+    shared: Option<&Arc<Vec<u8>>>,
+    opts: DecodeOptions,
+) -> Result<Vec<MessageExt>, DecodeError> {
     let mut r = Reader::new(body);
     let mut messages = Vec::new();
     let mut inflate_budget = opts.max_total_body_len;
     while !r.is_empty() {
         let at = r.position();
-        let m = decode_record(&mut r, &opts, &mut inflate_budget).map_err(|e| {
+        let m = decode_record(&mut r, shared, &opts, &mut inflate_budget).map_err(|e| {
             DecodeError::new(format!("message {} at offset {at}: {e}", messages.len()))
         })?;
         messages.push(m);
@@ -172,6 +191,7 @@ pub fn decode_messages(body: &[u8], opts: DecodeOptions) -> Result<Vec<MessageEx
 
 fn decode_record(
     r: &mut Reader<'_>,
+    shared: Option<&Arc<Vec<u8>>>,
     opts: &DecodeOptions,
     inflate_budget: &mut usize,
 ) -> Result<MessageExt, DecodeError> {
@@ -185,6 +205,7 @@ fn decode_record(
             ))
         })?;
     // Everything below reads from this slice, so no field can reach past TOTALSIZE.
+    let rec_start = r.position();
     let mut rec = Reader::new(r.bytes(total - 4)?);
     let magic = rec.i32()?;
     let v2 = match magic {
@@ -211,6 +232,7 @@ fn decode_record(
     let prepared_transaction_offset = rec.i64()?;
 
     let body_len = rec.len_i32()?;
+    let body_start = rec_start + rec.position();
     let stored = rec.bytes(body_len)?;
 
     let topic_len = if v2 {
@@ -221,7 +243,7 @@ fn decode_record(
     };
     let topic = lossy_utf8(rec.bytes(topic_len)?);
     let props_len = rec.len_i16()?;
-    let properties = string_to_properties(&String::from_utf8_lossy(rec.bytes(props_len)?));
+    let properties = String::from_utf8_lossy(rec.bytes(props_len)?);
     if !rec.is_empty() {
         return Err(DecodeError::new(format!(
             "TOTALSIZE {store_size} leaves {} bytes after the properties",
@@ -239,27 +261,28 @@ fn decode_record(
             )));
         }
     }
-    let body = if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 && !stored.is_empty() {
-        check_zlib(sys_flag)?;
-        let inflated = if *inflate_budget < opts.max_body_len {
-            inflate(stored, *inflate_budget, || {
-                format!(
-                    "the {} bytes left of the {} allowed for all bodies",
-                    *inflate_budget, opts.max_total_body_len
-                )
-            })?
+    let mut message =
+        if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 && !stored.is_empty() {
+            check_zlib(sys_flag)?;
+            let inflated = if *inflate_budget < opts.max_body_len {
+                inflate(stored, *inflate_budget, || {
+                    format!(
+                        "the {} bytes left of the {} allowed for all bodies",
+                        *inflate_budget, opts.max_total_body_len
+                    )
+                })?
+            } else {
+                decompress(stored, opts.max_body_len)?
+            };
+            *inflate_budget -= inflated.len();
+            Message::empty(topic, inflated)
+        } else if let Some(buf) = shared {
+            Message::with_shared_body(topic, buf.clone(), body_start..body_start + stored.len())
         } else {
-            decompress(stored, opts.max_body_len)?
+            Message::empty(topic, stored.to_vec())
         };
-        *inflate_budget -= inflated.len();
-        inflated
-    } else {
-        stored.to_vec()
-    };
-
-    let mut message = Message::empty(topic, body);
     message.set_flag(flag);
-    message.set_properties(properties);
+    message.set_properties_wire(&properties);
     Ok(MessageExt {
         message,
         broker_name: String::new(),
@@ -458,7 +481,7 @@ fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
     let body_len = rec.len_i32()?;
     let body = rec.bytes(body_len)?.to_vec();
     let props_len = rec.len_i16()?;
-    let properties = string_to_properties(&String::from_utf8_lossy(rec.bytes(props_len)?));
+    let properties = String::from_utf8_lossy(rec.bytes(props_len)?);
     if !rec.is_empty() {
         return Err(DecodeError::new(format!(
             "TOTALSIZE {size} leaves {} bytes after the properties",
@@ -467,7 +490,7 @@ fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
     }
     let mut m = Message::empty(String::new(), body);
     m.set_flag(flag);
-    m.set_properties(properties);
+    m.set_properties_wire(&properties);
     Ok(m)
 }
 

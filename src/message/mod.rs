@@ -11,22 +11,28 @@
 //! more than the input (plus a capped, caller-chosen amount for decompressed bodies).
 
 mod codec;
+mod properties;
 pub mod property;
 mod queue;
 pub mod uniq;
 
+#[cfg(test)]
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::ops::Range;
+use std::sync::Arc;
 
 use crate::error::Error;
 
+pub(crate) use codec::decode_messages_shared;
 pub use codec::{
     compress, create_offset_msg_id, decode_batch, decode_messages, decode_offset_msg_id,
     decompress, encode_batch, encode_message_ext, properties_to_string, string_to_properties,
     DecodeOptions, DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_BODY_LEN, DEFAULT_MAX_TOTAL_BODY_LEN,
     MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
 };
+use properties::Properties;
 pub use queue::MessageQueue;
 
 /// Bits of a stored message's `sysFlag` (Java `MessageSysFlag`).
@@ -70,10 +76,46 @@ pub mod sys_flag {
 pub struct Message {
     topic: String,
     flag: i32,
-    properties: BTreeMap<String, String>,
-    body: Vec<u8>,
+    properties: Properties,
+    body: Body,
     transaction_id: Option<String>,
 }
+
+/// A body: owned, or a window into a pull response that the messages decoded from it
+/// share, which saves a copy and an allocation per pulled message.
+#[derive(Clone)]
+enum Body {
+    Owned(Vec<u8>),
+    Shared {
+        buf: Arc<Vec<u8>>,
+        range: Range<usize>,
+    },
+}
+
+impl Body {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Body::Owned(v) => v,
+            // The decoder only makes ranges inside `buf`.
+            Body::Shared { buf, range } => buf.get(range.clone()).unwrap_or_default(),
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Body::Owned(v) => v,
+            Body::Shared { .. } => self.as_slice().to_vec(),
+        }
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Body {}
 
 impl Message {
     /// A message for `topic` with `body`; like Java's constructors it sets `WAIT=true`.
@@ -88,10 +130,17 @@ impl Message {
         Message {
             topic,
             flag: 0,
-            properties: BTreeMap::new(),
-            body,
+            properties: Properties::default(),
+            body: Body::Owned(body),
             transaction_id: None,
         }
+    }
+
+    /// A decoded message whose body is `range` of a shared pull response.
+    pub(crate) fn with_shared_body(topic: String, buf: Arc<Vec<u8>>, range: Range<usize>) -> Self {
+        let mut m = Message::empty(topic, Vec::new());
+        m.body = Body::Shared { buf, range };
+        m
     }
 
     /// Sets the tag (builder style).
@@ -132,17 +181,18 @@ impl Message {
 
     /// The body.
     pub fn body(&self) -> &[u8] {
-        &self.body
+        self.body.as_slice()
     }
 
     /// Replaces the body.
     pub fn set_body(&mut self, body: impl Into<Vec<u8>>) {
-        self.body = body.into();
+        self.body = Body::Owned(body.into());
     }
 
-    /// Takes the body out of the message.
+    /// Takes the body out of the message (a copy for a pulled message, whose body is
+    /// shared with the others of its pull).
     pub fn into_body(self) -> Vec<u8> {
-        self.body
+        self.body.into_vec()
     }
 
     /// The tag, if set.
@@ -219,12 +269,12 @@ impl Message {
 
     /// Sets the buyer id.
     pub fn set_buyer_id(&mut self, buyer_id: impl Into<String>) {
-        self.put_property(property::BUYER_ID, buyer_id);
+        self.put_property(property::BUYER_ID, buyer_id.into());
     }
 
     /// Sets `INSTANCE_ID` (the namespace).
     pub fn set_instance_id(&mut self, instance_id: impl Into<String>) {
-        self.put_property(property::INSTANCE_ID, instance_id);
+        self.put_property(property::INSTANCE_ID, instance_id.into());
     }
 
     /// The transaction id (not sent; set by a transactional send and on received half messages).
@@ -265,19 +315,17 @@ impl Message {
 
     /// The value of a property, system or user.
     pub fn property(&self, name: &str) -> Option<&str> {
-        self.properties.get(name).map(String::as_str)
+        self.properties.get(name)
     }
 
     /// All properties, sorted by name.
     pub fn properties(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.properties
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
+        self.properties.iter()
     }
 
     /// Sets any property, reserved names included (for the producer and the decoders).
-    pub(crate) fn put_property(&mut self, name: impl Into<String>, value: impl Into<String>) {
-        self.properties.insert(name.into(), value.into());
+    pub(crate) fn put_property(&mut self, name: impl AsRef<str>, value: impl AsRef<str>) {
+        self.properties.insert(name.as_ref(), value.as_ref());
     }
 
     /// Removes a property, returning its value.
@@ -285,14 +333,22 @@ impl Message {
         self.properties.remove(name)
     }
 
-    /// Replaces all properties (decoders).
+    /// Replaces all properties.
+    #[cfg(test)]
     pub(crate) fn set_properties(&mut self, properties: BTreeMap<String, String>) {
-        self.properties = properties;
+        self.properties = properties.into();
+    }
+
+    /// Replaces all properties with those of a property string (decoders).
+    pub(crate) fn set_properties_wire(&mut self, wire: &str) {
+        self.properties = Properties::parse(wire);
     }
 
     #[cfg(test)]
-    pub(crate) fn properties_map(&self) -> &BTreeMap<String, String> {
-        &self.properties
+    pub(crate) fn properties_map(&self) -> BTreeMap<String, String> {
+        self.properties()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 }
 
@@ -303,7 +359,7 @@ impl fmt::Debug for Message {
             .field("topic", &self.topic)
             .field("flag", &self.flag)
             .field("properties", &self.properties)
-            .field("body_len", &self.body.len())
+            .field("body_len", &self.body().len())
             .field("transaction_id", &self.transaction_id)
             .finish()
     }

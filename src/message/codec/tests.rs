@@ -49,7 +49,7 @@ fn property_strings_are_written_like_java() {
         .with_keys(["k1", "k2"]);
     let s = properties_to_string(m.properties());
     assert_eq!(s, "KEYS\u{1}k1 k2\u{2}TAGS\u{1}t\u{2}WAIT\u{1}true");
-    assert_eq!(&string_to_properties(&s), m.properties_map());
+    assert_eq!(string_to_properties(&s), m.properties_map());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -648,6 +648,8 @@ proptest! {
         }
         let back = decode_messages(&body, DecodeOptions::new().check_crc(true)).unwrap();
         prop_assert_eq!(back.len(), msgs.len());
+        let shared = decode_messages_shared(Arc::new(body.clone()), DecodeOptions::new()).unwrap();
+        prop_assert_eq!(&shared, &back, "bodies shared with the pull decode the same");
         let mut at = 0;
         for (got, orig) in back.iter().zip(&msgs) {
             let len = got.store_size as usize;
@@ -783,6 +785,8 @@ fn run_all_decoders(input: &[u8]) -> bool {
         .max_body_len(1 << 20)
         .max_total_body_len(4 << 20);
     let decoded = decode_messages(input, opts);
+    let shared = decode_messages_shared(Arc::new(input.to_vec()), opts);
+    assert_eq!(shared.as_ref().ok(), decoded.as_ref().ok());
     if let Ok(v) = &decoded {
         let consumed: usize = v.iter().map(|m| m.store_size as usize).sum();
         assert_eq!(consumed, input.len());
@@ -855,6 +859,16 @@ fn measure_decode_of_a_32_message_pull_body() {
             body.len()
         );
     }
+    let shared = Arc::new(body.clone());
+    let start = std::time::Instant::now();
+    for _ in 0..iters {
+        let v = decode_messages_shared(shared.clone(), DecodeOptions::new()).unwrap();
+        assert_eq!(v.len(), 32);
+    }
+    println!(
+        "decode 32 x 1 KiB pull body, bodies shared: {} ns/message",
+        start.elapsed().as_nanos() / (iters * 32) as u128
+    );
     let start = std::time::Instant::now();
     let n = if cfg!(debug_assertions) {
         10_000
