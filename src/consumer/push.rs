@@ -370,10 +370,12 @@ impl PushConsumerImpl {
         match &self.listener {
             Listener::Concurrently(_) => {
                 let batch = self.options.consume_message_batch_max_size.max(1);
-                let mut msgs = msgs;
-                while !msgs.is_empty() {
-                    let rest = msgs.split_off(batch.min(msgs.len()));
-                    let chunk = std::mem::replace(&mut msgs, rest);
+                let mut msgs = msgs.into_iter();
+                loop {
+                    let chunk: Vec<MessageExt> = msgs.by_ref().take(batch).collect();
+                    if chunk.is_empty() {
+                        break;
+                    }
                     let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
                     self.pool
                         .execute(move || me.consume_concurrently(chunk, pq, mq));
