@@ -19,6 +19,7 @@ use log::{debug, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use super::oneshot;
 use super::semaphore::Permit;
 use super::Shared;
 use crate::error::{Error, ErrorKind, TimeoutPhase};
@@ -36,7 +37,7 @@ pub(crate) type Callback = Box<dyn FnOnce(Result<RemotingCommand, Error>) + Send
 
 /// Who waits for a response.
 pub(crate) enum Waiter {
-    Sync(Sender<Result<RemotingCommand, Error>>),
+    Sync(oneshot::Sender<Result<RemotingCommand, Error>>),
     Async { callback: Callback, permit: Permit },
 }
 
@@ -551,7 +552,7 @@ impl IoLoop {
         match waiter {
             Waiter::Sync(tx) => {
                 // The caller may have given up already; that is fine.
-                let _ = tx.try_send(result);
+                tx.send(result);
             }
             Waiter::Async { callback, permit } => {
                 let queued = self.shared.callback_pool.execute(move || {

@@ -8,6 +8,7 @@
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
 
 mod io;
+mod oneshot;
 mod pool;
 mod semaphore;
 
@@ -224,7 +225,7 @@ impl RemotingClient {
         let sock = resolve(addr)?;
         self.before_request(addr, &mut request);
         let frame = self.encode(&mut request)?;
-        let (tx, rx) = bounded(1);
+        let (tx, rx) = oneshot::oneshot();
         let pending = PendingRequest {
             opaque: request.opaque,
             deadline,
@@ -240,7 +241,7 @@ impl RemotingClient {
         })?;
         let result = match rx.recv_deadline(deadline) {
             Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => {
+            Err(oneshot::RecvError::Timeout) => {
                 let phase = if self.is_connected(addr) {
                     TimeoutPhase::Response
                 } else {
@@ -248,7 +249,7 @@ impl RemotingClient {
                 };
                 Err(Error::timeout(phase, timeout).with_addr(addr))
             }
-            Err(RecvTimeoutError::Disconnected) => {
+            Err(oneshot::RecvError::Closed) => {
                 Err(Error::state("the remoting client is shut down").with_addr(addr))
             }
         };
