@@ -220,10 +220,13 @@ fn check_summary(s: &Value, messages: u64) {
     assert_eq!(s["failures"], 0, "{s}");
     assert!(s["tps"].as_f64().is_some_and(|t| t > 0.0), "{s}");
     let lat = &s["latencyMs"];
-    for q in ["p50", "p99", "p999", "max"] {
+    let quantiles = ["p50", "p90", "p99", "p999", "max"];
+    for q in quantiles {
         assert!(lat[q].as_f64().is_some_and(|v| v > 0.0), "{q}: {s}");
     }
-    assert!(lat["p50"].as_f64() <= lat["max"].as_f64());
+    for pair in quantiles.windows(2) {
+        assert!(lat[pair[0]].as_f64() <= lat[pair[1]].as_f64(), "{s}");
+    }
     assert!(
         s["cpuSeconds"]["total"].as_f64().is_some_and(|c| c >= 0.0),
         "{s}"

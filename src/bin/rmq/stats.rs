@@ -104,13 +104,14 @@ impl Recorder {
         self.first_ack.get().copied()
     }
 
-    /// p50, p99, p99.9 and max latency in milliseconds (zeros when nothing was recorded).
+    /// p50, p90, p99, p99.9 and max latency in milliseconds (zeros when nothing was recorded).
     pub(crate) fn latency_ms(&self) -> Latency {
         let h = self.hist.lock();
         // Whole microseconds, shown as milliseconds with three decimals.
         let ms = |us: f64| (us.round()) / 1000.0;
         Latency {
             p50: ms(h.value_at_quantile(0.50) as f64),
+            p90: ms(h.value_at_quantile(0.90) as f64),
             p99: ms(h.value_at_quantile(0.99) as f64),
             p999: ms(h.value_at_quantile(0.999) as f64),
             max: ms(h.max() as f64),
@@ -124,6 +125,7 @@ impl Recorder {
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub(crate) struct Latency {
     pub(crate) p50: f64,
+    pub(crate) p90: f64,
     pub(crate) p99: f64,
     pub(crate) p999: f64,
     pub(crate) max: f64,
