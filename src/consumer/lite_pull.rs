@@ -365,9 +365,11 @@ impl LitePullConsumer {
             }
             drop(queues);
             let mut msgs = batch.msgs;
-            for m in &mut msgs {
-                let t = c.unwrap_topic(m.topic());
-                m.message.set_topic(t);
+            if c.namespace.as_deref().is_some_and(|ns| !ns.is_empty()) {
+                for m in &mut msgs {
+                    let t = c.unwrap_topic(m.topic());
+                    m.message.set_topic(t);
+                }
             }
             return Ok(msgs);
         }
