@@ -1,43 +1,85 @@
 #!/usr/bin/env bash
-# Side-by-side producer benchmark: the official Java client (rocketmq-client, driven by
-# benches/java Bench.java, which does what the Java benchmark Producer does) against
-# `rmq bench produce`, on ONE broker, runs alternating Java/Rust (A B A B ...).
+# Side-by-side benchmark of the official Java client (org.apache.rocketmq:rocketmq-client,
+# driven by benches/java: Bench.java for producers, Consume.java for consumers) and `rmq bench`,
+# on ONE broker, runs alternating Java/Rust (A B A B ...), with identical parameters.
 #
-#   benches/compare-java.sh                      # starts a private cluster, stops it at the end
-#   NAMESRV_ADDR=127.0.0.1:9876 benches/compare-java.sh
+#   benches/compare-java.sh                                   # everything; starts a private cluster
+#   PAIRS=1 COUNT=2000 CONSUME_COUNT=20000 benches/compare-java.sh        # smoke run, minutes
+#   WORKLOADS="push litepull" CONSUME_COUNT=200000 benches/compare-java.sh
+#   NAMESRV_ADDR=127.0.0.1:9876 benches/compare-java.sh       # an existing cluster
 #
-# Environment: PAIRS (3), THREADS (64, sync workload), COUNT (50000 per run), SIZE (1024),
-# INFLIGHT (1024 async sends outstanding, both sides), WORKLOADS ("sync async"),
-# TOPIC (CompareJava, created with 8 queues), JAVA_HEAP (512m), CARGO_TARGET_DIR.
-# Both sides: ROCKETMQ binary headers, no compression, one producer shared by all threads.
-# Per run: TPS, latency p50/p99/max (ms, per send call), client CPU user+sys seconds and peak
-# RSS of the client process (/usr/bin/time), wall time (process start to exit, JVM boot included).
-# Exit status 1 if any run did not get every message acknowledged.
+# Workloads (WORKLOADS, default all but oneway):
+#   sync1 sync8 sync64  sync send, 1/8/64 threads, COUNT messages (sync1: COUNT_SYNC1)
+#   async               one thread, at most INFLIGHT sends outstanding
+#   batch               sync SEND_BATCH_MESSAGE of BATCH messages per call, BATCH_THREADS threads
+#   oneway              sendOneway, 64 threads (a returned call counts as acknowledged)
+#   push                push consumer (CONSUME_THREADS consume threads) draining the backlog
+#   litepull            lite pull consumer (subscribe, a poll loop) draining the backlog
+# The backlog: CONSUME_COUNT messages produced once (rmq bench produce --mode async) into a
+# new topic of 8 queues; each consume run uses a new group from the first offset and stops
+# after CONSUME_COUNT distinct messages, told apart by (broker, queue, offset); redeliveries
+# are reported as duplicates.
+#
+# Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), CONSUME_COUNT (1000000),
+# SIZE (1024), INFLIGHT (1024), BATCH (16), BATCH_THREADS (64), CONSUME_THREADS (20),
+# CONSUME_TIMEOUT (600 s per consume run), TOPIC (CompareJava, 8 queues), JAVA_HEAP (512m),
+# CARGO_TARGET_DIR, OUT (results directory, default $CARGO_TARGET_DIR/java-bench),
+# BROKER_WAIT_MS (waitTimeMillsInSendQueue set on the broker; default 5000 on the cluster the
+# script starts, unchanged on a NAMESRV_ADDR cluster unless given).
+# Both sides: ROCKETMQ binary headers, no compression, 1 KiB bodies, one client per process.
+#
+# Per run: TPS (msgs/s), latency p50/p99/max (ms, per send call; not for consumers), client
+# CPU user+sys seconds and peak RSS (/usr/bin/time), wall time (process start to exit), time
+# from process start to the first acknowledged send / first consumed message (the harness
+# notes the clock right before exec; each client prints the wall clock of that moment), and
+# duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians and
+# Rust/Java ratios), throughput-vs-threads.svg (TPS and p99 of sync1/8/64), runs/ (logs).
+# Exit status 1 if any run did not send or consume everything it was asked to.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 PAIRS=${PAIRS:-3}
-THREADS=${THREADS:-64}
 COUNT=${COUNT:-50000}
+COUNT_SYNC1=${COUNT_SYNC1:-$(( COUNT / 5 > 0 ? COUNT / 5 : 1 ))}
+CONSUME_COUNT=${CONSUME_COUNT:-1000000}
 SIZE=${SIZE:-1024}
 INFLIGHT=${INFLIGHT:-1024}
-WORKLOADS=${WORKLOADS:-"sync async"}
+BATCH=${BATCH:-16}
+BATCH_THREADS=${BATCH_THREADS:-64}
+CONSUME_THREADS=${CONSUME_THREADS:-20}
+CONSUME_TIMEOUT=${CONSUME_TIMEOUT:-600}
+WORKLOADS=${WORKLOADS:-"sync1 sync8 sync64 async batch push litepull"}
 TOPIC=${TOPIC:-CompareJava}
 JAVA_HEAP=${JAVA_HEAP:-512m}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
-OUT=$CARGO_TARGET_DIR/java-bench
+OUT=${OUT:-$CARGO_TARGET_DIR/java-bench}
 RMQ=$CARGO_TARGET_DIR/release/rmq
 RUNS=$OUT/runs
+REPORT=$ROOT/benches/compare_report.py
 mkdir -p "$OUT" "$RUNS"
-rm -f "$RUNS"/*
+rm -f "$RUNS"/* "$OUT/rows.tsv" "$OUT/summary.md" "$OUT/throughput-vs-threads.svg"
 
 log() { echo "== $*" >&2; }
+die() { echo "compare-java: $*" >&2; exit 1; }
+
+producing=false
+consuming=false
+for w in $WORKLOADS; do
+    case $w in
+        sync1 | sync8 | sync64 | async | batch | oneway) producing=true ;;
+        push | litepull) consuming=true ;;
+        *) die "unknown workload $w (sync1 sync8 sync64 async batch oneway push litepull)" ;;
+    esac
+done
 
 if [ ! -x /usr/bin/time ]; then
     log "installing GNU time"
     apt-get install -y time >/dev/null
 fi
+for tool in python3 java javac mvn cargo; do
+    command -v "$tool" >/dev/null || die "$tool is needed (see README: Prerequisites)"
+done
 
 log "building rmq (release)"
 cargo build --release --quiet --bin rmq
@@ -47,114 +89,155 @@ if [ ! -s "$OUT/classpath.txt" ] || [ benches/java/pom.xml -nt "$OUT/classpath.t
     (cd benches/java && mvn -q dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt")
 fi
 rm -rf "$OUT/classes"
-javac -nowarn -d "$OUT/classes" -cp "$(cat "$OUT/classpath.txt")" \
-    benches/java/src/main/java/rmqblocking/bench/Bench.java
+javac -nowarn -d "$OUT/classes" -cp "$(cat "$OUT/classpath.txt")" benches/java/src/main/java/rmqblocking/bench/*.java
 JAVA_CP="$OUT/classes:$(cat "$OUT/classpath.txt")"
 
 CLUSTER_STATE=
+CLUSTER_LOGS=
 stop_cluster() {
     if [ -n "$CLUSTER_STATE" ]; then
         RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster stop >&2 || true
         rm -rf "$CLUSTER_STATE"
     fi
+    # The testkit keeps a stopped cluster's run directory for its logs; the store (over a
+    # GiB after a full run) goes now rather than at some later start.
+    if [ -n "$CLUSTER_LOGS" ]; then
+        rm -rf "$(dirname "$CLUSTER_LOGS")"/store-*
+    fi
 }
 trap stop_cluster EXIT
 if [ -z "${NAMESRV_ADDR:-}" ]; then
+    BROKER_WAIT_MS=${BROKER_WAIT_MS-5000}
     CLUSTER_STATE=$(mktemp -d /tmp/compare-java-cluster.XXXXXX)
     log "starting a cluster (state in $CLUSTER_STATE)"
     line=$(RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster start | grep '^NAMESRV_ADDR=')
     NAMESRV_ADDR=${line#NAMESRV_ADDR=}
+    CLUSTER_LOGS=$(RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster status \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["logDir"])')
 fi
 export NAMESRV_ADDR
+BROKER_WAIT_MS=${BROKER_WAIT_MS:-}
 log "name server $NAMESRV_ADDR"
-"$RMQ" topic create "$TOPIC" --queues 8 >&2
 
-JAVA_VERSION=$(cd "$OUT" && grep -o 'rocketmq-client/[^/]*' classpath.txt | head -1 | cut -d/ -f2)
+JAVA_VERSION=$(grep -o 'rocketmq-client/[^/]*' "$OUT/classpath.txt" | head -1 | cut -d/ -f2)
 RUST_VERSION=$("$RMQ" --version)
 JDK_VERSION=$(java -version 2>&1 | head -1)
 
-# Warm the broker (commit log, page cache, topic route) so the first measured run is not
-# the only one paying for it.
-log "warm-up: 5000 messages (not measured)"
-"$RMQ" bench produce --topic "$TOPIC" --threads 16 --size "$SIZE" --count 5000 >/dev/null 2>&1
+"$RMQ" topic create "$TOPIC" --queues 8 >&2
+if [ -n "$BROKER_WAIT_MS" ]; then
+    # Requests that wait longer than this in the broker's send queue are refused with
+    # SYSTEM_BUSY (broker default 200 ms). On a shared, overloaded machine that fails sends
+    # for reasons that have nothing to do with the client, and the two clients differ in
+    # whether they retry (Java 5.3.3 retries SYSTEM_BUSY on sync sends), so the private
+    # broker gets more room, as the CLI tests give theirs.
+    for addr in $("$RMQ" route "$TOPIC" | python3 "$REPORT" brokers); do
+        log "broker $addr: waitTimeMillsInSendQueue=$BROKER_WAIT_MS"
+        java -cp "$JAVA_CP" rmqblocking.bench.BrokerConfig "$addr" \
+            "waitTimeMillsInSendQueue=$BROKER_WAIT_MS" >&2
+    done
+fi
+if $producing; then
+    # Warm the broker (commit log, page cache, topic route) so the first measured run is not
+    # the only one paying for it.
+    log "warm-up: 5000 messages (not measured)"
+    "$RMQ" bench produce --topic "$TOPIC" --threads 16 --size "$SIZE" --count 5000 \
+        >"$RUNS/warm-up.out" 2>"$RUNS/warm-up.err" \
+        || log "warm-up: some sends failed, ignored ($(tail -1 "$RUNS/warm-up.err"))"
+fi
+BACKLOG=${TOPIC}Backlog_$(date +%s)
+if $consuming; then
+    # A new topic, so that it holds exactly the backlog and every run can drain all of it.
+    log "backlog: $CONSUME_COUNT messages into $BACKLOG (8 queues, not measured)"
+    # Sends that failed are sent again; one that timed out may be stored anyway, so the topic
+    # may hold a few more than asked (the consumers stop at the count).
+    left=$CONSUME_COUNT
+    for attempt in 1 2 3 4; do
+        [ "$left" -gt 0 ] || break
+        "$RMQ" bench produce --topic "$BACKLOG" --create-topic --queues 8 --size "$SIZE" \
+            --mode async --inflight "$INFLIGHT" --count "$left" \
+            >"$RUNS/backlog-$attempt.out" 2>"$RUNS/backlog-$attempt.err" \
+            || log "backlog: $(tail -1 "$RUNS/backlog-$attempt.err")"
+        left=$((left - $(python3 "$REPORT" acked "$RUNS/backlog-$attempt.out")))
+    done
+    [ "$left" -le 0 ] || die "the backlog is $left messages short (see $RUNS/backlog-*.err)"
+fi
 
-# run SIDE WORKLOAD PAIR: one client run; appends a row to $OUT/rows.tsv.
-ROWS=$OUT/rows.tsv
-: >"$ROWS"
-FAILED=0
+STAMP=$(date +%s)
+# run SIDE WORKLOAD PAIR: one client run under /usr/bin/time; appends a row to rows.tsv.
 run() {
     local side=$1 workload=$2 pair=$3
     local base=$RUNS/$workload-$pair-$side
-    local cmd
+    local count=$COUNT threads=64 cmd
+    case $workload in
+        sync1) threads=1 count=$COUNT_SYNC1 ;;
+        sync8) threads=8 ;;
+        async) threads=1 ;;
+        batch) threads=$BATCH_THREADS ;;
+        push) threads=$CONSUME_THREADS count=$CONSUME_COUNT ;;
+        litepull) threads=1 count=$CONSUME_COUNT ;;
+    esac
+    local group=cmp_${workload}_${side}_${pair}_$STAMP
     if [ "$side" = java ]; then
-        local async=false
-        [ "$workload" = async ] && async=true
-        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP" -cp "$JAVA_CP" rmqblocking.bench.Bench
-            -n "$NAMESRV_ADDR" -t "$TOPIC" -w "$THREADS" -s "$SIZE" -q "$COUNT" -y "$async"
-            -i "$INFLIGHT")
+        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP" -cp "$JAVA_CP")
+        case $workload in
+            push | litepull)
+                local mode=push
+                [ "$workload" = litepull ] && mode=litepull
+                cmd+=(rmqblocking.bench.Consume -n "$NAMESRV_ADDR" -t "$BACKLOG" -g "$group"
+                    -m "$mode" -w "$threads" -q "$count" -T "$CONSUME_TIMEOUT") ;;
+            *)
+                cmd+=(rmqblocking.bench.Bench -n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads"
+                    -s "$SIZE" -q "$count" -i "$INFLIGHT")
+                case $workload in
+                    async) cmd+=(-y true) ;;
+                    batch) cmd+=(-b "$BATCH") ;;
+                    oneway) cmd+=(-o true) ;;
+                esac ;;
+        esac
     else
-        cmd=("$RMQ" bench produce -n "$NAMESRV_ADDR" --topic "$TOPIC" --size "$SIZE"
-            --count "$COUNT" --serialize rocketmq)
-        if [ "$workload" = async ]; then
-            cmd+=(--mode async --inflight "$INFLIGHT")
-        else
-            cmd+=(--mode sync --threads "$THREADS")
-        fi
+        case $workload in
+            push | litepull)
+                cmd=("$RMQ" bench consume -n "$NAMESRV_ADDR" --topic "$BACKLOG" --group "$group"
+                    --count "$count" --timeout "$CONSUME_TIMEOUT" --serialize rocketmq)
+                if [ "$workload" = push ]; then
+                    cmd+=(--threads "$threads")
+                else
+                    cmd+=(--lite-pull)
+                fi ;;
+            *)
+                cmd=("$RMQ" bench produce -n "$NAMESRV_ADDR" --topic "$TOPIC" --size "$SIZE"
+                    --count "$count" --serialize rocketmq --threads "$threads")
+                case $workload in
+                    async) cmd+=(--mode async --inflight "$INFLIGHT") ;;
+                    batch) cmd+=(--mode sync --batch "$BATCH") ;;
+                    oneway) cmd+=(--mode oneway) ;;
+                    *) cmd+=(--mode sync) ;;
+                esac ;;
+        esac
     fi
-    local status=0
+    local status=0 t0
+    t0=$(date +%s%N)
     /usr/bin/time -o "$base.time" -f '%U %S %M %e' "${cmd[@]}" >"$base.out" 2>"$base.err" || status=$?
-    local json
-    json=$(grep '^{' "$base.out" | tail -1 || true)
-    local msgs=0 tps=NA p50=NA p99=NA max=NA
-    if [ -n "$json" ]; then
-        read -r msgs tps p50 p99 max < <(jq -r '[.messages, .tps, .latencyMs.p50, .latencyMs.p99, .latencyMs.max] | @tsv' <<<"$json")
-    fi
-    local user sys rss wall
-    read -r user sys rss wall < <(tail -1 "$base.time")
-    local cpu
-    cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
-    local ok=ok
-    if [ "$status" -ne 0 ] || [ "$msgs" != "$COUNT" ]; then
-        ok="FAILED(exit $status, $msgs/$COUNT acked; see $base.err)"
-        FAILED=1
-    fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$workload" "$pair" "$side" "$tps" "$p50" "$p99" "$max" "$cpu" "$((rss / 1024))" "$wall" "$ok" >>"$ROWS"
-    printf '%-5s pair %s %-4s  tps %9.0f  p50 %7.3f  p99 %8.3f  max %8.3f ms  cpu %6.2f s  rss %5d MiB  wall %6.2f s  %s\n' \
-        "$workload" "$pair" "$side" "$tps" "$p50" "$p99" "$max" "$cpu" "$((rss / 1024))" "$wall" "$ok" 2>/dev/null \
-        || printf '%s pair %s %s %s\n' "$workload" "$pair" "$side" "$ok"
+    python3 "$REPORT" row --workload "$workload" --threads "$threads" --pair "$pair" \
+        --side "$side" --expect "$count" --exit "$status" --t0-ns "$t0" --base "$base" \
+        --rows "$OUT/rows.tsv"
 }
 
-echo "compare-java: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $(uname -sr)"
-echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xmx$JAVA_HEAP), benches/java Bench.java"
-echo "rust client: $RUST_VERSION (rmq bench produce, release)"
-echo "broker: NAMESRV_ADDR=$NAMESRV_ADDR topic $TOPIC (8 queues)"
-echo "per run: $COUNT messages of $SIZE bytes, ROCKETMQ headers, no compression; sync: $THREADS threads; async: 1 thread, $INFLIGHT in flight; $PAIRS pairs, Java first"
+{
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $(uname -sr)"
+    echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java"
+    echo "rust client: $RUST_VERSION (rmq bench, release)"
+    echo "broker: one, NAMESRV_ADDR=$NAMESRV_ADDR; producers to $TOPIC, consumers drain $BACKLOG (8 queues each)"
+    echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS pairs per workload, Java first"
+} >"$OUT/meta.txt"
+cat "$OUT/meta.txt"
 echo
+python3 "$REPORT" header >"$OUT/rows.tsv"
 for workload in $WORKLOADS; do
     for pair in $(seq 1 "$PAIRS"); do
         run java "$workload" "$pair"
         run rust "$workload" "$pair"
     done
 done
-
 echo
-echo "medians (ratio = rust / java; TPS higher is better, the rest lower is better)"
-printf '%-5s %-9s %12s %12s %8s\n' workload figure java rust ratio
-for workload in $WORKLOADS; do
-    col=4
-    for figure in tps p50_ms p99_ms max_ms cpu_s rss_MiB wall_s; do
-        j=$(awk -F'\t' -v w="$workload" -v c="$col" '$1 == w && $3 == "java" && $c != "NA" { print $c }' "$ROWS" \
-            | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
-        r=$(awk -F'\t' -v w="$workload" -v c="$col" '$1 == w && $3 == "rust" && $c != "NA" { print $c }' "$ROWS" \
-            | sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "NA"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
-        ratio=$(awk -v j="$j" -v r="$r" 'BEGIN { if (j == "NA" || r == "NA" || j + 0 == 0) print "NA"; else printf "%.2f", r / j }')
-        printf '%-5s %-9s %12.3f %12.3f %8s\n' "$workload" "$figure" "$j" "$r" "$ratio" 2>/dev/null \
-            || printf '%-5s %-9s %12s %12s %8s\n' "$workload" "$figure" "$j" "$r" "$ratio"
-        col=$((col + 1))
-    done
-done
-if [ "$FAILED" -ne 0 ]; then
-    echo "FAILED: a run did not get all $COUNT messages acknowledged (logs in $RUNS)"
-    exit 1
-fi
+python3 "$REPORT" summary --out "$OUT"

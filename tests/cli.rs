@@ -233,6 +233,7 @@ fn check_summary(s: &Value, messages: u64) {
     );
     assert!(s["peakRssKiB"].as_u64().is_some_and(|k| k > 1000), "{s}");
     assert!(s["firstAckMs"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
+    assert!(recent_epoch_us(&s["firstAckEpochUs"]), "{s}");
 }
 
 #[test]
@@ -468,26 +469,30 @@ fn consume_rejects_bad_arguments() {
     }
 }
 
-#[test]
-fn bench_consume_drains_what_bench_produce_sent() {
+/// Sends 1000 messages with `rmq bench produce` to a new topic of 4 queues, drains them
+/// with `rmq bench consume EXTRA` and checks and returns its summary.
+fn bench_consume_of_a_fresh_backlog(extra: &[&str]) -> Value {
     let topic = created_topic(4);
     let s = bench(&["--topic", &topic, "--mode", "async", "--count", "1000"]);
     check_summary(&s, 1000);
     let group = unique("cli_bench_consume");
-    let s = bench_of(
-        "consume",
-        &[
-            "--topic",
-            &topic,
-            "--group",
-            &group,
-            "--count",
-            "1000",
-            "--timeout",
-            "60",
-        ],
-    );
+    let mut args = vec![
+        "--topic",
+        &topic,
+        "--group",
+        &group,
+        "--count",
+        "1000",
+        "--timeout",
+        "60",
+    ];
+    args.extend_from_slice(extra);
+    let s = bench_of("consume", &args);
     assert_eq!(s["messages"], 1000, "{s}");
+    // A new group on a quiet topic: every offset once (deliveries may exceed the count by
+    // messages already pulled when the count was reached).
+    assert_eq!(s["duplicates"], 0, "{s}");
+    assert!(s["deliveries"].as_u64() >= Some(1000), "{s}");
     assert!(s["tps"].as_f64().is_some_and(|t| t > 0.0), "{s}");
     let lat = &s["latencyMs"];
     assert!(lat["p50"].as_f64() <= lat["max"].as_f64(), "{s}");
@@ -497,4 +502,54 @@ fn bench_consume_drains_what_bench_produce_sent() {
         s["firstMessageMs"].as_f64().is_some_and(|ms| ms > 0.0),
         "{s}"
     );
+    assert!(recent_epoch_us(&s["firstMessageEpochUs"]), "{s}");
+    s
+}
+
+/// Whether `v` is a wall-clock time in µs since the epoch within the last minute.
+fn recent_epoch_us(v: &Value) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_micros() as u64;
+    v.as_u64()
+        .is_some_and(|us| us <= now && us > now - 60_000_000)
+}
+
+#[test]
+fn bench_consume_drains_what_bench_produce_sent() {
+    let s = bench_consume_of_a_fresh_backlog(&[]);
+    assert_eq!(s["mode"], "concurrently", "{s}");
+    assert_eq!(s["threads"], 20, "{s}");
+}
+
+#[test]
+fn bench_consume_lite_pull_drains_what_bench_produce_sent() {
+    let s = bench_consume_of_a_fresh_backlog(&["--lite-pull"]);
+    assert_eq!(s["mode"], "lite-pull", "{s}");
+    assert_eq!(s["threads"], 1, "{s}");
+}
+
+#[test]
+fn bench_consume_lite_pull_takes_no_push_options() {
+    for extra in [&["--orderly"][..], &["--threads", "4"]] {
+        let mut args = vec![
+            "bench",
+            "consume",
+            "--topic",
+            "T",
+            "--group",
+            "g",
+            "--lite-pull",
+        ];
+        args.extend_from_slice(extra);
+        let out = rmq(&args);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        assert!(out.stdout.is_empty(), "{extra:?}");
+        let err = stderr(&out);
+        assert!(
+            err.lines().count() == 1 && err.contains("cannot be used with"),
+            "{extra:?}: {err}"
+        );
+    }
 }

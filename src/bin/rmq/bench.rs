@@ -193,6 +193,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         first_ack_ms: recorder
             .first_ack()
             .map(|d| round(d.as_secs_f64() * 1000.0, 1)),
+        first_ack_epoch_us: recorder.first_ack_epoch_us(),
     };
     println!("{}", summary.human());
     println!("{}", serde_json::to_string(&summary)?);
@@ -311,6 +312,8 @@ struct Summary {
     #[serde(rename = "peakRssKiB")]
     peak_rss_kib: Option<u64>,
     first_ack_ms: Option<f64>,
+    /// The wall clock at the first acknowledgement (µs since the Unix epoch).
+    first_ack_epoch_us: Option<u64>,
 }
 
 impl Summary {

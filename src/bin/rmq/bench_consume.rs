@@ -1,23 +1,30 @@
-//! `rmq bench consume`: drains a topic with a push consumer from its first offset, in the
-//! spirit of the Java benchmark `Consumer`.
+//! `rmq bench consume`: drains a topic from its first offset with a push consumer (in the
+//! spirit of the Java benchmark `Consumer`) or a lite pull consumer (a `poll` loop).
 //!
-//! The latency of a message is end to end: the consumer's clock when the listener gets it
-//! minus the producer's `bornTimestamp` (so producer and consumer clocks must agree, and a
-//! backlog produced earlier shows its age). Progress goes to stderr once a second; stdout
-//! gets a human line, then a JSON line.
+//! Messages are told apart by (broker, queue, offset): the run stops when `--count`
+//! distinct ones have arrived, and deliveries of an offset already seen are counted as
+//! duplicates. The latency of a message is end to end: the consumer's clock when the
+//! listener (or `poll`) gets it minus the producer's `bornTimestamp` (so producer and
+//! consumer clocks must agree, and a backlog produced earlier shows its age). Progress goes
+//! to stderr once a second; stdout gets a human line, then a JSON line.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use clap::value_parser;
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
+use parking_lot::Mutex;
 use rocketmq_blocking::client::validators::check_topic;
-use rocketmq_blocking::consumer::ConsumeFromWhere;
-use rocketmq_blocking::{MessageExt, MessageQueue};
+use rocketmq_blocking::consumer::{ConsumeFromWhere, LitePullConsumer, LitePullOptions};
+use rocketmq_blocking::MessageExt;
 
-use crate::stats::{self, round, Counting, CpuSeconds, Latency, Progress, Recorder};
+use crate::stats::{self, round, Counting, CpuSeconds, CpuTime, Latency, Progress, Recorder};
 use crate::{namesrv, parse_seconds, push_consumer, CliResult, HeaderEncoding};
+
+/// Longest single `poll` of the lite pull loop, so that the count is checked often.
+const POLL_SLICE: Duration = Duration::from_millis(500);
 
 #[derive(clap::Args)]
 pub(crate) struct ConsumeArgs {
@@ -27,10 +34,10 @@ pub(crate) struct ConsumeArgs {
     /// Consumer group; a new group starts at the first offset.
     #[arg(long)]
     group: String,
-    /// Consume threads (Java `consumeThreadMin` and `consumeThreadMax`).
+    /// Consume threads of the push consumer (Java `consumeThreadMin` and `consumeThreadMax`).
     #[arg(long, default_value_t = 20, value_parser = value_parser!(u32).range(1..=1000))]
     threads: u32,
-    /// Stop after this many messages; fewer by the timeout is a failure.
+    /// Stop after this many distinct messages; fewer by the timeout is a failure.
     #[arg(long, value_parser = value_parser!(u64).range(1..))]
     count: Option<u64>,
     /// Seconds to run at most (counted from the consumer's start).
@@ -39,6 +46,10 @@ pub(crate) struct ConsumeArgs {
     /// Orderly listener (one thread per queue at a time).
     #[arg(long)]
     orderly: bool,
+    /// A lite pull consumer (Java `DefaultLitePullConsumer`, subscribed, default options)
+    /// polled by one thread, instead of a push consumer.
+    #[arg(long, conflicts_with_all = ["orderly", "threads"])]
+    lite_pull: bool,
     /// Request header encoding (the Java benchmark tools use rocketmq).
     #[arg(long, value_enum, default_value_t = HeaderEncoding::Rocketmq)]
     serialize: HeaderEncoding,
@@ -50,48 +61,55 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
     let recorder = Arc::new(Recorder::new()?);
     let (done_tx, done) = bounded(1);
     let begin = Instant::now();
-    let tally = Arc::new(Tally {
-        count: args.count,
-        seen: AtomicU64::new(0),
-        recorder: recorder.clone(),
-        begin,
-        last_us: AtomicU64::new(0),
-        done: done_tx,
-    });
-    let listener = {
-        let tally = tally.clone();
-        move |msgs: &[MessageExt], _: &MessageQueue| tally.record(msgs)
+    let deadline = begin + args.timeout;
+    let tally = Arc::new(Tally::new(args.count, recorder.clone(), begin, done_tx));
+    let (mode, threads) = match (args.lite_pull, args.orderly) {
+        (true, _) => ("lite-pull", 1),
+        (false, true) => ("orderly", args.threads as usize),
+        (false, false) => ("concurrently", args.threads as usize),
     };
-    let threads = args.threads as usize;
-    let consumer = push_consumer(
-        &addr,
-        &args.group,
-        args.serialize.into(),
-        args.orderly,
-        listener,
-    )
-    .subscribe(&args.topic, "*")
-    .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-    .consume_thread_min(threads)
-    .consume_thread_max(threads)
-    .start()?;
-    let mode = if args.orderly {
-        "orderly"
+    let announce = || {
+        eprintln!(
+            "rmq: bench consume topic={} group={} threads={threads} mode={mode}",
+            args.topic, args.group
+        );
+        Progress::start(recorder.clone(), Counting::Consumed)
+    };
+    let (cpu, rss) = if args.lite_pull {
+        let options = LitePullOptions {
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..LitePullOptions::default()
+        };
+        let consumer = LitePullConsumer::builder(&args.group)
+            .client_config(|c| c.namesrv_addr(&addr).serialize_type(args.serialize.into()))
+            .options(options)
+            .subscribe(&args.topic, "*")
+            .start()?;
+        let progress = announce()?;
+        let polled = poll_until_done(&consumer, &tally, &done, deadline);
+        stop(progress, || consumer.shutdown(), polled)?
     } else {
-        "concurrently"
+        let listener = {
+            let tally = tally.clone();
+            move |msgs: &[MessageExt], _: &_| tally.record(msgs)
+        };
+        let consumer = push_consumer(
+            &addr,
+            &args.group,
+            args.serialize.into(),
+            args.orderly,
+            listener,
+        )
+        .subscribe(&args.topic, "*")
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_thread_min(threads)
+        .consume_thread_max(threads)
+        .start()?;
+        let progress = announce()?;
+        // Either the count arrives or the time is up; both end the run.
+        let _ = done.recv_deadline(deadline);
+        stop(progress, || consumer.shutdown(), Ok(()))?
     };
-    eprintln!(
-        "rmq: bench consume topic={} group={} threads={threads} mode={mode}",
-        args.topic, args.group
-    );
-    let progress = Progress::start(recorder.clone(), Counting::Consumed)?;
-    // Either the count arrives or the time is up; both end the run.
-    let _ = done.recv_deadline(begin + args.timeout);
-    drop(progress);
-    // Measured before shutdown so the figures describe the consuming, not the goodbye.
-    let cpu = stats::cpu_time();
-    let rss = stats::peak_rss_kib();
-    consumer.shutdown();
 
     // After the shutdown every listener has returned, so the recorder is complete.
     let messages = recorder.acked();
@@ -105,6 +123,8 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         group: args.group,
         threads,
         messages,
+        deliveries: tally.deliveries.load(Ordering::Relaxed),
+        duplicates: tally.duplicates.load(Ordering::Relaxed),
         elapsed_ms: round(elapsed.as_secs_f64() * 1000.0, 1),
         tps: round(messages as f64 / elapsed.as_secs_f64().max(1e-9), 1),
         latency_ms: recorder.latency_ms(),
@@ -113,6 +133,7 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         first_message_ms: recorder
             .first_ack()
             .map(|d| round(d.as_secs_f64() * 1000.0, 1)),
+        first_message_epoch_us: recorder.first_ack_epoch_us(),
     };
     println!("{}", summary.human());
     println!("{}", serde_json::to_string(&summary)?);
@@ -126,25 +147,77 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
     }
 }
 
+/// Ends a run: stops the progress line, measures this process (before the shutdown, so the
+/// figures describe the consuming, not the goodbye), then shuts the consumer down and
+/// passes on how the run went.
+fn stop(
+    progress: Progress,
+    shutdown: impl FnOnce(),
+    outcome: rocketmq_blocking::Result<()>,
+) -> Result<(Option<CpuTime>, Option<u64>), rocketmq_blocking::Error> {
+    drop(progress);
+    let measured = (stats::cpu_time(), stats::peak_rss_kib());
+    shutdown();
+    outcome.map(|()| measured)
+}
+
+/// The lite pull loop: polls and records until the count is reached or `deadline` passes.
+fn poll_until_done(
+    consumer: &LitePullConsumer,
+    tally: &Tally,
+    done: &Receiver<()>,
+    deadline: Instant,
+) -> rocketmq_blocking::Result<()> {
+    while done.try_recv().is_err() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        tally.record(&consumer.poll_timeout(left.min(POLL_SLICE))?);
+    }
+    Ok(())
+}
+
 /// What the listener shares with the main thread.
 struct Tally {
     count: Option<u64>,
-    /// Messages delivered so far, counted or not.
-    seen: AtomicU64,
+    /// Offsets delivered so far, and how many distinct ones.
+    seen: Mutex<Seen>,
+    /// Every message handed to the listener (or returned by `poll`).
+    deliveries: AtomicU64,
+    /// Deliveries of an offset delivered before.
+    duplicates: AtomicU64,
     recorder: Arc<Recorder>,
     begin: Instant,
     /// When the last counted message arrived, in µs since `begin`.
     last_us: AtomicU64,
-    /// Signalled once, by the listener that gets message number `count`.
+    /// Signalled once, by the listener that gets distinct message number `count`.
     done: Sender<()>,
 }
 
 impl Tally {
+    fn new(count: Option<u64>, recorder: Arc<Recorder>, begin: Instant, done: Sender<()>) -> Self {
+        Tally {
+            count,
+            seen: Mutex::new(Seen::default()),
+            deliveries: AtomicU64::new(0),
+            duplicates: AtomicU64::new(0),
+            recorder,
+            begin,
+            last_us: AtomicU64::new(0),
+            done,
+        }
+    }
+
     /// The listener. Messages beyond the count are acknowledged but not recorded: the
     /// run is over and the consumer about to shut down.
     fn record(&self, msgs: &[MessageExt]) -> bool {
         for m in msgs {
-            let n = self.seen.fetch_add(1, Ordering::Relaxed) + 1;
+            self.deliveries.fetch_add(1, Ordering::Relaxed);
+            let Some(n) = self.seen.lock().first_delivery(m) else {
+                self.duplicates.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
             if self.count.is_some_and(|c| n > c) {
                 continue;
             }
@@ -159,11 +232,68 @@ impl Tally {
     }
 }
 
+/// The offsets delivered, per broker and queue.
+#[derive(Default)]
+struct Seen {
+    queues: HashMap<String, HashMap<i32, OffsetSet>>,
+    distinct: u64,
+}
+
+impl Seen {
+    /// The number of distinct messages so far if `m` is one more; `None` for a duplicate.
+    fn first_delivery(&mut self, m: &MessageExt) -> Option<u64> {
+        if !self.queues.contains_key(&m.broker_name) {
+            self.queues.insert(m.broker_name.clone(), HashMap::new());
+        }
+        let queue = self
+            .queues
+            .get_mut(&m.broker_name)?
+            .entry(m.queue_id)
+            .or_default();
+        if !queue.insert(m.queue_offset) {
+            return None;
+        }
+        self.distinct += 1;
+        Some(self.distinct)
+    }
+}
+
+/// A set of queue offsets as a bitmap over the range seen so far: a queue's offsets are
+/// dense, so a million of them take 125 KiB (a hash set would take tens of MiB and show in
+/// the peak RSS this benchmark reports).
+#[derive(Default)]
+struct OffsetSet {
+    /// `offset / 64` of the first word.
+    base: i64,
+    words: Vec<u64>,
+}
+
+impl OffsetSet {
+    /// Adds `offset`; false if it was there already.
+    fn insert(&mut self, offset: i64) -> bool {
+        let word = offset.div_euclid(64);
+        if self.words.is_empty() {
+            self.base = word;
+        } else if word < self.base {
+            // Consume threads finish out of order: an earlier offset may come later.
+            let grow = usize::try_from(self.base - word).unwrap_or(usize::MAX);
+            self.words.splice(0..0, std::iter::repeat(0).take(grow));
+            self.base = word;
+        }
+        let i = usize::try_from(word - self.base).unwrap_or(usize::MAX);
+        if i >= self.words.len() {
+            self.words.resize(i + 1, 0);
+        }
+        let bit = 1u64 << offset.rem_euclid(64);
+        let new = self.words[i] & bit == 0;
+        self.words[i] |= bit;
+        new
+    }
+}
+
 /// Now minus a `bornTimestamp` (ms since the epoch); zero if the producer's clock is ahead.
 fn end_to_end(born_ms: i64) -> Duration {
-    let now_us = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let now_us = i64::try_from(stats::epoch_us()).unwrap_or(i64::MAX);
     let us = now_us.saturating_sub(born_ms.saturating_mul(1000));
     Duration::from_micros(u64::try_from(us).unwrap_or(0))
 }
@@ -175,8 +305,14 @@ struct Summary {
     mode: String,
     topic: String,
     group: String,
+    /// Consume threads (push) or polling threads (lite pull).
     threads: usize,
+    /// Distinct messages counted (by broker, queue and offset).
     messages: u64,
+    /// Messages handed to the application, duplicates and any beyond the count included.
+    deliveries: u64,
+    /// Deliveries of an offset delivered before.
+    duplicates: u64,
     /// From the consumer's start to the last counted message (or the timeout if none came).
     elapsed_ms: f64,
     tps: f64,
@@ -187,6 +323,8 @@ struct Summary {
     peak_rss_kib: Option<u64>,
     /// From process start to the first message.
     first_message_ms: Option<f64>,
+    /// The wall clock at the first message (µs since the Unix epoch).
+    first_message_epoch_us: Option<u64>,
 }
 
 impl Summary {
@@ -196,8 +334,9 @@ impl Summary {
             .first_message_ms
             .map_or("-".into(), |ms| format!("{ms:.0} ms"));
         format!(
-            "{} messages consumed in {:.2} s: {:.0} msg/s; end-to-end latency ms p50 {:.3} p99 {:.3} max {:.3}; cpu {}; peak RSS {}; first message {first} after start",
+            "{} messages consumed ({} duplicates) in {:.2} s: {:.0} msg/s; end-to-end latency ms p50 {:.3} p99 {:.3} max {:.3}; cpu {}; peak RSS {}; first message {first} after start",
             self.messages,
+            self.duplicates,
             self.elapsed_ms / 1000.0,
             self.tps,
             l.p50,
@@ -215,10 +354,7 @@ mod tests {
 
     #[test]
     fn end_to_end_latency_is_never_negative() {
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let now_ms = (stats::epoch_us() / 1000) as i64;
         let d = end_to_end(now_ms - 1500);
         assert!(
             d >= Duration::from_millis(1500) && d < Duration::from_secs(60),
@@ -228,23 +364,70 @@ mod tests {
         assert!(end_to_end(i64::MIN) > Duration::ZERO);
     }
 
+    /// A message of queue `queue_id` on broker-a at `offset`.
+    fn at(queue_id: i32, offset: i64) -> MessageExt {
+        MessageExt {
+            broker_name: "broker-a".into(),
+            queue_id,
+            queue_offset: offset,
+            ..MessageExt::default()
+        }
+    }
+
+    /// A tally that stops at 3, and the receiver of its done signal.
+    fn tally_of_three() -> (Tally, Receiver<()>) {
+        let (done, signalled) = bounded(1);
+        let recorder = Arc::new(Recorder::new().unwrap());
+        (
+            Tally::new(Some(3), recorder, Instant::now(), done),
+            signalled,
+        )
+    }
+
     #[test]
     fn only_the_count_is_recorded_and_done_is_signalled_once() {
-        let (done, signalled) = bounded(1);
-        let tally = Tally {
-            count: Some(3),
-            seen: AtomicU64::new(0),
-            recorder: Arc::new(Recorder::new().unwrap()),
-            begin: Instant::now(),
-            last_us: AtomicU64::new(0),
-            done,
-        };
-        let msgs = vec![MessageExt::default(); 5];
+        let (tally, signalled) = tally_of_three();
+        let msgs: Vec<MessageExt> = (0..5).map(|o| at(0, o)).collect();
         assert!(tally.record(&msgs[..2]));
         assert!(signalled.try_recv().is_err());
         assert!(tally.record(&msgs[2..]));
         assert_eq!(tally.recorder.acked(), 3);
         assert!(signalled.try_recv().is_ok());
         assert!(tally.last_us.load(Ordering::Relaxed) > 0);
+        assert_eq!(tally.deliveries.load(Ordering::Relaxed), 5);
+        assert_eq!(tally.duplicates.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_redelivered_offset_is_a_duplicate_and_does_not_count() {
+        let (tally, signalled) = tally_of_three();
+        // Same offset on another queue or broker is another message.
+        let mut other_broker = at(0, 7);
+        other_broker.broker_name = "broker-b".into();
+        assert!(tally.record(&[at(0, 7), at(0, 7), at(1, 7)]));
+        assert_eq!(tally.recorder.acked(), 2);
+        assert!(signalled.try_recv().is_err());
+        assert!(tally.record(&[other_broker]));
+        assert_eq!(tally.recorder.acked(), 3);
+        assert!(signalled.try_recv().is_ok());
+        assert_eq!(tally.deliveries.load(Ordering::Relaxed), 4);
+        assert_eq!(tally.duplicates.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn offset_sets_grow_both_ways_and_stay_small() {
+        let mut set = OffsetSet::default();
+        assert!(set.insert(1000));
+        assert!(!set.insert(1000));
+        // Earlier offsets arrive late with concurrent consume threads.
+        assert!(set.insert(3));
+        assert!(set.insert(0));
+        assert!(set.insert(1_000_063));
+        for o in [0, 3, 1000, 1_000_063] {
+            assert!(!set.insert(o), "{o}");
+        }
+        assert!(set.insert(64) && set.insert(63) && set.insert(1001));
+        assert_eq!(set.base, 0);
+        assert_eq!(set.words.len(), 1_000_063 / 64 + 1);
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{bounded, RecvTimeoutError, Sender};
 use hdrhistogram::Histogram;
@@ -34,7 +34,7 @@ pub(crate) struct Recorder {
     ok: AtomicU64,
     failed: AtomicU64,
     hist: Mutex<Histogram<u64>>,
-    first_ack: OnceLock<Duration>,
+    first_ack: OnceLock<FirstAck>,
     errors_seen: AtomicUsize,
     first_error: OnceLock<String>,
 }
@@ -55,7 +55,10 @@ impl Recorder {
 
     /// `messages` were acknowledged by one call that took `latency`.
     pub(crate) fn ok(&self, messages: u64, latency: Duration) {
-        self.first_ack.get_or_init(|| process_start().elapsed());
+        self.first_ack.get_or_init(|| FirstAck {
+            since_start: process_start().elapsed(),
+            epoch_us: epoch_us(),
+        });
         let us = u64::try_from(latency.as_micros())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -101,7 +104,14 @@ impl Recorder {
 
     /// Time from process start to the first acknowledgement.
     pub(crate) fn first_ack(&self) -> Option<Duration> {
-        self.first_ack.get().copied()
+        self.first_ack.get().map(|f| f.since_start)
+    }
+
+    /// The wall clock at the first acknowledgement, in µs since the Unix epoch: a harness
+    /// that notes the clock before starting this process subtracts it (the JVM's own start
+    /// cannot be measured from inside, so the Java side reports the same way).
+    pub(crate) fn first_ack_epoch_us(&self) -> Option<u64> {
+        self.first_ack.get().map(|f| f.epoch_us)
     }
 
     /// p50, p90, p99, p99.9 and max latency in milliseconds (zeros when nothing was recorded).
@@ -119,6 +129,20 @@ impl Recorder {
             calls: h.len(),
         }
     }
+}
+
+/// When the first acknowledgement (or consumed message) came.
+#[derive(Debug, Clone, Copy)]
+struct FirstAck {
+    since_start: Duration,
+    epoch_us: u64,
+}
+
+/// The wall clock in µs since the Unix epoch (0 if the clock is before it).
+pub(crate) fn epoch_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 /// Latency summary in milliseconds.
@@ -341,5 +365,7 @@ mod tests {
         assert!((l.p50 - 50.0).abs() < 0.1, "{l:?}");
         assert!((l.max - 100.0).abs() < 0.1, "{l:?}");
         assert!(r.first_ack().is_some());
+        let first = r.first_ack_epoch_us().unwrap();
+        assert!(first <= epoch_us() && first > epoch_us() - 60_000_000);
     }
 }

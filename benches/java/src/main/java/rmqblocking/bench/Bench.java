@@ -1,8 +1,12 @@
 package rmqblocking.bench;
 
-import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -25,44 +29,38 @@ import org.apache.rocketmq.common.message.Message;
  * no compression, a random alphanumeric body built once; -q split evenly across -w threads,
  * the remainder to thread 0. Async mode (-y true) uses one thread and at most -i sends
  * outstanding (the Java Producer instead sleeps while its callback queue holds > 10 000; the
- * window makes it comparable with `rmq bench produce --mode async --inflight`).
+ * window makes it comparable with `rmq bench produce --mode async --inflight`). With -b N
+ * (sync only) each call sends a batch of N messages, as the Java BatchProducer does; counts
+ * stay in messages and latency is per call. With -o true the threads call sendOneway, and a
+ * call that returns counts as acknowledged (there is no acknowledgement).
  *
  * Options: -n namesrv (or NAMESRV_ADDR) -t topic -w threads -s size -q count -y true|false
- * -i inflight. Output: the Producer's "[Complete] ..." line with p50/p99/max appended, then a
- * JSON line. Exit status 1 unless every message was acknowledged with SEND_OK.
+ * -i inflight -b batch -o true|false. Output: the Producer's "[Complete] ..." line with p50/p99/max
+ * appended, then a JSON line whose firstAckEpochUs is the wall clock (µs since the epoch) of
+ * the first acknowledgement. Exit status 1 unless every message was acknowledged with SEND_OK.
  */
 public final class Bench {
     public static void main(String[] args) throws Exception {
         System.setProperty("rocketmq.serialize.type", "ROCKETMQ");
-        String namesrv = System.getenv("NAMESRV_ADDR");
-        String topic = "BenchmarkTest";
-        int threads = 64;
-        int size = 128;
-        long quantity = 0;
-        boolean async = false;
-        int inflight = 1024;
-        for (int i = 0; i + 1 < args.length; i += 2) {
-            String v = args[i + 1];
-            switch (args[i]) {
-                case "-n": namesrv = v; break;
-                case "-t": topic = v; break;
-                case "-w": threads = Integer.parseInt(v); break;
-                case "-s": size = Integer.parseInt(v); break;
-                case "-q": quantity = Long.parseLong(v); break;
-                case "-y": async = Boolean.parseBoolean(v); break;
-                case "-i": inflight = Integer.parseInt(v); break;
-                default: throw new IllegalArgumentException("unknown option " + args[i]);
-            }
-        }
-        if (quantity <= 0 || namesrv == null) {
-            System.err.println("usage: Bench -n namesrv -q count [-t topic] [-w threads] [-s size] [-y true] [-i inflight]");
+        Map<String, String> o = options(args, "-n", "-t", "-w", "-s", "-q", "-y", "-o", "-i", "-b");
+        String namesrv = o.getOrDefault("-n", System.getenv("NAMESRV_ADDR"));
+        String topic = o.getOrDefault("-t", "BenchmarkTest");
+        int threads = Integer.parseInt(o.getOrDefault("-w", "64"));
+        int size = Integer.parseInt(o.getOrDefault("-s", "128"));
+        long quantity = Long.parseLong(o.getOrDefault("-q", "0"));
+        boolean async = Boolean.parseBoolean(o.get("-y"));
+        boolean oneway = Boolean.parseBoolean(o.get("-o"));
+        int inflight = Integer.parseInt(o.getOrDefault("-i", "1024"));
+        int batch = Integer.parseInt(o.getOrDefault("-b", "1"));
+        if (quantity <= 0 || namesrv == null || batch < 1 || ((async || oneway) && batch > 1) || (async && oneway)) {
+            System.err.println("usage: Bench -n namesrv -q count [-t topic] [-w threads] [-s size] [-y true] [-i inflight] [-b batch (sync only)] [-o true (oneway)]");
             System.exit(2);
         }
         if (async) {
             threads = 1;
         }
-        System.out.printf("topic: %s threadCount: %d messageSize: %d messageQuantity: %d asyncEnable: %s clientVersion: %s%n",
-            topic, threads, size, quantity, async, MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
+        System.out.printf("topic: %s threadCount: %d messageSize: %d messageQuantity: %d asyncEnable: %s onewayEnable: %s batchSize: %d clientVersion: %s%n",
+            topic, threads, size, quantity, async, oneway, batch, MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
 
         DefaultMQProducer producer = new DefaultMQProducer("benchmark_producer");
         producer.setInstanceName(Long.toString(System.currentTimeMillis()));
@@ -76,10 +74,14 @@ public final class Bench {
             body[i] = (byte) alphabet.charAt(ThreadLocalRandom.current().nextInt(alphabet.length()));
         }
         final String theTopic = topic;
+        final int batchSize = batch;
+        final boolean fireAndForget = oneway;
 
-        // Latency of every acknowledged send, in nanoseconds; slot = completion order.
+        // Latency of every acknowledged send call, in nanoseconds; slot = completion order.
         long[] rt = new long[(int) quantity];
+        AtomicInteger calls = new AtomicInteger();
         AtomicInteger acked = new AtomicInteger();
+        AtomicLong firstAckUs = new AtomicLong();
         AtomicLong sendFailed = new AtomicLong();
         AtomicLong responseFailed = new AtomicLong();
 
@@ -96,7 +98,11 @@ public final class Bench {
                         public void onSuccess(SendResult r) {
                             long t = System.nanoTime() - t0;
                             if (r.getSendStatus() == SendStatus.SEND_OK) {
-                                rt[acked.getAndIncrement()] = t;
+                                if (firstAckUs.get() == 0) {
+                                    firstAckUs.compareAndSet(0, epochMicros());
+                                }
+                                rt[calls.getAndIncrement()] = t;
+                                acked.incrementAndGet();
                             } else {
                                 responseFailed.incrementAndGet();
                             }
@@ -125,20 +131,33 @@ public final class Bench {
             for (int w = 0; w < threads; w++) {
                 long mine = quantity / threads + (w == 0 ? quantity % threads : 0);
                 workers[w] = new Thread(() -> {
-                    for (long n = 0; n < mine; n++) {
+                    for (long left = mine; left > 0; ) {
+                        int n = (int) Math.min(left, batchSize);
+                        left -= n;
                         long t0 = System.nanoTime();
                         try {
-                            SendResult r = producer.send(new Message(theTopic, body));
-                            long t = System.nanoTime() - t0;
-                            if (r.getSendStatus() == SendStatus.SEND_OK) {
-                                rt[acked.getAndIncrement()] = t;
+                            SendStatus status = SendStatus.SEND_OK;
+                            if (fireAndForget) {
+                                producer.sendOneway(new Message(theTopic, body));
+                            } else if (batchSize > 1) {
+                                status = producer.send(messages(theTopic, body, n)).getSendStatus();
                             } else {
-                                responseFailed.incrementAndGet();
+                                status = producer.send(new Message(theTopic, body)).getSendStatus();
+                            }
+                            long t = System.nanoTime() - t0;
+                            if (status == SendStatus.SEND_OK) {
+                                if (firstAckUs.get() == 0) {
+                                    firstAckUs.compareAndSet(0, epochMicros());
+                                }
+                                rt[calls.getAndIncrement()] = t;
+                                acked.addAndGet(n);
+                            } else {
+                                responseFailed.addAndGet(n);
                             }
                         } catch (MQBrokerException e) {
-                            responseFailed.incrementAndGet();
+                            responseFailed.addAndGet(n);
                         } catch (Exception e) {
-                            sendFailed.incrementAndGet();
+                            sendFailed.addAndGet(n);
                         }
                     }
                 }, "bench-" + w);
@@ -152,25 +171,54 @@ public final class Bench {
         producer.shutdown();
 
         int n = acked.get();
-        long[] lat = Arrays.copyOf(rt, n);
+        int c = calls.get();
+        long[] lat = Arrays.copyOf(rt, c);
         Arrays.sort(lat);
         double sum = 0;
         for (long l : lat) {
             sum += l;
         }
-        double avg = n == 0 ? 0 : sum / n / 1e6;
+        double avg = c == 0 ? 0 : sum / c / 1e6;
         double p50 = pct(lat, 0.50);
         double p99 = pct(lat, 0.99);
-        double max = n == 0 ? 0 : lat[n - 1] / 1e6;
+        double max = c == 0 ? 0 : lat[c - 1] / 1e6;
         double tps = n / (elapsedMs / 1000.0);
         System.out.println(String.format(Locale.ROOT,
             "[Complete] Send Total: %d Send TPS: %d Max RT(ms): %d Average RT(ms): %7.3f Send Failed: %d Response Failed: %d | p50(ms): %.3f p99(ms): %.3f max(ms): %.3f elapsed(ms): %.0f",
             n, Math.round(tps), Math.round(max), avg, sendFailed.get(), responseFailed.get(), p50, p99, max, elapsedMs));
         System.out.println(String.format(Locale.ROOT,
-            "{\"client\":\"java\",\"clientVersion\":\"%s\",\"mode\":\"%s\",\"threads\":%d,\"size\":%d,\"messages\":%d,\"failures\":%d,\"elapsedMs\":%.3f,\"tps\":%.1f,\"latencyMs\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f}}",
-            MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION), async ? "async" : "sync", threads, size, n,
-            sendFailed.get() + responseFailed.get(), elapsedMs, tps, p50, p99, max));
+            "{\"client\":\"java\",\"clientVersion\":\"%s\",\"mode\":\"%s\",\"threads\":%d,\"size\":%d,\"batch\":%d,\"messages\":%d,\"failures\":%d,\"elapsedMs\":%.3f,\"tps\":%.1f,\"latencyMs\":{\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f,\"calls\":%d},\"firstAckEpochUs\":%s}",
+            MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION), async ? "async" : oneway ? "oneway" : "sync", threads, size, batchSize, n,
+            sendFailed.get() + responseFailed.get(), elapsedMs, tps, p50, p99, max, c,
+            firstAckUs.get() == 0 ? "null" : Long.toString(firstAckUs.get())));
         System.exit(n == quantity ? 0 : 1);
+    }
+
+    /** "-x value" pairs; an option not among `known` is an error. */
+    static Map<String, String> options(String[] args, String... known) {
+        Map<String, String> options = new HashMap<>();
+        for (int i = 0; i < args.length; i += 2) {
+            if (!Arrays.asList(known).contains(args[i]) || i + 1 == args.length) {
+                throw new IllegalArgumentException("unknown option or missing value: " + args[i]);
+            }
+            options.put(args[i], args[i + 1]);
+        }
+        return options;
+    }
+
+    /** A batch of n messages sharing one body (Java BatchProducer builds one per call too). */
+    private static List<Message> messages(String topic, byte[] body, int n) {
+        List<Message> batch = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            batch.add(new Message(topic, body));
+        }
+        return batch;
+    }
+
+    /** The wall clock in microseconds since the epoch, as the harness subtracts it. */
+    static long epochMicros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
 
     /** Nearest-rank percentile of sorted nanoseconds, in milliseconds. */
