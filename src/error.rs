@@ -192,7 +192,9 @@ impl Error {
     }
 
     /// Whether retrying the same call (possibly on another broker) may succeed:
-    /// transport failures, timeouts, and the response codes the Java producer retries.
+    /// transport failures, timeouts, and the response codes the Java producer retries
+    /// (5.x's list, which adds SYSTEM_BUSY and GO_AWAY to 4.9's: a busy or departing broker
+    /// is worth another attempt, usually on another broker).
     pub fn is_retriable(&self) -> bool {
         match self.inner.kind {
             ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed => true,
@@ -202,6 +204,8 @@ impl Error {
                     ResponseCode::TOPIC_NOT_EXIST
                         | ResponseCode::SERVICE_NOT_AVAILABLE
                         | ResponseCode::SYSTEM_ERROR
+                        | ResponseCode::SYSTEM_BUSY
+                        | ResponseCode::GO_AWAY
                         | ResponseCode::NO_PERMISSION
                         | ResponseCode::NO_BUYER_ID
                         | ResponseCode::NOT_IN_CURRENT_UNIT
@@ -284,7 +288,9 @@ mod tests {
     #[test]
     fn retriable_follows_the_java_producer_codes() {
         assert!(Error::response(ResponseCode::SYSTEM_ERROR, None).is_retriable());
-        assert!(!Error::response(ResponseCode::SYSTEM_BUSY, None).is_retriable());
+        assert!(Error::response(ResponseCode::SYSTEM_BUSY, None).is_retriable());
+        assert!(Error::response(ResponseCode::GO_AWAY, None).is_retriable());
+        assert!(!Error::response(ResponseCode::MESSAGE_ILLEGAL, None).is_retriable());
         assert!(!Error::invalid_argument("bad topic").is_retriable());
         assert!(Error::closed("a:1", "reset").is_retriable());
     }

@@ -18,7 +18,7 @@ fn cluster() -> &'static Cluster {
         let _ = env_logger::builder().is_test(true).try_init();
         // The machines these tests run on are shared and often overloaded; a broker that
         // waits longer than 200 ms (the default) to get to a send answers SYSTEM_BUSY,
-        // which the producer does not retry. These tests are about the CLI, not about
+        // which async sends do not retry. These tests are about the CLI, not about
         // broker flow control, so give it more room.
         Cluster::builder()
             .broker_config("waitTimeMillsInSendQueue", "5000")

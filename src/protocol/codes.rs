@@ -142,6 +142,8 @@ open_enum! {
         CONSUME_MSG_TIMEOUT = 207,
         NO_MESSAGE = 208,
         FLOW_CONTROL = 215,
+        /// 5.x: the broker is shutting down; send elsewhere.
+        GO_AWAY = 1500,
     }
 }
 

@@ -18,7 +18,7 @@ static NAMESRV: OnceLock<String> = OnceLock::new();
 fn start() -> Cluster {
     let _ = env_logger::builder().is_test(true).try_init();
     // SQL92 subscriptions need the broker's property filter. The broker sheds sends that
-    // waited over 200 ms in its queue (SYSTEM_BUSY, not retried, as in Java); tests share
+    // waited over 200 ms in its queue (SYSTEM_BUSY; async sends do not retry it); tests share
     // two cores with JVMs and builds, so give the queue time rather than shed load.
     let mut b = Cluster::builder()
         .brokers(1)

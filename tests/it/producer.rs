@@ -111,7 +111,7 @@ fn a_batch_is_stored_as_separate_messages() {
 fn ten_thousand_async_sends_each_call_back_exactly_once() {
     let topic = cluster::topic("async10k", 8);
     // Unbounded, 10,000 sends overrun a broker sharing two cores (it answers SYSTEM_BUSY,
-    // which Java does not retry either); the in-flight bound is the client's back-pressure.
+    // which async sends do not retry, as in Java); the in-flight bound is the back-pressure.
     let p = Producer::builder(cluster::unique("pg"))
         .namesrv_addr(cluster::namesrv())
         .client_config(|c| c.async_permits(256))
