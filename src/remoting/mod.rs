@@ -225,9 +225,12 @@ impl RemotingClient {
         let sock = resolve(addr)?;
         self.before_request(addr, &mut request);
         let frame = self.encode(&mut request)?;
+        let (code, opaque) = (request.request_code(), request.opaque);
+        // The frame is all that travels; the body must not stay alive for the round trip.
+        drop(request);
         let (tx, rx) = oneshot::oneshot();
         let pending = PendingRequest {
-            opaque: request.opaque,
+            opaque,
             deadline,
             timeout,
             waiter: Waiter::Sync(tx),
@@ -256,7 +259,7 @@ impl RemotingClient {
         match result {
             Ok(mut response) => {
                 for hook in self.hooks.read().iter() {
-                    hook.after_response(addr, request.request_code(), &mut response);
+                    hook.after_response(addr, code, &mut response);
                 }
                 Ok(response)
             }
@@ -264,7 +267,7 @@ impl RemotingClient {
                 if e.is_timeout() && self.shared.config.close_socket_if_timeout {
                     self.close_connection(addr, "sync call timed out");
                 }
-                Err(e.context(format!("{:?}", request.request_code())))
+                Err(e.context(format!("{code:?}")))
             }
         }
     }
