@@ -20,7 +20,16 @@
 # after CONSUME_COUNT distinct messages, told apart by (broker, queue, offset); redeliveries
 # are reported as duplicates.
 #
-# Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), CONSUME_COUNT (1000000),
+# Producer runs start with a warm-up: WARMUP messages sent by the same producer and threads
+# (or window) and waited for, then the measured phase. The default, 2/5 of COUNT (20000) for
+# every producer workload, sync1 included, is what the Java client needed here before its JIT
+# stopped compiling (CompilationMXBean time per 2000 sends fell to ~0 after 20000 sends on 1
+# thread, 10000-12000 on 64 threads or async, on a loaded 2-core machine): the JIT counts
+# calls, so the warm-up is a number of sends rather than a share of each run. WARMUP=0
+# measures from the first send, as before warm-ups existed.
+#
+# Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
+# CONSUME_COUNT (1000000),
 # SIZE (1024), INFLIGHT (1024), BATCH (16), BATCH_THREADS (64), CONSUME_THREADS (20),
 # CONSUME_TIMEOUT (600 s per consume run), TOPIC (CompareJava, 8 queues), JAVA_HEAP (512m),
 # CARGO_TARGET_DIR, OUT (results directory, default $CARGO_TARGET_DIR/java-bench),
@@ -28,11 +37,13 @@
 # script starts, unchanged on a NAMESRV_ADDR cluster unless given).
 # Both sides: ROCKETMQ binary headers, no compression, 1 KiB bodies, one client per process.
 #
-# Per run: TPS (msgs/s), latency p50/p99/max (ms, per send call; not for consumers), client
-# CPU user+sys seconds and peak RSS (/usr/bin/time), wall time (process start to exit), time
-# from process start to the first acknowledged send / first consumed message (the harness
-# notes the clock right before exec; each client prints the wall clock of that moment), and
-# duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians and
+# Per run, of the measured phase: TPS (msgs/s), latency p50/p99/max (ms, per send call; not
+# for consumers), cpu_s (user+sys seconds each client reads from the OS at the phase's start and
+# end; not for consumers) and cpu_us_per_msg (cpu_s per message, µs). Of the whole process:
+# cpu_total_s and peak RSS (/usr/bin/time), wall time (process start to exit), time from
+# process start to the first acknowledged send (of the warm-up, if any) / first consumed
+# message (the harness notes the clock right before exec; each client prints the wall clock
+# of that moment), and duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians and
 # Rust/Java ratios), throughput-vs-threads.svg (TPS and p99 of sync1/8/64), runs/ (logs).
 # Exit status 1 if any run did not send or consume everything it was asked to.
 set -euo pipefail
@@ -42,6 +53,7 @@ cd "$ROOT"
 PAIRS=${PAIRS:-3}
 COUNT=${COUNT:-50000}
 COUNT_SYNC1=${COUNT_SYNC1:-$(( COUNT / 5 > 0 ? COUNT / 5 : 1 ))}
+WARMUP=${WARMUP:-$((COUNT * 2 / 5))}
 CONSUME_COUNT=${CONSUME_COUNT:-1000000}
 SIZE=${SIZE:-1024}
 INFLIGHT=${INFLIGHT:-1024}
@@ -138,8 +150,8 @@ if [ -n "$BROKER_WAIT_MS" ]; then
 fi
 if $producing; then
     # Warm the broker (commit log, page cache, topic route) so the first measured run is not
-    # the only one paying for it.
-    log "warm-up: 5000 messages (not measured)"
+    # the only one paying for it. The clients' own warm-up is part of every run (WARMUP).
+    log "broker warm-up: 5000 messages (not measured)"
     "$RMQ" bench produce --topic "$TOPIC" --threads 16 --size "$SIZE" --count 5000 \
         >"$RUNS/warm-up.out" 2>"$RUNS/warm-up.err" \
         || log "warm-up: some sends failed, ignored ($(tail -1 "$RUNS/warm-up.err"))"
@@ -167,7 +179,7 @@ STAMP=$(date +%s)
 run() {
     local side=$1 workload=$2 pair=$3
     local base=$RUNS/$workload-$pair-$side
-    local count=$COUNT threads=64 cmd
+    local count=$COUNT threads=64 warmup=0 cmd
     case $workload in
         sync1) threads=1 count=$COUNT_SYNC1 ;;
         sync8) threads=8 ;;
@@ -175,6 +187,10 @@ run() {
         batch) threads=$BATCH_THREADS ;;
         push) threads=$CONSUME_THREADS count=$CONSUME_COUNT ;;
         litepull) threads=1 count=$CONSUME_COUNT ;;
+    esac
+    case $workload in
+        push | litepull) ;;
+        *) warmup=$WARMUP ;;
     esac
     local group=cmp_${workload}_${side}_${pair}_$STAMP
     if [ "$side" = java ]; then
@@ -187,7 +203,7 @@ run() {
                     -m "$mode" -w "$threads" -q "$count" -T "$CONSUME_TIMEOUT") ;;
             *)
                 cmd+=(rmqblocking.bench.Bench -n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads"
-                    -s "$SIZE" -q "$count" -i "$INFLIGHT")
+                    -s "$SIZE" -q "$count" -W "$warmup" -i "$INFLIGHT")
                 case $workload in
                     async) cmd+=(-y true) ;;
                     batch) cmd+=(-b "$BATCH") ;;
@@ -206,7 +222,7 @@ run() {
                 fi ;;
             *)
                 cmd=("$RMQ" bench produce -n "$NAMESRV_ADDR" --topic "$TOPIC" --size "$SIZE"
-                    --count "$count" --serialize rocketmq --threads "$threads")
+                    --count "$count" --warmup "$warmup" --serialize rocketmq --threads "$threads")
                 case $workload in
                     async) cmd+=(--mode async --inflight "$INFLIGHT") ;;
                     batch) cmd+=(--mode sync --batch "$BATCH") ;;
@@ -219,7 +235,7 @@ run() {
     t0=$(date +%s%N)
     /usr/bin/time -o "$base.time" -f '%U %S %M %e' "${cmd[@]}" >"$base.out" 2>"$base.err" || status=$?
     python3 "$REPORT" row --workload "$workload" --threads "$threads" --pair "$pair" \
-        --side "$side" --expect "$count" --exit "$status" --t0-ns "$t0" --base "$base" \
+        --side "$side" --expect "$count" --warmup "$warmup" --exit "$status" --t0-ns "$t0" --base "$base" \
         --rows "$OUT/rows.tsv"
 }
 
@@ -228,7 +244,7 @@ run() {
     echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java"
     echo "rust client: $RUST_VERSION (rmq bench, release)"
     echo "broker: one, NAMESRV_ADDR=$NAMESRV_ADDR; producers to $TOPIC, consumers drain $BACKLOG (8 queues each)"
-    echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS pairs per workload, Java first"
+    echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1) after a warm-up of $WARMUP (not measured), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS pairs per workload, Java first"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt"
 echo

@@ -20,13 +20,17 @@ import statistics
 import sys
 from pathlib import Path
 
-COLUMNS = ["workload", "threads", "pair", "side", "messages", "expected", "tps",
-           "p50_ms", "p99_ms", "max_ms", "cpu_s", "rss_MiB", "wall_s", "first_ms",
-           "duplicates", "status"]
+COLUMNS = ["workload", "threads", "pair", "side", "warmup", "messages", "expected", "tps",
+           "p50_ms", "p99_ms", "max_ms", "cpu_s", "cpu_us_per_msg", "cpu_total_s", "rss_MiB",
+           "wall_s", "first_ms", "duplicates", "status"]
 # (column, printf format): every figure summarised; TPS is the only one where higher is better.
+# tps, the latencies, cpu_s and cpu_us_per_msg are of the measured phase (producers: after the
+# warm-up; cpu_s as the client reads it from the OS at the phase's start and end, consumers:
+# not measured); cpu_total_s, rss, wall and first_ms are of the whole process.
 FIGURES = [("tps", "{:.0f}"), ("p50_ms", "{:.3f}"), ("p99_ms", "{:.3f}"), ("max_ms", "{:.3f}"),
-           ("cpu_s", "{:.2f}"), ("rss_MiB", "{:.0f}"), ("wall_s", "{:.2f}"),
-           ("first_ms", "{:.0f}"), ("duplicates", "{:.0f}")]
+           ("cpu_s", "{:.2f}"), ("cpu_us_per_msg", "{:.1f}"), ("cpu_total_s", "{:.2f}"),
+           ("rss_MiB", "{:.0f}"), ("wall_s", "{:.2f}"), ("first_ms", "{:.0f}"),
+           ("duplicates", "{:.0f}")]
 ORDER = ["sync1", "sync8", "sync64", "async", "batch", "oneway", "push", "litepull"]
 CONSUMERS = {"push", "litepull"}
 SYNC = {"sync1": 1, "sync8": 8, "sync64": 64}
@@ -80,6 +84,7 @@ def cmd_row(a):
     messages = int(s.get("messages") or 0)
     failures = int(s.get("failures") or 0)
     lat = s.get("latencyMs") or {}
+    warm = s.get("warmup") or {}
     consumer = a.workload in CONSUMERS
     first_us = s.get("firstAckEpochUs") or s.get("firstMessageEpochUs")
     values = {
@@ -89,23 +94,30 @@ def cmd_row(a):
         "p50_ms": None if consumer else lat.get("p50"),
         "p99_ms": None if consumer else lat.get("p99"),
         "max_ms": None if consumer else lat.get("max"),
-        "cpu_s": t[0] + t[1] if t else None,
+        "cpu_s": (s.get("measuredCpuSeconds") or {}).get("total"),
+        "cpu_us_per_msg": s.get("cpuUsPerMsg"),
+        "cpu_total_s": t[0] + t[1] if t else None,
         "rss_MiB": t[2] / 1024 if t else None,
         "wall_s": t[3] if t else None,
         "first_ms": first_us / 1000 - a.t0_ns / 1e6 if first_us else None,
         "duplicates": s.get("duplicates") if consumer else None,
     }
-    ok = a.exit == 0 and messages == a.expect and failures == 0
+    warm_acked = int(warm.get("messages") or 0)
+    failures += int(warm.get("failures") or 0)
+    ok = a.exit == 0 and messages == a.expect and warm_acked == a.warmup and failures == 0
     status = "ok" if ok else (
         f"FAILED(exit {a.exit}, {messages}/{a.expect} {'consumed' if consumer else 'acked'}"
+        f"{f', warm-up {warm_acked}/{a.warmup} acked' if a.warmup else ''}"
         f"{f', {failures} failed' if failures else ''}; see {a.base}.err)")
-    cells = [a.workload, str(a.threads), str(a.pair), a.side, str(messages), str(a.expect)]
+    cells = [a.workload, str(a.threads), str(a.pair), a.side, str(a.warmup), str(messages),
+             str(a.expect)]
     cells += [fmt(values[c], spec) for c, spec in FIGURES] + [status]
     with open(a.rows, "a") as f:
         f.write("\t".join(cells) + "\n")
     v = dict(zip(COLUMNS, cells))
     print(f"{a.workload:<8} pair {a.pair} {a.side:<4}  tps {v['tps']:>8}  p50 {v['p50_ms']:>8}"
           f"  p99 {v['p99_ms']:>9}  max {v['max_ms']:>9} ms  cpu {v['cpu_s']:>6} s"
+          f" {v['cpu_us_per_msg']:>6} us/msg (total {v['cpu_total_s']:>6} s)"
           f"  rss {v['rss_MiB']:>4} MiB  wall {v['wall_s']:>6} s  first {v['first_ms']:>5} ms"
           f"  dup {v['duplicates']:>3}  {status}", flush=True)
 
@@ -168,16 +180,21 @@ def cmd_summary(a):
 
     print("medians over successful runs (ratio = rust / java; for tps higher is better, "
           "for the rest lower is better)")
-    print(f"{'workload':<9}{'figure':<11}{'java':>12}{'rust':>12}{'ratio':>8}")
+    print(f"{'workload':<9}{'figure':<15}{'java':>12}{'rust':>12}{'ratio':>8}")
     for w, fig, j, r, ratio in table:
-        print(f"{w:<9}{fig:<11}{j:>12}{r:>12}{ratio:>8}")
+        print(f"{w:<9}{fig:<15}{j:>12}{r:>12}{ratio:>8}")
 
     md = ["# Java client vs rocketmq-blocking", ""]
     md += [f"- {line}" for line in meta]
     md += ["", "Medians over successful runs. Ratio = Rust / Java: for TPS higher is better, "
-           "for the rest lower is better. Latency is per send call (consumers: not measured); "
-           "CPU is user+sys of the client process, RSS its peak, wall and first_ms count from "
-           "just before exec (JVM start included); duplicates are redeliveries of an offset.", "",
+           "for the rest lower is better. Producers send a warm-up first (same producer, "
+           "threads and window); tps, latency (per send call), cpu_s (user+sys CPU seconds the "
+           "client reads from the OS at the start and end of that phase) and cpu_us_per_msg "
+           "(cpu_s per message, µs) are of the measured phase after it (consumers: not "
+           "measured). cpu_total_s is the whole client process's CPU (GNU time), rss_MiB its "
+           "peak; wall_s and first_ms (first acknowledgement, of the warm-up if any, or first "
+           "message) count from just before exec (JVM start included); duplicates are "
+           "redeliveries of an offset.", "",
            "| workload | figure | Java | Rust | Rust/Java |", "|---|---|---:|---:|---:|"]
     md += [f"| {w} | {fig} | {j} | {r} | {ratio} |" for w, fig, j, r, ratio in table]
     if failed:
@@ -303,7 +320,7 @@ def main():
     r = sub.add_parser("row")
     for name in ("workload", "side", "base", "rows"):
         r.add_argument(f"--{name}", required=True)
-    for name in ("threads", "pair", "expect", "exit", "t0-ns"):
+    for name in ("threads", "pair", "expect", "warmup", "exit", "t0-ns"):
         r.add_argument(f"--{name}", type=int, required=True)
     s = sub.add_parser("summary")
     s.add_argument("--out", required=True)

@@ -227,8 +227,16 @@ fn check_summary(s: &Value, messages: u64) {
     for pair in quantiles.windows(2) {
         assert!(lat[pair[0]].as_f64() <= lat[pair[1]].as_f64(), "{s}");
     }
+    let cpu = s["cpuSeconds"]["total"].as_f64();
+    assert!(cpu.is_some_and(|c| c >= 0.0), "{s}");
+    // The measured phase is part of the process; its CPU per message follows from its total
+    // (rounded to 10 ms) within that rounding.
+    let measured = s["measuredCpuSeconds"]["total"].as_f64();
+    assert!(measured.is_some_and(|m| m >= 0.0) && measured <= cpu, "{s}");
+    let per_msg = s["cpuUsPerMsg"].as_f64().expect("cpuUsPerMsg");
+    let from_total = measured.unwrap_or_default() * 1e6 / messages as f64;
     assert!(
-        s["cpuSeconds"]["total"].as_f64().is_some_and(|c| c >= 0.0),
+        (per_msg - from_total).abs() <= 0.005e6 / messages as f64 + 0.1,
         "{s}"
     );
     assert!(s["peakRssKiB"].as_u64().is_some_and(|k| k > 1000), "{s}");
@@ -243,7 +251,49 @@ fn bench_produce_sync_with_four_threads() {
     check_summary(&s, 2000);
     assert_eq!(s["mode"], "sync");
     assert_eq!(s["threads"], 4);
+    // Without --warmup everything is measured, as before warm-ups existed.
+    assert!(s.get("warmup").is_none(), "{s}");
+    assert_eq!(s["latencyMs"]["calls"], 2000);
     assert_eq!(stored(&topic, 2000), 2000);
+}
+
+/// Runs `rmq bench produce --warmup WARMUP ARGS` to a new topic and checks that the warm-up
+/// was sent and answered, and left out of the measured figures; returns the summary.
+fn bench_with_warmup(warmup: u64, args: &[&str]) -> Value {
+    let topic = created_topic(4);
+    let warmup_arg = warmup.to_string();
+    let mut all = vec!["--topic", &topic, "--warmup", &warmup_arg];
+    all.extend_from_slice(args);
+    let s = bench(&all);
+    let measured = s["messages"].as_u64().expect("messages");
+    check_summary(&s, measured);
+    let w = &s["warmup"];
+    assert_eq!(w["messages"], warmup, "{s}");
+    assert_eq!(w["failures"], 0, "{s}");
+    assert!(w["elapsedMs"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
+    // One call per message, and only the measured ones are timed; the topic gets both.
+    assert_eq!(s["latencyMs"]["calls"], measured, "{s}");
+    let total = (warmup + measured) as i64;
+    assert_eq!(stored(&topic, total), total);
+    s
+}
+
+#[test]
+fn bench_produce_warmup_is_sent_first_and_left_out_of_the_measured_figures() {
+    let s = bench_with_warmup(600, &["--count", "900", "--threads", "3"]);
+    assert_eq!(s["messages"], 900, "{s}");
+    // Async: the warm-up's callbacks count in the warm-up, never in the measured phase.
+    let s = bench_with_warmup(
+        500,
+        &["--mode", "async", "--count", "800", "--inflight", "64"],
+    );
+    assert_eq!(s["messages"], 800, "{s}");
+    // With --duration the clock starts after the warm-up: the measured phase gets it all.
+    let s = bench_with_warmup(300, &["--duration", "1", "--threads", "2"]);
+    assert!(
+        s["elapsedMs"].as_f64().is_some_and(|ms| ms >= 1000.0),
+        "{s}"
+    );
 }
 
 #[test]

@@ -5,12 +5,15 @@
 //! threads (64) and async mode with one thread. Unlike Java, async sends are bounded by
 //! an in-flight window rather than by polling the executor's queue, latencies go into an
 //! HDR histogram (microseconds), and the run ends with one summary on stdout: a human
-//! line, then a JSON line.
+//! line, then a JSON line. An optional warm-up (`--warmup N`) is sent by the same threads
+//! first and kept out of the figures of the measured phase.
 
 use std::sync::Arc;
+use std::thread::Scope;
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, ValueEnum};
+use parking_lot::{Condvar, Mutex};
 use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::client::validators::check_send_topic;
 use rocketmq_blocking::client::TopicConfig;
@@ -18,7 +21,7 @@ use rocketmq_blocking::producer::ProducerOptions;
 use rocketmq_blocking::remoting::{Permit, Semaphore};
 use rocketmq_blocking::{Message, Producer, SendResult};
 
-use crate::stats::{self, round, Counting, CpuSeconds, Latency, Progress, Recorder};
+use crate::stats::{self, round, Counting, CpuSeconds, CpuTime, Latency, Progress, Recorder};
 use crate::{
     check_queues, namesrv, parse_seconds, start_producer, CliResult, HeaderEncoding, Mode,
 };
@@ -45,6 +48,11 @@ pub(crate) struct ProduceArgs {
     /// Seconds to run [default: 10 unless --count is given].
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     duration: Option<Duration>,
+    /// Messages sent first, by the same producer, threads and window (split like --count);
+    /// the measured phase starts once all are answered, and its TPS, latency and CPU leave
+    /// them out.
+    #[arg(long, value_name = "MESSAGES", default_value_t = 0)]
+    warmup: u64,
     /// Send mode.
     #[arg(long, value_enum, default_value_t = Mode::Sync)]
     mode: Mode,
@@ -74,10 +82,32 @@ struct Run<'a> {
     message: Message,
     batch: usize,
     mode: Mode,
-    until: Option<Instant>,
+    /// The warm-up's results, kept apart from the measured phase's.
+    warm: Arc<Recorder>,
     recorder: Arc<Recorder>,
     window: Semaphore,
+    inflight: usize,
     send_timeout: Duration,
+    /// Where the sending threads wait between the warm-up and the measured phase.
+    gate: Gate,
+}
+
+/// Where the measured phase began.
+struct Mark {
+    at: Instant,
+    cpu: Option<CpuTime>,
+    /// How long the warm-up took, when there was one.
+    warm_up: Option<Duration>,
+}
+
+impl Mark {
+    fn now(warm_up: Option<Duration>) -> Mark {
+        Mark {
+            at: Instant::now(),
+            cpu: stats::cpu_time(),
+            warm_up,
+        }
+    }
 }
 
 pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliResult {
@@ -131,49 +161,48 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         name_of(args.serialize),
     );
 
-    let recorder = Arc::new(Recorder::new()?);
     let shares = match args.count {
         Some(n) => split(n, threads).into_iter().map(Some).collect(),
         None => vec![None; threads],
     };
-    let message = Message::new(&args.topic, random_alphanumeric(size));
-    let begin = Instant::now();
+    // Every thread passes the gate, even one whose warm-up share is 0.
+    let warm_shares = (args.warmup > 0).then(|| split(args.warmup, threads));
+    let duration = args
+        .count
+        .is_none()
+        .then(|| args.duration.unwrap_or(DEFAULT_DURATION));
     let run = Run {
         producer: &producer,
-        message,
+        message: Message::new(&args.topic, random_alphanumeric(size)),
         batch,
         mode: args.mode,
-        until: match args.count {
-            Some(_) => None,
-            None => Some(begin + args.duration.unwrap_or(DEFAULT_DURATION)),
-        },
-        recorder: recorder.clone(),
+        warm: Arc::new(Recorder::new()?),
+        recorder: Arc::new(Recorder::new()?),
         window: Semaphore::new(args.inflight as usize),
+        inflight: args.inflight as usize,
         send_timeout: producer.options().send_msg_timeout,
+        gate: Gate::default(),
     };
-    let progress = Progress::start(recorder.clone(), Counting::Sent)?;
-    std::thread::scope(|s| -> Result<(), String> {
-        for (i, share) in shares.into_iter().enumerate() {
-            let run = &run;
-            std::thread::Builder::new()
-                .name(format!("rmq-bench-{i}"))
-                .spawn_scoped(s, move || match run.mode {
-                    Mode::Async => run.send_async(share),
-                    Mode::Sync | Mode::Oneway => run.send_blocking(share),
-                })
-                .map_err(|e| format!("cannot start sending thread {i}: {e}"))?;
+    let (mark, progress) = std::thread::scope(|s| {
+        let started = run.start(s, warm_shares, shares, duration);
+        if started.is_err() {
+            run.gate.abandon();
         }
-        Ok(())
+        started
     })?;
     if args.mode == Mode::Async {
-        run.wait_for_callbacks(args.inflight as usize);
+        run.wait_for_callbacks(&run.recorder);
     }
-    let elapsed = begin.elapsed();
+    let elapsed = mark.at.elapsed();
     drop(progress);
     // Measured before shutdown so the figures describe the sending, not the goodbye.
     let cpu = stats::cpu_time();
     let rss = stats::peak_rss_kib();
     producer.shutdown();
+
+    let (warm, recorder) = (&run.warm, &run.recorder);
+    let measured_cpu = cpu.zip(mark.cpu).map(|(end, begin)| end.since(&begin));
+    let first_ack = warm.first_ack().or(recorder.first_ack());
 
     let summary = Summary {
         mode: name_of(args.mode),
@@ -183,42 +212,126 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         batch,
         inflight: (args.mode == Mode::Async).then_some(args.inflight),
         serialize: name_of(args.serialize),
+        warmup: mark.warm_up.map(|d| WarmUp {
+            messages: warm.acked(),
+            failures: warm.failures(),
+            elapsed_ms: round(d.as_secs_f64() * 1000.0, 1),
+        }),
         messages: recorder.acked(),
         failures: recorder.failures(),
         elapsed_ms: round(elapsed.as_secs_f64() * 1000.0, 1),
         tps: round(recorder.acked() as f64 / elapsed.as_secs_f64().max(1e-9), 1),
         latency_ms: recorder.latency_ms(),
+        measured_cpu_seconds: measured_cpu.map(CpuSeconds::from),
+        cpu_us_per_msg: measured_cpu
+            .filter(|_| recorder.acked() > 0)
+            .map(|c| round(c.total() * 1e6 / recorder.acked() as f64, 1)),
         cpu_seconds: cpu.map(CpuSeconds::from),
         peak_rss_kib: rss,
-        first_ack_ms: recorder
-            .first_ack()
-            .map(|d| round(d.as_secs_f64() * 1000.0, 1)),
-        first_ack_epoch_us: recorder.first_ack_epoch_us(),
+        first_ack_ms: first_ack.map(|d| round(d.as_secs_f64() * 1000.0, 1)),
+        first_ack_epoch_us: warm.first_ack_epoch_us().or(recorder.first_ack_epoch_us()),
     };
     println!("{}", summary.human());
     println!("{}", serde_json::to_string(&summary)?);
-    let failures = summary.failures;
+    let failures = recorder.failures() + warm.failures();
     if failures > 0 {
-        let why = recorder.first_error().unwrap_or("no result in time");
-        return Err(format!("{failures} messages failed; first error: {why}").into());
+        let why = warm
+            .first_error()
+            .or(recorder.first_error())
+            .unwrap_or("no result in time");
+        let in_warm_up = match warm.failures() {
+            0 => String::new(),
+            n => format!(" ({n} in the warm-up)"),
+        };
+        return Err(format!("{failures} messages failed{in_warm_up}; first error: {why}").into());
     }
     Ok(())
 }
 
 impl Run<'_> {
-    /// Whether a thread with `left` messages to go should stop.
-    fn done(&self, left: Option<u64>) -> bool {
-        left == Some(0) || self.until.is_some_and(|t| Instant::now() >= t)
+    /// Starts the sending threads and, when there is a warm-up, waits for it to finish (every
+    /// thread's share acknowledged or failed) before it lets them on to the measured phase.
+    /// Returns where the measured phase began and its progress line; the threads go on
+    /// sending in `s`.
+    fn start<'scope>(
+        &'scope self,
+        s: &'scope Scope<'scope, '_>,
+        warm_shares: Option<Vec<u64>>,
+        shares: Vec<Option<u64>>,
+        duration: Option<Duration>,
+    ) -> Result<(Mark, Progress), String> {
+        let Some(warm_shares) = warm_shares else {
+            let mark = Mark::now(None);
+            let progress = Progress::start(self.recorder.clone(), Counting::Sent)?;
+            let until = duration.map(|d| mark.at + d);
+            self.spawn(s, shares.into_iter().map(|share| (None, share)), until)?;
+            return Ok((mark, progress));
+        };
+        let threads = shares.len();
+        let begin = Instant::now();
+        let warming = Progress::start(self.warm.clone(), Counting::WarmUp)?;
+        self.spawn(s, warm_shares.into_iter().map(Some).zip(shares), None)?;
+        self.gate.wait_for(threads);
+        if self.mode == Mode::Async {
+            self.wait_for_callbacks(&self.warm);
+        }
+        drop(warming);
+        let mark = Mark::now(Some(begin.elapsed()));
+        let progress = Progress::start(self.recorder.clone(), Counting::Sent)?;
+        self.gate.open(duration.map(|d| mark.at + d));
+        Ok((mark, progress))
+    }
+
+    /// One sending thread per (warm-up share, measured share).
+    fn spawn<'scope>(
+        &'scope self,
+        s: &'scope Scope<'scope, '_>,
+        shares: impl Iterator<Item = (Option<u64>, Option<u64>)>,
+        until: Option<Instant>,
+    ) -> Result<(), String> {
+        for (i, (warm, share)) in shares.enumerate() {
+            std::thread::Builder::new()
+                .name(format!("rmq-bench-{i}"))
+                .spawn_scoped(s, move || self.sender(warm, share, until))
+                .map_err(|e| format!("cannot start sending thread {i}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// A sending thread: its warm-up share when there is a warm-up, then, once the gate
+    /// opens, its share of the measured phase.
+    fn sender(&self, warm: Option<u64>, share: Option<u64>, until: Option<Instant>) {
+        let until = match warm {
+            None => until,
+            Some(n) => {
+                {
+                    let _arrival = self.gate.arrival();
+                    self.send(Some(n), &self.warm, None);
+                }
+                match self.gate.wait_open() {
+                    GateState::Open { until } => until,
+                    _ => return,
+                }
+            }
+        };
+        self.send(share, &self.recorder, until);
+    }
+
+    fn send(&self, left: Option<u64>, recorder: &Arc<Recorder>, until: Option<Instant>) {
+        match self.mode {
+            Mode::Async => self.send_async(left, recorder, until),
+            Mode::Sync | Mode::Oneway => self.send_blocking(left, recorder, until),
+        }
     }
 
     /// Sync and oneway sends: one call at a time per thread.
-    fn send_blocking(&self, mut left: Option<u64>) {
+    fn send_blocking(&self, mut left: Option<u64>, recorder: &Recorder, until: Option<Instant>) {
         let batch: Vec<Message> = if self.batch > 1 {
             vec![self.message.clone(); self.batch]
         } else {
             Vec::new()
         };
-        while !self.done(left) {
+        while !done(left, until) {
             let n = left.map_or(self.batch, |l| l.min(self.batch as u64) as usize);
             let started = Instant::now();
             let result = match self.mode {
@@ -227,8 +340,8 @@ impl Run<'_> {
                 _ => self.producer.send(&self.message).map(drop),
             };
             match result {
-                Ok(()) => self.recorder.ok(n as u64, started.elapsed()),
-                Err(e) => self.recorder.failed(n as u64, &e),
+                Ok(()) => recorder.ok(n as u64, started.elapsed()),
+                Err(e) => recorder.failed(n as u64, &e),
             }
             if let Some(l) = left.as_mut() {
                 *l -= n as u64;
@@ -237,8 +350,8 @@ impl Run<'_> {
     }
 
     /// Async sends, at most `--inflight` outstanding across all threads.
-    fn send_async(&self, mut left: Option<u64>) {
-        while !self.done(left) {
+    fn send_async(&self, mut left: Option<u64>, recorder: &Arc<Recorder>, until: Option<Instant>) {
+        while !done(left, until) {
             if let Some(l) = left.as_mut() {
                 *l -= 1;
             }
@@ -247,12 +360,11 @@ impl Run<'_> {
                 .window
                 .acquire_until(Instant::now() + self.send_timeout * 2)
             else {
-                self.recorder
-                    .failed(1, &"no in-flight async send completed in time");
+                recorder.failed(1, &"no in-flight async send completed in time");
                 continue;
             };
             let pending = Pending {
-                recorder: self.recorder.clone(),
+                recorder: recorder.clone(),
                 started: Instant::now(),
                 _permit: permit,
                 finished: false,
@@ -262,21 +374,21 @@ impl Run<'_> {
                 .send_async(self.message.clone(), move |r| pending.finish(r));
             if let Err(e) = queued {
                 // The callback was dropped unrun, and its drop counted the failure.
-                self.recorder.note_error(&e);
+                recorder.note_error(&e);
             }
         }
     }
 
-    /// Takes back every window permit: then every callback has run.
-    fn wait_for_callbacks(&self, inflight: usize) {
+    /// Takes back every window permit (and gives them back): then every callback has run.
+    fn wait_for_callbacks(&self, recorder: &Recorder) {
         let deadline = Instant::now() + self.send_timeout + Duration::from_secs(5);
-        let mut held = Vec::with_capacity(inflight);
-        while held.len() < inflight {
+        let mut held = Vec::with_capacity(self.inflight);
+        while held.len() < self.inflight {
             match self.window.acquire_until(deadline) {
                 Some(p) => held.push(p),
                 None => {
-                    let missing = inflight - held.len();
-                    self.recorder.failed(
+                    let missing = self.inflight - held.len();
+                    recorder.failed(
                         missing as u64,
                         &format!(
                             "{missing} async sends got no callback within {:?}",
@@ -287,6 +399,86 @@ impl Run<'_> {
                 }
             }
         }
+    }
+}
+
+/// Whether a thread with `left` messages to go, or a deadline of `until`, should stop.
+fn done(left: Option<u64>, until: Option<Instant>) -> bool {
+    left == Some(0) || until.is_some_and(|t| Instant::now() >= t)
+}
+
+/// The boundary between the warm-up and the measured phase. Each sending thread arrives
+/// after its warm-up share and waits; the main thread waits for all of them, takes its
+/// readings and opens the gate with the measured phase's deadline, or abandons it (a
+/// thread could not be started), which sends every thread home.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    /// Signalled on every arrival (the main thread waits).
+    arrived: Condvar,
+    /// Signalled when the gate opens or is abandoned (the sending threads wait).
+    opened: Condvar,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum GateState {
+    Closed { arrived: usize },
+    Open { until: Option<Instant> },
+    Abandoned,
+}
+
+impl Default for GateState {
+    fn default() -> Self {
+        GateState::Closed { arrived: 0 }
+    }
+}
+
+impl Gate {
+    /// Counts the calling thread as arrived when dropped, so that one that panics while
+    /// warming up does not leave the main thread waiting for it.
+    fn arrival(&self) -> Arrival<'_> {
+        Arrival(self)
+    }
+
+    /// Blocks until the gate is opened or abandoned and returns which.
+    fn wait_open(&self) -> GateState {
+        let mut state = self.state.lock();
+        while matches!(*state, GateState::Closed { .. }) {
+            self.opened.wait(&mut state);
+        }
+        *state
+    }
+
+    /// Blocks until `threads` threads have arrived.
+    fn wait_for(&self, threads: usize) {
+        let mut state = self.state.lock();
+        while matches!(*state, GateState::Closed { arrived } if arrived < threads) {
+            self.arrived.wait(&mut state);
+        }
+    }
+
+    fn open(&self, until: Option<Instant>) {
+        self.release(GateState::Open { until });
+    }
+
+    fn abandon(&self) {
+        self.release(GateState::Abandoned);
+    }
+
+    fn release(&self, to: GateState) {
+        *self.state.lock() = to;
+        self.opened.notify_all();
+    }
+}
+
+struct Arrival<'a>(&'a Gate);
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        if let GateState::Closed { arrived } = &mut *self.0.state.lock() {
+            *arrived += 1;
+        }
+        self.0.arrived.notify_all();
     }
 }
 
@@ -302,18 +494,37 @@ struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     inflight: Option<u32>,
     serialize: String,
+    /// The warm-up, when there was one; nothing below counts it except `cpuSeconds`,
+    /// `peakRssKiB` and the first acknowledgement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warmup: Option<WarmUp>,
     /// Acknowledged messages (queued ones in oneway mode).
     messages: u64,
     failures: u64,
     elapsed_ms: f64,
     tps: f64,
     latency_ms: Latency,
+    /// CPU used from the start to the end of the measured phase.
+    measured_cpu_seconds: Option<CpuSeconds>,
+    /// The same per acknowledged message, in microseconds.
+    cpu_us_per_msg: Option<f64>,
+    /// CPU used by the process up to the end of the sending (producer start and warm-up
+    /// included).
     cpu_seconds: Option<CpuSeconds>,
     #[serde(rename = "peakRssKiB")]
     peak_rss_kib: Option<u64>,
     first_ack_ms: Option<f64>,
     /// The wall clock at the first acknowledgement (µs since the Unix epoch).
     first_ack_epoch_us: Option<u64>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WarmUp {
+    /// Acknowledged messages.
+    messages: u64,
+    failures: u64,
+    elapsed_ms: f64,
 }
 
 impl Summary {
@@ -324,13 +535,27 @@ impl Summary {
             "acked"
         };
         let l = &self.latency_ms;
-        let cpu = stats::human_cpu(self.cpu_seconds.as_ref());
+        let warm_up = self.warmup.as_ref().map_or(String::new(), |w| {
+            format!(
+                "warm-up: {} {what}, {} failed in {:.2} s; then ",
+                w.messages,
+                w.failures,
+                w.elapsed_ms / 1000.0
+            )
+        });
+        let cpu = stats::human_cpu(self.measured_cpu_seconds.as_ref());
+        let per_msg = self
+            .cpu_us_per_msg
+            .map_or("?".into(), |us| format!("{us:.1}"));
+        let total = self
+            .cpu_seconds
+            .map_or("?".into(), |c| format!("{:.2}", c.total));
         let rss = stats::human_rss(self.peak_rss_kib);
         let first = self
             .first_ack_ms
             .map_or("-".into(), |ms| format!("{ms:.0} ms"));
         format!(
-            "{} messages {what}, {} failed in {:.2} s: {:.0} msg/s; latency ms p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}; cpu {cpu}; peak RSS {rss}; first ack {first} after start",
+            "{warm_up}{} messages {what}, {} failed in {:.2} s: {:.0} msg/s; latency ms p50 {:.3} p99 {:.3} p99.9 {:.3} max {:.3}; cpu {cpu}, {per_msg} µs/msg ({total} s since start); peak RSS {rss}; first ack {first} after start",
             self.messages,
             self.failures,
             self.elapsed_ms / 1000.0,

@@ -163,6 +163,8 @@ pub(crate) struct Latency {
 pub(crate) enum Counting {
     /// Acknowledged sends, and failures.
     Sent,
+    /// The same, for the warm-up before the measured sends.
+    WarmUp,
     /// Consumed messages (a consumer has no failures to count).
     Consumed,
 }
@@ -193,8 +195,13 @@ impl Progress {
                     let rate = (acked - last) as f64 / (now - tick).as_secs_f64();
                     let at = (now - begin).as_secs_f64();
                     match counting {
-                        Counting::Sent => eprintln!(
-                            "[{at:>5.1}s] sent {acked}, failed {}, {rate:.0} msg/s",
+                        Counting::Sent | Counting::WarmUp => eprintln!(
+                            "[{at:>5.1}s] {}sent {acked}, failed {}, {rate:.0} msg/s",
+                            if counting == Counting::WarmUp {
+                                "warm-up: "
+                            } else {
+                                ""
+                            },
                             recorder.failures()
                         ),
                         Counting::Consumed => {
@@ -233,6 +240,14 @@ pub(crate) struct CpuTime {
 impl CpuTime {
     pub(crate) fn total(&self) -> f64 {
         self.user + self.sys
+    }
+
+    /// The CPU time used between `earlier` and this reading.
+    pub(crate) fn since(&self, earlier: &CpuTime) -> CpuTime {
+        CpuTime {
+            user: (self.user - earlier.user).max(0.0),
+            sys: (self.sys - earlier.sys).max(0.0),
+        }
     }
 }
 
@@ -348,6 +363,22 @@ mod tests {
         assert!(cpu_time().is_some());
         assert!(peak_rss_kib().is_some_and(|k| k > 0));
         assert!(clock_ticks() > 0);
+    }
+
+    #[test]
+    fn cpu_time_since_an_earlier_reading_is_the_difference() {
+        let earlier = CpuTime {
+            user: 1.5,
+            sys: 0.25,
+        };
+        let later = CpuTime {
+            user: 4.0,
+            sys: 0.75,
+        };
+        let d = later.since(&earlier);
+        assert_eq!((d.user, d.sys, d.total()), (2.5, 0.5, 3.0));
+        // Never negative, whatever order the readings come in.
+        assert_eq!(earlier.since(&later).total(), 0.0);
     }
 
     #[test]
