@@ -28,17 +28,22 @@ fn entry(deadline: Instant) -> PendingEntry<Waiter> {
     }
 }
 
+/// A table with `IN_FLIGHT` requests due at `deadline`, and the next free opaque.
+fn in_flight(deadline: Instant) -> (PendingTable<Waiter>, i32) {
+    let mut table = PendingTable::new();
+    for o in 0..IN_FLIGHT {
+        table.insert(o, entry(deadline));
+    }
+    (table, IN_FLIGHT)
+}
+
 fn pending(c: &mut Criterion) {
     let now = Instant::now();
     let later = now + Duration::from_secs(3);
     let mut g = c.benchmark_group("pending");
     g.throughput(Throughput::Elements(1));
 
-    let mut table = PendingTable::new();
-    for o in 0..IN_FLIGHT {
-        table.insert(o, entry(later));
-    }
-    let mut next = IN_FLIGHT;
+    let (mut table, mut next) = in_flight(later);
     g.bench_function("insert_complete", |b| {
         b.iter(|| {
             table.insert(next, entry(later));
@@ -48,11 +53,7 @@ fn pending(c: &mut Criterion) {
         })
     });
 
-    let mut table = PendingTable::new();
-    for o in 0..IN_FLIGHT {
-        table.insert(o, entry(later));
-    }
-    let mut next = IN_FLIGHT;
+    let (mut table, mut next) = in_flight(later);
     g.bench_function("insert_expire", |b| {
         b.iter(|| {
             table.insert(next, entry(now));

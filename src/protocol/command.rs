@@ -127,6 +127,30 @@ impl RemotingCommand {
         RequestCode(self.code)
     }
 
+    /// A command as a header decoder read it; [`RemotingCommand::decode`] sets the body
+    /// and the serialize type.
+    pub(super) fn from_header(
+        code: i32,
+        language: LanguageCode,
+        version: i32,
+        opaque: i32,
+        flag: i32,
+        remark: Option<String>,
+        ext_fields: ExtFields,
+    ) -> Self {
+        RemotingCommand {
+            code,
+            language,
+            version,
+            opaque,
+            flag,
+            remark,
+            ext_fields,
+            body: Vec::new(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+
     /// Decodes the typed header from the fields.
     pub fn decode_header<H: CommandHeader>(&self) -> Result<H, DecodeError> {
         H::read_from(&self.ext_fields)
@@ -278,17 +302,9 @@ fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
             r.remaining()
         )));
     }
-    Ok(RemotingCommand {
-        code,
-        language,
-        version,
-        opaque,
-        flag,
-        remark,
-        ext_fields,
-        body: Vec::new(),
-        serialize_type: SerializeType::RocketMq,
-    })
+    Ok(RemotingCommand::from_header(
+        code, language, version, opaque, flag, remark, ext_fields,
+    ))
 }
 
 /// The binary `extFields`: `[key len i16][key][value len i32][value]` repeated.

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use super::codes::{LanguageCode, SerializeType};
+use super::codes::LanguageCode;
 use super::command::RemotingCommand;
 use super::ext::{int_bytes, ExtFields};
 use super::DecodeError;
@@ -109,6 +109,7 @@ pub(super) fn decode(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
     }
 }
 
+/// The command of a decoded header: a missing language is Java's.
 fn command(
     code: i32,
     language: Option<&str>,
@@ -118,17 +119,8 @@ fn command(
     remark: Option<String>,
     ext_fields: ExtFields,
 ) -> RemotingCommand {
-    RemotingCommand {
-        code,
-        language: language.map_or(LanguageCode::JAVA, LanguageCode::from_name),
-        version,
-        opaque,
-        flag,
-        remark,
-        ext_fields,
-        body: Vec::new(),
-        serialize_type: SerializeType::Json,
-    }
+    let language = language.map_or(LanguageCode::JAVA, LanguageCode::from_name);
+    RemotingCommand::from_header(code, language, version, opaque, flag, remark, ext_fields)
 }
 
 #[derive(serde::Deserialize)]

@@ -569,10 +569,10 @@ impl IoLoop {
                 ConnState::Connecting { deadline } if deadline <= now => {
                     to_close.push((*t, CloseReason::ConnectTimeout(connect_timeout)))
                 }
-                ConnState::Connected if now.duration_since(c.last_active) >= idle => {
-                    if !self.pending.has_token(*t) {
-                        to_close.push((*t, CloseReason::Closed("idle".into())));
-                    }
+                ConnState::Connected
+                    if now.duration_since(c.last_active) >= idle && !self.pending.has_token(*t) =>
+                {
+                    to_close.push((*t, CloseReason::Closed("idle".into())));
                 }
                 _ => {}
             }
