@@ -137,14 +137,15 @@ macro_rules! command_header {
 
         impl $crate::protocol::CommandHeader for $name {
             fn write_to(&self, ext: &mut $crate::protocol::ExtFields) {
-                let fields = [$(($key, $crate::protocol::ExtValue::to_ext(&self.$field))),*];
+                let fields: &[(&str, Option<$crate::protocol::ExtText<'_>>)] =
+                    &[$(($key, $crate::protocol::ExtValue::to_ext(&self.$field))),*];
                 // Room for all of them at once: no regrowth while writing.
                 let text: usize = fields
                     .iter()
                     .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.max_len()))
                     .sum();
                 ext.reserve(fields.len(), text);
-                for (k, v) in fields {
+                for &(k, v) in fields {
                     if let Some(v) = v {
                         ext.insert_text(k, v);
                     }
@@ -383,6 +384,19 @@ mod tests {
             pub flag: bool => "flag",
             pub maybe: Option<i64> => "maybe",
         }
+    }
+
+    command_header! {
+        pub struct NoFields {}
+    }
+
+    #[test]
+    fn a_header_without_fields_writes_nothing() {
+        let mut ext = ExtFields::new();
+        NoFields {}.write_to(&mut ext);
+        assert!(ext.is_empty());
+        ext.insert("other", "x");
+        assert_eq!(NoFields::read_from(&ext), Ok(NoFields {}));
     }
 
     #[test]
