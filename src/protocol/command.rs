@@ -224,10 +224,21 @@ impl RemotingCommand {
             let Ok(klen) = i16::try_from(k.len()) else {
                 continue;
             };
-            buf.extend_from_slice(&klen.to_be_bytes());
-            buf.extend_from_slice(k);
-            buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
-            buf.extend_from_slice(v);
+            // One-letter keys and values (most of SEND_MESSAGE_V2) as fixed-size copies.
+            match k {
+                &[b] => buf.extend_from_slice(&[0, 1, b]),
+                _ => {
+                    buf.extend_from_slice(&klen.to_be_bytes());
+                    buf.extend_from_slice(k);
+                }
+            }
+            match v {
+                &[b] => buf.extend_from_slice(&[0, 0, 0, 1, b]),
+                _ => {
+                    buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    buf.extend_from_slice(v);
+                }
+            }
         }
         let ext_len = (buf.len() - len_at - 4) as i32;
         buf[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
@@ -309,47 +320,55 @@ fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
 
 /// The binary `extFields`: `[key len i16][key][value len i32][value]` repeated.
 fn decode_binary_ext(block: &[u8]) -> Result<ExtFields, DecodeError> {
-    // Length prefixes below 128 are ASCII, so a typical block is UTF-8 as a whole: then
-    // one check and one copy serve every key and value, which are valid exactly when
-    // they start and end on char boundaries. Otherwise each one is checked on its own.
-    let whole = std::str::from_utf8(block).ok();
-    let mut ext = match whole {
-        Some(text) => ExtFields::from_text(text.to_string(), (block.len() / 8).min(32)),
-        // Every kept entry takes at least 8 bytes; the cap bounds what a hostile length buys.
-        None => ExtFields::with_capacity((block.len() / 8).min(32), block.len()),
-    };
+    // Every kept entry takes at least 8 bytes; the cap bounds what a hostile length buys.
+    let entries = (block.len() / 8).min(32);
+    if let Some(ext) = std::str::from_utf8(block)
+        .ok()
+        .filter(|text| text.is_ascii())
+        .and_then(|text| decode_ascii_ext(text, entries))
+    {
+        return Ok(ext);
+    }
+    // Non-ASCII text, long lengths or a malformed block: field by field, with the errors.
+    let mut ext = ExtFields::with_capacity(entries, block.len());
     let mut r = Reader::new(block);
     while !r.is_empty() {
         let klen = r.len_i16()?;
-        let k = r.position();
         let key = r.bytes(klen)?;
         let vlen = r.len_i32()?;
-        let v = r.position();
         let value = r.bytes(vlen)?;
-        match whole {
-            Some(text) => {
-                if ![k, k + klen, v, v + vlen]
-                    .iter()
-                    .all(|&i| text.is_char_boundary(i))
-                {
-                    return Err(DecodeError::new("string is not UTF-8"));
-                }
-                // Java turns empty keys and values into nulls, which a HashMap then drops.
-                if klen > 0 && vlen > 0 {
-                    // The value is not right after the key here: drop the length between.
-                    ext.commit_key_value(k..k + klen, v..v + vlen);
-                }
-            }
-            None => {
-                let key = utf8(key)?;
-                let value = utf8(value)?;
-                if !key.is_empty() && !value.is_empty() {
-                    ext.insert(key, value);
-                }
-            }
+        let key = utf8(key)?;
+        let value = utf8(value)?;
+        // Java turns empty keys and values into nulls, which a HashMap then drops.
+        if !key.is_empty() && !value.is_empty() {
+            ext.insert(key, value);
         }
     }
     Ok(ext)
+}
+
+/// The usual block, all ASCII (short lengths, ASCII text): one copy of it holds every key
+/// and value, and every index is a char boundary. `None` when a length does not fit.
+fn decode_ascii_ext(text: &str, entries: usize) -> Option<ExtFields> {
+    let b = text.as_bytes();
+    let mut ext = ExtFields::from_text(text.to_string(), entries);
+    let mut at = 0;
+    while at < b.len() {
+        // ASCII bytes have no sign bit: both lengths are non-negative.
+        let klen = usize::from(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]));
+        let key = at + 2..at + 2 + klen;
+        let v = key.end + 4;
+        let vlen = u32::from_be_bytes(b.get(key.end..v)?.try_into().ok()?) as usize;
+        let end = v + vlen;
+        if end > b.len() {
+            return None;
+        }
+        if klen > 0 && vlen > 0 {
+            ext.commit_key_value(key, v..end);
+        }
+        at = end;
+    }
+    Some(ext)
 }
 
 fn utf8(b: &[u8]) -> Result<&str, DecodeError> {
@@ -582,6 +601,59 @@ mod tests {
         assert_eq!(&h[13..17], &0i32.to_be_bytes(), "no remark");
         assert_eq!(&h[17..21], &9i32.to_be_bytes(), "ext map bytes");
         assert_eq!(&h[21..], &[0, 1, b'k', 0, 0, 0, 2, b'v', b'v']);
+    }
+
+    /// A binary extFields block from (key, value) pairs, repeats and empties included.
+    fn ext_block(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (k, v) in pairs {
+            b.extend_from_slice(&(k.len() as i16).to_be_bytes());
+            b.extend_from_slice(k.as_bytes());
+            b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            b.extend_from_slice(v.as_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn binary_ext_blocks_decode_alike_on_both_paths() {
+        let long = "x".repeat(200); // a length byte above 127: not the ASCII path
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("a", "1"), ("b", ""), ("", "c"), ("a", "2"), ("dd", "v")],
+            &[("topic", "T"), ("i", &long)],
+            &[("k", "caf\u{e9}"), ("\u{4e2d}", "v")],
+            &[],
+        ];
+        for pairs in cases {
+            let block = ext_block(pairs);
+            let ext = decode_binary_ext(&block).unwrap();
+            let mut expected = ExtFields::new();
+            for (k, v) in pairs.iter().filter(|(k, v)| !k.is_empty() && !v.is_empty()) {
+                expected.insert(k, v);
+            }
+            assert_eq!(ext, expected, "{pairs:?}");
+            if let Ok(text) = std::str::from_utf8(&block) {
+                if let Some(fast) = decode_ascii_ext(text, 4) {
+                    assert_eq!(fast, expected, "{pairs:?}");
+                    assert_eq!(
+                        fast.iter().collect::<Vec<_>>(),
+                        ext.iter().collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            decode_binary_ext(&ext_block(&[("a", "1"), ("dd", "v")]))
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
+            [("a", "1"), ("dd", "v")]
+        );
+        // Truncated blocks are errors on the slow path, whatever the fast path thought.
+        let block = ext_block(&[("key", "value")]);
+        for cut in 1..block.len() {
+            assert!(decode_binary_ext(&block[..cut]).is_err(), "{cut}");
+        }
     }
 
     #[test]

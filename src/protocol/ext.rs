@@ -140,10 +140,10 @@ impl ExtFields {
     #[inline]
     pub fn insert_text(&mut self, key: &str, value: ExtText<'_>) {
         let start = self.text.len();
-        self.text.push_str(key);
+        push_short(&mut self.text, key);
         let mid = self.text.len();
         match value {
-            ExtText::Str(s) => self.text.push_str(s),
+            ExtText::Str(s) => push_short(&mut self.text, s),
             ExtText::Int(n) => push_int(&mut self.text, n),
             ExtText::Bool(b) => self.text.push_str(if b { "true" } else { "false" }),
         }
@@ -158,7 +158,7 @@ impl ExtFields {
 
     /// Records the entry whose key and value are these ranges of the text; their ends
     /// must be char boundaries.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn commit_key_value(&mut self, key: Range<usize>, value: Range<usize>) {
         let span = [key.start, key.end, value.start, value.end];
         let key = &self.text.as_bytes()[key];
@@ -215,6 +215,16 @@ impl ExtFields {
     /// Bytes of all keys and values (an upper bound: replaced values may be counted).
     pub(crate) fn text_len(&self) -> usize {
         self.text.len()
+    }
+}
+
+/// `push_str`, without a `memcpy` call for the one-letter keys and values that most
+/// SEND_MESSAGE_V2 fields are.
+#[inline(always)]
+fn push_short(out: &mut String, s: &str) {
+    match s.as_bytes() {
+        &[b] => out.push(char::from(b)), // one byte: ASCII
+        _ => out.push_str(s),
     }
 }
 
