@@ -329,7 +329,11 @@ fn decode_binary_ext(block: &[u8]) -> Result<ExtFields, DecodeError> {
     {
         return Ok(ext);
     }
-    // Non-ASCII text, long lengths or a malformed block: field by field, with the errors.
+    decode_checked_ext(block, entries)
+}
+
+/// Non-ASCII text, long lengths or a malformed block: field by field, with the errors.
+fn decode_checked_ext(block: &[u8], entries: usize) -> Result<ExtFields, DecodeError> {
     let mut ext = ExtFields::with_capacity(entries, block.len());
     let mut r = Reader::new(block);
     while !r.is_empty() {
@@ -649,6 +653,28 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("a", "1"), ("dd", "v")]
         );
+        // Random edits: whenever the ASCII walk answers, the checked path agrees.
+        let seed = ext_block(&[("a", "grp"), ("b", "T"), ("i", "TAGS\u{1}x"), ("e", "3")]);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            let mut b = seed.clone();
+            for _ in 0..2 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x % b.len() as u64) as usize;
+                b[at] = (x >> 32) as u8 & 0x7f;
+            }
+            let Ok(text) = std::str::from_utf8(&b) else {
+                continue;
+            };
+            if let Some(fast) = decode_ascii_ext(text, 4) {
+                answered += 1;
+                assert_eq!(decode_checked_ext(&b, 4).ok(), Some(fast), "{b:?}");
+            }
+        }
+        assert!(answered > 1_000, "{answered}");
         // Truncated blocks are errors on the slow path, whatever the fast path thought.
         let block = ext_block(&[("key", "value")]);
         for cut in 1..block.len() {

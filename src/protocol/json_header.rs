@@ -379,7 +379,9 @@ impl<'a> Parser<'a> {
             }
         }
         let digits = self.pos - start;
+        // serde_json reads `-0` as a float, which an i32 refuses.
         if digits == 0
+            || (negative && n == 0)
             || (digits > 1 && b[start] == b'0')
             || matches!(b.get(self.pos), Some(b'.' | b'e' | b'E'))
         {
@@ -453,6 +455,56 @@ mod tests {
         assert_eq!(c.ext_fields.len(), 1);
     }
 
+    /// Random edits of real headers: whenever the fast path answers, serde agrees.
+    #[test]
+    fn mutated_headers_never_make_the_fast_path_disagree_with_serde() {
+        let seeds: [&[u8]; 3] = [
+            br#"{"code":310,"extFields":{"a":"g","i":"TAGS\u0001x\u0002K","e":"3"},"flag":0,"language":"JAVA","opaque":-7,"serializeTypeCurrentRPC":"JSON","version":409}"#,
+            br#"{"code":0,"extFields":{"msgId":"0A","queueId":"1","queueOffset":"42"},"flag":1,"language":"JAVA","opaque":9,"remark":"a\"b\n","serializeTypeCurrentRPC":"JSON","version":479}"#,
+            b" { \"code\" : 1 , \"language\" : null , \"remark\" : \"\\u00e9\" } ",
+        ];
+        const PIECES: [&[u8]; 12] = [
+            b"\\", b"\"", b"\\u", b"d83d", b"null", b"-", b"0", b"1e", b".", b",", b"}", b"\xc3",
+        ];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = |n: usize| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n.max(1) as u64) as usize
+        };
+        let mut fast = 0;
+        for round in 0..60_000 {
+            let mut h = seeds[round % seeds.len()].to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(h.len() + 1);
+                match next(3) {
+                    0 if at < h.len() => {
+                        h.remove(at);
+                    }
+                    1 => {
+                        let piece = PIECES[next(PIECES.len())];
+                        h.splice(at..at, piece.iter().copied());
+                    }
+                    _ if at < h.len() => h[at] = next(128) as u8,
+                    _ => {}
+                }
+            }
+            if let Some(cmd) = decode_fast(&h) {
+                fast += 1;
+                let slow = decode_serde(&h);
+                assert_eq!(
+                    slow.as_ref().ok(),
+                    Some(&cmd),
+                    "{}",
+                    String::from_utf8_lossy(&h)
+                );
+            }
+        }
+        // Most edits break the header; enough must survive to test the agreement.
+        assert!(fast > 1_000, "{fast}");
+    }
+
     #[test]
     fn everything_else_is_left_to_serde() {
         let cases = [
@@ -463,6 +515,7 @@ mod tests {
             r#"{"code":1e2}"#,
             r#"{"code":01}"#,
             r#"{"code":-}"#,
+            r#"{"code":-0}"#,
             r#"{"code":2147483648}"#,
             r#"{"code":1,"code":2}"#,
             r#"{"code":1,}"#,
