@@ -107,7 +107,9 @@ impl DecodeOptions {
 pub fn properties_to_string<'a>(
     properties: impl IntoIterator<Item = (&'a str, &'a str)>,
 ) -> String {
-    let mut s = String::new();
+    let properties = properties.into_iter();
+    // Most properties are short: one allocation for the usual message.
+    let mut s = String::with_capacity(properties.size_hint().0 * 32);
     for (name, value) in properties {
         if !s.is_empty() {
             s.push(PROPERTY_SEPARATOR);
@@ -127,13 +129,27 @@ pub fn properties_to_string<'a>(
 /// repeated name keeps the last value, as Java's `HashMap` does.
 pub fn string_to_properties(s: &str) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
-    for segment in s.split(PROPERTY_SEPARATOR) {
-        // Both separators are ASCII, so byte positions are char boundaries.
-        if let Some(i) = segment.find(NAME_VALUE_SEPARATOR) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    while start <= bytes.len() {
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == PROPERTY_SEPARATOR as u8)
+            .map_or(bytes.len(), |i| start + i);
+        let segment = &bytes[start..end];
+        // Both separators are ASCII, so these byte positions are char boundaries.
+        if let Some(i) = segment
+            .iter()
+            .position(|&b| b == NAME_VALUE_SEPARATOR as u8)
+        {
             if i > 0 && i + 1 < segment.len() {
-                map.insert(segment[..i].to_string(), segment[i + 1..].to_string());
+                map.insert(
+                    s[start..start + i].to_string(),
+                    s[start + i + 1..end].to_string(),
+                );
             }
         }
+        start = end + 1;
     }
     map
 }
@@ -177,7 +193,7 @@ fn decode_all(
     opts: DecodeOptions,
 ) -> Result<Vec<MessageExt>, DecodeError> {
     let mut r = Reader::new(body);
-    let mut messages = Vec::new();
+    let mut messages = Vec::with_capacity(count_records(body));
     let mut inflate_budget = opts.max_total_body_len;
     while !r.is_empty() {
         let at = r.position();
@@ -187,6 +203,23 @@ fn decode_all(
         messages.push(m);
     }
     Ok(messages)
+}
+
+/// How many records the TOTALSIZE chain of `body` announces (only a capacity: the
+/// records are checked when decoded). Stops at the first size that cannot be a record.
+fn count_records(body: &[u8]) -> usize {
+    let (mut at, mut n) = (0, 0);
+    while let Some(size) = body.get(at..at + 4) {
+        let size = i32::from_be_bytes([size[0], size[1], size[2], size[3]]);
+        match usize::try_from(size) {
+            Ok(size) if size >= RECORD_MIN_LEN && at + size <= body.len() => {
+                at += size;
+                n += 1;
+            }
+            _ => break,
+        }
+    }
+    n
 }
 
 fn decode_record(
@@ -243,7 +276,7 @@ fn decode_record(
     };
     let topic = lossy_utf8(rec.bytes(topic_len)?);
     let props_len = rec.len_i16()?;
-    let properties = String::from_utf8_lossy(rec.bytes(props_len)?);
+    let properties = lossy(rec.bytes(props_len)?);
     if !rec.is_empty() {
         return Err(DecodeError::new(format!(
             "TOTALSIZE {store_size} leaves {} bytes after the properties",
@@ -333,7 +366,15 @@ fn check_zlib(flag: i32) -> Result<(), DecodeError> {
 }
 
 fn lossy_utf8(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    lossy(b).into_owned()
+}
+
+/// `String::from_utf8_lossy`, with the (faster) strict check first for the usual valid text.
+fn lossy(b: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(b) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(b),
+    }
 }
 
 /// `crc32(data) & 0x7FFFFFFF`, Java `UtilAll.crc32`.
@@ -374,8 +415,8 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
     let v2 = topic.len() > i8::MAX as usize;
     let topic_len = i16::try_from(topic.len())
         .map_err(|_| Error::invalid_argument(format!("topic of {} bytes", topic.len())))?;
-    let props = properties_to_string(m.message.properties());
-    let props_len = props_len(&props)?;
+    let props_len = properties_len(m.message.properties());
+    let props_i16 = props_i16(props_len)?;
     let host_len = |a: &SocketAddr| if a.is_ipv6() { 20 } else { 8 };
     let total = RECORD_FIXED_LEN
         + host_len(&m.born_host)
@@ -385,7 +426,7 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
         + if v2 { 2 } else { 1 }
         + topic.len()
         + 2
-        + props.len();
+        + props_len;
     let total_i32 = i32::try_from(total)
         .map_err(|_| Error::invalid_argument(format!("record of {total} bytes")))?;
 
@@ -419,8 +460,8 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
         buf.push(topic.len() as u8); // < 128 here
     }
     buf.extend_from_slice(topic);
-    buf.extend_from_slice(&props_len.to_be_bytes());
-    buf.extend_from_slice(props.as_bytes());
+    buf.extend_from_slice(&props_i16.to_be_bytes());
+    put_properties(&mut buf, m.message.properties());
     Ok(buf)
 }
 
@@ -431,14 +472,14 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
 /// topic travels in the request header. Fails with `InvalidArgument` when a message's
 /// properties exceed 32767 bytes or a record 2 GiB.
 pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
-    let mut buf = Vec::new();
+    let size = |m: &Message| BATCH_FIXED_LEN + m.body().len() + properties_len(m.properties());
+    // One allocation for the whole body; the properties are written in place.
+    let mut buf = Vec::with_capacity(messages.iter().map(size).sum());
     for m in messages {
-        let props = properties_to_string(m.properties());
-        let props_len = props_len(&props)?;
-        let total = BATCH_FIXED_LEN + m.body().len() + props.len();
+        let props_len = props_i16(properties_len(m.properties()))?;
+        let total = size(m);
         let total = i32::try_from(total)
             .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
-        buf.reserve(total as usize);
         put_i32(&mut buf, total);
         put_i32(&mut buf, 0);
         put_i32(&mut buf, 0);
@@ -446,7 +487,7 @@ pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
         put_i32(&mut buf, m.body().len() as i32); // bounded by total
         buf.extend_from_slice(m.body());
         buf.extend_from_slice(&props_len.to_be_bytes());
-        buf.extend_from_slice(props.as_bytes());
+        put_properties(&mut buf, m.properties());
     }
     Ok(buf)
 }
@@ -481,7 +522,7 @@ fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
     let body_len = rec.len_i32()?;
     let body = rec.bytes(body_len)?.to_vec();
     let props_len = rec.len_i16()?;
-    let properties = String::from_utf8_lossy(rec.bytes(props_len)?);
+    let properties = lossy(rec.bytes(props_len)?);
     if !rec.is_empty() {
         return Err(DecodeError::new(format!(
             "TOTALSIZE {size} leaves {} bytes after the properties",
@@ -494,10 +535,27 @@ fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
     Ok(m)
 }
 
-fn props_len(props: &str) -> Result<i16, Error> {
-    i16::try_from(props.len()).map_err(|_| {
-        Error::invalid_argument(format!("properties of {} bytes exceed 32767", props.len()))
-    })
+/// Bytes of the [property string](properties_to_string) of `properties`.
+fn properties_len<'a>(properties: impl Iterator<Item = (&'a str, &'a str)>) -> usize {
+    let with_separators: usize = properties.map(|(n, v)| n.len() + v.len() + 2).sum();
+    with_separators.saturating_sub(1) // no separator after the last one
+}
+
+/// Writes the [property string](properties_to_string) of `properties`.
+fn put_properties<'a>(buf: &mut Vec<u8>, properties: impl Iterator<Item = (&'a str, &'a str)>) {
+    for (i, (name, value)) in properties.enumerate() {
+        if i > 0 {
+            buf.push(PROPERTY_SEPARATOR as u8);
+        }
+        buf.extend_from_slice(name.as_bytes());
+        buf.push(NAME_VALUE_SEPARATOR as u8);
+        buf.extend_from_slice(value.as_bytes());
+    }
+}
+
+fn props_i16(len: usize) -> Result<i16, Error> {
+    i16::try_from(len)
+        .map_err(|_| Error::invalid_argument(format!("properties of {len} bytes exceed 32767")))
 }
 
 fn put_i32(buf: &mut Vec<u8>, v: i32) {
@@ -542,11 +600,13 @@ pub(super) fn parse_hex(s: &str, out: &mut Vec<u8>) -> Option<()> {
 /// store host's address bytes, its port as an i32 and the commit log offset as an i64:
 /// 32 characters for IPv4, 56 for IPv6.
 pub fn create_offset_msg_id(store_host: SocketAddr, commit_log_offset: i64) -> String {
-    let mut bytes = Vec::with_capacity(28);
-    put_host(&mut bytes, store_host);
-    put_i64(&mut bytes, commit_log_offset);
-    let mut s = String::with_capacity(bytes.len() * 2);
-    push_hex(&mut s, &bytes);
+    let mut s = String::with_capacity(56);
+    match store_host.ip() {
+        IpAddr::V4(ip) => push_hex(&mut s, &ip.octets()),
+        IpAddr::V6(ip) => push_hex(&mut s, &ip.octets()),
+    }
+    push_hex(&mut s, &i32::from(store_host.port()).to_be_bytes());
+    push_hex(&mut s, &commit_log_offset.to_be_bytes());
     s
 }
 

@@ -11,8 +11,9 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType};
+use super::ext::ExtFields;
 use super::header::CommandHeader;
-use super::DecodeError;
+use super::{json_header, DecodeError};
 
 /// The `version` we send: Java's `MQVersion.Version.V4_9_8.ordinal()`. Name servers answer
 /// route queries in standard JSON to versions ≥ 401 (V4_9_4).
@@ -32,68 +33,6 @@ static NEXT_OPAQUE: AtomicI32 = AtomicI32::new(0);
 /// A fresh request id; wraps around like Java's `AtomicInteger`.
 pub fn next_opaque() -> i32 {
     NEXT_OPAQUE.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Header fields (`extFields`): string keys and values in insertion order.
-///
-/// A small vector beats a hash map for the dozen fields a header has. Inserting a key
-/// that exists replaces its value, as Java's `HashMap` does when a frame repeats a key.
-#[derive(Debug, Clone, Default)]
-pub struct ExtFields(Vec<(String, String)>);
-
-/// Equal when both hold the same key/value pairs, in any order (Java uses a `HashMap`).
-impl PartialEq for ExtFields {
-    fn eq(&self, other: &Self) -> bool {
-        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
-    }
-}
-
-impl Eq for ExtFields {}
-
-impl ExtFields {
-    /// An empty set.
-    pub fn new() -> Self {
-        ExtFields(Vec::new())
-    }
-
-    /// The value of `key`.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Sets `key` to `value`, replacing an earlier value.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        let key = key.into();
-        let value = value.into();
-        match self.0.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((key, value)),
-        }
-    }
-
-    /// Removes `key`, returning its value.
-    pub fn remove(&mut self, key: &str) -> Option<String> {
-        let i = self.0.iter().position(|(k, _)| k == key)?;
-        Some(self.0.remove(i).1)
-    }
-
-    /// Iterates over the fields in insertion order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-
-    /// Number of fields.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are no fields.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// One request or response of the remoting protocol.
@@ -188,6 +127,30 @@ impl RemotingCommand {
         RequestCode(self.code)
     }
 
+    /// A command as a header decoder read it; [`RemotingCommand::decode`] sets the body
+    /// and the serialize type.
+    pub(super) fn from_header(
+        code: i32,
+        language: LanguageCode,
+        version: i32,
+        opaque: i32,
+        flag: i32,
+        remark: Option<String>,
+        ext_fields: ExtFields,
+    ) -> Self {
+        RemotingCommand {
+            code,
+            language,
+            version,
+            opaque,
+            flag,
+            remark,
+            ext_fields,
+            body: Vec::new(),
+            serialize_type: SerializeType::Json,
+        }
+    }
+
     /// Decodes the typed header from the fields.
     pub fn decode_header<H: CommandHeader>(&self) -> Result<H, DecodeError> {
         H::read_from(&self.ext_fields)
@@ -206,7 +169,7 @@ impl RemotingCommand {
                 SerializeType::RocketMq
             }
             _ => {
-                self.encode_json_header(buf);
+                json_header::encode(self, buf);
                 SerializeType::Json
             }
         };
@@ -222,9 +185,21 @@ impl RemotingCommand {
 
     /// The encoded frame as a new vector.
     pub fn to_frame(&self) -> Vec<u8> {
-        let mut buf = Vec::with_capacity(128 + self.body.len());
+        let mut buf = Vec::with_capacity(8 + self.header_len_hint() + self.body.len());
         self.encode(&mut buf);
         buf
+    }
+
+    /// The binary header's exact length; room for the JSON one unless much is escaped.
+    fn header_len_hint(&self) -> usize {
+        let remark = self.remark.as_ref().map_or(0, String::len);
+        let fields = self.ext_fields.text_len();
+        match self.serialize_type {
+            SerializeType::RocketMq => {
+                BINARY_FIXED_LEN + remark + fields + 6 * self.ext_fields.len()
+            }
+            SerializeType::Json => 160 + remark + fields + 16 * self.ext_fields.len(),
+        }
     }
 
     fn encode_binary_header(&self, buf: &mut Vec<u8>) {
@@ -243,54 +218,30 @@ impl RemotingCommand {
         }
         let len_at = buf.len();
         buf.extend_from_slice(&0i32.to_be_bytes());
-        for (k, v) in self.ext_fields.iter() {
+        for (k, v) in self.ext_fields.iter_bytes() {
             // The binary layout cannot carry keys longer than i16; such a key is a bug in
             // our header definitions, not user input, so truncating is not an option: skip.
             let Ok(klen) = i16::try_from(k.len()) else {
                 continue;
             };
-            buf.extend_from_slice(&klen.to_be_bytes());
-            buf.extend_from_slice(k.as_bytes());
-            buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
-            buf.extend_from_slice(v.as_bytes());
+            // One-letter keys and values (most of SEND_MESSAGE_V2) as fixed-size copies.
+            match k {
+                &[b] => buf.extend_from_slice(&[0, 1, b]),
+                _ => {
+                    buf.extend_from_slice(&klen.to_be_bytes());
+                    buf.extend_from_slice(k);
+                }
+            }
+            match v {
+                &[b] => buf.extend_from_slice(&[0, 0, 0, 1, b]),
+                _ => {
+                    buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
+                    buf.extend_from_slice(v);
+                }
+            }
         }
         let ext_len = (buf.len() - len_at - 4) as i32;
         buf[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
-    }
-
-    /// Writes the header the way fastjson does: keys in alphabetical order, nulls omitted,
-    /// enums by name, control characters escaped as `\u00XX`.
-    fn encode_json_header(&self, buf: &mut Vec<u8>) {
-        use std::io::Write;
-        // Writing to a Vec cannot fail.
-        let _ = write!(buf, "{{\"code\":{}", self.code);
-        if !self.ext_fields.is_empty() {
-            buf.extend_from_slice(b",\"extFields\":{");
-            for (i, (k, v)) in self.ext_fields.iter().enumerate() {
-                if i > 0 {
-                    buf.push(b',');
-                }
-                write_json_string(buf, k);
-                buf.push(b':');
-                write_json_string(buf, v);
-            }
-            buf.push(b'}');
-        }
-        let _ = write!(buf, ",\"flag\":{},\"language\":", self.flag);
-        match self.language.name() {
-            Some(name) => write_json_string(buf, name),
-            None => write_json_string(buf, "OTHER"),
-        }
-        let _ = write!(buf, ",\"opaque\":{}", self.opaque);
-        if let Some(remark) = &self.remark {
-            buf.extend_from_slice(b",\"remark\":");
-            write_json_string(buf, remark);
-        }
-        let _ = write!(
-            buf,
-            ",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":{}}}",
-            self.version
-        );
     }
 
     /// Decodes one frame *without* its 4-byte length prefix (what [`frame_len`] measured).
@@ -304,7 +255,7 @@ impl RemotingCommand {
         let ty = SerializeType::from_code(ty_code)
             .ok_or_else(|| DecodeError::new(format!("unknown serialize type {ty_code}")))?;
         let mut cmd = match ty {
-            SerializeType::Json => decode_json_header(header)?,
+            SerializeType::Json => json_header::decode(header)?,
             SerializeType::RocketMq => decode_binary_header(header)?,
         };
         cmd.serialize_type = ty;
@@ -335,84 +286,6 @@ pub fn frame_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, DecodeEr
     Ok(Some(len))
 }
 
-fn write_json_string(buf: &mut Vec<u8>, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    buf.push(b'"');
-    let bytes = s.as_bytes();
-    let mut plain_from = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1f => b"",
-            _ => continue,
-        };
-        buf.extend_from_slice(&bytes[plain_from..i]);
-        if escape.is_empty() {
-            buf.extend_from_slice(b"\\u00");
-            buf.push(HEX[(b >> 4) as usize]);
-            buf.push(HEX[(b & 0xf) as usize]);
-        } else {
-            buf.extend_from_slice(escape);
-        }
-        plain_from = i + 1;
-    }
-    buf.extend_from_slice(&bytes[plain_from..]);
-    buf.push(b'"');
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct JsonHeader {
-    code: i32,
-    #[serde(default)]
-    language: Option<String>,
-    #[serde(default)]
-    version: i32,
-    #[serde(default)]
-    opaque: i32,
-    #[serde(default)]
-    flag: i32,
-    #[serde(default)]
-    remark: Option<String>,
-    #[serde(default)]
-    ext_fields: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-fn decode_json_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
-    let h: JsonHeader = serde_json::from_slice(header)
-        .map_err(|e| DecodeError::new(format!("bad JSON header: {e}")))?;
-    let mut ext_fields = ExtFields::new();
-    if let Some(map) = h.ext_fields {
-        for (k, v) in map {
-            // Java always writes strings; tolerate numbers and booleans, skip nulls.
-            let v = match v {
-                serde_json::Value::String(s) => s,
-                serde_json::Value::Null => continue,
-                other => other.to_string(),
-            };
-            ext_fields.insert(k, v);
-        }
-    }
-    Ok(RemotingCommand {
-        code: h.code,
-        language: h
-            .language
-            .as_deref()
-            .map_or(LanguageCode::JAVA, LanguageCode::from_name),
-        version: h.version,
-        opaque: h.opaque,
-        flag: h.flag,
-        remark: h.remark,
-        ext_fields,
-        body: Vec::new(),
-        serialize_type: SerializeType::Json,
-    })
-}
-
 fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
     if header.len() < BINARY_FIXED_LEN {
         return Err(DecodeError::new(format!(
@@ -433,35 +306,77 @@ fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
         None
     };
     let ext_len = r.len_i32()?;
-    let mut ext = Reader::new(r.bytes(ext_len)?);
-    let mut ext_fields = ExtFields::new();
-    while !ext.is_empty() {
-        let klen = ext.len_i16()?;
-        let key = ext.utf8(klen)?;
-        let vlen = ext.len_i32()?;
-        let value = ext.utf8(vlen)?;
-        // Java turns empty keys and values into nulls, which a HashMap then drops.
-        if !key.is_empty() && !value.is_empty() {
-            ext_fields.insert(key, value);
-        }
-    }
+    let ext_fields = decode_binary_ext(r.bytes(ext_len)?)?;
     if !r.is_empty() {
         return Err(DecodeError::new(format!(
             "{} trailing bytes after the binary header",
             r.remaining()
         )));
     }
-    Ok(RemotingCommand {
-        code,
-        language,
-        version,
-        opaque,
-        flag,
-        remark,
-        ext_fields,
-        body: Vec::new(),
-        serialize_type: SerializeType::RocketMq,
-    })
+    Ok(RemotingCommand::from_header(
+        code, language, version, opaque, flag, remark, ext_fields,
+    ))
+}
+
+/// The binary `extFields`: `[key len i16][key][value len i32][value]` repeated.
+fn decode_binary_ext(block: &[u8]) -> Result<ExtFields, DecodeError> {
+    // Every kept entry takes at least 8 bytes; the cap bounds what a hostile length buys.
+    let entries = (block.len() / 8).min(32);
+    if let Some(ext) = std::str::from_utf8(block)
+        .ok()
+        .filter(|text| text.is_ascii())
+        .and_then(|text| decode_ascii_ext(text, entries))
+    {
+        return Ok(ext);
+    }
+    decode_checked_ext(block, entries)
+}
+
+/// Non-ASCII text, long lengths or a malformed block: field by field, with the errors.
+fn decode_checked_ext(block: &[u8], entries: usize) -> Result<ExtFields, DecodeError> {
+    let mut ext = ExtFields::with_capacity(entries, block.len());
+    let mut r = Reader::new(block);
+    while !r.is_empty() {
+        let klen = r.len_i16()?;
+        let key = r.bytes(klen)?;
+        let vlen = r.len_i32()?;
+        let value = r.bytes(vlen)?;
+        let key = utf8(key)?;
+        let value = utf8(value)?;
+        // Java turns empty keys and values into nulls, which a HashMap then drops.
+        if !key.is_empty() && !value.is_empty() {
+            ext.insert(key, value);
+        }
+    }
+    Ok(ext)
+}
+
+/// The usual block, all ASCII (short lengths, ASCII text): one copy of it holds every key
+/// and value, and every index is a char boundary. `None` when a length does not fit.
+fn decode_ascii_ext(text: &str, entries: usize) -> Option<ExtFields> {
+    let b = text.as_bytes();
+    let mut ext = ExtFields::from_text(text.to_string(), entries);
+    let mut at = 0;
+    while at < b.len() {
+        // ASCII bytes have no sign bit: both lengths are non-negative.
+        let klen = usize::from(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]));
+        let key = at + 2..at + 2 + klen;
+        let v = key.end + 4;
+        let vlen = u32::from_be_bytes(b.get(key.end..v)?.try_into().ok()?) as usize;
+        let end = v + vlen;
+        if end > b.len() {
+            return None;
+        }
+        if klen > 0 && vlen > 0 {
+            ext.commit_key_value(key, v..end);
+        }
+        at = end;
+    }
+    Some(ext)
+}
+
+fn utf8(b: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(b).map_err(|_| DecodeError::new("string is not UTF-8"))
 }
 
 /// A bounds-checked big-endian reader over a byte slice.
@@ -471,92 +386,123 @@ pub(crate) struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     pub(crate) fn new(buf: &'a [u8]) -> Self {
         Reader { buf, pos: 0 }
     }
 
+    #[inline]
     pub(crate) fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.remaining() == 0
     }
 
+    #[inline]
     pub(crate) fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if n > self.remaining() {
-            return Err(DecodeError::new(format!(
-                "need {n} bytes at offset {}, only {} left",
-                self.pos,
-                self.remaining()
-            )));
+            return Err(self.short(n));
         }
         let s = &self.buf[self.pos..self.pos + n];
         self.pos += n;
         Ok(s)
     }
 
+    #[inline]
     pub(crate) fn rest(&mut self) -> &'a [u8] {
         let s = &self.buf[self.pos..];
         self.pos = self.buf.len();
         s
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.bytes(N)?);
         Ok(a)
     }
 
+    #[inline]
     pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.array::<1>()?[0])
     }
+    #[inline]
     pub(crate) fn i8(&mut self) -> Result<i8, DecodeError> {
         Ok(i8::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn i16(&mut self) -> Result<i16, DecodeError> {
         Ok(i16::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn i32(&mut self) -> Result<i32, DecodeError> {
         Ok(i32::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
         Ok(u32::from_be_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
         Ok(i64::from_be_bytes(self.array()?))
     }
 
     /// An i32 length that must be non-negative and fit in what is left.
+    #[inline]
     pub(crate) fn len_i32(&mut self) -> Result<usize, DecodeError> {
         let n = self.i32()?;
         self.check_len(i64::from(n))
     }
 
     /// An i16 length that must be non-negative and fit in what is left.
+    #[inline]
     pub(crate) fn len_i16(&mut self) -> Result<usize, DecodeError> {
         let n = self.i16()?;
         self.check_len(i64::from(n))
     }
 
+    #[inline]
     fn check_len(&self, n: i64) -> Result<usize, DecodeError> {
         if n < 0 || n as u64 > self.remaining() as u64 {
-            return Err(DecodeError::new(format!(
-                "length {n} at offset {} exceeds the {} bytes left",
-                self.pos,
-                self.remaining()
-            )));
+            return Err(self.bad_len(n));
         }
         Ok(n as usize)
     }
 
+    #[inline]
     pub(crate) fn utf8(&mut self, n: usize) -> Result<String, DecodeError> {
-        let b = self.bytes(n)?;
-        String::from_utf8(b.to_vec()).map_err(|_| DecodeError::new("string is not UTF-8"))
+        self.str(n).map(str::to_string)
+    }
+
+    #[inline]
+    pub(crate) fn str(&mut self, n: usize) -> Result<&'a str, DecodeError> {
+        std::str::from_utf8(self.bytes(n)?).map_err(|_| DecodeError::new("string is not UTF-8"))
+    }
+
+    #[cold]
+    fn short(&self, n: usize) -> DecodeError {
+        DecodeError::new(format!(
+            "need {n} bytes at offset {}, only {} left",
+            self.pos,
+            self.remaining()
+        ))
+    }
+
+    #[cold]
+    fn bad_len(&self, n: i64) -> DecodeError {
+        DecodeError::new(format!(
+            "length {n} at offset {} exceeds the {} bytes left",
+            self.pos,
+            self.remaining()
+        ))
     }
 }
 
@@ -627,7 +573,7 @@ mod tests {
     #[test]
     fn control_characters_are_escaped_like_fastjson() {
         let mut buf = Vec::new();
-        write_json_string(&mut buf, "A\u{1}B\u{2}\n\"");
+        json_header::write_string(&mut buf, "A\u{1}B\u{2}\n\"".as_bytes());
         assert_eq!(
             std::str::from_utf8(&buf).unwrap(),
             r#""A\u0001B\u0002\n\"""#
@@ -659,6 +605,81 @@ mod tests {
         assert_eq!(&h[13..17], &0i32.to_be_bytes(), "no remark");
         assert_eq!(&h[17..21], &9i32.to_be_bytes(), "ext map bytes");
         assert_eq!(&h[21..], &[0, 1, b'k', 0, 0, 0, 2, b'v', b'v']);
+    }
+
+    /// A binary extFields block from (key, value) pairs, repeats and empties included.
+    fn ext_block(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for (k, v) in pairs {
+            b.extend_from_slice(&(k.len() as i16).to_be_bytes());
+            b.extend_from_slice(k.as_bytes());
+            b.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            b.extend_from_slice(v.as_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn binary_ext_blocks_decode_alike_on_both_paths() {
+        let long = "x".repeat(200); // a length byte above 127: not the ASCII path
+        let cases: [&[(&str, &str)]; 4] = [
+            &[("a", "1"), ("b", ""), ("", "c"), ("a", "2"), ("dd", "v")],
+            &[("topic", "T"), ("i", &long)],
+            &[("k", "caf\u{e9}"), ("\u{4e2d}", "v")],
+            &[],
+        ];
+        for pairs in cases {
+            let block = ext_block(pairs);
+            let ext = decode_binary_ext(&block).unwrap();
+            let mut expected = ExtFields::new();
+            for (k, v) in pairs.iter().filter(|(k, v)| !k.is_empty() && !v.is_empty()) {
+                expected.insert(k, v);
+            }
+            assert_eq!(ext, expected, "{pairs:?}");
+            if let Ok(text) = std::str::from_utf8(&block) {
+                if let Some(fast) = decode_ascii_ext(text, 4) {
+                    assert_eq!(fast, expected, "{pairs:?}");
+                    assert_eq!(
+                        fast.iter().collect::<Vec<_>>(),
+                        ext.iter().collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            decode_binary_ext(&ext_block(&[("a", "1"), ("dd", "v")]))
+                .unwrap()
+                .iter()
+                .collect::<Vec<_>>(),
+            [("a", "1"), ("dd", "v")]
+        );
+        // Random edits: whenever the ASCII walk answers, the checked path agrees.
+        let seed = ext_block(&[("a", "grp"), ("b", "T"), ("i", "TAGS\u{1}x"), ("e", "3")]);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut answered = 0;
+        for _ in 0..20_000 {
+            let mut b = seed.clone();
+            for _ in 0..2 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x % b.len() as u64) as usize;
+                b[at] = (x >> 32) as u8 & 0x7f;
+            }
+            let Ok(text) = std::str::from_utf8(&b) else {
+                continue;
+            };
+            if let Some(fast) = decode_ascii_ext(text, 4) {
+                answered += 1;
+                assert_eq!(decode_checked_ext(&b, 4).ok(), Some(fast), "{b:?}");
+            }
+        }
+        assert!(answered > 1_000, "{answered}");
+        // Truncated blocks are errors on the slow path, whatever the fast path thought.
+        let block = ext_block(&[("key", "value")]);
+        for cut in 1..block.len() {
+            assert!(decode_binary_ext(&block[..cut]).is_err(), "{cut}");
+        }
     }
 
     #[test]

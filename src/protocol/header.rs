@@ -5,7 +5,7 @@
 //! every field. Plain field types are required on decode (Java's `@CFNotNull`);
 //! `Option<T>` fields are optional.
 
-use super::command::ExtFields;
+use super::ext::{ExtFields, ExtText};
 use super::DecodeError;
 
 /// A header that travels as `extFields`.
@@ -18,8 +18,8 @@ pub trait CommandHeader: Sized {
 
 /// A value that can be one `extFields` entry.
 pub trait ExtValue: Sized {
-    /// The string form, or `None` to omit the field.
-    fn to_ext(&self) -> Option<String>;
+    /// The text form, or `None` to omit the field.
+    fn to_ext(&self) -> Option<ExtText<'_>>;
     /// Parses the field `key`; `raw` is `None` when it is absent.
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError>;
 }
@@ -29,25 +29,51 @@ fn required<'a>(raw: Option<&'a str>, key: &str) -> Result<&'a str, DecodeError>
 }
 
 impl ExtValue for String {
-    fn to_ext(&self) -> Option<String> {
-        Some(self.clone())
+    fn to_ext(&self) -> Option<ExtText<'_>> {
+        Some(ExtText::Str(self))
     }
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
         required(raw, key).map(str::to_string)
     }
 }
 
+/// An optional sign and 1 to 18 ASCII digits (which cannot overflow an i64); `None` for
+/// anything else.
+#[inline]
+fn plain_int(s: &[u8]) -> Option<i64> {
+    let (negative, digits) = match s {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, s),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + i64::from(d - b'0');
+    }
+    Some(if negative { -n } else { n })
+}
+
 macro_rules! ext_number {
     ($($t:ty),*) => {$(
         impl ExtValue for $t {
-            fn to_ext(&self) -> Option<String> {
-                Some(self.to_string())
+            fn to_ext(&self) -> Option<ExtText<'_>> {
+                Some(ExtText::Int(i64::from(*self)))
             }
             fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
                 let s = required(raw, key)?;
-                s.trim().parse().map_err(|_| {
-                    DecodeError::new(format!("header field `{key}` is not a number: {s:?}"))
-                })
+                match plain_int(s.as_bytes()).and_then(|n| <$t>::try_from(n).ok()) {
+                    Some(n) => Ok(n),
+                    // Spaces, overflow and garbage: the library parser decides.
+                    None => s.trim().parse().map_err(|_| {
+                        DecodeError::new(format!("header field `{key}` is not a number: {s:?}"))
+                    }),
+                }
             }
         }
     )*};
@@ -55,8 +81,8 @@ macro_rules! ext_number {
 ext_number!(i32, i64);
 
 impl ExtValue for bool {
-    fn to_ext(&self) -> Option<String> {
-        Some(if *self { "true" } else { "false" }.to_string())
+    fn to_ext(&self) -> Option<ExtText<'_>> {
+        Some(ExtText::Bool(*self))
     }
     /// `Boolean.parseBoolean`: "true" in any case is true, anything else false.
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
@@ -65,7 +91,7 @@ impl ExtValue for bool {
 }
 
 impl<T: ExtValue> ExtValue for Option<T> {
-    fn to_ext(&self) -> Option<String> {
+    fn to_ext(&self) -> Option<ExtText<'_>> {
         self.as_ref().and_then(T::to_ext)
     }
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
@@ -111,15 +137,36 @@ macro_rules! command_header {
 
         impl $crate::protocol::CommandHeader for $name {
             fn write_to(&self, ext: &mut $crate::protocol::ExtFields) {
-                $(if let Some(v) = $crate::protocol::ExtValue::to_ext(&self.$field) {
-                    ext.insert($key, v);
-                })*
+                let fields: &[(&str, Option<$crate::protocol::ExtText<'_>>)] =
+                    &[$(($key, $crate::protocol::ExtValue::to_ext(&self.$field))),*];
+                // Room for all of them at once: no regrowth while writing.
+                let text: usize = fields
+                    .iter()
+                    .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.max_len()))
+                    .sum();
+                ext.reserve(fields.len(), text);
+                for &(k, v) in fields {
+                    if let Some(v) = v {
+                        ext.insert_text(k, v);
+                    }
+                }
             }
             fn read_from(
                 ext: &$crate::protocol::ExtFields,
             ) -> Result<Self, $crate::protocol::DecodeError> {
+                // One pass over the fields (keys are unique in a set) instead of a
+                // lookup per struct field.
+                $(let mut $field: Option<&str> = None;)*
+                for (k, v) in ext.iter() {
+                    match k {
+                        $($key => $field = Some(v),)*
+                        _ => {
+                            let _ = v;
+                        }
+                    }
+                }
                 Ok($name {
-                    $($field: $crate::protocol::ExtValue::from_ext(ext.get($key), $key)?,)*
+                    $($field: $crate::protocol::ExtValue::from_ext($field, $key)?,)*
                 })
             }
         }
@@ -339,6 +386,19 @@ mod tests {
         }
     }
 
+    command_header! {
+        pub struct NoFields {}
+    }
+
+    #[test]
+    fn a_header_without_fields_writes_nothing() {
+        let mut ext = ExtFields::new();
+        NoFields {}.write_to(&mut ext);
+        assert!(ext.is_empty());
+        ext.insert("other", "x");
+        assert_eq!(NoFields::read_from(&ext), Ok(NoFields {}));
+    }
+
     #[test]
     fn header_round_trips_through_ext_fields() {
         let h = Sample {
@@ -364,6 +424,39 @@ mod tests {
         ext.insert("flag", "false");
         let err = Sample::read_from(&ext).unwrap_err();
         assert!(err.to_string().contains("`offset`"), "{err}");
+    }
+
+    #[test]
+    fn numbers_parse_like_the_library_parser() {
+        for s in [
+            "0",
+            "-0",
+            "+7",
+            "42",
+            " 42 ",
+            "-2147483648",
+            "2147483647",
+            "2147483648",
+            "-2147483649",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "123456789012345678",
+            "1234567890123456789",
+            "",
+            "-",
+            "+",
+            "1a",
+            "--1",
+            "1.0",
+            "\u{3000}5",
+        ] {
+            let raw = Some(s);
+            let want32 = s.trim().parse::<i32>().ok();
+            let want64 = s.trim().parse::<i64>().ok();
+            assert_eq!(i32::from_ext(raw, "k").ok(), want32, "{s:?}");
+            assert_eq!(i64::from_ext(raw, "k").ok(), want64, "{s:?}");
+        }
     }
 
     #[test]

@@ -5,18 +5,19 @@
 
 mod codes;
 mod command;
+mod ext;
 pub mod header;
 pub mod heartbeat;
 pub mod json;
+mod json_header;
 mod route;
 
 use std::fmt;
 
 pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub(crate) use command::Reader;
-pub use command::{
-    frame_len, next_opaque, ExtFields, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME,
-};
+pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
+pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 

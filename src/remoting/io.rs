@@ -6,8 +6,7 @@
 //! channel (sync) or by queueing the callback on the callback pool (async). It never
 //! blocks on a caller and never runs user code.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -20,6 +19,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use super::oneshot;
+use super::pending::{PendingEntry, PendingTable};
 use super::semaphore::Permit;
 use super::Shared;
 use crate::error::{Error, ErrorKind, TimeoutPhase};
@@ -127,21 +127,13 @@ struct Conn {
     connect_waiters: Vec<Sender<Result<(), Error>>>,
 }
 
-struct PendingEntry {
-    token: Token,
-    deadline: Instant,
-    timeout: Duration,
-    waiter: Waiter,
-}
-
 pub(super) struct IoLoop {
     poll: Poll,
     shared: Arc<Shared>,
     rx: Receiver<Command>,
     conns: HashMap<Token, Conn>,
     by_addr: HashMap<String, Token>,
-    pending: HashMap<i32, PendingEntry>,
-    deadlines: BinaryHeap<Reverse<(Instant, i32)>>,
+    pending: PendingTable<Waiter>,
     next_token: usize,
     scratch: Box<[u8]>,
     /// Connections with frames queued during this command drain.
@@ -156,8 +148,7 @@ impl IoLoop {
             rx,
             conns: HashMap::new(),
             by_addr: HashMap::new(),
-            pending: HashMap::new(),
-            deadlines: BinaryHeap::new(),
+            pending: PendingTable::new(),
             next_token: 1,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             to_flush: Vec::new(),
@@ -213,8 +204,8 @@ impl IoLoop {
 
     fn next_timeout(&self, now: Instant) -> Duration {
         let mut next = now + TICK;
-        if let Some(Reverse((d, _))) = self.deadlines.peek() {
-            next = next.min(*d);
+        if let Some(d) = self.pending.next_deadline() {
+            next = next.min(d);
         }
         for c in self.conns.values() {
             if let ConnState::Connecting { deadline } = c.state {
@@ -258,7 +249,6 @@ impl IoLoop {
                     }
                 };
                 if let Some(p) = wait {
-                    self.deadlines.push(Reverse((p.deadline, p.opaque)));
                     if let Some(old) = self.pending.insert(
                         p.opaque,
                         PendingEntry {
@@ -493,7 +483,7 @@ impl IoLoop {
 
     fn dispatch(&mut self, token: Token, cmd: RemotingCommand) {
         if cmd.is_response() {
-            match self.pending.remove(&cmd.opaque) {
+            match self.pending.complete(cmd.opaque) {
                 Some(entry) => self.complete(entry.waiter, Ok(cmd)),
                 None => debug!(
                     "response with unknown opaque {} (code {:?}) dropped",
@@ -567,23 +557,10 @@ impl IoLoop {
     }
 
     fn expire(&mut self, now: Instant) {
-        while let Some(Reverse((deadline, opaque))) = self.deadlines.peek().copied() {
-            if deadline > now {
-                break;
-            }
-            self.deadlines.pop();
-            // The entry may be gone (answered) or re-registered with another deadline.
-            if self
-                .pending
-                .get(&opaque)
-                .is_some_and(|e| e.deadline == deadline)
-            {
-                if let Some(e) = self.pending.remove(&opaque) {
-                    let addr = self.conn_addr(e.token);
-                    let err = Error::timeout(TimeoutPhase::Response, e.timeout).with_addr(&addr);
-                    self.complete(e.waiter, Err(err));
-                }
-            }
+        while let Some((_, e)) = self.pending.pop_expired(now) {
+            let addr = self.conn_addr(e.token);
+            let err = Error::timeout(TimeoutPhase::Response, e.timeout).with_addr(&addr);
+            self.complete(e.waiter, Err(err));
         }
         let connect_timeout = self.shared.config.connect_timeout;
         let idle = self.shared.config.channel_max_idle;
@@ -593,11 +570,10 @@ impl IoLoop {
                 ConnState::Connecting { deadline } if deadline <= now => {
                     to_close.push((*t, CloseReason::ConnectTimeout(connect_timeout)))
                 }
-                ConnState::Connected if now.duration_since(c.last_active) >= idle => {
-                    let has_pending = self.pending.values().any(|p| p.token == *t);
-                    if !has_pending {
-                        to_close.push((*t, CloseReason::Closed("idle".into())));
-                    }
+                ConnState::Connected
+                    if now.duration_since(c.last_active) >= idle && !self.pending.has_token(*t) =>
+                {
+                    to_close.push((*t, CloseReason::Closed("idle".into())));
                 }
                 _ => {}
             }
@@ -630,16 +606,8 @@ impl IoLoop {
         for w in c.connect_waiters.drain(..) {
             let _ = w.try_send(Err(reason.to_error(&c.addr)));
         }
-        let failed: Vec<i32> = self
-            .pending
-            .iter()
-            .filter(|(_, e)| e.token == token)
-            .map(|(o, _)| *o)
-            .collect();
-        for opaque in failed {
-            if let Some(e) = self.pending.remove(&opaque) {
-                self.complete(e.waiter, Err(reason.to_error(&c.addr)));
-            }
+        for e in self.pending.take_token(token) {
+            self.complete(e.waiter, Err(reason.to_error(&c.addr)));
         }
     }
 
@@ -648,7 +616,7 @@ impl IoLoop {
         for t in tokens {
             self.close(t, CloseReason::Shutdown);
         }
-        for (_, e) in self.pending.drain().collect::<Vec<_>>() {
+        for e in self.pending.take_all() {
             self.complete(
                 e.waiter,
                 Err(Error::state("the remoting client is shut down")),

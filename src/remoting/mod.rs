@@ -8,6 +8,8 @@
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
 
 mod io;
+#[doc(hidden)]
+pub mod pending;
 mod oneshot;
 mod pool;
 mod semaphore;
