@@ -2,8 +2,8 @@
 //!
 //! Callers encode frames on their own threads and hand them over as [`Command`]s through
 //! a channel plus a shared `Waker`. The loop owns the pending table (opaque → waiter), so
-//! it needs no lock: a response completes its waiter with `try_send` on a `bounded(1)`
-//! channel (sync) or by queueing the callback on the callback pool (async). It never
+//! it needs no lock: a response completes its waiter by filling a one-value slot (sync,
+//! which never waits) or by queueing the callback on the callback pool (async). It never
 //! blocks on a caller and never runs user code.
 
 use std::collections::{HashMap, VecDeque};

@@ -2,7 +2,7 @@
 //! invoke a request (sync, async, oneway). Java: `NettyRemotingClient`.
 //!
 //! One named I/O thread (`io.rs`) owns every socket. Callers encode frames on their own
-//! threads and block on `bounded(1)` channels; async callbacks and broker-initiated
+//! threads and block on a one-value slot (`oneshot.rs`); async callbacks and broker-initiated
 //! requests run on thread pools, never on the I/O thread.
 //!
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
