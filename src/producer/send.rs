@@ -20,7 +20,7 @@ use crate::client::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageQueue};
-use crate::protocol::header::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
+use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::util;
 
@@ -422,21 +422,21 @@ impl ProducerImpl {
     // --- sending -----------------------------------------------------------------
 
     fn request(&self, p: &Prepared<'_>, mq: &MessageQueue) -> RemotingCommand {
-        let header = SendMessageRequestHeaderV2 {
-            producer_group: self.group.clone(),
-            topic: p.topic.clone(),
-            default_topic: self.options.create_topic_key.clone(),
+        let header = SendMessageRequestHeaderV2Ref {
+            producer_group: &self.group,
+            topic: &p.topic,
+            default_topic: &self.options.create_topic_key,
             default_topic_queue_nums: self.options.default_topic_queue_nums,
             queue_id: mq.queue_id,
             sys_flag: p.sys_flag,
             born_timestamp: util::now_millis(),
             flag: p.flag,
-            properties: Some(p.properties.clone()),
+            properties: Some(&p.properties),
             reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
             unit_mode: self.config.unit_mode,
             max_reconsume_times: p.max_reconsume_times,
             batch: p.batch,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(&mq.broker_name),
         };
         let code = if p.batch {
             RequestCode::SEND_BATCH_MESSAGE

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType};
 use super::ext::ExtFields;
-use super::header::CommandHeader;
+use super::header::{CommandHeader, WriteHeader};
 use super::{json_header, DecodeError};
 
 /// The `version` we send: Java's `MQVersion.Version.V4_9_8.ordinal()`. Name servers answer
@@ -75,9 +75,9 @@ impl RemotingCommand {
     }
 
     /// A request whose fields come from a typed header.
-    pub fn request_with_header(code: RequestCode, header: &impl CommandHeader) -> Self {
+    pub fn request_with_header(code: RequestCode, header: &impl WriteHeader) -> Self {
         let mut cmd = RemotingCommand::request(code);
-        header.write_to(&mut cmd.ext_fields);
+        header.write_header(&mut cmd.ext_fields);
         cmd
     }
 

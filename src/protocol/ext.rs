@@ -90,6 +90,23 @@ impl ExtFields {
         self.spans.reserve(entries);
     }
 
+    /// Writes typed header fields (`command_header!`): each present value under its key,
+    /// with room made for all of them first.
+    #[doc(hidden)]
+    #[inline]
+    pub fn write_fields(&mut self, fields: &[(&str, Option<ExtText<'_>>)]) {
+        let text = fields
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, ExtText::max_len))
+            .sum();
+        self.reserve(fields.len(), text);
+        for &(k, v) in fields {
+            if let Some(v) = v {
+                self.insert_text(k, v);
+            }
+        }
+    }
+
     /// A set whose keys and values are ranges of `text` (decoders), added by
     /// [`commit_key_value`].
     ///

@@ -16,10 +16,27 @@ pub trait CommandHeader: Sized {
     fn read_from(ext: &ExtFields) -> Result<Self, DecodeError>;
 }
 
-/// A value that can be one `extFields` entry.
-pub trait ExtValue: Sized {
+/// A header that can be written as `extFields`: every [`CommandHeader`], and the borrowed
+/// twins `command_header!` declares for hot requests (written without copying strings).
+pub trait WriteHeader {
+    /// Writes every present field into `ext`.
+    fn write_header(&self, ext: &mut ExtFields);
+}
+
+impl<T: CommandHeader> WriteHeader for T {
+    fn write_header(&self, ext: &mut ExtFields) {
+        self.write_to(ext);
+    }
+}
+
+/// A value that can be written as one `extFields` entry.
+pub trait ToExt {
     /// The text form, or `None` to omit the field.
     fn to_ext(&self) -> Option<ExtText<'_>>;
+}
+
+/// A value that can be one `extFields` entry, both ways.
+pub trait ExtValue: ToExt + Sized {
     /// Parses the field `key`; `raw` is `None` when it is absent.
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError>;
 }
@@ -28,10 +45,19 @@ fn required<'a>(raw: Option<&'a str>, key: &str) -> Result<&'a str, DecodeError>
     raw.ok_or_else(|| DecodeError::new(format!("required header field `{key}` is missing")))
 }
 
-impl ExtValue for String {
+impl ToExt for String {
     fn to_ext(&self) -> Option<ExtText<'_>> {
         Some(ExtText::Str(self))
     }
+}
+
+impl ToExt for &str {
+    fn to_ext(&self) -> Option<ExtText<'_>> {
+        Some(ExtText::Str(self))
+    }
+}
+
+impl ExtValue for String {
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
         required(raw, key).map(str::to_string)
     }
@@ -61,10 +87,13 @@ fn plain_int(s: &[u8]) -> Option<i64> {
 
 macro_rules! ext_number {
     ($($t:ty),*) => {$(
-        impl ExtValue for $t {
+        impl ToExt for $t {
             fn to_ext(&self) -> Option<ExtText<'_>> {
                 Some(ExtText::Int(i64::from(*self)))
             }
+        }
+
+        impl ExtValue for $t {
             fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
                 let s = required(raw, key)?;
                 match plain_int(s.as_bytes()).and_then(|n| <$t>::try_from(n).ok()) {
@@ -80,20 +109,26 @@ macro_rules! ext_number {
 }
 ext_number!(i32, i64);
 
-impl ExtValue for bool {
+impl ToExt for bool {
     fn to_ext(&self) -> Option<ExtText<'_>> {
         Some(ExtText::Bool(*self))
     }
+}
+
+impl ExtValue for bool {
     /// `Boolean.parseBoolean`: "true" in any case is true, anything else false.
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
         Ok(required(raw, key)?.eq_ignore_ascii_case("true"))
     }
 }
 
-impl<T: ExtValue> ExtValue for Option<T> {
+impl<T: ToExt> ToExt for Option<T> {
     fn to_ext(&self) -> Option<ExtText<'_>> {
         self.as_ref().and_then(T::to_ext)
     }
+}
+
+impl<T: ExtValue> ExtValue for Option<T> {
     fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
         match raw {
             None => Ok(None),
@@ -103,6 +138,10 @@ impl<T: ExtValue> ExtValue for Option<T> {
 }
 
 /// Declares a header struct and its [`CommandHeader`] impl.
+///
+/// The second form, `pub struct Name / NameRef<'a> { pub field: Owned | Borrowed => "key" }`,
+/// also declares `NameRef<'a>`, a [`WriteHeader`] with borrowed fields for requests sent
+/// often enough that copying their strings into the header first shows.
 ///
 /// ```
 /// use rocketmq_blocking::command_header;
@@ -124,6 +163,29 @@ impl<T: ExtValue> ExtValue for Option<T> {
 #[macro_export]
 #[doc(hidden)]
 macro_rules! command_header {
+    ($(#[$meta:meta])* pub struct $name:ident / $ref_name:ident<$lt:lifetime> {
+        $($(#[$fmeta:meta])* pub $field:ident : $ty:ty | $ref_ty:ty => $key:literal),* $(,)?
+    }) => {
+        $crate::command_header! {
+            $(#[$meta])*
+            pub struct $name {
+                $($(#[$fmeta])* pub $field: $ty => $key,)*
+            }
+        }
+
+        #[doc = concat!("[`", stringify!($name), "`] with borrowed fields, to write.")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $ref_name<$lt> {
+            $(#[doc = concat!("Wire key `", $key, "`.")]
+            pub $field: $ref_ty,)*
+        }
+
+        impl<$lt> $crate::protocol::WriteHeader for $ref_name<$lt> {
+            fn write_header(&self, ext: &mut $crate::protocol::ExtFields) {
+                ext.write_fields(&[$(($key, $crate::protocol::ToExt::to_ext(&self.$field))),*]);
+            }
+        }
+    };
     ($(#[$meta:meta])* pub struct $name:ident {
         $($(#[$fmeta:meta])* pub $field:ident : $ty:ty => $key:literal),* $(,)?
     }) => {
@@ -137,19 +199,7 @@ macro_rules! command_header {
 
         impl $crate::protocol::CommandHeader for $name {
             fn write_to(&self, ext: &mut $crate::protocol::ExtFields) {
-                let fields: &[(&str, Option<$crate::protocol::ExtText<'_>>)] =
-                    &[$(($key, $crate::protocol::ExtValue::to_ext(&self.$field))),*];
-                // Room for all of them at once: no regrowth while writing.
-                let text: usize = fields
-                    .iter()
-                    .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.max_len()))
-                    .sum();
-                ext.reserve(fields.len(), text);
-                for &(k, v) in fields {
-                    if let Some(v) = v {
-                        ext.insert_text(k, v);
-                    }
-                }
+                ext.write_fields(&[$(($key, $crate::protocol::ToExt::to_ext(&self.$field))),*]);
             }
             fn read_from(
                 ext: &$crate::protocol::ExtFields,
@@ -214,35 +264,35 @@ command_header! {
 command_header! {
     /// SEND_MESSAGE_V2 (310) / SEND_BATCH_MESSAGE (320) request: Java
     /// `SendMessageRequestHeaderV2`, whose one-letter keys save bytes on every send.
-    pub struct SendMessageRequestHeaderV2 {
+    pub struct SendMessageRequestHeaderV2 / SendMessageRequestHeaderV2Ref<'a> {
         /// producerGroup
-        pub producer_group: String => "a",
+        pub producer_group: String | &'a str => "a",
         /// topic
-        pub topic: String => "b",
+        pub topic: String | &'a str => "b",
         /// defaultTopic (TBW102)
-        pub default_topic: String => "c",
+        pub default_topic: String | &'a str => "c",
         /// defaultTopicQueueNums
-        pub default_topic_queue_nums: i32 => "d",
+        pub default_topic_queue_nums: i32 | i32 => "d",
         /// queueId
-        pub queue_id: i32 => "e",
+        pub queue_id: i32 | i32 => "e",
         /// sysFlag
-        pub sys_flag: i32 => "f",
+        pub sys_flag: i32 | i32 => "f",
         /// bornTimestamp (ms)
-        pub born_timestamp: i64 => "g",
+        pub born_timestamp: i64 | i64 => "g",
         /// flag
-        pub flag: i32 => "h",
+        pub flag: i32 | i32 => "h",
         /// properties string
-        pub properties: Option<String> => "i",
+        pub properties: Option<String> | Option<&'a str> => "i",
         /// reconsumeTimes
-        pub reconsume_times: Option<i32> => "j",
+        pub reconsume_times: Option<i32> | Option<i32> => "j",
         /// unitMode (always sent)
-        pub unit_mode: bool => "k",
+        pub unit_mode: bool | bool => "k",
         /// maxReconsumeTimes
-        pub max_reconsume_times: Option<i32> => "l",
+        pub max_reconsume_times: Option<i32> | Option<i32> => "l",
         /// batch (always sent)
-        pub batch: bool => "m",
+        pub batch: bool | bool => "m",
         /// brokerName (4.9.5+)
-        pub broker_name: Option<String> => "n",
+        pub broker_name: Option<String> | Option<&'a str> => "n",
     }
 }
 
@@ -397,6 +447,48 @@ mod tests {
         assert!(ext.is_empty());
         ext.insert("other", "x");
         assert_eq!(NoFields::read_from(&ext), Ok(NoFields {}));
+    }
+
+    #[test]
+    fn the_borrowed_send_header_writes_what_the_owned_one_does() {
+        let owned = SendMessageRequestHeaderV2 {
+            producer_group: "g".into(),
+            topic: "T".into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: 3,
+            sys_flag: 0,
+            born_timestamp: 1_718_000_000_123,
+            flag: -1,
+            properties: Some("WAIT\u{1}true".into()),
+            reconsume_times: Some(0),
+            unit_mode: false,
+            max_reconsume_times: None,
+            batch: true,
+            broker_name: Some("broker-a".into()),
+        };
+        let borrowed = SendMessageRequestHeaderV2Ref {
+            producer_group: &owned.producer_group,
+            topic: &owned.topic,
+            default_topic: &owned.default_topic,
+            default_topic_queue_nums: owned.default_topic_queue_nums,
+            queue_id: owned.queue_id,
+            sys_flag: owned.sys_flag,
+            born_timestamp: owned.born_timestamp,
+            flag: owned.flag,
+            properties: owned.properties.as_deref(),
+            reconsume_times: owned.reconsume_times,
+            unit_mode: owned.unit_mode,
+            max_reconsume_times: owned.max_reconsume_times,
+            batch: owned.batch,
+            broker_name: owned.broker_name.as_deref(),
+        };
+        let (mut a, mut b) = (ExtFields::new(), ExtFields::new());
+        owned.write_to(&mut a);
+        borrowed.write_header(&mut b);
+        assert_eq!(a.iter().collect::<Vec<_>>(), b.iter().collect::<Vec<_>>());
+        assert_eq!(a.len(), 13, "maxReconsumeTimes is absent");
+        assert_eq!(SendMessageRequestHeaderV2::read_from(&b), Ok(owned));
     }
 
     #[test]

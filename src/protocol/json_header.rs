@@ -455,6 +455,27 @@ mod tests {
         assert_eq!(c.ext_fields.len(), 1);
     }
 
+    /// Headers captured from real 4.9.7 and 5.3.3 servers take the fast path, and agree.
+    #[test]
+    fn captured_server_headers_take_the_fast_path() {
+        let frames: [&[u8]; 6] = [
+            include_bytes!("../../tests/data/4.9.7/send_message_v2_response.bin"),
+            include_bytes!("../../tests/data/4.9.7/pull_message_response.bin"),
+            include_bytes!("../../tests/data/4.9.7/route_unknown_topic.bin"),
+            include_bytes!("../../tests/data/5.3.3/send_message_v2_response.bin"),
+            include_bytes!("../../tests/data/5.3.3/pull_message_response.bin"),
+            include_bytes!("../../tests/data/5.3.3/heart_beat_response.bin"),
+        ];
+        for frame in frames {
+            let len =
+                (u32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]) & 0xFF_FFFF) as usize;
+            let header = &frame[8..8 + len];
+            let fast = decode_fast(header);
+            assert!(fast.is_some(), "{}", String::from_utf8_lossy(header));
+            assert_eq!(fast.as_ref(), decode_serde(header).as_ref().ok());
+        }
+    }
+
     /// Random edits of real headers: whenever the fast path answers, serde agrees.
     #[test]
     fn mutated_headers_never_make_the_fast_path_disagree_with_serde() {

@@ -18,7 +18,7 @@ pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub(crate) use command::Reader;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
 pub use ext::{ExtFields, ExtText};
-pub use header::{CommandHeader, ExtValue};
+pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
