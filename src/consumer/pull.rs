@@ -181,8 +181,8 @@ pub(crate) fn process_response(
                     m.message.set_transaction_id(Some(uniq));
                 }
             }
-            m.message.put_property(property::MIN_OFFSET, min.clone());
-            m.message.put_property(property::MAX_OFFSET, max.clone());
+            m.message.put_property(property::MIN_OFFSET, &min);
+            m.message.put_property(property::MAX_OFFSET, &max);
             m.broker_name = mq.broker_name.clone();
             msgs.push(m);
         }

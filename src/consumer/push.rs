@@ -426,22 +426,29 @@ impl PushConsumerImpl {
             return;
         };
         self.prepare_for_listener(&mut msgs);
-        let mut ctx = ConsumeConcurrentlyContext::new(mq.clone());
+        let mut ctx = ConsumeConcurrentlyContext::new(mq);
         let status =
             catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
                 warn!(
-                    "{}: the listener panicked on {} messages of {mq}; they will be retried",
+                    "{}: the listener panicked on {} messages of {}; they will be retried",
                     self.group,
-                    msgs.len()
+                    msgs.len(),
+                    ctx.message_queue
                 );
                 ConsumeConcurrentlyStatus::ReconsumeLater
             });
+        // The queue moved into the context to save a copy per consume task; take it back.
+        let ConsumeConcurrentlyContext {
+            message_queue: mq,
+            delay_level_when_next_consume,
+            ack_index,
+        } = ctx;
         if pq.is_dropped() {
             return;
         }
         let ack_index = match status {
             ConsumeConcurrentlyStatus::ConsumeSuccess => {
-                (ctx.ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64
+                (ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64
             }
             ConsumeConcurrentlyStatus::ReconsumeLater => -1,
         };
@@ -456,7 +463,7 @@ impl PushConsumerImpl {
                     )
                 }
                 MessageModel::Clustering => {
-                    if !self.send_message_back(m, ctx.delay_level_when_next_consume, &mq) {
+                    if !self.send_message_back(m, delay_level_when_next_consume, &mq) {
                         let mut m = m.clone();
                         m.reconsume_times += 1;
                         failed.push(m);

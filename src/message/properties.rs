@@ -27,6 +27,14 @@ pub(crate) struct Properties {
     entries: Vec<Entry>,
 }
 
+/// Spare room [`Properties::parse`] leaves for the properties a consumer adds.
+const PARSE_HEADROOM_BYTES: usize = 96;
+const PARSE_HEADROOM_ENTRIES: usize = 3;
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
 fn span(r: Range<usize>) -> (u32, u32) {
     // `text` never exceeds u32: a property string on the wire is at most i16 long, and
     // `insert` compacts before it grows past what live entries need.
@@ -41,44 +49,68 @@ impl Properties {
             .unwrap_or_default()
     }
 
+    /// Where `name` is, or where it would go.
     fn find(&self, name: &str) -> Result<usize, usize> {
-        self.entries
-            .binary_search_by(|e| self.slice(e.name).cmp(name))
+        match self.position(name) {
+            Some(i) => Ok(i),
+            None => Err(self
+                .entries
+                .partition_point(|e| self.name_bytes(e) < name.as_bytes())),
+        }
+    }
+
+    /// A message has about ten properties and most names differ in length, so a scan that
+    /// compares lengths first beats a binary search of byte-wise comparisons.
+    fn position(&self, name: &str) -> Option<usize> {
+        let want = name.as_bytes();
+        self.entries.iter().position(|e| {
+            (e.name.1 - e.name.0) as usize == want.len() && self.name_bytes(e) == want
+        })
+    }
+
+    fn name_bytes(&self, e: &Entry) -> &[u8] {
+        self.text
+            .as_bytes()
+            .get(e.name.0 as usize..e.name.1 as usize)
+            .unwrap_or_default()
     }
 
     /// Parses Java's property string (see [`super::string_to_properties`] for the rules):
     /// one copy of the text, then an index over it.
     pub(crate) fn parse(wire: &str) -> Properties {
-        let mut p = Properties {
-            text: wire.to_string(),
-            entries: Vec::new(),
-        };
+        // A consumer adds MIN_OFFSET, MAX_OFFSET and CONSUME_START_TIME to every pulled
+        // message; room for them now saves growing both buffers per message.
+        let mut text = String::with_capacity(wire.len() + PARSE_HEADROOM_BYTES);
+        text.push_str(wire);
+        let mut entries = Vec::with_capacity(wire.len() / 16 + PARSE_HEADROOM_ENTRIES);
+        let bytes = wire.as_bytes();
         let mut at = 0;
-        for segment in wire.split(PROPERTY_SEPARATOR) {
-            if let Some(i) = segment.find(NAME_VALUE_SEPARATOR) {
-                if i > 0 && i + 1 < segment.len() {
-                    p.entries.push(Entry {
+        while at <= bytes.len() {
+            // Both separators are ASCII, so these byte positions are char boundaries.
+            let end =
+                memchr(PROPERTY_SEPARATOR as u8, &bytes[at..]).map_or(bytes.len(), |i| at + i);
+            if let Some(i) = memchr(NAME_VALUE_SEPARATOR as u8, &bytes[at..end]) {
+                if i > 0 && at + i + 1 < end {
+                    entries.push(Entry {
                         name: span(at..at + i),
-                        value: span(at + i + 1..at + segment.len()),
+                        value: span(at + i + 1..end),
                     });
                 }
             }
-            at += segment.len() + PROPERTY_SEPARATOR.len_utf8();
+            at = end + 1;
         }
         // A stable sort keeps repeated names in wire order, so keeping the last of each
         // run is Java's "the last value wins".
-        let text = &p.text;
-        let name = |e: &Entry| text.get(e.name.0 as usize..e.name.1 as usize);
-        p.entries.sort_by(|a, b| name(a).cmp(&name(b)));
-        let mut kept: Vec<Entry> = Vec::with_capacity(p.entries.len());
-        for e in &p.entries {
-            match kept.last_mut() {
-                Some(last) if name(last) == name(e) => *last = *e,
-                _ => kept.push(*e),
+        let name = |e: &Entry| &bytes[e.name.0 as usize..e.name.1 as usize];
+        entries.sort_by(|a, b| name(a).cmp(name(b)));
+        entries.dedup_by(|later, earlier| {
+            let same = name(later) == name(earlier);
+            if same {
+                *earlier = *later;
             }
-        }
-        p.entries = kept;
-        p
+            same
+        });
+        Properties { text, entries }
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&str> {

@@ -8,9 +8,9 @@
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
 
 mod io;
+mod oneshot;
 #[doc(hidden)]
 pub mod pending;
-mod oneshot;
 mod pool;
 mod semaphore;
 
