@@ -176,8 +176,8 @@ pub(crate) fn process_response(
             if !tag_matches(sub, m.tags()) {
                 continue;
             }
-            if let Some(uniq) = m.property(property::UNIQ_KEY).map(str::to_string) {
-                if m.property(property::TRAN_MSG).is_some_and(|v| v == "true") {
+            if m.property(property::TRAN_MSG).is_some_and(|v| v == "true") {
+                if let Some(uniq) = m.property(property::UNIQ_KEY).map(str::to_string) {
                     m.message.set_transaction_id(Some(uniq));
                 }
             }

@@ -392,7 +392,13 @@ impl PushConsumerImpl {
 
     /// Java `resetRetryAndNamespace` plus `CONSUME_START_TIME`.
     fn prepare_for_listener(&self, msgs: &mut [MessageExt]) {
-        let now = crate::util::now_millis().to_string();
+        let mut digits = [0; 20];
+        // Written on the stack: this runs for every message.
+        let now = std::str::from_utf8(crate::protocol::int_bytes(
+            crate::util::now_millis(),
+            &mut digits,
+        ))
+        .unwrap_or_default();
         let namespace = self.instance.config().namespace();
         for m in msgs.iter_mut() {
             let is_retry = m
@@ -408,8 +414,7 @@ impl PushConsumerImpl {
                 let t = crate::client::namespace::unwrap(Some(ns), m.topic());
                 m.message.set_topic(t);
             }
-            m.message
-                .put_property(property::CONSUME_START_TIME, now.clone());
+            m.message.put_property(property::CONSUME_START_TIME, now);
         }
     }
 

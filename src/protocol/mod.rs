@@ -17,6 +17,7 @@ use std::fmt;
 pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
 pub(crate) use command::Reader;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
+pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
