@@ -181,17 +181,9 @@ fn pull(c: &mut Criterion) {
     let born: SocketAddr = ([10, 0, 0, 9], 53122).into();
     let mut body = Vec::new();
     for (i, message) in messages(BATCH).into_iter().enumerate() {
-        let ext = MessageExt {
-            message,
-            queue_id: 3,
-            queue_offset: 1000 + i as i64,
-            commit_log_offset: 1 << 30 | (i as i64 * 1200),
-            born_timestamp: 1_718_000_000_000,
-            store_timestamp: 1_718_000_000_002,
-            born_host: born,
-            store_host: store,
-            ..MessageExt::default()
-        };
+        let mut ext = MessageExt::default();
+        ext.set_stored(message, "", 3, 1000 + i as i64, 1 << 30 | (i as i64 * 1200));
+        ext.set_hosts((born, 1_718_000_000_000), (store, 1_718_000_000_002));
         match encode_message_ext(&ext) {
             Ok(bytes) => body.extend_from_slice(&bytes),
             Err(e) => panic!("the bench message encodes: {e}"),

@@ -32,9 +32,9 @@ use std::error::Error;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::TopicConfig;
 use serde_json::Value;
 
 type BenchResult<T> = Result<T, Box<dyn Error>>;

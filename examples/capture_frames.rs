@@ -21,8 +21,6 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::message::{
     decode_messages, decode_offset_msg_id, properties_to_string, property, DecodeOptions,
 };
@@ -37,6 +35,8 @@ use rocketmq_blocking::protocol::{
     json, ClusterInfo, RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME,
 };
 use rocketmq_blocking::testkit::{Cluster, DEFAULT_VERSION};
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Message, Producer};
 
 // Fixed names and bodies: `tests/captured.rs` checks the frames against these.

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::consumer::{
-    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus, MessageModel, PushConsumer,
+use rocketmq_blocking::SelectMessageQueueByHash;
+use rocketmq_blocking::{
+    ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, MessageModel, PushConsumer,
 };
-use rocketmq_blocking::producer::SelectMessageQueueByHash;
 use rocketmq_blocking::{Message, MessageExt, Producer};
 
 /// Longest a demo consumes.
@@ -54,21 +54,21 @@ fn push_concurrently(producer: &Producer, topic: &str, run: &str) -> Result<()> 
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_concurrently_{run}"))
         .subscribe(topic, "TagA || TagB")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .register_message_listener_concurrently(move |msgs, _ctx| {
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .listener(move |msgs, _ctx| {
             // Hand the messages to the main thread; returning success acknowledges them.
             // `ReconsumeLater` would send them back to be retried later.
             for m in msgs {
                 let _ = tx.send(m.clone());
             }
-            ConsumeConcurrentlyStatus::ConsumeSuccess
+            ConsumeStatus::Success
         })
         .start()?;
     let n = print_for_a_while(&rx, |m| {
         format!(
             "queue {} offset {} tag {:?}: {}",
-            m.queue_id,
-            m.queue_offset,
+            m.queue_id(),
+            m.queue_offset(),
             m.tags(),
             String::from_utf8_lossy(m.body())
         )
@@ -92,12 +92,12 @@ fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_orderly_{run}"))
         .subscribe(topic, "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .register_message_listener_orderly(move |msgs, _ctx| {
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .orderly_listener(move |msgs, _ctx| {
             for m in msgs {
                 let _ = tx.send(m.clone());
             }
-            // `SuspendCurrentQueueAMoment` would retry the same messages after a pause,
+            // `Suspend` would retry the same messages after a pause,
             // holding back the rest of the queue.
             ConsumeOrderlyStatus::Success
         })
@@ -106,14 +106,14 @@ fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
     let mut last: BTreeMap<i32, i64> = BTreeMap::new();
     let mut out_of_order = 0;
     let n = print_for_a_while(&rx, |m| {
-        let prev = last.insert(m.queue_id, m.queue_offset);
-        if prev.is_some_and(|p| p >= m.queue_offset) {
+        let prev = last.insert(m.queue_id(), m.queue_offset());
+        if prev.is_some_and(|p| p >= m.queue_offset()) {
             out_of_order += 1;
         }
         format!(
             "queue {} offset {}: {}",
-            m.queue_id,
-            m.queue_offset,
+            m.queue_id(),
+            m.queue_offset(),
             String::from_utf8_lossy(m.body())
         )
     });
@@ -137,16 +137,16 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
     for name in ["first", "second"] {
         let tx = tx.clone();
         let consumer = PushConsumer::builder(&group)
-            .client_config(|c| c.instance_name(format!("example_{name}_{run}")))
+            .instance_name(format!("example_{name}_{run}"))
             .subscribe(topic, "*")
             .message_model(MessageModel::Broadcasting)
-            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+            .consume_from_where(ConsumeFromWhere::FirstOffset)
             .offset_store_dir(offsets.clone())
-            .register_message_listener_concurrently(move |msgs, _ctx| {
+            .listener(move |msgs, _ctx| {
                 for m in msgs {
                     let _ = tx.send((name, m.clone()));
                 }
-                ConsumeConcurrentlyStatus::ConsumeSuccess
+                ConsumeStatus::Success
             })
             .start()?;
         consumers.push(consumer);
@@ -162,8 +162,8 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
         };
         println!(
             "   {name}: queue {} offset {}: {}",
-            m.queue_id,
-            m.queue_offset,
+            m.queue_id(),
+            m.queue_offset(),
             String::from_utf8_lossy(m.body())
         );
         n += 1;
@@ -178,12 +178,12 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
 
 /// Lite pull (Java `DefaultLitePullConsumer`): the application polls for messages itself.
 fn lite_pull(topic: &str) -> Result<()> {
-    use rocketmq_blocking::consumer::{LitePullConsumer, LitePullOptions};
+    use rocketmq_blocking::{LitePullConsumer, LitePullOptions};
 
     println!("== lite pull: poll, then commit");
     let consumer = LitePullConsumer::builder(format!("example_lite_{}", now_ms()))
         .options(LitePullOptions {
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            consume_from_where: ConsumeFromWhere::FirstOffset,
             auto_commit: false,
             ..LitePullOptions::default()
         })
@@ -196,8 +196,8 @@ fn lite_pull(topic: &str) -> Result<()> {
             println!(
                 "   {} queue {} offset {}",
                 m.msg_id(),
-                m.queue_id,
-                m.queue_offset
+                m.queue_id(),
+                m.queue_offset()
             );
             n += 1;
         }

@@ -7,7 +7,7 @@
 
 use std::sync::mpsc;
 
-use rocketmq_blocking::producer::SelectMessageQueueByHash;
+use rocketmq_blocking::SelectMessageQueueByHash;
 use rocketmq_blocking::{Message, Producer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,7 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let r = producer.send(&Message::new(&topic, "sync hello").with_tags("TagA"))?;
     println!(
         "sync: {} -> {} offset {}",
-        r.msg_id, r.message_queue, r.queue_offset
+        r.msg_id(),
+        r.message_queue(),
+        r.queue_offset()
     );
 
     // Async with a callback on the callback pool.
@@ -30,11 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     producer.send_async(Message::new(&topic, "async hello"), move |r| {
         let _ = tx.send(r);
     })?;
-    println!("async: {:?}", rx.recv()?.map(|r| r.msg_id));
+    println!("async: {:?}", rx.recv()?.map(|r| r.msg_id().to_string()));
 
     // Async with a future.
     let f = producer.send_async_future(Message::new(&topic, "future hello"))?;
-    println!("future: {:?}", f.wait().map(|r| r.msg_id));
+    println!("future: {:?}", f.wait().map(|r| r.msg_id().to_string()));
 
     // Oneway: no answer.
     producer.send_oneway(&Message::new(&topic, "oneway hello"))?;
@@ -46,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &SelectMessageQueueByHash,
             "order-42",
         )?;
-        println!("ordered {step}: queue {}", r.message_queue.queue_id);
+        println!("ordered {step}: queue {}", r.message_queue().queue_id());
     }
 
     // Batch: one request, several messages of one topic.
@@ -54,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|i| Message::new(&topic, format!("batch {i}")))
         .collect();
     let r = producer.send_batch(&batch)?;
-    println!("batch: ids {}", r.msg_id);
+    println!("batch: ids {}", r.msg_id());
 
     producer.shutdown();
     Ok(())

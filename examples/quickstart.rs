@@ -12,10 +12,10 @@ use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
-use rocketmq_blocking::consumer::{ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer};
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::TopicConfig;
+use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
 use rocketmq_blocking::{Message, Producer};
 
 /// How long the consumer may take to receive every message.
@@ -69,7 +69,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Read every message back from the broker by its offsetMsgId.
     let mut read = 0;
     for (i, r) in results.iter().enumerate() {
-        let stored = admin.view_message(&r.offset_msg_id)?;
+        let stored = admin.view_message(r.offset_msg_id())?;
         if stored.body() != format!("Hello RocketMQ {i}").as_bytes() {
             return Err(format!("message {i} came back different").into());
         }
@@ -92,16 +92,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let consumer = PushConsumer::builder(&group)
         .namesrv_addr(&namesrv)
         .subscribe(&topic, "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .register_message_listener_concurrently(move |msgs, _ctx| {
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .listener(move |msgs, _ctx| {
             // The listener runs on the consume pool; the main thread does the counting.
             for m in msgs {
                 let _ = tx.send(m.msg_id().to_string());
             }
-            ConsumeConcurrentlyStatus::ConsumeSuccess
+            ConsumeStatus::Success
         })
         .start()?;
-    let sent: HashSet<&str> = results.iter().map(|r| r.msg_id.as_str()).collect();
+    let sent: HashSet<&str> = results.iter().map(|r| r.msg_id()).collect();
     let mut received = HashSet::new();
     let (mut deliveries, deadline) = (0, t + CONSUME_TIMEOUT);
     while received.len() < n {

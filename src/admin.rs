@@ -2,52 +2,98 @@
 //! `MQAdminExt`): cluster info, routes, and creating a topic on every master broker.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::expect_success;
 use crate::client::validators::{check_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
-use crate::client::{MQClientAPI, TopicConfig};
+use crate::client::{ClientConfig, ClientConfigBuilder, MQClientAPI, TopicConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{decode_messages, decode_offset_msg_id, DecodeOptions, MessageExt};
 use crate::protocol::header::{
     OffsetResponseHeader, QueueOffsetRequestHeader, ViewMessageRequestHeader,
 };
 use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, TopicRouteData};
-use crate::remoting::{RemotingClient, RemotingConfig};
+use crate::remoting::RemotingClient;
 
-/// Admin operations over a private remoting client.
+/// Administrative calls (a small part of Java `DefaultMQAdminExt`): cluster info,
+/// routes, topic creation, offsets, message lookup, connections. It has its own
+/// connections, separate from any producer's or consumer's; dropping it closes them.
 pub struct Admin {
     api: MQClientAPI,
     timeout: Duration,
 }
 
-impl Admin {
-    /// Connects lazily to the `;`-separated name servers.
-    pub fn new(namesrv_addr: &str) -> Result<Admin> {
-        Admin::with_config(namesrv_addr, RemotingConfig::default())
+impl fmt::Debug for Admin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admin")
+            .field("namesrv", &self.api.remoting().name_server_address_list())
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+/// Builder for [`Admin`]: `Admin::builder()`, settings, then [`build`](Self::build) or
+/// [`start`](Self::start).
+#[derive(Debug, Clone)]
+pub struct AdminBuilder {
+    client: ClientConfigBuilder,
+    timeout: Duration,
+}
+
+impl AdminBuilder {
+    crate::util::client_setters!();
+
+    /// Timeout of each admin call (default 6 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
-    /// Like [`new`](Self::new) with remoting settings.
-    pub fn with_config(namesrv_addr: &str, config: RemotingConfig) -> Result<Admin> {
-        let list = crate::client::ClientConfig::builder()
-            .namesrv_addr(namesrv_addr)
-            .build()
-            .namesrv_addr_list();
+    /// Checks the configuration and creates the admin; it connects on first use.
+    pub fn build(self) -> Result<Admin> {
+        let config = self.client.build();
+        let list = config.namesrv_addr_list();
         if list.is_empty() {
-            return Err(Error::invalid_argument(format!(
-                "no name-server address in {namesrv_addr:?}"
-            )));
+            return Err(Error::invalid_argument(
+                "no name-server address: set one on the builder or in NAMESRV_ADDR",
+            ));
         }
-        let remoting = Arc::new(RemotingClient::new(config)?);
+        let remoting = Arc::new(RemotingClient::new(config.remoting().clone())?);
         remoting.update_name_server_address_list(&list);
         Ok(Admin {
             api: MQClientAPI::new(remoting),
-            timeout: Duration::from_secs(6),
+            timeout: self.timeout,
         })
     }
 
+    /// [`build`](Self::build), then one call to the name server (cluster info) so that an
+    /// unreachable name server is an error here rather than on first use.
+    pub fn start(self) -> Result<Admin> {
+        let admin = self.build()?;
+        admin.cluster_info()?;
+        Ok(admin)
+    }
+}
+
+impl Admin {
+    /// A builder, with the name servers of `NAMESRV_ADDR` if it is set.
+    pub fn builder() -> AdminBuilder {
+        AdminBuilder {
+            client: ClientConfig::builder(),
+            timeout: Duration::from_secs(6),
+        }
+    }
+
+    /// An admin for the `;`-separated name servers; it connects on first use.
+    pub fn new(namesrv_addr: &str) -> Result<Admin> {
+        Admin::builder().namesrv_addr(namesrv_addr).build()
+    }
+
     /// The typed API underneath.
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
     pub fn api(&self) -> &MQClientAPI {
         &self.api
     }

@@ -346,27 +346,30 @@ fn sent() -> [Sent; 4] {
 
 fn check_message(c: &Captured, m: &MessageExt, want: &Sent, queue_offset: i64) {
     let at = format!("{} message {queue_offset}", c.version);
-    assert_eq!(m.message.topic(), TOPIC, "{at}");
-    assert_eq!(m.message.body(), want.body, "{at}");
-    assert_eq!(m.message.tags(), Some(want.tags), "{at}");
-    assert_eq!(m.message.keys().collect::<Vec<_>>(), want.keys, "{at}");
+    assert_eq!(m.message().topic(), TOPIC, "{at}");
+    assert_eq!(m.message().body(), want.body, "{at}");
+    assert_eq!(m.message().tags(), Some(want.tags), "{at}");
+    assert_eq!(m.message().keys().collect::<Vec<_>>(), want.keys, "{at}");
     if let Some((k, v)) = want.user_prop {
-        assert_eq!(m.message.property(k), Some(v), "{at}");
+        assert_eq!(m.message().property(k), Some(v), "{at}");
     }
-    assert_eq!(m.queue_id, 0, "{at}");
-    assert_eq!(m.queue_offset, queue_offset, "{at}");
+    assert_eq!(m.queue_id(), 0, "{at}");
+    assert_eq!(m.queue_offset(), queue_offset, "{at}");
     assert_eq!(
-        m.sys_flag & sys_flag::COMPRESSED != 0,
+        m.sys_flag() & sys_flag::COMPRESSED != 0,
         want.compressed,
         "{at}"
     );
-    assert_eq!(m.store_host.to_string(), c.broker_addr, "{at}");
+    assert_eq!(m.store_host().to_string(), c.broker_addr, "{at}");
     // Everything connected over loopback.
-    assert!(m.born_host.ip().is_loopback(), "{at}: {}", m.born_host);
-    assert!(m.store_timestamp >= m.born_timestamp - 1000, "{at}");
-    assert_eq!(m.reconsume_times, 0, "{at}");
+    assert!(m.born_host().ip().is_loopback(), "{at}: {}", m.born_host());
+    assert!(
+        m.store_timestamp() >= m.born_timestamp() - std::time::Duration::from_secs(1),
+        "{at}"
+    );
+    assert_eq!(m.reconsume_times(), 0, "{at}");
     // Our producer always sets a UNIQ_KEY; the raw send had none.
-    let uniq = m.message.property(property::UNIQ_KEY);
+    let uniq = m.message().property(property::UNIQ_KEY);
     if queue_offset == 0 {
         assert_eq!(uniq, raw_uniq_key(c), "{at}");
     } else {
@@ -390,20 +393,20 @@ fn pulled_messages_match_what_was_sent_including_the_compressed_one() {
             check_message(&c, m, &want, i as i64);
         }
         // Records follow each other in the commit log, in queue order.
-        assert_eq!(msgs[0].commit_log_offset, 0);
+        assert_eq!(msgs[0].commit_log_offset(), 0);
         for w in msgs.windows(2) {
             assert_eq!(
-                w[1].commit_log_offset,
-                w[0].commit_log_offset + i64::from(w[0].store_size)
+                w[1].commit_log_offset(),
+                w[0].commit_log_offset() + i64::from(w[0].store_size())
             );
         }
         let send: SendMessageResponseHeader = decode(c.send_response).decode_header().unwrap();
-        assert_eq!(msgs[0].offset_msg_id, send.msg_id);
+        assert_eq!(msgs[0].offset_msg_id(), send.msg_id);
         // The compressed body travels compressed: the record is far smaller than the text.
-        assert!(msgs[3].store_size < 1000, "{}", msgs[3].store_size);
+        assert!(msgs[3].store_size() < 1000, "{}", msgs[3].store_size());
         assert!(
             decode_messages(&cmd.body, DecodeOptions::new().decompress(false)).unwrap()[3]
-                .message
+                .message()
                 .body()
                 .len()
                 < 200

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
 use rocketmq_blocking::{Message, Producer};
 use serde_json::Value;
 
@@ -340,7 +340,7 @@ fn send_all(topic: &str, messages: &[(&[u8], &str)]) -> Vec<String> {
         .iter()
         .map(|(body, tag)| {
             let msg = Message::new(topic, body.to_vec()).with_tags(*tag);
-            producer.send(&msg).expect("send").msg_id
+            producer.send(&msg).expect("send").msg_id().to_string()
         })
         .collect();
     producer.shutdown();

@@ -277,6 +277,18 @@ impl ClientConfigBuilder {
         self
     }
 
+    /// TCP connect timeout.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.remoting.connect_timeout = timeout;
+        self
+    }
+
+    /// Largest frame accepted from a peer.
+    pub fn max_frame_size(mut self, bytes: usize) -> Self {
+        self.config.remoting.max_frame = bytes;
+        self
+    }
+
     /// Async requests allowed in flight per client instance (Java 65535,
     /// `com.rocketmq.remoting.clientAsyncSemaphoreValue`). An async send waits for a permit
     /// up to its timeout, so this is the producer's back-pressure.

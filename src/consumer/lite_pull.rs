@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use log::{debug, info, warn};
@@ -65,7 +65,7 @@ impl Default for LitePullOptions {
     fn default() -> Self {
         LitePullOptions {
             message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+            consume_from_where: ConsumeFromWhere::LastOffset,
             pull_batch_size: 10,
             pull_threshold_for_all: 10_000,
             pull_threshold_for_queue: 1000,
@@ -426,8 +426,10 @@ impl LitePullConsumer {
         c.reset_queue(&mq, max)
     }
 
-    /// The offset of the first message stored at or after `timestamp` (ms).
-    pub fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: i64) -> Result<i64> {
+    /// The offset of the first message stored at or after `timestamp` (Java
+    /// `offsetForTimestamp`).
+    pub fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: SystemTime) -> Result<i64> {
+        let timestamp = crate::util::millis_since_epoch(timestamp);
         let c = &self.inner;
         let mq = c.wrap(mq);
         let addr = c.master(&mq)?;
@@ -619,7 +621,6 @@ impl LitePullImpl {
                 &self.instance,
                 self.store.as_ref(),
                 o.consume_from_where,
-                0,
                 &mq,
             ) {
                 Some(off) => {
@@ -757,7 +758,6 @@ impl RebalanceHooks for LitePullImpl {
             &self.instance,
             self.store.as_ref(),
             self.options.consume_from_where,
-            0,
             mq,
         )
     }
@@ -777,7 +777,7 @@ impl ConsumerInner for LitePullImpl {
     fn consumer_data(&self) -> ConsumerData {
         self.rebalance.consumer_data(
             ConsumeType::ConsumeActively,
-            self.options.consume_from_where,
+            self.options.consume_from_where.wire(),
         )
     }
 

@@ -3,23 +3,23 @@
 //! allocation strategies, offset stores, retry and DLQ handling.
 //!
 //! ```no_run
-//! use rocketmq_blocking::consumer::{ConsumeConcurrentlyStatus, PushConsumer};
+//! use rocketmq_blocking::consumer::{ConsumeStatus, PushConsumer};
 //!
 //! let consumer = PushConsumer::builder("my_group")
 //!     .namesrv_addr("127.0.0.1:9876")
 //!     .subscribe("TopicTest", "TagA || TagB")
-//!     .register_message_listener_concurrently(|msgs, _ctx| {
+//!     .listener(|msgs, _ctx| {
 //!         for m in msgs {
 //!             println!("{} {:?}", m.msg_id(), String::from_utf8_lossy(m.body()));
 //!         }
-//!         ConsumeConcurrentlyStatus::ConsumeSuccess
+//!         ConsumeStatus::Success
 //!     })
 //!     .start()?;
 //! # consumer.shutdown();
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 
-pub mod allocate;
+mod allocate;
 mod lite_pull;
 mod offset_store;
 mod pool;
@@ -31,7 +31,7 @@ mod subscription;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use log::info;
 
@@ -42,79 +42,165 @@ use crate::client::{
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 
-pub use crate::protocol::heartbeat::{ConsumeFromWhere, MessageModel};
-pub use allocate::{AllocateAveragely, AllocateStrategy};
+pub use crate::protocol::heartbeat::MessageModel;
+pub use allocate::{
+    AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
+    AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,
+};
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
-pub use offset_store::{default_local_offset_dir, ReadOffset, ReadOffsetType};
-pub use process_queue::ProcessQueue;
-pub use pull::{PullResult, PullStatus};
+pub(crate) use offset_store::default_local_offset_dir;
 pub(crate) use push::PullRequest;
 pub use subscription::MessageSelector;
 
 use push::PushConsumerImpl;
 use rebalance::RebalanceImpl;
 
-/// What a concurrent listener answers (Java `ConsumeConcurrentlyStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConsumeConcurrentlyStatus {
-    /// Consumed (up to `ack_index` of the context).
-    ConsumeSuccess,
-    /// Failed: retry later through `%RETRY%<group>` with a growing delay.
+/// What a concurrent listener answers (Java `ConsumeStatus`).
+#[doc(alias = "ConsumeConcurrentlyStatus")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConsumeStatus {
+    /// Consumed: all messages, or those up to [`ConsumeConcurrentlyContext::set_ack_index`].
+    #[doc(alias = "CONSUME_SUCCESS")]
+    Success,
+    /// Failed: the messages come back later through `%RETRY%<group>`, with a delay that grows
+    /// with each attempt (see [`ReconsumeDelay`]).
+    #[doc(alias = "RECONSUME_LATER")]
     ReconsumeLater,
+}
+
+/// When a message that failed concurrent consumption is delivered again (Java
+/// `ConsumeConcurrentlyContext.delayLevelWhenNextConsume`: 0, a level, or below 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ReconsumeDelay {
+    /// The broker chooses: delay level 3 + the number of earlier attempts (Java 0).
+    #[default]
+    Broker,
+    /// This delay level (1 = 1 s, 2 = 5 s, 3 = 10 s, ... as the broker's
+    /// `messageDelayLevel` lists them). Level 0 is [`ReconsumeDelay::Broker`].
+    Level(u32),
+    /// No more attempts: straight to the dead-letter queue `%DLQ%<group>` (Java -1).
+    DeadLetter,
+}
+
+impl ReconsumeDelay {
+    /// The `delayLevel` field of CONSUMER_SEND_MSG_BACK.
+    pub(crate) fn wire(self) -> i32 {
+        match self {
+            ReconsumeDelay::Broker => 0,
+            ReconsumeDelay::Level(n) => i32::try_from(n).unwrap_or(i32::MAX),
+            ReconsumeDelay::DeadLetter => -1,
+        }
+    }
 }
 
 /// Context of one concurrent consumption (Java `ConsumeConcurrentlyContext`).
 #[derive(Debug, Clone)]
 pub struct ConsumeConcurrentlyContext {
-    /// The queue the messages came from.
-    pub message_queue: MessageQueue,
-    /// Delay level of a retry: 0 lets the broker choose (3 + reconsume times); below 0
-    /// sends the message straight to the DLQ.
-    pub delay_level_when_next_consume: i32,
-    /// With success, messages after this index are still retried.
-    pub ack_index: i32,
+    pub(crate) message_queue: MessageQueue,
+    pub(crate) reconsume_delay: ReconsumeDelay,
+    pub(crate) ack_index: Option<usize>,
 }
 
 impl ConsumeConcurrentlyContext {
-    fn new(message_queue: MessageQueue) -> Self {
+    pub(crate) fn new(message_queue: MessageQueue) -> Self {
         ConsumeConcurrentlyContext {
             message_queue,
-            delay_level_when_next_consume: 0,
-            ack_index: i32::MAX,
+            reconsume_delay: ReconsumeDelay::Broker,
+            ack_index: None,
         }
+    }
+
+    /// The queue the messages came from.
+    pub fn message_queue(&self) -> &MessageQueue {
+        &self.message_queue
+    }
+
+    /// With [`ConsumeStatus::Success`], only messages `0..=index` count as consumed; the
+    /// rest are retried (Java `setAckIndex`). By default all are consumed.
+    #[doc(alias = "setAckIndex")]
+    pub fn set_ack_index(&mut self, index: usize) {
+        self.ack_index = Some(index);
+    }
+
+    /// When the failed messages of this call come back (Java
+    /// `setDelayLevelWhenNextConsume`).
+    #[doc(alias = "setDelayLevelWhenNextConsume")]
+    pub fn set_reconsume_delay(&mut self, delay: ReconsumeDelay) {
+        self.reconsume_delay = delay;
     }
 }
 
 /// What an orderly listener answers (Java `ConsumeOrderlyStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConsumeOrderlyStatus {
     /// Consumed; the offset moves on.
+    #[doc(alias = "SUCCESS")]
     Success,
     /// Retry the same messages after a pause, holding the queue's order.
-    SuspendCurrentQueueAMoment,
+    #[doc(alias = "SUSPEND_CURRENT_QUEUE_A_MOMENT")]
+    Suspend,
 }
 
 /// Context of one orderly consumption (Java `ConsumeOrderlyContext`).
 #[derive(Debug, Clone)]
 pub struct ConsumeOrderlyContext {
-    /// The queue the messages came from.
-    pub message_queue: MessageQueue,
-    /// Pause before a suspended batch is retried (default: the consumer's setting).
-    pub suspend_current_queue_time: Option<Duration>,
+    pub(crate) message_queue: MessageQueue,
+    pub(crate) suspend_time: Option<Duration>,
 }
 
 impl ConsumeOrderlyContext {
-    fn new(message_queue: MessageQueue) -> Self {
+    pub(crate) fn new(message_queue: MessageQueue) -> Self {
         ConsumeOrderlyContext {
             message_queue,
-            suspend_current_queue_time: None,
+            suspend_time: None,
+        }
+    }
+
+    /// The queue the messages came from.
+    pub fn message_queue(&self) -> &MessageQueue {
+        &self.message_queue
+    }
+
+    /// The pause before a suspended batch is retried, for this call only (default: the
+    /// consumer's [`PushConsumerBuilder::suspend_time`]; Java
+    /// `setSuspendCurrentQueueTimeMillis`).
+    #[doc(alias = "setSuspendCurrentQueueTimeMillis")]
+    pub fn set_suspend_time(&mut self, pause: Duration) {
+        self.suspend_time = Some(pause);
+    }
+}
+
+/// Where a consumer group starts on a queue for which it has no stored offset (Java
+/// `ConsumeFromWhere` with `consumeTimestamp`). A stored offset always wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ConsumeFromWhere {
+    /// From the end of the queue: only messages sent from now on (Java default).
+    #[default]
+    #[doc(alias = "CONSUME_FROM_LAST_OFFSET")]
+    LastOffset,
+    /// From the first message the broker still stores.
+    #[doc(alias = "CONSUME_FROM_FIRST_OFFSET")]
+    FirstOffset,
+    /// From the first message stored at or after this time.
+    #[doc(alias = "CONSUME_FROM_TIMESTAMP")]
+    Timestamp(SystemTime),
+}
+
+impl ConsumeFromWhere {
+    /// The value heartbeats carry.
+    pub(crate) fn wire(self) -> crate::protocol::heartbeat::ConsumeFromWhere {
+        use crate::protocol::heartbeat::ConsumeFromWhere as W;
+        match self {
+            ConsumeFromWhere::LastOffset => W::ConsumeFromLastOffset,
+            ConsumeFromWhere::FirstOffset => W::ConsumeFromFirstOffset,
+            ConsumeFromWhere::Timestamp(_) => W::ConsumeFromTimestamp,
         }
     }
 }
 
-type ConcurrentFn = dyn Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus
-    + Send
-    + Sync;
+type ConcurrentFn =
+    dyn Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeStatus + Send + Sync;
 type OrderlyFn =
     dyn Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus + Send + Sync;
 
@@ -130,8 +216,6 @@ pub struct PushConsumerOptions {
     pub message_model: MessageModel,
     /// Start position of a group without stored offsets.
     pub consume_from_where: ConsumeFromWhere,
-    /// For `ConsumeFromTimestamp`: ms since the epoch (default: 30 minutes ago).
-    pub consume_timestamp: Option<i64>,
     /// Consume threads at least (Java 20).
     pub consume_thread_min: usize,
     /// Consume threads at most (Java 20).
@@ -139,7 +223,7 @@ pub struct PushConsumerOptions {
     /// Backlog above which job 5 adds a consume thread (Java 100,000).
     pub adjust_thread_pool_nums_threshold: u64,
     /// Pause pulls of a queue whose cached offsets span more than this (Java 2000).
-    pub consume_concurrently_max_span: i64,
+    pub consume_concurrently_max_span: u64,
     /// Pause pulls of a queue with more cached messages (Java 1000).
     pub pull_threshold_for_queue: usize,
     /// Pause pulls of a queue with more cached MiB (Java 100).
@@ -152,10 +236,13 @@ pub struct PushConsumerOptions {
     pub pull_batch_size: usize,
     /// Send the subscription with every pull (Java false).
     pub post_subscription_when_pull: bool,
-    /// Retries before the DLQ; -1 = 16 (concurrent) or unlimited (orderly).
-    pub max_reconsume_times: i32,
-    /// Orderly: pause before a suspended batch is retried (Java 1 s).
-    pub suspend_current_queue_time: Duration,
+    /// Deliveries of a failed message before it goes to the DLQ; `None` is Java's -1:
+    /// 16 for a concurrent listener, unlimited for an orderly one.
+    pub max_reconsume_times: Option<u32>,
+    /// Orderly: pause before a suspended batch is retried (Java
+    /// `suspendCurrentQueueTimeMillis`, 1 s).
+    #[doc(alias = "suspendCurrentQueueTimeMillis")]
+    pub suspend_time: Duration,
     /// Delay of a pull retry after an error (Java 1 s, `pullTimeDelayMillsWhenException`).
     pub pull_time_delay_when_exception: Duration,
     /// Directory of broadcasting offsets (Java `rocketmq.client.localOffsetStoreDir`).
@@ -166,8 +253,7 @@ impl Default for PushConsumerOptions {
     fn default() -> Self {
         PushConsumerOptions {
             message_model: MessageModel::Clustering,
-            consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
-            consume_timestamp: None,
+            consume_from_where: ConsumeFromWhere::LastOffset,
             consume_thread_min: 20,
             consume_thread_max: 20,
             adjust_thread_pool_nums_threshold: 100_000,
@@ -178,8 +264,8 @@ impl Default for PushConsumerOptions {
             consume_message_batch_max_size: 1,
             pull_batch_size: 32,
             post_subscription_when_pull: false,
-            max_reconsume_times: -1,
-            suspend_current_queue_time: Duration::from_millis(1000),
+            max_reconsume_times: None,
+            suspend_time: Duration::from_millis(1000),
             pull_time_delay_when_exception: Duration::from_millis(1000),
             offset_store_dir: default_local_offset_dir(),
         }
@@ -188,24 +274,13 @@ impl Default for PushConsumerOptions {
 
 impl PushConsumerOptions {
     pub(crate) fn max_reconsume_times_concurrently(&self) -> i32 {
-        if self.max_reconsume_times < 0 {
-            16
-        } else {
-            self.max_reconsume_times
-        }
+        self.max_reconsume_times
+            .map_or(16, |n| i32::try_from(n).unwrap_or(i32::MAX))
     }
 
     pub(crate) fn max_reconsume_times_orderly(&self) -> i32 {
-        if self.max_reconsume_times < 0 {
-            i32::MAX
-        } else {
-            self.max_reconsume_times
-        }
-    }
-
-    pub(crate) fn consume_timestamp_millis(&self) -> i64 {
-        self.consume_timestamp
-            .unwrap_or_else(|| crate::util::now_millis() - 30 * 60 * 1000)
+        self.max_reconsume_times
+            .map_or(i32::MAX, |n| i32::try_from(n).unwrap_or(i32::MAX))
     }
 }
 
@@ -239,10 +314,20 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// The concurrent listener (Java `MessageListenerConcurrently`); runs on the consume pool.
-    pub fn register_message_listener_concurrently(
+    /// Deliveries of a failed message before it goes to the DLQ (default: 16 for a
+    /// concurrent listener, unlimited for an orderly one).
+    pub fn max_reconsume_times(mut self, times: u32) -> Self {
+        self.options.max_reconsume_times = Some(times);
+        self
+    }
+
+    /// The concurrent listener (Java `MessageListenerConcurrently`); runs on the consume
+    /// pool, several calls at once. Replaces an earlier listener.
+    #[doc(alias = "registerMessageListener")]
+    #[doc(alias = "MessageListenerConcurrently")]
+    pub fn listener(
         mut self,
-        f: impl Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeConcurrentlyStatus
+        f: impl Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeStatus
             + Send
             + Sync
             + 'static,
@@ -251,8 +336,11 @@ impl PushConsumerBuilder {
         self
     }
 
-    /// The orderly listener (Java `MessageListenerOrderly`): one thread per queue at a time.
-    pub fn register_message_listener_orderly(
+    /// The orderly listener (Java `MessageListenerOrderly`): one call per queue at a time,
+    /// in queue order; in clustering mode the queue is locked at the broker while this
+    /// consumer holds it. Replaces an earlier listener.
+    #[doc(alias = "MessageListenerOrderly")]
+    pub fn orderly_listener(
         mut self,
         f: impl Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus
             + Send
@@ -290,21 +378,26 @@ impl PushConsumerBuilder {
         consume_message_batch_max_size: usize;
         /// Messages per pull.
         pull_batch_size: usize;
-        /// Retries before the DLQ.
-        max_reconsume_times: i32;
-        /// Orderly pause before a retry.
-        suspend_current_queue_time: Duration;
         /// Pause between pulls of a queue.
         pull_interval: Duration;
+        /// Orderly pause before a retry.
+        suspend_time: Duration;
         /// Cached messages per queue before pulls pause.
         pull_threshold_for_queue: usize;
         /// Directory of broadcasting offsets.
         offset_store_dir: PathBuf;
     }
 
-    /// Checks the configuration, registers with the client instance and starts
-    /// consuming (Java `DefaultMQPushConsumerImpl.start`).
+    /// [`build`](Self::build) and [`PushConsumer::start`].
     pub fn start(self) -> Result<PushConsumer> {
+        let consumer = self.build()?;
+        consumer.start()?;
+        Ok(consumer)
+    }
+
+    /// Checks the configuration and creates a consumer that is not started yet. Nothing is
+    /// sent before [`PushConsumer::start`].
+    pub fn build(self) -> Result<PushConsumer> {
         check_group(&self.group)?;
         if self.group == DEFAULT_CONSUMER_GROUP {
             return Err(Error::invalid_argument(format!(
@@ -380,9 +473,7 @@ impl PushConsumerBuilder {
             rebalance,
             store,
         )?;
-        let consumer = PushConsumer { inner };
-        consumer.start_inner()?;
-        Ok(consumer)
+        Ok(PushConsumer { inner })
     }
 }
 
@@ -405,8 +496,17 @@ impl PushConsumer {
         }
     }
 
-    fn start_inner(&self) -> Result<()> {
+    /// Registers with the shared client instance, starts it and starts consuming (Java
+    /// `DefaultMQPushConsumerImpl.start`). Starting twice, or after shutdown, is a state
+    /// error.
+    pub fn start(&self) -> Result<()> {
         let c = &self.inner;
+        if *c.state.lock() != ServiceState::CreateJust {
+            return Err(Error::state(format!(
+                "the push consumer {} was started before",
+                c.group
+            )));
+        }
         let instance = &c.instance;
         let me: Arc<dyn ConsumerInner> = c.clone();
         if !instance.register_consumer(&c.group, me) {
@@ -508,10 +608,17 @@ impl PushConsumer {
         let c = &self.inner;
         {
             let mut st = c.state.lock();
-            if *st != ServiceState::Running {
-                return;
+            match *st {
+                ServiceState::Running => *st = ServiceState::ShutdownAlready,
+                ServiceState::CreateJust => {
+                    // Built but never started: only the consume pool runs.
+                    *st = ServiceState::ShutdownAlready;
+                    drop(st);
+                    c.pool.shutdown();
+                    return;
+                }
+                _ => return,
             }
-            *st = ServiceState::ShutdownAlready;
         }
         c.stop_lock_timer();
         c.drop_all_queues();

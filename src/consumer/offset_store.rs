@@ -10,10 +10,10 @@ use std::time::Duration;
 use log::{debug, info, warn};
 use parking_lot::Mutex;
 
+use super::ConsumeFromWhere;
 use crate::client::MQClientInstance;
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageQueue;
-use crate::protocol::heartbeat::ConsumeFromWhere;
 use crate::protocol::json;
 
 const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -26,6 +26,7 @@ pub enum ReadOffsetType {
     /// The broker or file (and remember it).
     ReadFromStore,
     /// Memory, else the store.
+    #[allow(dead_code)] // Java's third mode, kept for the reset-offset requests of issue 12
     MemoryFirstThenStore,
 }
 
@@ -437,7 +438,6 @@ pub(crate) fn compute_start_offset(
     instance: &MQClientInstance,
     store: &dyn OffsetStore,
     from: ConsumeFromWhere,
-    timestamp: i64,
     mq: &MessageQueue,
 ) -> Option<i64> {
     match store.read_offset(mq, ReadOffsetType::ReadFromStore) {
@@ -458,11 +458,12 @@ pub(crate) fn compute_start_offset(
     };
     let api = instance.api();
     match from {
-        ConsumeFromWhere::ConsumeFromFirstOffset => Some(0),
-        ConsumeFromWhere::ConsumeFromTimestamp if !retry => {
+        ConsumeFromWhere::FirstOffset => Some(0),
+        ConsumeFromWhere::Timestamp(t) if !retry => {
+            let timestamp = crate::util::millis_since_epoch(t);
             ask(&|a| api.search_offset(a, mq, timestamp, BROKER_TIMEOUT))
         }
-        ConsumeFromWhere::ConsumeFromTimestamp => {
+        ConsumeFromWhere::Timestamp(_) => {
             ask(&|a| api.get_queue_offset(a, mq, true, BROKER_TIMEOUT))
         }
         _ if retry => Some(0),

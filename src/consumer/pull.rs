@@ -48,8 +48,10 @@ pub struct PullResult {
     /// Where the next pull starts.
     pub next_begin_offset: i64,
     /// Queue's smallest offset.
+    #[allow(dead_code)] // reported by the broker; read by tests
     pub min_offset: i64,
     /// Queue's next offset to be written.
+    #[allow(dead_code)] // reported by the broker; read by tests
     pub max_offset: i64,
     /// Messages that passed the tag filter.
     pub msgs: Vec<MessageExt>,

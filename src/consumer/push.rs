@@ -22,8 +22,8 @@ use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullResult, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::{
-    ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
-    ConsumeOrderlyStatus, Listener, PushConsumerOptions,
+    ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus,
+    Listener, PushConsumerOptions,
 };
 use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
 use crate::error::{ErrorKind, Result};
@@ -188,7 +188,7 @@ impl PushConsumerImpl {
             return self.later(req, FLOW_CONTROL_DELAY);
         }
         if !self.is_orderly() {
-            if pq.max_span() > o.consume_concurrently_max_span {
+            if pq.max_span().unsigned_abs() > o.consume_concurrently_max_span {
                 return self.later(req, FLOW_CONTROL_DELAY);
             }
         } else if pq.is_locked() {
@@ -353,7 +353,6 @@ impl PushConsumerImpl {
             &self.instance,
             self.offset_store.as_ref(),
             self.options.consume_from_where,
-            self.options.consume_timestamp_millis(),
             mq,
         )
     }
@@ -440,25 +439,24 @@ impl PushConsumerImpl {
                     msgs.len(),
                     ctx.message_queue
                 );
-                ConsumeConcurrentlyStatus::ReconsumeLater
+                ConsumeStatus::ReconsumeLater
             });
         // The queue moved into the context to save a copy per consume task; take it back.
         let ConsumeConcurrentlyContext {
             message_queue: mq,
-            delay_level_when_next_consume,
+            reconsume_delay,
             ack_index,
         } = ctx;
         if pq.is_dropped() {
             return;
         }
-        let ack_index = match status {
-            ConsumeConcurrentlyStatus::ConsumeSuccess => {
-                (ack_index.max(0) as usize).min(msgs.len().saturating_sub(1)) as i64
-            }
-            ConsumeConcurrentlyStatus::ReconsumeLater => -1,
+        // How many messages, from the first, count as consumed.
+        let acked = match status {
+            ConsumeStatus::Success => ack_index.map_or(msgs.len(), |i| i.saturating_add(1)),
+            ConsumeStatus::ReconsumeLater => 0,
         };
         let mut failed = Vec::new();
-        for m in msgs.iter().skip((ack_index + 1) as usize) {
+        for m in msgs.iter().skip(acked) {
             match self.options.message_model {
                 MessageModel::Broadcasting => {
                     warn!(
@@ -468,7 +466,7 @@ impl PushConsumerImpl {
                     )
                 }
                 MessageModel::Clustering => {
-                    if !self.send_message_back(m, delay_level_when_next_consume, &mq) {
+                    if !self.send_message_back(m, reconsume_delay.wire(), &mq) {
                         let mut m = m.clone();
                         m.reconsume_times += 1;
                         failed.push(m);
@@ -535,19 +533,19 @@ impl PushConsumerImpl {
                         "{}: the orderly listener panicked on {mq}; suspending",
                         self.group
                     );
-                    ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                    ConsumeOrderlyStatus::Suspend
                 });
             if pq.is_dropped() {
                 return;
             }
             let commit = match status {
                 ConsumeOrderlyStatus::Success => pq.commit(),
-                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment => {
+                ConsumeOrderlyStatus::Suspend => {
                     if self.check_reconsume_times(&mut msgs, &mq) {
                         pq.make_messages_to_consume_again(msgs);
                         let pause = ctx
-                            .suspend_current_queue_time
-                            .unwrap_or(self.options.suspend_current_queue_time)
+                            .suspend_time
+                            .unwrap_or(self.options.suspend_time)
                             .clamp(Duration::from_millis(10), Duration::from_secs(30));
                         return self.consume_orderly_later(pq.clone(), mq, pause);
                     }
@@ -789,7 +787,7 @@ impl ConsumerInner for PushConsumerImpl {
     fn consumer_data(&self) -> ConsumerData {
         self.rebalance.consumer_data(
             ConsumeType::ConsumePassively,
-            self.options.consume_from_where,
+            self.options.consume_from_where.wire(),
         )
     }
 

@@ -22,6 +22,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use crate::error::Error;
 
@@ -367,40 +368,41 @@ impl fmt::Debug for Message {
 
 /// A message as the broker stored it (Java `MessageExt` with `MessageClientExt`'s ids).
 ///
-/// Every field of the stored record (see [`decode_messages`]) is here, plus the broker
-/// name the consumer pulled it from. The message itself is [`MessageExt::message`].
+/// Every field of the stored record is here, plus the broker name the consumer pulled it
+/// from. The message itself (topic, properties, body) is [`MessageExt::message`]; the
+/// common parts of it have shortcuts here. `Debug` prints the body's length, not the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageExt {
     /// Topic, flag, properties and (decompressed) body.
-    pub message: Message,
+    pub(crate) message: Message,
     /// The broker group the message was pulled from; not part of the record (empty if unknown).
-    pub broker_name: String,
+    pub(crate) broker_name: String,
     /// Queue id.
-    pub queue_id: i32,
+    pub(crate) queue_id: i32,
     /// Length of the whole stored record (`TOTALSIZE`).
-    pub store_size: i32,
+    pub(crate) store_size: i32,
     /// Logical offset in the consume queue.
-    pub queue_offset: i64,
+    pub(crate) queue_offset: i64,
     /// The [`sys_flag`] bits.
-    pub sys_flag: i32,
+    pub(crate) sys_flag: i32,
     /// When the producer created the message, in ms since the epoch.
-    pub born_timestamp: i64,
+    pub(crate) born_timestamp: i64,
     /// The producer's address.
-    pub born_host: SocketAddr,
+    pub(crate) born_host: SocketAddr,
     /// When the broker stored the message, in ms since the epoch.
-    pub store_timestamp: i64,
+    pub(crate) store_timestamp: i64,
     /// The storing broker's address.
-    pub store_host: SocketAddr,
+    pub(crate) store_host: SocketAddr,
     /// The broker's message id, from store host and commit log offset ([`create_offset_msg_id`]).
-    pub offset_msg_id: String,
+    pub(crate) offset_msg_id: String,
     /// Physical offset in the commit log.
-    pub commit_log_offset: i64,
+    pub(crate) commit_log_offset: i64,
     /// `crc32(stored body) & 0x7FFFFFFF`.
-    pub body_crc: i32,
+    pub(crate) body_crc: i32,
     /// How often the message was consumed again.
-    pub reconsume_times: i32,
+    pub(crate) reconsume_times: i32,
     /// Commit log offset of the half message, for transactional messages.
-    pub prepared_transaction_offset: i64,
+    pub(crate) prepared_transaction_offset: i64,
 }
 
 impl Default for MessageExt {
@@ -429,18 +431,29 @@ impl Default for MessageExt {
 impl MessageExt {
     /// The message id a user sees: `UNIQ_KEY` if present, else the offsetMsgId
     /// (Java `MessageClientExt.getMsgId`).
+    #[doc(alias = "getMsgId")]
     pub fn msg_id(&self) -> &str {
         self.message
             .property(property::UNIQ_KEY)
             .unwrap_or(&self.offset_msg_id)
     }
 
-    /// The topic.
+    /// The message: topic, flag, properties, body.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The message, taken out.
+    pub fn into_message(self) -> Message {
+        self.message
+    }
+
+    /// The topic (without namespace for consumers that set one).
     pub fn topic(&self) -> &str {
         self.message.topic()
     }
 
-    /// The body (decompressed when the decoder was asked to).
+    /// The body (decompressed).
     pub fn body(&self) -> &[u8] {
         self.message.body()
     }
@@ -460,14 +473,112 @@ impl MessageExt {
         self.message.property(name)
     }
 
+    /// Every property, system ones included, sorted by name.
+    pub fn properties(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+        self.message.properties()
+    }
+
     /// The user flag.
     pub fn flag(&self) -> i32 {
         self.message.flag()
     }
 
-    /// The transaction type bits of [`MessageExt::sys_flag`] (`sys_flag::TRANSACTION_*`).
-    pub fn transaction_type(&self) -> i32 {
-        self.sys_flag & sys_flag::TRANSACTION_TYPE_MASK
+    /// The broker group the message was pulled from (empty if unknown).
+    pub fn broker_name(&self) -> &str {
+        &self.broker_name
+    }
+
+    /// The queue's index on that broker.
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+
+    /// The queue the message was pulled from.
+    pub fn message_queue(&self) -> MessageQueue {
+        MessageQueue::new(self.topic(), self.broker_name.as_str(), self.queue_id)
+    }
+
+    /// Logical offset in the consume queue.
+    pub fn queue_offset(&self) -> i64 {
+        self.queue_offset
+    }
+
+    /// Physical offset in the broker's commit log.
+    pub fn commit_log_offset(&self) -> i64 {
+        self.commit_log_offset
+    }
+
+    /// The broker's message id: store host and commit log offset (Java `offsetMsgId`).
+    pub fn offset_msg_id(&self) -> &str {
+        &self.offset_msg_id
+    }
+
+    /// Length of the whole stored record in bytes (Java `storeSize`).
+    pub fn store_size(&self) -> u32 {
+        u32::try_from(self.store_size).unwrap_or(0)
+    }
+
+    /// When the producer created the message.
+    pub fn born_timestamp(&self) -> SystemTime {
+        crate::util::time_from_millis(self.born_timestamp)
+    }
+
+    /// The producer's address.
+    pub fn born_host(&self) -> SocketAddr {
+        self.born_host
+    }
+
+    /// When the broker stored the message.
+    pub fn store_timestamp(&self) -> SystemTime {
+        crate::util::time_from_millis(self.store_timestamp)
+    }
+
+    /// The storing broker's address.
+    pub fn store_host(&self) -> SocketAddr {
+        self.store_host
+    }
+
+    /// `crc32(stored body) & 0x7FFFFFFF`, as the broker computed it.
+    pub fn body_crc(&self) -> u32 {
+        self.body_crc as u32
+    }
+
+    /// How many times the message was delivered again after failed consumption.
+    pub fn reconsume_times(&self) -> u32 {
+        u32::try_from(self.reconsume_times).unwrap_or(0)
+    }
+
+    /// The stored record's system flag bits (compression, transaction type, ...).
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
+    pub fn sys_flag(&self) -> i32 {
+        self.sys_flag
+    }
+
+    /// Setters for benches and codec tests that build stored records by hand.
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
+    pub fn set_stored(
+        &mut self,
+        message: Message,
+        broker_name: &str,
+        queue_id: i32,
+        queue_offset: i64,
+        commit_log_offset: i64,
+    ) {
+        self.message = message;
+        self.broker_name = broker_name.to_string();
+        self.queue_id = queue_id;
+        self.queue_offset = queue_offset;
+        self.commit_log_offset = commit_log_offset;
+    }
+
+    /// Born and store host and time (ms) for benches and codec tests.
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
+    pub fn set_hosts(&mut self, born: (SocketAddr, i64), store: (SocketAddr, i64)) {
+        (self.born_host, self.born_timestamp) = born;
+        (self.store_host, self.store_timestamp) = store;
     }
 }
 

@@ -13,12 +13,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageQueue {
-    /// The topic.
-    pub topic: String,
-    /// The broker group holding the queue.
-    pub broker_name: String,
-    /// The queue's index on that broker.
-    pub queue_id: i32,
+    pub(crate) topic: String,
+    pub(crate) broker_name: String,
+    pub(crate) queue_id: i32,
 }
 
 impl MessageQueue {
@@ -29,6 +26,21 @@ impl MessageQueue {
             broker_name: broker_name.into(),
             queue_id,
         }
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The broker group holding the queue.
+    pub fn broker_name(&self) -> &str {
+        &self.broker_name
+    }
+
+    /// The queue's index on that broker.
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
     }
 }
 

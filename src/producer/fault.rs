@@ -1,6 +1,6 @@
 //! Latency fault tolerance (Java `MQFaultStrategy`, `LatencyFaultToleranceImpl`): a broker
 //! that answered slowly or failed is avoided for a while. Off unless
-//! `send_latency_fault_enable` is set, as in Java.
+//! `latency_fault_tolerance` is set, as in Java.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

@@ -5,13 +5,13 @@
 //!
 //! let producer = Producer::builder("my_group").namesrv_addr("127.0.0.1:9876").start()?;
 //! let result = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
-//! println!("{} stored at queue {} offset {}", result.msg_id, result.message_queue.queue_id, result.queue_offset);
+//! println!("{} stored at queue {} offset {}", result.msg_id(), result.message_queue().queue_id(), result.queue_offset());
 //! producer.shutdown();
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 //!
 //! Sends come in three modes: [`send`](Producer::send) blocks until the broker stored the
-//! message (retrying on another broker up to `retry_times_when_send_failed` times within
+//! message (retrying on another broker up to `retries` times within
 //! the send timeout), [`send_async`](Producer::send_async) returns at once and calls back
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
@@ -23,12 +23,13 @@ use std::time::Duration;
 
 use crossbeam_channel::Receiver;
 
-use crate::client::{ClientConfig, ClientConfigBuilder, MQClientInstance};
+#[cfg(feature = "unstable-internals")]
+use crate::client::MQClientInstance;
+use crate::client::{ClientConfig, ClientConfigBuilder};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{Message, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
-pub use fault::{LATENCY_MAX, NOT_AVAILABLE_DURATION};
 use send::ProducerImpl;
 
 /// Outcome of a stored send (Java `SendStatus`).
@@ -36,7 +37,9 @@ use send::ProducerImpl;
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SendStatus {
     /// Stored.
-    SendOk,
+    #[serde(rename = "SEND_OK")]
+    #[doc(alias = "SEND_OK")]
+    Ok,
     /// Stored, but the broker's synchronous flush timed out.
     FlushDiskTimeout,
     /// Stored, but the synchronous replication timed out.
@@ -49,67 +52,117 @@ pub enum SendStatus {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendResult {
-    /// Whether and how the message was stored.
-    pub send_status: SendStatus,
-    /// The client-side id (UNIQ_KEY); for a batch, the ids joined by `,`.
-    pub msg_id: String,
-    /// The broker-side id: store host + commit log offset (Java `offsetMsgId`).
-    pub offset_msg_id: String,
-    /// Where the message went.
-    pub message_queue: MessageQueue,
-    /// Offset in the consume queue (first message of a batch).
-    pub queue_offset: i64,
-    /// Transaction id, if the broker returned one.
-    pub transaction_id: Option<String>,
-    /// The broker's region (`MSG_REGION`, default `DefaultRegion`).
-    pub region_id: String,
-    /// Whether message trace is on at the broker (`TRACE_ON`).
-    pub trace_on: bool,
+    pub(crate) send_status: SendStatus,
+    pub(crate) msg_id: String,
+    pub(crate) offset_msg_id: String,
+    pub(crate) message_queue: MessageQueue,
+    pub(crate) queue_offset: i64,
+    pub(crate) transaction_id: Option<String>,
+    pub(crate) region_id: String,
+    pub(crate) trace_on: bool,
 }
 
-/// Producer settings beyond [`ClientConfig`], with Java's defaults.
+impl SendResult {
+    /// Whether and how the message was stored.
+    pub fn send_status(&self) -> SendStatus {
+        self.send_status
+    }
+
+    /// The client-side id (`UNIQ_KEY`); for a batch, the ids joined by `,` (Java `msgId`).
+    pub fn msg_id(&self) -> &str {
+        &self.msg_id
+    }
+
+    /// The broker-side id: store host and commit log offset (Java `offsetMsgId`).
+    pub fn offset_msg_id(&self) -> &str {
+        &self.offset_msg_id
+    }
+
+    /// The queue the message went to.
+    pub fn message_queue(&self) -> &MessageQueue {
+        &self.message_queue
+    }
+
+    /// Offset in the consume queue (of the first message of a batch).
+    pub fn queue_offset(&self) -> i64 {
+        self.queue_offset
+    }
+
+    /// The transaction id, if the broker returned one.
+    pub fn transaction_id(&self) -> Option<&str> {
+        self.transaction_id.as_deref()
+    }
+
+    /// The broker's region (`MSG_REGION`, default `DefaultRegion`).
+    pub fn region_id(&self) -> &str {
+        &self.region_id
+    }
+
+    /// Whether message trace is on at the broker (`TRACE_ON`).
+    pub fn trace_on(&self) -> bool {
+        self.trace_on
+    }
+}
+
+/// Producer settings, with Java's defaults (Java `DefaultMQProducer` fields). Set them on
+/// the [`ProducerBuilder`], or all at once with [`ProducerBuilder::options`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ProducerOptions {
-    /// Topic the broker copies for auto-created topics (`TBW102`).
+    /// Topic the broker copies for auto-created topics (Java `createTopicKey`, `TBW102`).
+    #[doc(alias = "createTopicKey")]
     pub create_topic_key: String,
-    /// Queues of an auto-created topic (Java 4).
-    pub default_topic_queue_nums: i32,
-    /// Budget of one send, retries included (Java 3 s).
-    pub send_msg_timeout: Duration,
-    /// Bodies of at least this many bytes are zlib-compressed (Java 4096).
-    pub compress_msg_body_over_howmuch: usize,
-    /// zlib level (Java 5).
+    /// Queues of an auto-created topic (Java `defaultTopicQueueNums`, 4).
+    #[doc(alias = "defaultTopicQueueNums")]
+    pub default_topic_queues: u32,
+    /// Budget of one send, retries included (Java `sendMsgTimeout`, 3 s).
+    #[doc(alias = "sendMsgTimeout")]
+    pub send_timeout: Duration,
+    /// Bodies of at least this many bytes are zlib-compressed (Java
+    /// `compressMsgBodyOverHowmuch`, 4096).
+    #[doc(alias = "compressMsgBodyOverHowmuch")]
+    pub compress_over: usize,
+    /// zlib level 0..=9 (Java `rocketmq.message.compressLevel`, 5).
     pub compress_level: u32,
-    /// Extra attempts of a sync send (Java 2).
-    pub retry_times_when_send_failed: u32,
-    /// Re-sends of an async send after a transport failure (Java 2).
-    pub retry_times_when_send_async_failed: u32,
-    /// Retry on another broker when the status is not `SendOk` (Java false).
-    pub retry_another_broker_when_not_store_ok: bool,
-    /// Largest body, checked before compression (Java 4 MiB).
+    /// Extra attempts of a sync send, on another broker where there is one (Java
+    /// `retryTimesWhenSendFailed`, 2).
+    #[doc(alias = "retryTimesWhenSendFailed")]
+    pub retries: u32,
+    /// Re-sends of an async send after a transport failure (Java
+    /// `retryTimesWhenSendAsyncFailed`, 2).
+    #[doc(alias = "retryTimesWhenSendAsyncFailed")]
+    pub async_retries: u32,
+    /// Retry on another broker when the broker stored the message but answered a status
+    /// other than [`SendStatus::Ok`] (Java `retryAnotherBrokerWhenNotStoreOK`, false).
+    #[doc(alias = "retryAnotherBrokerWhenNotStoreOK")]
+    pub retry_when_not_stored: bool,
+    /// Largest body, checked before compression (Java `maxMessageSize`, 4 MiB).
+    #[doc(alias = "maxMessageSize")]
     pub max_message_size: usize,
-    /// Avoid slow or failing brokers for a while (Java false).
-    pub send_latency_fault_enable: bool,
+    /// Avoid slow or failing brokers for a while (Java `sendLatencyFaultEnable`, false).
+    #[doc(alias = "sendLatencyFaultEnable")]
+    pub latency_fault_tolerance: bool,
 }
 
 impl Default for ProducerOptions {
     fn default() -> Self {
         ProducerOptions {
             create_topic_key: crate::client::validators::AUTO_CREATE_TOPIC_KEY_TOPIC.to_string(),
-            default_topic_queue_nums: 4,
-            send_msg_timeout: Duration::from_millis(3000),
-            compress_msg_body_over_howmuch: 4096,
+            default_topic_queues: 4,
+            send_timeout: Duration::from_millis(3000),
+            compress_over: 4096,
             compress_level: 5,
-            retry_times_when_send_failed: 2,
-            retry_times_when_send_async_failed: 2,
-            retry_another_broker_when_not_store_ok: false,
+            retries: 2,
+            async_retries: 2,
+            retry_when_not_stored: false,
             max_message_size: 4 * 1024 * 1024,
-            send_latency_fault_enable: false,
+            latency_fault_tolerance: false,
         }
     }
 }
 
-/// Builder for [`Producer`].
+/// Builder for [`Producer`]: `Producer::builder(group)`, settings, then
+/// [`build`](Self::build) or [`start`](Self::start).
 #[derive(Debug, Clone)]
 pub struct ProducerBuilder {
     group: String,
@@ -127,24 +180,24 @@ impl ProducerBuilder {
     }
 
     crate::util::option_setters! {
-        /// Budget of one send, retries included.
-        send_msg_timeout: Duration;
-        /// Extra attempts of a sync send.
-        retry_times_when_send_failed: u32;
-        /// Re-sends of an async send after a transport failure.
-        retry_times_when_send_async_failed: u32;
-        /// Compress bodies of at least this size.
-        compress_msg_body_over_howmuch: usize;
-        /// zlib level 0..=9.
+        /// Budget of one send, retries included (Java `sendMsgTimeout`, 3 s).
+        send_timeout: Duration;
+        /// Extra attempts of a sync send (Java `retryTimesWhenSendFailed`, 2).
+        retries: u32;
+        /// Re-sends of an async send after a transport failure (Java 2).
+        async_retries: u32;
+        /// Compress bodies of at least this many bytes (Java 4096).
+        compress_over: usize;
+        /// zlib level 0..=9 (Java 5).
         compress_level: u32;
-        /// Largest body.
+        /// Largest body (Java 4 MiB).
         max_message_size: usize;
-        /// Queues of auto-created topics.
-        default_topic_queue_nums: i32;
-        /// Latency fault tolerance.
-        send_latency_fault_enable: bool;
-        /// Retry on another broker when not stored OK.
-        retry_another_broker_when_not_store_ok: bool;
+        /// Queues of auto-created topics (Java 4).
+        default_topic_queues: u32;
+        /// Latency fault tolerance (Java false).
+        latency_fault_tolerance: bool;
+        /// Retry on another broker when not stored OK (Java false).
+        retry_when_not_stored: bool;
     }
 
     /// Checks the configuration and creates a producer that is not started yet.
@@ -221,14 +274,15 @@ impl Producer {
     /// The shared client instance while the producer runs (`None` before start and after
     /// shutdown): its cached routes, broker table and remoting client, for diagnostics and
     /// tests (Java `getDefaultMQProducerImpl().getMqClientFactory()`).
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
     pub fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
         self.inner.client_instance()
     }
 
     /// Sends and waits for the broker, within the default send timeout.
     pub fn send(&self, msg: &Message) -> Result<SendResult> {
-        self.inner
-            .send_sync(msg, self.inner.options().send_msg_timeout)
+        self.inner.send_sync(msg, self.inner.options().send_timeout)
     }
 
     /// Sends and waits for the broker, within `timeout` (retries included).
@@ -239,7 +293,7 @@ impl Producer {
     /// Sends to one queue, once (no retry).
     pub fn send_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<SendResult> {
         self.inner
-            .send_to_queue(msg, mq, self.inner.options().send_msg_timeout)
+            .send_to_queue(msg, mq, self.inner.options().send_timeout)
     }
 
     /// Sends to the queue `selector` picks, once (ordered messages).
@@ -249,7 +303,7 @@ impl Producer {
         selector: &impl MessageQueueSelector<A>,
         arg: &A,
     ) -> Result<SendResult> {
-        let timeout = self.inner.options().send_msg_timeout;
+        let timeout = self.inner.options().send_timeout;
         let mq = self
             .inner
             .select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
@@ -259,30 +313,27 @@ impl Producer {
     /// Sends messages of one topic as one batch (`SEND_BATCH_MESSAGE`).
     pub fn send_batch(&self, msgs: &[Message]) -> Result<SendResult> {
         self.inner
-            .send_batch(msgs, self.inner.options().send_msg_timeout)
+            .send_batch(msgs, self.inner.options().send_timeout)
     }
 
     /// Sends without waiting; `callback` runs once on the callback pool with the result.
     ///
     /// Invalid messages and a missing route are returned as errors at once, before
     /// anything is sent; transport failures are retried on another broker up to
-    /// `retry_times_when_send_async_failed` times, then reported to the callback.
+    /// `async_retries` times, then reported to the callback.
     pub fn send_async(
         &self,
         msg: Message,
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> Result<()> {
-        self.inner.send_async(
-            msg,
-            self.inner.options().send_msg_timeout,
-            Box::new(callback),
-        )
+        self.inner
+            .send_async(msg, self.inner.options().send_timeout, Box::new(callback))
     }
 
     /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback.
     pub fn send_async_future(&self, msg: Message) -> Result<SendFuture> {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let timeout = self.inner.options().send_msg_timeout;
+        let timeout = self.inner.options().send_timeout;
         self.inner.send_async(
             msg,
             timeout,
@@ -310,7 +361,12 @@ impl Drop for Producer {
     }
 }
 
-/// The pending result of [`Producer::send_async_future`].
+/// The pending result of [`Producer::send_async_future`], named after crossbeam's
+/// receive family: [`wait`](Self::wait), [`wait_timeout`](Self::wait_timeout),
+/// [`try_wait`](Self::try_wait).
+///
+/// It is not a [`std::future::Future`]: this crate has no async runtime, and a thread
+/// blocks on it. The send completes on its own whether or not anyone waits.
 #[derive(Debug)]
 pub struct SendFuture {
     rx: Receiver<Result<SendResult>>,
@@ -340,8 +396,8 @@ impl SendFuture {
         }
     }
 
-    /// The result if it is there already.
-    pub fn try_get(&self) -> Option<Result<SendResult>> {
+    /// The result if it is there already, without blocking.
+    pub fn try_wait(&self) -> Option<Result<SendResult>> {
         self.rx.try_recv().ok()
     }
 }

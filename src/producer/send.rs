@@ -96,7 +96,7 @@ impl ProducerImpl {
         Ok(Arc::new(ProducerImpl {
             group,
             namespace: ns,
-            fault: FaultStrategy::new(options.send_latency_fault_enable),
+            fault: FaultStrategy::new(options.latency_fault_tolerance),
             config,
             options,
             state: Mutex::new(ServiceState::CreateJust),
@@ -174,6 +174,7 @@ impl ProducerImpl {
         debug!("producer {} shut down", self.group);
     }
 
+    #[cfg(feature = "unstable-internals")]
     pub(super) fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
         self.instance.read().clone()
     }
@@ -223,8 +224,7 @@ impl ProducerImpl {
             max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
         }
         let mut flag_bits = 0;
-        let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_msg_body_over_howmuch
-        {
+        let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_over {
             flag_bits |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
             Cow::Owned(message::compress(msg.body(), self.options.compress_level))
         } else {
@@ -346,9 +346,10 @@ impl ProducerImpl {
                 return Ok(info.clone());
             }
         }
-        if let Err(e) =
-            instance.update_topic_route_from_default(topic, self.options.default_topic_queue_nums)
-        {
+        if let Err(e) = instance.update_topic_route_from_default(
+            topic,
+            i32::try_from(self.options.default_topic_queues).unwrap_or(i32::MAX),
+        ) {
             if cause.is_none() && !MQClientInstance::is_topic_not_exist(&e) {
                 cause = Some(e);
             }
@@ -426,7 +427,8 @@ impl ProducerImpl {
             producer_group: &self.group,
             topic: &p.topic,
             default_topic: &self.options.create_topic_key,
-            default_topic_queue_nums: self.options.default_topic_queue_nums,
+            default_topic_queue_nums: i32::try_from(self.options.default_topic_queues)
+                .unwrap_or(i32::MAX),
             queue_id: mq.queue_id,
             sys_flag: p.sys_flag,
             born_timestamp: util::now_millis(),
@@ -454,7 +456,7 @@ impl ProducerImpl {
         resp: RemotingCommand,
     ) -> Result<SendResult> {
         let status = match resp.response_code() {
-            ResponseCode::SUCCESS => SendStatus::SendOk,
+            ResponseCode::SUCCESS => SendStatus::Ok,
             ResponseCode::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
             ResponseCode::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
             ResponseCode::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
@@ -489,7 +491,7 @@ impl ProducerImpl {
 
     pub(super) fn send_oneway(&self, msg: &Message) -> Result<()> {
         let p = self.prepare(msg)?;
-        self.send_default(&p, Mode::Oneway, self.options.send_msg_timeout)
+        self.send_default(&p, Mode::Oneway, self.options.send_timeout)
             .map(|_| ())
     }
 
@@ -510,7 +512,7 @@ impl ProducerImpl {
         let begin = Instant::now();
         let info = self.find_publish_info(&instance, &p.topic)?;
         let attempts = match mode {
-            Mode::Sync => 1 + self.options.retry_times_when_send_failed,
+            Mode::Sync => 1 + self.options.retries,
             Mode::Oneway => 1,
         };
         let mut last_broker: Option<String> = None;
@@ -536,8 +538,8 @@ impl ProducerImpl {
                     self.fault.update(&mq.broker_name, latency, false);
                     match r {
                         Some(r)
-                            if r.send_status != SendStatus::SendOk
-                                && self.options.retry_another_broker_when_not_store_ok =>
+                            if r.send_status != SendStatus::Ok
+                                && self.options.retry_when_not_stored =>
                         {
                             not_ok = Some(r);
                             continue;
@@ -670,7 +672,7 @@ impl ProducerImpl {
             info,
             begin,
             timeout,
-            retries_left: self.options.retry_times_when_send_async_failed,
+            retries_left: self.options.async_retries,
         };
         attempt.send(mq, callback)
     }

@@ -29,6 +29,7 @@ pub enum MessageModel {
 /// Where a group without a stored offset starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(clippy::enum_variant_names)] // Java's constant names, as heartbeats carry them
 pub enum ConsumeFromWhere {
     /// From the end of the queue (default).
     #[default]

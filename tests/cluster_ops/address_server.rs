@@ -99,11 +99,9 @@ fn the_http_address_server_switches_name_servers() {
     let server = AddressServer::start(&dead);
     let url = server.url.clone();
     let p = Producer::builder(cluster::unique("pg_addrsrv"))
-        .client_config(|c| {
-            c.no_namesrv_addr()
-                .name_server_address_url(url)
-                .fetch_name_server_interval(Duration::from_millis(500))
-        })
+        .no_namesrv_addr()
+        .name_server_address_url(url)
+        .fetch_name_server_interval(Duration::from_millis(500))
         .start()
         .unwrap();
     let remoting = p.client_instance().unwrap().remoting().clone();

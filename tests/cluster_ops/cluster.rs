@@ -7,11 +7,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::RpcHook;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::TopicConfig;
 
 pub const BROKER_A: &str = "broker-a";
 pub const BROKER_B: &str = "broker-b";

@@ -20,15 +20,17 @@ fn send_latency_fault_tolerance_avoids_a_dead_broker() {
     // the window in which the cached route still lists it, so refresh rarely.
     let p = Producer::builder(cluster::unique("pg_fault"))
         .namesrv_addr(cluster::namesrv())
-        .send_latency_fault_enable(true)
-        .client_config(|c| c.poll_name_server_interval(Duration::from_secs(600)))
+        .latency_fault_tolerance(true)
+        .poll_name_server_interval(Duration::from_secs(600))
         .start()
         .unwrap();
     let attempts = SendCounter::install(&p);
     let mut warm = BTreeMap::<String, usize>::new();
     for _ in 0..16 {
         let r = p.send(&Message::new(&topic, "warm")).unwrap();
-        *warm.entry(r.message_queue.broker_name).or_default() += 1;
+        *warm
+            .entry(r.message_queue().broker_name().to_string())
+            .or_default() += 1;
     }
     assert_eq!(
         warm.len(),
@@ -49,7 +51,7 @@ fn send_latency_fault_tolerance_avoids_a_dead_broker() {
             .send(&Message::new(&topic, format!("after crash {i}")))
             .unwrap_or_else(|e| panic!("send {i} after the crash: {e}"));
         slowest = slowest.max(t.elapsed());
-        assert_eq!(r.message_queue.broker_name, BROKER_A);
+        assert_eq!(r.message_queue().broker_name(), BROKER_A);
     }
     let on_b = attempts.get(&addr_b) - before_b;
     let on_a = attempts.get(&addr_a) - before_a;

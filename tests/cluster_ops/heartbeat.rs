@@ -12,7 +12,7 @@ fn heartbeats_reach_every_master() {
     let topic = cluster::topic_on_both("hb", 2);
     let p = Producer::builder(cluster::unique("pg_hb"))
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| c.heartbeat_broker_interval(Duration::from_millis(500)))
+        .heartbeat_interval(Duration::from_millis(500))
         .start()
         .unwrap();
     // Heartbeats go to the brokers of the instance's routes, so the producer needs one.

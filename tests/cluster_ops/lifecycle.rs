@@ -29,11 +29,9 @@ fn threads() -> Vec<String> {
 fn producer(group: &str, instance: &str) -> Producer {
     Producer::builder(group)
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| {
-            c.instance_name(instance)
-                .heartbeat_broker_interval(Duration::from_millis(200))
-                .poll_name_server_interval(Duration::from_millis(200))
-        })
+        .instance_name(instance)
+        .heartbeat_interval(Duration::from_millis(200))
+        .poll_name_server_interval(Duration::from_millis(200))
         .start()
         .unwrap()
 }
@@ -123,15 +121,15 @@ fn orderly_consumer(
     instance: &str,
     seen: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
 ) -> rocketmq_blocking::PushConsumer {
-    use rocketmq_blocking::consumer::{ConsumeFromWhere, ConsumeOrderlyStatus, PushConsumer};
+    use rocketmq_blocking::{ConsumeFromWhere, ConsumeOrderlyStatus, PushConsumer};
     PushConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())
         .subscribe(topic, "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(2)
         .consume_thread_max(2)
-        .client_config(|c| c.instance_name(instance))
-        .register_message_listener_orderly(move |msgs, _| {
+        .instance_name(instance)
+        .orderly_listener(move |msgs, _| {
             seen.lock()
                 .extend(msgs.iter().map(|m| m.msg_id().to_string()));
             ConsumeOrderlyStatus::Success
@@ -164,7 +162,8 @@ fn consumer_shutdown_persists_offsets_unlocks_unregisters_and_leaves_no_thread()
         sent.push(
             p.send(&Message::new(&topic, format!("c{i}")))
                 .unwrap()
-                .msg_id,
+                .msg_id()
+                .to_string(),
         );
     }
     let seen_a = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
@@ -177,7 +176,7 @@ fn consumer_shutdown_persists_offsets_unlocks_unregisters_and_leaves_no_thread()
     let held = a
         .assigned_queues()
         .into_iter()
-        .filter(|q| q.topic == topic)
+        .filter(|q| q.topic() == topic)
         .count();
     assert_eq!(held, 4, "2 queues on each of 2 brokers");
     a.shutdown();
@@ -200,7 +199,8 @@ fn consumer_shutdown_persists_offsets_unlocks_unregisters_and_leaves_no_thread()
         .map(|i| {
             p.send(&Message::new(&topic, format!("late{i}")))
                 .unwrap()
-                .msg_id
+                .msg_id()
+                .to_string()
         })
         .collect();
     let seen_b = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));

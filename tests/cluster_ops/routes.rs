@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::client::TopicConfig;
+use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendResult};
 
 use crate::cluster::{self, RestartOnDrop, BROKER_A, BROKER_B};
@@ -13,10 +13,8 @@ const INTERVAL: Duration = Duration::from_millis(500);
 fn fast_producer() -> Producer {
     Producer::builder(cluster::unique("pg_routes"))
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| {
-            c.poll_name_server_interval(INTERVAL)
-                .heartbeat_broker_interval(INTERVAL)
-        })
+        .poll_name_server_interval(INTERVAL)
+        .heartbeat_interval(INTERVAL)
         .start()
         .unwrap()
 }
@@ -29,7 +27,7 @@ fn send(p: &Producer, topic: &str) -> SendResult {
 fn brokers_of(results: &[SendResult]) -> BTreeSet<String> {
     results
         .iter()
-        .map(|r| r.message_queue.broker_name.clone())
+        .map(|r| r.message_queue().broker_name().to_string())
         .collect()
 }
 
@@ -65,7 +63,7 @@ fn route_refresh_picks_up_a_topic_created_on_a_second_broker() {
     let started = Instant::now();
     let mut seen = BTreeSet::new();
     let reached_both = cluster::eventually(INTERVAL * 10, || {
-        seen.insert(send(&p, &topic).message_queue.broker_name);
+        seen.insert(send(&p, &topic).message_queue().broker_name().to_string());
         seen.len() == 2
     });
     assert!(
@@ -161,7 +159,7 @@ fn clean_offline_broker_drops_a_broker_that_left_the_routes() {
     let mut seen = BTreeSet::new();
     assert!(
         cluster::eventually(INTERVAL * 10, || {
-            seen.insert(send(&p, &topic).message_queue.broker_name);
+            seen.insert(send(&p, &topic).message_queue().broker_name().to_string());
             seen.len() == 2
         }),
         "sends reached only {seen:?} after {BROKER_B} came back"
@@ -191,7 +189,7 @@ fn a_topic_that_does_not_exist_without_auto_create_is_a_no_route_error() {
         assert_eq!(e.kind(), ErrorKind::NoRoute, "{e}");
         assert!(e.to_string().contains(&topic), "{e}");
         assert!(
-            took < p.options().send_msg_timeout / 3,
+            took < p.options().send_timeout / 3,
             "a missing route took {took:?} to report"
         );
     }

@@ -15,14 +15,14 @@ fn vip_channel_sends_through_the_fast_port() {
     let topic = cluster::topic_on_both("vip", 2);
     let p = Producer::builder(cluster::unique("pg_vip"))
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| c.vip_channel_enabled(true))
+        .vip_channel(true)
         .start()
         .unwrap();
     let attempts = SendCounter::install(&p);
     let n = 8;
     for i in 0..n {
         let r = p.send(&Message::new(&topic, format!("vip {i}"))).unwrap();
-        assert!([BROKER_A, BROKER_B].contains(&r.message_queue.broker_name.as_str()));
+        assert!([BROKER_A, BROKER_B].contains(&r.message_queue().broker_name()));
     }
     let (a, b) = (
         cluster::broker_addr(BROKER_A),

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::TopicConfig;
 
 static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
 static NAMESRV: OnceLock<String> = OnceLock::new();

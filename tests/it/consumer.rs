@@ -5,12 +5,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::consumer::{
-    ConsumeConcurrentlyStatus, ConsumeFromWhere, ConsumeOrderlyStatus, MessageModel, PushConsumer,
-    PushConsumerBuilder,
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::SelectMessageQueueByHash;
+use rocketmq_blocking::{
+    ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, MessageModel, PushConsumer,
+    PushConsumerBuilder, ReconsumeDelay,
 };
-use rocketmq_blocking::producer::SelectMessageQueueByHash;
 use rocketmq_blocking::{Message, MessageExt, Producer};
 
 use crate::cluster;
@@ -26,7 +26,7 @@ fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
     PushConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())
         .subscribe(topic, "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(4)
         .consume_thread_max(4)
 }
@@ -50,9 +50,9 @@ fn record(builder: PushConsumerBuilder) -> (PushConsumer, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let c = builder
-        .register_message_listener_concurrently(move |msgs, _| {
+        .listener(move |msgs, _| {
             s.lock().extend(msgs.iter().cloned());
-            ConsumeConcurrentlyStatus::ConsumeSuccess
+            ConsumeStatus::Success
         })
         .start()
         .unwrap();
@@ -75,7 +75,7 @@ fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset
             .with_keys([format!("k{i}")]);
         m.put_user_property("n", i.to_string()).unwrap();
         let r = p.send(&m).unwrap();
-        sent.insert(r.msg_id, i);
+        sent.insert(r.msg_id().to_string(), i);
     }
     let (c, seen) = recording(&group, &topic);
     wait_for("100 messages", Duration::from_secs(60), || {
@@ -88,7 +88,7 @@ fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset
         assert_eq!(m.property("n"), Some(i.to_string().as_str()));
         assert_eq!(m.topic(), topic);
     }
-    assert_eq!(ids(&seen), sent.keys().cloned().collect());
+    assert_eq!(ids(&seen), sent.keys().map(|k| k.to_string()).collect());
     // Everything consumed: the committed offsets are the end of each queue.
     wait_for("offsets to catch up", Duration::from_secs(10), || {
         c.offsets().values().sum::<i64>() >= 100
@@ -100,7 +100,8 @@ fn every_message_arrives_intact_and_a_restart_resumes_after_the_committed_offset
         second.insert(
             p.send(&Message::new(&topic, format!("late {i}")))
                 .unwrap()
-                .msg_id,
+                .msg_id()
+                .to_string(),
         );
     }
     let (c2, seen2) = recording(&group, &topic);
@@ -127,14 +128,14 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
             .send(&Message::new(&topic, format!("{tag} {i}")).with_tags(tag))
             .unwrap();
         if tag != "TagC" {
-            want.insert(r.msg_id);
+            want.insert(r.msg_id().to_string());
         }
     }
     let (c, seen) = record(
         PushConsumer::builder(cluster::unique("tagg"))
             .namesrv_addr(cluster::namesrv())
             .subscribe(&topic, "TagA || TagB")
-            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+            .consume_from_where(ConsumeFromWhere::FirstOffset),
     );
     wait_for("20 tagged messages", Duration::from_secs(60), || {
         ids(&seen).len() >= 20
@@ -147,7 +148,7 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
 
 #[test]
 fn sql92_filters_deliver_exactly_the_matching_messages() {
-    use rocketmq_blocking::consumer::MessageSelector;
+    use rocketmq_blocking::MessageSelector;
     let topic = cluster::topic("sql", 2);
     let p = producer();
     let mut want = HashSet::new();
@@ -160,14 +161,14 @@ fn sql92_filters_deliver_exactly_the_matching_messages() {
         m.put_user_property("n", i.to_string()).unwrap();
         let r = p.send(&m).unwrap();
         if i >= 10 && i % 2 == 0 {
-            want.insert(r.msg_id);
+            want.insert(r.msg_id().to_string());
         }
     }
     let (c, seen) = record(
         PushConsumer::builder(cluster::unique("sqlg"))
             .namesrv_addr(cluster::namesrv())
             .subscribe_with(&topic, MessageSelector::by_sql("n >= 10 AND TAGS = 'even'"))
-            .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset),
+            .consume_from_where(ConsumeFromWhere::FirstOffset),
     );
     wait_for("10 matching messages", Duration::from_secs(60), || {
         ids(&seen).len() >= 10
@@ -181,23 +182,27 @@ fn sql92_filters_deliver_exactly_the_matching_messages() {
 fn a_failed_message_comes_back_with_growing_reconsume_times() {
     let topic = cluster::topic("retry", 1);
     let p = producer();
-    let failing = p.send(&Message::new(&topic, "fail twice")).unwrap().msg_id;
-    let seen: Arc<Mutex<Vec<(String, i32, String)>>> = Arc::new(Mutex::new(Vec::new()));
+    let failing = p
+        .send(&Message::new(&topic, "fail twice"))
+        .unwrap()
+        .msg_id()
+        .to_string();
+    let seen: Arc<Mutex<Vec<(String, u32, String)>>> = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let c = consumer(&cluster::unique("retryg"), &topic)
-        .register_message_listener_concurrently(move |msgs, ctx| {
+        .listener(move |msgs, ctx| {
             let m = &msgs[0];
             s.lock().push((
                 m.msg_id().to_string(),
-                m.reconsume_times,
+                m.reconsume_times(),
                 m.topic().to_string(),
             ));
             // 1 s delay levels keep the test short (Java: delayLevelWhenNextConsume).
-            ctx.delay_level_when_next_consume = 1;
-            if m.reconsume_times < 2 {
-                ConsumeConcurrentlyStatus::ReconsumeLater
+            ctx.set_reconsume_delay(ReconsumeDelay::Level(1));
+            if m.reconsume_times() < 2 {
+                ConsumeStatus::ReconsumeLater
             } else {
-                ConsumeConcurrentlyStatus::ConsumeSuccess
+                ConsumeStatus::Success
             }
         })
         .start()
@@ -206,7 +211,7 @@ fn a_failed_message_comes_back_with_growing_reconsume_times() {
         seen.lock().len() >= 3
     });
     let seen = seen.lock().clone();
-    let times: Vec<i32> = seen.iter().map(|(_, t, _)| *t).collect();
+    let times: Vec<u32> = seen.iter().map(|(_, t, _)| *t).collect();
     assert_eq!(&times[..3], &[0, 1, 2]);
     assert!(
         seen.iter().all(|(id, _, t)| *id == failing && *t == topic),
@@ -225,10 +230,10 @@ fn a_message_that_always_fails_ends_in_the_dead_letter_queue() {
     let d = deliveries.clone();
     let c = consumer(&group, &topic)
         .max_reconsume_times(1)
-        .register_message_listener_concurrently(move |_, ctx| {
+        .listener(move |_, ctx| {
             *d.lock() += 1;
-            ctx.delay_level_when_next_consume = 1;
-            ConsumeConcurrentlyStatus::ReconsumeLater
+            ctx.set_reconsume_delay(ReconsumeDelay::Level(1));
+            ConsumeStatus::ReconsumeLater
         })
         .start()
         .unwrap();
@@ -253,7 +258,7 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
     let group = cluster::unique("splitg");
     let p = producer();
     let start = |name: &str| -> (PushConsumer, Seen) {
-        record(consumer(&group, &topic).client_config(|cc| cc.instance_name(name)))
+        record(consumer(&group, &topic).instance_name(name))
     };
     let mut consumers: Vec<(PushConsumer, Seen)> =
         ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
@@ -270,7 +275,7 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
             .map(|(c, _)| {
                 c.assigned_queues()
                     .iter()
-                    .filter(|q| q.topic == topic)
+                    .filter(|q| q.topic() == topic)
                     .count()
             })
             .collect();
@@ -283,7 +288,7 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
     let held: Vec<_> = consumers
         .iter()
         .flat_map(|(c, _)| c.assigned_queues())
-        .filter(|q| q.topic == topic)
+        .filter(|q| q.topic() == topic)
         .collect();
     assert_eq!(held.len(), 8);
     assert_eq!(
@@ -299,7 +304,8 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
         sent.insert(
             p.send(&Message::new(&topic, format!("m{i}")))
                 .unwrap()
-                .msg_id,
+                .msg_id()
+                .to_string(),
         );
         if i == 100 {
             let (c, s) = start("c4");
@@ -348,7 +354,7 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
             consumer(&group, &topic)
                 .message_model(MessageModel::Broadcasting)
                 .offset_store_dir(dir.clone())
-                .client_config(|cc| cc.instance_name(name)),
+                .instance_name(name),
         )
     };
     let (a, seen_a) = start("b1");
@@ -358,7 +364,8 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
         sent.insert(
             p.send(&Message::new(&topic, format!("b{i}")))
                 .unwrap()
-                .msg_id,
+                .msg_id()
+                .to_string(),
         );
     }
     wait_for("both to see all 40", Duration::from_secs(60), || {
@@ -376,12 +383,13 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
         consumer(&group, &topic)
             .message_model(MessageModel::Broadcasting)
             .offset_store_dir(dir.clone())
-            .client_config(|cc| cc.instance_name("b1")),
+            .instance_name("b1"),
     );
     let late = p
         .send(&Message::new(&topic, "after restart"))
         .unwrap()
-        .msg_id;
+        .msg_id()
+        .to_string();
     wait_for("the new message", Duration::from_secs(30), || {
         ids(&seen).contains(&late)
     });
@@ -409,16 +417,16 @@ fn orderly_consumption_keeps_queue_order_across_a_suspend() {
     let suspended = Arc::new(Mutex::new(false));
     let (s, sus) = (seen.clone(), suspended.clone());
     let c = consumer(&cluster::unique("ordg"), &topic)
-        .suspend_current_queue_time(Duration::from_millis(100))
-        .register_message_listener_orderly(move |msgs, _| {
+        .suspend_time(Duration::from_millis(100))
+        .orderly_listener(move |msgs, _| {
             let m = &msgs[0];
             let body = String::from_utf8_lossy(m.body()).to_string();
             // Suspend once in the middle of order-1.
             if body == "order-1:7" && !*sus.lock() {
                 *sus.lock() = true;
-                return ConsumeOrderlyStatus::SuspendCurrentQueueAMoment;
+                return ConsumeOrderlyStatus::Suspend;
             }
-            s.lock().push((body, m.queue_offset, m.queue_id));
+            s.lock().push((body, m.queue_offset(), m.queue_id()));
             ConsumeOrderlyStatus::Success
         })
         .start()
@@ -458,13 +466,13 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
         .consume_thread_max(4)
         .adjust_thread_pool_nums_threshold(50)
         .pull_batch_size(1)
-        .client_config(|cc| cc.adjust_thread_pool_interval(Duration::from_millis(200)))
-        .register_message_listener_concurrently(move |_, _| {
+        .adjust_thread_pool_interval(Duration::from_millis(200))
+        .listener(move |_, _| {
             // Slow until released, so a backlog builds up at the broker.
             if !*r.lock() {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            ConsumeConcurrentlyStatus::ConsumeSuccess
+            ConsumeStatus::Success
         })
         .start()
         .unwrap();
@@ -479,18 +487,18 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
     c.shutdown();
 }
 
-fn lite(group: &str) -> rocketmq_blocking::consumer::LitePullConsumerBuilder {
-    use rocketmq_blocking::consumer::{LitePullConsumer, LitePullOptions};
+fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
+    use rocketmq_blocking::{LitePullConsumer, LitePullOptions};
     LitePullConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())
         .options(LitePullOptions {
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            consume_from_where: ConsumeFromWhere::FirstOffset,
             broker_suspend_max_time: Duration::from_millis(500),
             ..LitePullOptions::default()
         })
 }
 
-fn poll_until(c: &rocketmq_blocking::consumer::LitePullConsumer, n: usize) -> Vec<MessageExt> {
+fn poll_until(c: &rocketmq_blocking::LitePullConsumer, n: usize) -> Vec<MessageExt> {
     let mut got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while got.len() < n && Instant::now() < deadline {
@@ -523,7 +531,7 @@ fn lite_pull_assign_seek_poll_and_commit_round_trip() {
     c.seek(&mq, 7).unwrap();
     let again = poll_until(&c, 3);
     assert_eq!(
-        again.iter().map(|m| m.queue_offset).collect::<Vec<_>>(),
+        again.iter().map(|m| m.queue_offset()).collect::<Vec<_>>(),
         vec![7, 8, 9]
     );
     assert!(c.seek(&mq, 11).is_err(), "beyond the max offset");
@@ -531,8 +539,8 @@ fn lite_pull_assign_seek_poll_and_commit_round_trip() {
     c.commit_sync().unwrap();
     assert_eq!(c.committed(&mq).unwrap(), Some(10));
     c.seek_to_begin(&mq).unwrap();
-    assert_eq!(poll_until(&c, 1)[0].queue_offset, 0);
-    let ts = first[5].store_timestamp;
+    assert_eq!(poll_until(&c, 1)[0].queue_offset(), 0);
+    let ts = first[5].store_timestamp();
     assert!(c.offset_for_timestamp(&mq, ts).unwrap() <= 5);
     c.shutdown();
 }
@@ -546,7 +554,8 @@ fn lite_pull_subscribe_gets_every_message() {
         sent.insert(
             p.send(&Message::new(&topic, format!("s{i}")))
                 .unwrap()
-                .msg_id,
+                .msg_id()
+                .to_string(),
         );
     }
     let c = lite(&cluster::unique("litesubg"))

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::message::{property, sys_flag, MessageExt};
-use rocketmq_blocking::producer::SelectMessageQueueByHash;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::SelectMessageQueueByHash;
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendStatus};
 
 use crate::cluster;
@@ -30,7 +30,7 @@ fn stored(offset_msg_id: &str) -> MessageExt {
 }
 
 fn user_props(m: &MessageExt) -> HashMap<String, String> {
-    m.message
+    m.message()
         .properties()
         .filter(|(k, _)| k.starts_with("user-"))
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -50,18 +50,18 @@ fn a_sent_message_is_stored_byte_exact() {
         .unwrap();
     msg.set_flag(7);
     let r = p.send(&msg).unwrap();
-    assert_eq!(r.send_status, SendStatus::SendOk);
-    assert_eq!(r.message_queue.topic, topic);
-    assert_eq!(r.msg_id.len(), 32, "UNIQ_KEY of an IPv4 client");
-    let m = stored(&r.offset_msg_id);
+    assert_eq!(r.send_status(), SendStatus::Ok);
+    assert_eq!(r.message_queue().topic(), topic);
+    assert_eq!(r.msg_id().len(), 32, "UNIQ_KEY of an IPv4 client");
+    let m = stored(r.offset_msg_id());
     assert_eq!(m.topic(), topic);
     assert_eq!(m.body(), body.as_slice());
     assert_eq!(m.tags(), Some("TagA"));
     assert_eq!(m.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
     assert_eq!(m.flag(), 7);
-    assert_eq!(m.msg_id(), r.msg_id, "UNIQ_KEY stored as sent");
-    assert_eq!(m.queue_id, r.message_queue.queue_id);
-    assert_eq!(m.queue_offset, r.queue_offset);
+    assert_eq!(m.msg_id(), r.msg_id(), "UNIQ_KEY stored as sent");
+    assert_eq!(m.queue_id(), r.message_queue().queue_id());
+    assert_eq!(m.queue_offset(), r.queue_offset());
     let props = user_props(&m);
     assert_eq!(props.get("user-a").map(String::as_str), Some("1"));
     assert_eq!(
@@ -76,12 +76,12 @@ fn a_large_body_is_stored_compressed_and_reads_back_identical() {
     let p = producer();
     let body: Vec<u8> = (0..100 * 1024).map(|i| (i % 251) as u8).collect();
     let r = p.send(&Message::new(&topic, body.clone())).unwrap();
-    let m = stored(&r.offset_msg_id);
-    assert_ne!(m.sys_flag & sys_flag::COMPRESSED, 0, "stored compressed");
+    let m = stored(r.offset_msg_id());
+    assert_ne!(m.sys_flag() & sys_flag::COMPRESSED, 0, "stored compressed");
     assert!(
-        m.store_size < 20 * 1024,
+        m.store_size() < 20 * 1024,
         "stored {} bytes for a 100 KiB body",
-        m.store_size
+        m.store_size()
     );
     assert_eq!(m.body(), body.as_slice(), "decompressed on read");
 }
@@ -94,8 +94,8 @@ fn a_batch_is_stored_as_separate_messages() {
         .map(|i| Message::new(&topic, format!("batch body {i}")).with_keys([format!("bk{i}")]))
         .collect();
     let r = p.send_batch(&msgs).unwrap();
-    let ids: Vec<&str> = r.msg_id.split(',').collect();
-    let offsets: Vec<&str> = r.offset_msg_id.split(',').collect();
+    let ids: Vec<&str> = r.msg_id().split(',').collect();
+    let offsets: Vec<&str> = r.offset_msg_id().split(',').collect();
     assert_eq!(ids.len(), 3);
     assert_eq!(offsets.len(), 3);
     for (i, off) in offsets.iter().enumerate() {
@@ -103,7 +103,7 @@ fn a_batch_is_stored_as_separate_messages() {
         assert_eq!(m.body(), format!("batch body {i}").as_bytes());
         assert_eq!(m.keys().collect::<Vec<_>>(), vec![format!("bk{i}")]);
         assert_eq!(m.msg_id(), ids[i]);
-        assert_eq!(m.queue_offset, r.queue_offset + i as i64);
+        assert_eq!(m.queue_offset(), r.queue_offset() + i as i64);
     }
 }
 
@@ -114,7 +114,7 @@ fn ten_thousand_async_sends_each_call_back_exactly_once() {
     // which async sends do not retry, as in Java); the in-flight bound is the back-pressure.
     let p = Producer::builder(cluster::unique("pg"))
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| c.async_permits(256))
+        .async_permits(256)
         .start()
         .unwrap();
     let n = 10_000;
@@ -125,7 +125,7 @@ fn ten_thousand_async_sends_each_call_back_exactly_once() {
         let tx = tx.clone();
         p.send_async(Message::new(&topic, format!("m{i}")), move |r| {
             calls.fetch_add(1, Ordering::SeqCst);
-            let _ = tx.send(r.map(|r| r.msg_id));
+            let _ = tx.send(r.map(|r| r.msg_id().to_string()));
         })
         .unwrap();
     }
@@ -145,7 +145,7 @@ fn async_future_resolves_to_the_send_result() {
     let p = producer();
     let f = p.send_async_future(Message::new(&topic, "f")).unwrap();
     let r = f.wait().unwrap();
-    assert_eq!(stored(&r.offset_msg_id).body(), b"f");
+    assert_eq!(stored(r.offset_msg_id()).body(), b"f");
 }
 
 #[test]
@@ -183,12 +183,12 @@ fn ordered_sends_with_a_selector_land_on_the_selected_queue_in_order() {
             )
             .unwrap();
         // Java: abs("order-1".hashCode() % 8) = 6.
-        assert_eq!(r.message_queue.queue_id, 6);
-        queue.get_or_insert(r.message_queue.queue_id);
+        assert_eq!(r.message_queue().queue_id(), 6);
+        queue.get_or_insert(r.message_queue().queue_id());
         if let Some(prev) = last {
-            assert_eq!(r.queue_offset, prev + 1, "consecutive on the queue");
+            assert_eq!(r.queue_offset(), prev + 1, "consecutive on the queue");
         }
-        last = Some(r.queue_offset);
+        last = Some(r.queue_offset());
     }
 }
 
@@ -201,7 +201,7 @@ fn send_to_a_chosen_queue() {
     let r = p
         .send_to_queue(&Message::new(&topic, "q3"), &mqs[3])
         .unwrap();
-    assert_eq!(r.message_queue, mqs[3]);
+    assert_eq!(r.message_queue(), &mqs[3]);
 }
 
 #[test]
@@ -209,9 +209,9 @@ fn a_new_topic_is_auto_created_through_tbw102() {
     let topic = cluster::unique("autocreated");
     let p = producer();
     let r = p.send(&Message::new(&topic, "first")).unwrap();
-    assert_eq!(r.send_status, SendStatus::SendOk);
-    assert!(r.message_queue.queue_id < 4, "default topic queue nums");
-    assert_eq!(stored(&r.offset_msg_id).body(), b"first");
+    assert_eq!(r.send_status(), SendStatus::Ok);
+    assert!(r.message_queue().queue_id() < 4, "default topic queue nums");
+    assert_eq!(stored(r.offset_msg_id()).body(), b"first");
 }
 
 #[test]
@@ -263,12 +263,12 @@ fn a_group_registered_twice_in_one_instance_is_refused() {
     let group = cluster::unique("dup");
     let a = Producer::builder(&group)
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| c.instance_name("dup-instance"))
+        .instance_name("dup-instance")
         .start()
         .unwrap();
     let e = Producer::builder(&group)
         .namesrv_addr(cluster::namesrv())
-        .client_config(|c| c.instance_name("dup-instance"))
+        .instance_name("dup-instance")
         .start()
         .err()
         .unwrap();

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::bounded;
-use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::client::{MQClientAPI, TopicConfig};
 use rocketmq_blocking::protocol::header::{
     GetRouteInfoRequestHeader, OffsetResponseHeader, QueueOffsetRequestHeader,
@@ -15,6 +14,7 @@ use rocketmq_blocking::protocol::heartbeat::{
 };
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode, ResponseCode, SerializeType};
 use rocketmq_blocking::remoting::{RemotingClient, RemotingConfig};
+use rocketmq_blocking::Admin;
 use rocketmq_blocking::ErrorKind;
 
 use crate::cluster;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::admin::Admin;
+use rocketmq_blocking::Admin;
 
 pub fn init_logging() {
     let _ = env_logger::builder()

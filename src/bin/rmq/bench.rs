@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 use clap::{value_parser, ValueEnum};
 use parking_lot::{Condvar, Mutex};
-use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::client::validators::check_send_topic;
-use rocketmq_blocking::client::TopicConfig;
-use rocketmq_blocking::producer::ProducerOptions;
 use rocketmq_blocking::remoting::{Permit, Semaphore};
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::ProducerOptions;
+use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Message, Producer, SendResult};
 
 use crate::stats::{self, round, Counting, CpuSeconds, CpuTime, Latency, Progress, Recorder};
@@ -148,7 +148,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
     }
     // No compression, as in the Java benchmark: the threshold is above the body size.
     let producer = start_producer(&addr, &args.group, args.serialize.into(), |b| {
-        b.compress_msg_body_over_howmuch(size.saturating_add(1))
+        b.compress_over(size.saturating_add(1))
     })?;
     let inflight = match args.mode {
         Mode::Async => format!(" inflight={}", args.inflight),
@@ -180,7 +180,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         recorder: Arc::new(Recorder::new()?),
         window: Semaphore::new(args.inflight as usize),
         inflight: args.inflight as usize,
-        send_timeout: producer.options().send_msg_timeout,
+        send_timeout: producer.options().send_timeout,
         gate: Gate::default(),
     };
     let (mark, progress) = std::thread::scope(|s| {

@@ -17,8 +17,8 @@ use clap::value_parser;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rocketmq_blocking::client::validators::check_topic;
-use rocketmq_blocking::consumer::{ConsumeFromWhere, LitePullConsumer, LitePullOptions};
 use rocketmq_blocking::MessageExt;
+use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, LitePullOptions};
 
 use crate::stats::{self, round, Counting, CpuSeconds, CpuTime, Latency, Progress, Recorder};
 use crate::{namesrv, parse_seconds, push_consumer, CliResult, HeaderEncoding};
@@ -77,11 +77,12 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
     };
     let (cpu, rss) = if args.lite_pull {
         let options = LitePullOptions {
-            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            consume_from_where: ConsumeFromWhere::FirstOffset,
             ..LitePullOptions::default()
         };
         let consumer = LitePullConsumer::builder(&args.group)
-            .client_config(|c| c.namesrv_addr(&addr).serialize_type(args.serialize.into()))
+            .namesrv_addr(&addr)
+            .serialize_type(args.serialize.into())
             .options(options)
             .subscribe(&args.topic, "*")
             .start()?;
@@ -101,7 +102,7 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
             listener,
         )
         .subscribe(&args.topic, "*")
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(threads)
         .consume_thread_max(threads)
         .start()?;
@@ -221,7 +222,7 @@ impl Tally {
             if self.count.is_some_and(|c| n > c) {
                 continue;
             }
-            self.recorder.ok(1, end_to_end(m.born_timestamp));
+            self.recorder.ok(1, end_to_end(m.born_timestamp()));
             let at = u64::try_from(self.begin.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.last_us.fetch_max(at.max(1), Ordering::Relaxed);
             if Some(n) == self.count {
@@ -242,15 +243,16 @@ struct Seen {
 impl Seen {
     /// The number of distinct messages so far if `m` is one more; `None` for a duplicate.
     fn first_delivery(&mut self, m: &MessageExt) -> Option<u64> {
-        if !self.queues.contains_key(&m.broker_name) {
-            self.queues.insert(m.broker_name.clone(), HashMap::new());
+        if !self.queues.contains_key(m.broker_name()) {
+            self.queues
+                .insert(m.broker_name().to_string(), HashMap::new());
         }
         let queue = self
             .queues
-            .get_mut(&m.broker_name)?
-            .entry(m.queue_id)
+            .get_mut(m.broker_name())?
+            .entry(m.queue_id())
             .or_default();
-        if !queue.insert(m.queue_offset) {
+        if !queue.insert(m.queue_offset()) {
             return None;
         }
         self.distinct += 1;
@@ -291,11 +293,11 @@ impl OffsetSet {
     }
 }
 
-/// Now minus a `bornTimestamp` (ms since the epoch); zero if the producer's clock is ahead.
-fn end_to_end(born_ms: i64) -> Duration {
-    let now_us = i64::try_from(stats::epoch_us()).unwrap_or(i64::MAX);
-    let us = now_us.saturating_sub(born_ms.saturating_mul(1000));
-    Duration::from_micros(u64::try_from(us).unwrap_or(0))
+/// Now minus a message's born time; zero if the producer's clock is ahead.
+fn end_to_end(born: std::time::SystemTime) -> Duration {
+    std::time::SystemTime::now()
+        .duration_since(born)
+        .unwrap_or(Duration::ZERO)
 }
 
 /// The final report; the JSON line is this struct, in this field order.
@@ -354,24 +356,27 @@ mod tests {
 
     #[test]
     fn end_to_end_latency_is_never_negative() {
-        let now_ms = (stats::epoch_us() / 1000) as i64;
-        let d = end_to_end(now_ms - 1500);
+        let now = std::time::SystemTime::now();
+        let d = end_to_end(now - Duration::from_millis(1500));
         assert!(
             d >= Duration::from_millis(1500) && d < Duration::from_secs(60),
             "{d:?}"
         );
-        assert_eq!(end_to_end(now_ms + 60_000), Duration::ZERO);
-        assert!(end_to_end(i64::MIN) > Duration::ZERO);
+        assert_eq!(end_to_end(now + Duration::from_secs(60)), Duration::ZERO);
+        assert!(end_to_end(std::time::UNIX_EPOCH) > Duration::ZERO);
     }
 
     /// A message of queue `queue_id` on broker-a at `offset`.
     fn at(queue_id: i32, offset: i64) -> MessageExt {
-        MessageExt {
-            broker_name: "broker-a".into(),
+        let mut m = MessageExt::default();
+        m.set_stored(
+            rocketmq_blocking::Message::new("T", ""),
+            "broker-a",
             queue_id,
-            queue_offset: offset,
-            ..MessageExt::default()
-        }
+            offset,
+            0,
+        );
+        m
     }
 
     /// A tally that stops at 3, and the receiver of its done signal.
@@ -403,7 +408,8 @@ mod tests {
         let (tally, signalled) = tally_of_three();
         // Same offset on another queue or broker is another message.
         let mut other_broker = at(0, 7);
-        other_broker.broker_name = "broker-b".into();
+        let msg = other_broker.message().clone();
+        other_broker.set_stored(msg, "broker-b", 0, 7, 0);
         assert!(tally.record(&[at(0, 7), at(0, 7), at(1, 7)]));
         assert_eq!(tally.recorder.acked(), 2);
         assert!(signalled.try_recv().is_err());

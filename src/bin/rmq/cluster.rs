@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::admin::Admin;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::Admin;
 
 use crate::{CliResult, ClusterAction};
 

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use clap::{value_parser, ValueEnum};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use rocketmq_blocking::client::validators::check_topic;
-use rocketmq_blocking::consumer::{ConsumeFromWhere, MessageModel, MessageSelector};
 use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::{ConsumeFromWhere, MessageModel, MessageSelector};
 use rocketmq_blocking::{MessageExt, MessageQueue, PushConsumer};
 
 use crate::{namesrv, parse_seconds, push_consumer, CliResult};
@@ -68,8 +68,8 @@ pub(crate) enum StartAt {
 impl From<StartAt> for ConsumeFromWhere {
     fn from(s: StartAt) -> Self {
         match s {
-            StartAt::First => ConsumeFromWhere::ConsumeFromFirstOffset,
-            StartAt::Last => ConsumeFromWhere::ConsumeFromLastOffset,
+            StartAt::First => ConsumeFromWhere::FirstOffset,
+            StartAt::Last => ConsumeFromWhere::LastOffset,
         }
     }
 }
@@ -254,7 +254,7 @@ struct Line<'a> {
     keys: Vec<&'a str>,
     queue: Queue<'a>,
     queue_offset: i64,
-    reconsume_times: i32,
+    reconsume_times: u32,
     born_timestamp: i64,
     store_timestamp: i64,
     properties: BTreeMap<&'a str, &'a str>,
@@ -282,19 +282,25 @@ fn render(m: &MessageExt, mq: &MessageQueue) -> String {
         tags: m.tags(),
         keys: m.keys().collect(),
         queue: Queue {
-            broker: &mq.broker_name,
-            queue_id: mq.queue_id,
+            broker: mq.broker_name(),
+            queue_id: mq.queue_id(),
         },
-        queue_offset: m.queue_offset,
-        reconsume_times: m.reconsume_times,
-        born_timestamp: m.born_timestamp,
-        store_timestamp: m.store_timestamp,
-        properties: m.message.properties().collect(),
+        queue_offset: m.queue_offset(),
+        reconsume_times: m.reconsume_times(),
+        born_timestamp: epoch_millis(m.born_timestamp()),
+        store_timestamp: epoch_millis(m.store_timestamp()),
+        properties: m.message().properties().collect(),
         body,
         body_encoding,
     };
     // Strings, numbers and maps of strings always serialise.
     serde_json::to_string(&line).unwrap_or_default()
+}
+
+/// Milliseconds since the Unix epoch, as the JSON lines carry Java's timestamps.
+fn epoch_millis(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// Standard base64 with padding (RFC 4648 §4).
@@ -337,14 +343,17 @@ mod tests {
     }
 
     fn message(body: &[u8]) -> MessageExt {
-        MessageExt {
-            message: rocketmq_blocking::Message::new("T", body.to_vec())
+        let mut m = MessageExt::default();
+        m.set_stored(
+            rocketmq_blocking::Message::new("T", body.to_vec())
                 .with_tags("TagA")
                 .with_keys(["k1", "k2"]),
-            queue_id: 3,
-            queue_offset: 42,
-            ..MessageExt::default()
-        }
+            "",
+            3,
+            42,
+            0,
+        );
+        m
     }
 
     #[test]

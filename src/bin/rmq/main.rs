@@ -14,13 +14,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use rocketmq_blocking::admin::Admin;
-use rocketmq_blocking::client::TopicConfig;
-use rocketmq_blocking::consumer::{
-    ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer, PushConsumerBuilder,
-};
-use rocketmq_blocking::producer::ProducerBuilder;
 use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::Admin;
+use rocketmq_blocking::ProducerBuilder;
+use rocketmq_blocking::TopicConfig;
+use rocketmq_blocking::{ConsumeOrderlyStatus, ConsumeStatus, PushConsumer, PushConsumerBuilder};
 use rocketmq_blocking::{MessageExt, MessageQueue, Producer};
 
 #[derive(Parser)]
@@ -242,7 +240,8 @@ fn start_producer(
     tune: impl FnOnce(ProducerBuilder) -> ProducerBuilder,
 ) -> Result<Producer, rocketmq_blocking::Error> {
     let builder = Producer::builder(group)
-        .client_config(|c| c.namesrv_addr(namesrv).serialize_type(encoding));
+        .namesrv_addr(namesrv)
+        .serialize_type(encoding);
     tune(builder).start()
 }
 
@@ -258,21 +257,22 @@ fn push_consumer(
     listener: impl Fn(&[MessageExt], &MessageQueue) -> bool + Send + Sync + 'static,
 ) -> PushConsumerBuilder {
     let builder = PushConsumer::builder(group)
-        .client_config(|c| c.namesrv_addr(namesrv).serialize_type(encoding));
+        .namesrv_addr(namesrv)
+        .serialize_type(encoding);
     if orderly {
-        builder.register_message_listener_orderly(move |msgs, ctx| {
-            if listener(msgs, &ctx.message_queue) {
+        builder.orderly_listener(move |msgs, ctx| {
+            if listener(msgs, ctx.message_queue()) {
                 ConsumeOrderlyStatus::Success
             } else {
-                ConsumeOrderlyStatus::SuspendCurrentQueueAMoment
+                ConsumeOrderlyStatus::Suspend
             }
         })
     } else {
-        builder.register_message_listener_concurrently(move |msgs, ctx| {
-            if listener(msgs, &ctx.message_queue) {
-                ConsumeConcurrentlyStatus::ConsumeSuccess
+        builder.listener(move |msgs, ctx| {
+            if listener(msgs, ctx.message_queue()) {
+                ConsumeStatus::Success
             } else {
-                ConsumeConcurrentlyStatus::ReconsumeLater
+                ConsumeStatus::ReconsumeLater
             }
         })
     }

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{unbounded, RecvTimeoutError};
 use rocketmq_blocking::client::validators::{check_body, check_send_topic};
 use rocketmq_blocking::message::uniq;
-use rocketmq_blocking::producer::ProducerOptions;
 use rocketmq_blocking::protocol::SerializeType;
 use rocketmq_blocking::remoting::Semaphore;
+use rocketmq_blocking::ProducerOptions;
 use rocketmq_blocking::{Message, Producer, SendResult, SendStatus};
 
 use crate::{namesrv, start_producer, CliResult, Mode};
@@ -131,12 +131,12 @@ struct Ack<'a> {
 
 fn print_ack(r: &SendResult) {
     let ack = Ack {
-        status: r.send_status,
-        msg_id: &r.msg_id,
-        offset_msg_id: &r.offset_msg_id,
-        broker: &r.message_queue.broker_name,
-        queue: r.message_queue.queue_id,
-        queue_offset: r.queue_offset,
+        status: r.send_status(),
+        msg_id: r.msg_id(),
+        offset_msg_id: r.offset_msg_id(),
+        broker: r.message_queue().broker_name(),
+        queue: r.message_queue().queue_id(),
+        queue_offset: r.queue_offset(),
     };
     // Serialising strings and numbers cannot fail.
     if let Ok(line) = serde_json::to_string(&ack) {
@@ -164,7 +164,7 @@ fn send_sync(producer: &Producer, msg: &Message, count: u64) -> (u64, u64) {
 
 fn send_async(producer: &Producer, msg: &Message, count: u64) -> (u64, u64) {
     let window = Semaphore::new(ASYNC_WINDOW);
-    let timeout = producer.options().send_msg_timeout;
+    let timeout = producer.options().send_timeout;
     // Callbacks run on the producer's pool; results come back here to be printed in
     // one place.
     let (tx, rx) = unbounded();
