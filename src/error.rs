@@ -34,6 +34,9 @@ pub enum ErrorKind {
     NoRoute,
     /// A local I/O error (files, sockets) that fits none of the kinds above.
     Io,
+    /// The client is not configured for the call (no name-server address, for one);
+    /// retrying does not help until the configuration changes.
+    Config,
 }
 
 /// Which part of a call ran out of time.
@@ -72,6 +75,7 @@ struct Inner {
     addr: Option<String>,
     phase: Option<TimeoutPhase>,
     code: Option<ResponseCode>,
+    remark: Option<String>,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -88,6 +92,7 @@ impl Error {
                 addr: None,
                 phase: None,
                 code: None,
+                remark: None,
                 source: None,
             }),
         }
@@ -122,6 +127,7 @@ impl Error {
             ),
         );
         e.inner.code = Some(code);
+        e.inner.remark = remark.map(str::to_string);
         e
     }
 
@@ -184,6 +190,12 @@ impl Error {
     /// The broker's or name server's response code, for [`ErrorKind::Response`].
     pub fn response_code(&self) -> Option<ResponseCode> {
         self.inner.code
+    }
+
+    /// The broker's or name server's remark (its explanation of the response code), for
+    /// [`ErrorKind::Response`] when the peer sent one.
+    pub fn remark(&self) -> Option<&str> {
+        self.inner.remark.as_deref()
     }
 
     /// The message without the source chain.
@@ -270,6 +282,25 @@ mod tests {
             std::mem::size_of::<Result<()>>(),
             std::mem::size_of::<usize>()
         );
+    }
+
+    #[test]
+    fn a_response_error_keeps_the_code_and_the_remark_apart() {
+        let e = Error::response(ResponseCode::TOPIC_NOT_EXIST, Some("topic[T] not exist"));
+        assert_eq!(e.response_code(), Some(ResponseCode::TOPIC_NOT_EXIST));
+        assert_eq!(e.remark(), Some("topic[T] not exist"));
+        assert!(e.to_string().contains("topic[T] not exist"), "{e}");
+        assert_eq!(
+            Error::response(ResponseCode::SYSTEM_ERROR, None).remark(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_configuration_error_is_not_retriable() {
+        let e = Error::new(ErrorKind::Config, "no name server address is configured");
+        assert!(!e.is_retriable());
+        assert!(Error::new(ErrorKind::Connect, "refused").is_retriable());
     }
 
     #[test]

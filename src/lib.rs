@@ -20,6 +20,11 @@
 //! Feature `testkit` (on by default through `cli`) adds [`testkit::Cluster`], a launcher for a
 //! real local RocketMQ name server and broker used by the tests and examples.
 #![warn(missing_docs)]
+// Every public type has `Debug`; the internals (behind a feature) are not held to it.
+#![cfg_attr(
+    not(feature = "unstable-internals"),
+    warn(missing_debug_implementations)
+)]
 
 // The internal layers are crate-private unless the `unstable-internals` feature is on (for
 // the `rmq` tool, the benches, the fuzz targets and the codec tests; not covered by semver).

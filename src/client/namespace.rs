@@ -2,8 +2,7 @@
 //! the `%RETRY%`/`%DLQ%` prefix in front.
 
 const SEPARATOR: char = '%';
-const RETRY_PREFIX: &str = "%RETRY%";
-const DLQ_PREFIX: &str = "%DLQ%";
+use super::validators::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 fn is_system_resource(resource: &str) -> bool {
     resource == super::validators::AUTO_CREATE_TOPIC_KEY_TOPIC
@@ -25,7 +24,7 @@ fn is_system_resource(resource: &str) -> bool {
 }
 
 fn split_prefix(resource: &str) -> (&str, &str) {
-    for p in [RETRY_PREFIX, DLQ_PREFIX] {
+    for p in [RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX] {
         if let Some(rest) = resource.strip_prefix(p) {
             return (p, rest);
         }

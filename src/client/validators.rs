@@ -15,6 +15,20 @@ pub const DEFAULT_PRODUCER_GROUP: &str = "DEFAULT_PRODUCER";
 pub const DEFAULT_CONSUMER_GROUP: &str = "DEFAULT_CONSUMER";
 /// The group of every client instance's internal producer.
 pub const CLIENT_INNER_PRODUCER_GROUP: &str = "CLIENT_INNER_PRODUCER";
+/// Prefix of a group's retry topic (Java `MixAll.RETRY_GROUP_TOPIC_PREFIX`).
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+/// Prefix of a group's dead-letter topic (Java `MixAll.DLQ_GROUP_TOPIC_PREFIX`).
+pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+
+/// The retry topic of `group` (Java `MixAll.getRetryTopic`).
+pub fn retry_topic(group: &str) -> String {
+    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
+}
+
+/// Whether `topic` is a retry topic.
+pub fn is_retry_topic(topic: &str) -> bool {
+    topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
+}
 
 /// Topics no client may send to (Java `TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET`).
 pub const NOT_ALLOWED_SEND_TOPICS: &[&str] = &[

@@ -200,6 +200,14 @@ pub struct AllocateMachineRoomNearby {
     name: String,
 }
 
+impl std::fmt::Debug for AllocateMachineRoomNearby {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllocateMachineRoomNearby")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 impl AllocateMachineRoomNearby {
     /// Wraps `inner`; `resolver` names the room of a broker name or a client id.
     pub fn new(

@@ -132,6 +132,18 @@ pub struct LitePullConsumerBuilder {
     strategy: Option<Box<dyn AllocateStrategy>>,
 }
 
+impl std::fmt::Debug for LitePullConsumerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LitePullConsumerBuilder")
+            .field("group", &self.group)
+            .field("client", &self.client)
+            .field("options", &self.options)
+            .field("subscriptions", &self.subscriptions)
+            .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
+            .finish()
+    }
+}
+
 impl LitePullConsumerBuilder {
     crate::util::client_setters!();
 
@@ -261,6 +273,16 @@ pub struct LitePullConsumer {
     inner: Arc<LitePullImpl>,
 }
 
+impl std::fmt::Debug for LitePullConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LitePullConsumer")
+            .field("group", &self.inner.group)
+            .field("client_id", &self.inner.instance.client_id())
+            .field("state", &*self.inner.state.lock())
+            .finish_non_exhaustive()
+    }
+}
+
 impl LitePullConsumer {
     /// A builder for a consumer of `group`.
     pub fn builder(group: impl Into<String>) -> LitePullConsumerBuilder {
@@ -271,6 +293,17 @@ impl LitePullConsumer {
             subscriptions: Vec::new(),
             strategy: None,
         }
+    }
+
+    /// The consumer group (with namespace).
+    pub fn group(&self) -> &str {
+        &self.inner.group
+    }
+
+    /// The client id of the shared client instance (`ip@instance[@unit]`), as brokers and
+    /// the admin tool list it.
+    pub fn client_id(&self) -> String {
+        self.inner.instance.client_id().to_string()
     }
 
     /// Takes these queues (replacing earlier assignments); not combinable with subscribe.

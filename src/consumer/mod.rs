@@ -29,6 +29,7 @@ mod push;
 mod rebalance;
 mod subscription;
 
+use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -209,6 +210,15 @@ pub(crate) enum Listener {
     Orderly(Box<OrderlyFn>),
 }
 
+impl Listener {
+    fn kind(&self) -> &'static str {
+        match self {
+            Listener::Concurrently(_) => "concurrently",
+            Listener::Orderly(_) => "orderly",
+        }
+    }
+}
+
 /// Push consumer settings with Java's defaults (Java `DefaultMQPushConsumer` fields).
 #[derive(Debug, Clone)]
 pub struct PushConsumerOptions {
@@ -292,6 +302,19 @@ pub struct PushConsumerBuilder {
     subscriptions: Vec<(String, MessageSelector)>,
     listener: Option<Listener>,
     strategy: Option<Box<dyn AllocateStrategy>>,
+}
+
+impl fmt::Debug for PushConsumerBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushConsumerBuilder")
+            .field("group", &self.group)
+            .field("client", &self.client)
+            .field("options", &self.options)
+            .field("subscriptions", &self.subscriptions)
+            .field("listener", &self.listener.as_ref().map(Listener::kind))
+            .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
+            .finish()
+    }
 }
 
 impl PushConsumerBuilder {
@@ -442,7 +465,7 @@ impl PushConsumerBuilder {
         if self.options.message_model == MessageModel::Clustering {
             config.change_instance_name_to_pid();
             // Clustering consumers also consume their retry topic.
-            let retry = format!("%RETRY%{group}");
+            let retry = crate::client::validators::retry_topic(&group);
             subs.push(subscription::build_subscription_data(
                 &retry,
                 &MessageSelector::by_tag("*"),
@@ -481,6 +504,16 @@ impl PushConsumerBuilder {
 /// Dropping it shuts it down.
 pub struct PushConsumer {
     inner: Arc<PushConsumerImpl>,
+}
+
+impl fmt::Debug for PushConsumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PushConsumer")
+            .field("group", &self.inner.group)
+            .field("client_id", &self.inner.instance.client_id())
+            .field("state", &*self.inner.state.lock())
+            .finish_non_exhaustive()
+    }
 }
 
 impl PushConsumer {
@@ -545,7 +578,7 @@ impl PushConsumer {
         let topics: Vec<String> = c.rebalance.subscriptions.read().keys().cloned().collect();
         for t in topics {
             if let Err(e) = instance.update_topic_route(&t) {
-                if !t.starts_with("%RETRY%") {
+                if !crate::client::validators::is_retry_topic(&t) {
                     log::warn!("{}: route of {t}: {e}", c.group);
                 }
             }
@@ -565,9 +598,10 @@ impl PushConsumer {
         &self.inner.group
     }
 
-    /// The client id of the shared instance.
-    pub fn client_id(&self) -> &str {
-        self.inner.instance.client_id()
+    /// The client id of the shared client instance (`ip@instance[@unit]`), as brokers and
+    /// the admin tool list it.
+    pub fn client_id(&self) -> String {
+        self.inner.instance.client_id().to_string()
     }
 
     /// Queues this consumer holds now.

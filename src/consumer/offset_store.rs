@@ -445,7 +445,7 @@ pub(crate) fn compute_start_offset(
         ReadOffset::Failed => return None,
         _ => {}
     }
-    let retry = mq.topic.starts_with("%RETRY%");
+    let retry = crate::client::validators::is_retry_topic(&mq.topic);
     let addr = instance
         .find_broker_address_in_publish(&mq.broker_name)
         .or_else(|| {

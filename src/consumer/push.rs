@@ -33,7 +33,7 @@ use crate::protocol::heartbeat::{ConsumeType, ConsumerData, MessageModel};
 use crate::protocol::ResponseCode;
 use crate::scheduler::ScheduledExecutor;
 
-const RETRY_PREFIX: &str = "%RETRY%";
+use crate::client::validators::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 /// Java `BROKER_SUSPEND_MAX_TIME_MILLIS`.
 const BROKER_SUSPEND_MAX_TIME: Duration = Duration::from_millis(15_000);
 /// Java `CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND`.
@@ -402,7 +402,7 @@ impl PushConsumerImpl {
         for m in msgs.iter_mut() {
             let is_retry = m
                 .topic()
-                .strip_prefix(RETRY_PREFIX)
+                .strip_prefix(RETRY_GROUP_TOPIC_PREFIX)
                 .is_some_and(|g| g == self.group);
             if is_retry {
                 if let Some(t) = m.property(property::RETRY_TOPIC).map(str::to_string) {
@@ -652,10 +652,7 @@ impl PushConsumerImpl {
         let Some(producer) = guard.as_ref() else {
             return false;
         };
-        let mut msg = crate::message::Message::new(
-            format!("{RETRY_PREFIX}{}", self.group),
-            m.body().to_vec(),
-        );
+        let mut msg = crate::message::Message::new(retry_topic(&self.group), m.body().to_vec());
         for (k, v) in m.message.properties() {
             msg.put_property(k, v);
         }

@@ -130,7 +130,7 @@ impl RebalanceImpl {
 
     fn rebalance_by_topic(&self, hooks: &dyn RebalanceHooks, topic: &str, is_order: bool) {
         let Some(mq_set) = self.topic_subscribe_info.read().get(topic).cloned() else {
-            if !topic.starts_with("%RETRY%") {
+            if !crate::client::validators::is_retry_topic(topic) {
                 warn!(
                     "{}: no route info for subscribed topic {topic} yet",
                     self.group

@@ -18,6 +18,7 @@
 mod fault;
 mod send;
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -234,6 +235,15 @@ pub struct Producer {
     inner: Arc<ProducerImpl>,
 }
 
+impl fmt::Debug for Producer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Producer")
+            .field("group", &self.inner.group())
+            .field("client_id", &self.inner.client_id())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Producer {
     /// A builder for a producer of `group`.
     pub fn builder(group: impl Into<String>) -> ProducerBuilder {
@@ -261,7 +271,8 @@ impl Producer {
         self.inner.group()
     }
 
-    /// The client id of the shared instance.
+    /// The client id of the shared client instance (`ip@instance[@unit]`), as brokers and
+    /// the admin tool list it.
     pub fn client_id(&self) -> String {
         self.inner.client_id()
     }

@@ -26,7 +26,7 @@ use crate::util;
 
 pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
 
-const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+use crate::client::validators::is_retry_topic;
 
 /// A message made ready for the wire once, reused by every attempt.
 struct Prepared<'a> {
@@ -218,7 +218,7 @@ impl ProducerImpl {
             props.push((property::INSTANCE_ID, ns));
         }
         let (mut reconsume_times, mut max_reconsume_times) = (None, None);
-        if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+        if is_retry_topic(&topic) {
             // Java moves these two properties into the header for retry-topic sends.
             reconsume_times = take_int(&mut props, property::RECONSUME_TIME);
             max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
@@ -275,7 +275,7 @@ impl ProducerImpl {
                     "delayed messages cannot be batched",
                 ));
             }
-            if m.topic().starts_with(RETRY_GROUP_TOPIC_PREFIX) {
+            if is_retry_topic(m.topic()) {
                 return Err(Error::invalid_argument(
                     "retry-topic messages cannot be batched",
                 ));

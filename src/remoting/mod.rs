@@ -482,8 +482,8 @@ impl RemotingClient {
         };
         if list.is_empty() {
             return Err(Error::new(
-                ErrorKind::Connect,
-                "no name server address is configured (set NAMESRV_ADDR)",
+                ErrorKind::Config,
+                "no name server address is configured (set NAMESRV_ADDR or namesrv_addr)",
             ));
         }
         let mut failures = Vec::new();
@@ -580,4 +580,23 @@ fn resolve(addr: &str) -> Result<SocketAddr> {
         .map_err(|e| Error::invalid_argument(format!("bad address {addr:?}: {e}")).with_addr(addr))?
         .next()
         .ok_or_else(|| Error::invalid_argument(format!("address {addr:?} resolves to nothing")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_name_server_list_is_a_configuration_error() {
+        let remoting = RemotingClient::new(RemotingConfig::default()).unwrap();
+        let e = remoting
+            .invoke_namesrv_sync(
+                RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO),
+                Duration::from_secs(1),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+        assert!(!e.is_retriable());
+        remoting.shutdown();
+    }
 }
