@@ -178,15 +178,12 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
 
 /// Lite pull (Java `DefaultLitePullConsumer`): the application polls for messages itself.
 fn lite_pull(topic: &str) -> Result<()> {
-    use rocketmq_blocking::{LitePullConsumer, LitePullOptions};
+    use rocketmq_blocking::LitePullConsumer;
 
     println!("== lite pull: poll, then commit");
     let consumer = LitePullConsumer::builder(format!("example_lite_{}", now_ms()))
-        .options(LitePullOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
-            auto_commit: false,
-            ..LitePullOptions::default()
-        })
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .auto_commit(false)
         .subscribe(topic, "*")
         .start()?;
     let deadline = Instant::now() + DEMO_TIME;

@@ -1,7 +1,12 @@
 //! A synchronous, thread-based client for Apache RocketMQ that speaks the broker's native
-//! "remoting" protocol, with no async runtime.
+//! "remoting" protocol, with no async runtime. It follows the Java client 4.9.x and talks
+//! to 4.9.x and 5.x name servers and brokers.
 //!
-//! The paved path is [`Producer`] (Java `DefaultMQProducer`):
+//! # Produce
+//!
+//! A [`Producer`] (Java `DefaultMQProducer`) sends and waits for the broker
+//! ([`send`](Producer::send)), sends with a callback ([`send_async`](Producer::send_async)),
+//! or sends without an answer ([`send_oneway`](Producer::send_oneway)):
 //!
 //! ```no_run
 //! use rocketmq_blocking::{Message, Producer};
@@ -9,16 +14,118 @@
 //! let producer = Producer::builder("my_group").namesrv_addr("127.0.0.1:9876").start()?;
 //! let r = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
 //! println!("stored as {} at {} offset {}", r.msg_id(), r.message_queue(), r.queue_offset());
+//! producer.shutdown();
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 //!
-//! Underneath, as in the Java client: producers and consumers of one client id share an
-//! [`client::MQClientInstance`] (routes, heartbeats, the periodic jobs), which talks through
-//! [`client::MQClientAPI`] to a [`remoting::RemotingClient`] whose single I/O thread owns
-//! every connection. See `ARCHITECTURE.md` for the map.
+//! Every builder reads the name servers from `NAMESRV_ADDR` when
+//! [`namesrv_addr`](ProducerBuilder::namesrv_addr) is not called, as the Java tools do,
+//! and starts from Java's defaults.
 //!
-//! Feature `testkit` (on by default through `cli`) adds [`testkit::Cluster`], a launcher for a
-//! real local RocketMQ name server and broker used by the tests and examples.
+//! # Consume with a listener
+//!
+//! A [`PushConsumer`] (Java `DefaultMQPushConsumer`) pulls for you and calls your listener
+//! on its consume pool. The listener answers [`ConsumeStatus::Success`], or
+//! [`ConsumeStatus::ReconsumeLater`] to have the messages delivered again later:
+//!
+//! ```no_run
+//! use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
+//!
+//! let consumer = PushConsumer::builder("my_consumer_group")
+//!     .namesrv_addr("127.0.0.1:9876")
+//!     .subscribe("TopicTest", "TagA || TagB")
+//!     .consume_from_where(ConsumeFromWhere::FirstOffset)
+//!     .listener(|msgs, _ctx| {
+//!         for m in msgs {
+//!             println!("{} {:?}", m.msg_id(), String::from_utf8_lossy(m.body()));
+//!         }
+//!         ConsumeStatus::Success
+//!     })
+//!     .start()?;
+//! // ... later:
+//! consumer.shutdown();
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
+//! # Consume by polling
+//!
+//! A [`LitePullConsumer`] (Java `DefaultLitePullConsumer`) fills a bounded cache in the
+//! background; your thread takes from it with [`poll`](LitePullConsumer::poll). Queues come
+//! from the group's rebalance ([`subscribe`](LitePullConsumerBuilder::subscribe)) or from you
+//! ([`assign`](LitePullConsumer::assign), with [`seek`](LitePullConsumer::seek) and
+//! [`pause`](LitePullConsumer::pause)):
+//!
+//! ```no_run
+//! use rocketmq_blocking::LitePullConsumer;
+//!
+//! let consumer = LitePullConsumer::builder("my_pull_group")
+//!     .namesrv_addr("127.0.0.1:9876")
+//!     .subscribe("TopicTest", "*")
+//!     .start()?;
+//! for m in consumer.poll()? {
+//!     println!("{} at offset {}", m.msg_id(), m.queue_offset());
+//! }
+//! consumer.shutdown();
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
+//! # Ordering
+//!
+//! Messages of one queue are stored in order. To keep related messages in order, send them
+//! to one queue ([`Producer::send_with_selector`] with [`SelectMessageQueueByHash`], which
+//! picks the queue as Java's does for the same key) and consume with an
+//! [orderly listener](PushConsumerBuilder::orderly_listener): one call per queue at a time,
+//! with the queue locked at the broker while this consumer holds it.
+//!
+//! # Errors
+//!
+//! Every fallible call returns [`Error`]: [`kind`](Error::kind) says what failed,
+//! [`response_code`](Error::response_code) and [`remark`](Error::remark) carry the broker's
+//! answer, [`is_timeout`](Error::is_timeout) and [`timeout_phase`](Error::timeout_phase)
+//! say which part of a call ran out of time, and [`is_retriable`](Error::is_retriable)
+//! says whether trying again (usually on another broker) may help. Bad input (names, sizes,
+//! addresses) is an [`ErrorKind::InvalidArgument`] before anything is sent.
+//!
+//! # Threads and shutdown
+//!
+//! Clients of one client id (`ip@instance`) share one client instance: one I/O thread owns
+//! every connection, timer threads run route refresh, heartbeats and offset persistence, and
+//! small pools run async callbacks and listeners. Every client method takes `&self`; share a
+//! client by reference or in an `Arc`. `shutdown` (and `Drop`, which calls it) unregisters
+//! from the brokers, persists consumer offsets, and stops the shared threads when the last
+//! client of the instance is gone.
+//!
+//! # For Java users
+//!
+//! | Java | here |
+//! |---|---|
+//! | `DefaultMQProducer` | [`Producer`], built with [`Producer::builder`] |
+//! | `DefaultMQPushConsumer` | [`PushConsumer`] |
+//! | `DefaultLitePullConsumer` | [`LitePullConsumer`] |
+//! | `DefaultMQAdminExt` (a part) | [`Admin`] |
+//! | `MessageListenerConcurrently` | [`PushConsumerBuilder::listener`] |
+//! | `MessageListenerOrderly` | [`PushConsumerBuilder::orderly_listener`] |
+//! | `ConsumeConcurrentlyStatus.CONSUME_SUCCESS` / `RECONSUME_LATER` | [`ConsumeStatus::Success`] / [`ConsumeStatus::ReconsumeLater`] |
+//! | `ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT` | [`ConsumeOrderlyStatus::Suspend`] |
+//! | `ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET` / `FIRST_OFFSET` / `TIMESTAMP` + `consumeTimestamp` | [`ConsumeFromWhere::LastOffset`] / [`FirstOffset`](ConsumeFromWhere::FirstOffset) / [`Timestamp`](ConsumeFromWhere::Timestamp) |
+//! | `context.setDelayLevelWhenNextConsume(n)` (0, n, -1) | [`ConsumeConcurrentlyContext::set_reconsume_delay`] with [`ReconsumeDelay`] |
+//! | `context.setAckIndex(i)` | [`ConsumeConcurrentlyContext::set_ack_index`] |
+//! | `maxReconsumeTimes = -1` | [`PushConsumerOptions::max_reconsume_times`] `= None` |
+//! | `sendMsgTimeout`, `retryTimesWhenSendFailed`, `compressMsgBodyOverHowmuch`, `sendLatencyFaultEnable` | [`ProducerOptions::send_timeout`], [`retries`](ProducerOptions::retries), [`compress_over`](ProducerOptions::compress_over), [`latency_fault_tolerance`](ProducerOptions::latency_fault_tolerance) |
+//! | `SendStatus.SEND_OK` | [`SendStatus::Ok`] |
+//! | `MessageExt.getMsgId()` (`MessageClientExt`) | [`MessageExt::msg_id`] |
+//! | `MQClientException`, `MQBrokerException`, `RemotingException` | [`Error`] with its [`ErrorKind`] |
+//!
+//! Rustdoc's search finds the Java names too: items carry them as aliases.
+//!
+//! # Features
+//!
+//! - `testkit`: `testkit::Cluster`, a launcher for a real local Apache
+//!   RocketMQ name server and broker from the Maven Central jars (JDK 17 and Maven needed),
+//!   for your own tests as a dev-dependency.
+//! - `cli`: the `rmq` command-line tool (`cargo run --features cli --bin rmq -- --help`).
+//! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
+//!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
 // Every public type has `Debug`; the internals (behind a feature) are not held to it.
 #![cfg_attr(

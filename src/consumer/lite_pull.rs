@@ -33,8 +33,11 @@ use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData};
 
-/// Lite pull settings with Java's defaults.
+/// Lite pull settings with Java's defaults (Java `DefaultLitePullConsumer` fields). Set
+/// them on the [`LitePullConsumerBuilder`], or all at once with
+/// [`LitePullConsumerBuilder::options`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct LitePullOptions {
     /// Clustering (default) or broadcasting.
     pub message_model: MessageModel,
@@ -147,10 +150,33 @@ impl std::fmt::Debug for LitePullConsumerBuilder {
 impl LitePullConsumerBuilder {
     crate::util::client_setters!();
 
-    /// Options.
+    /// All options at once.
     pub fn options(mut self, options: LitePullOptions) -> Self {
         self.options = options;
         self
+    }
+
+    crate::util::option_setters! {
+        /// Clustering (default) or broadcasting.
+        message_model: MessageModel;
+        /// Start position of a group without stored offsets (Java last offset).
+        consume_from_where: ConsumeFromWhere;
+        /// Messages per pull (Java 10).
+        pull_batch_size: usize;
+        /// Cached messages across all queues before pulls pause (Java 10,000).
+        pull_threshold_for_all: usize;
+        /// Cached messages per queue before its pulls pause (Java 1000).
+        pull_threshold_for_queue: usize;
+        /// Default wait of `poll` (Java 5 s).
+        poll_timeout: Duration;
+        /// Commit consumed offsets automatically (Java true).
+        auto_commit: bool;
+        /// How often auto-commit runs, at least 1 s (Java 5 s).
+        auto_commit_interval: Duration;
+        /// How long the broker may hold a pull with nothing new.
+        broker_suspend_max_time: Duration;
+        /// Directory of broadcasting offsets.
+        offset_store_dir: std::path::PathBuf;
     }
 
     /// Subscribes (queues assigned by rebalance); not combinable with `assign`.
@@ -170,8 +196,17 @@ impl LitePullConsumerBuilder {
         self
     }
 
-    /// Starts the consumer. Without subscriptions it waits for [`LitePullConsumer::assign`].
+    /// [`build`](Self::build) and [`LitePullConsumer::start`]. Without subscriptions the
+    /// consumer waits for [`LitePullConsumer::assign`].
     pub fn start(self) -> Result<LitePullConsumer> {
+        let consumer = self.build()?;
+        consumer.start()?;
+        Ok(consumer)
+    }
+
+    /// Checks the configuration and creates a consumer that is not started yet. Nothing is
+    /// sent before [`LitePullConsumer::start`].
+    pub fn build(self) -> Result<LitePullConsumer> {
         check_group(&self.group)?;
         let o = &self.options;
         if !(1..=1024).contains(&o.pull_batch_size) {
@@ -231,6 +266,23 @@ impl LitePullConsumerBuilder {
             last_commit: Mutex::new(Instant::now()),
             me: me.clone(),
         });
+        Ok(LitePullConsumer { inner })
+    }
+}
+
+impl LitePullConsumer {
+    /// Registers with the shared client instance, starts it and starts pulling (Java
+    /// `DefaultLitePullConsumer.start`). Starting twice, or after shutdown, is a state
+    /// error.
+    pub fn start(&self) -> Result<()> {
+        let inner = &self.inner;
+        let instance = &inner.instance;
+        if *inner.state.lock() != ServiceState::CreateJust {
+            return Err(Error::state(format!(
+                "the lite pull consumer {} was started before",
+                inner.group
+            )));
+        }
         let me: Arc<dyn ConsumerInner> = inner.clone();
         if !instance.register_consumer(&inner.group, me) {
             return Err(Error::state(format!(
@@ -263,7 +315,7 @@ impl LitePullConsumerBuilder {
             inner.group,
             instance.client_id()
         );
-        Ok(LitePullConsumer { inner })
+        Ok(())
     }
 }
 
@@ -497,10 +549,15 @@ impl LitePullConsumer {
         let c = &self.inner;
         {
             let mut st = c.state.lock();
-            if *st != ServiceState::Running {
-                return;
+            match *st {
+                ServiceState::Running => *st = ServiceState::ShutdownAlready,
+                ServiceState::CreateJust => {
+                    // Built but never started: nothing runs yet.
+                    *st = ServiceState::ShutdownAlready;
+                    return;
+                }
+                _ => return,
             }
-            *st = ServiceState::ShutdownAlready;
         }
         for s in c.queues.lock().values() {
             s.pq.set_dropped(true);

@@ -2,22 +2,8 @@
 //! (Java `DefaultLitePullConsumer`), rebalance with Java's
 //! allocation strategies, offset stores, retry and DLQ handling.
 //!
-//! ```no_run
-//! use rocketmq_blocking::consumer::{ConsumeStatus, PushConsumer};
-//!
-//! let consumer = PushConsumer::builder("my_group")
-//!     .namesrv_addr("127.0.0.1:9876")
-//!     .subscribe("TopicTest", "TagA || TagB")
-//!     .listener(|msgs, _ctx| {
-//!         for m in msgs {
-//!             println!("{} {:?}", m.msg_id(), String::from_utf8_lossy(m.body()));
-//!         }
-//!         ConsumeStatus::Success
-//!     })
-//!     .start()?;
-//! # consumer.shutdown();
-//! # Ok::<(), rocketmq_blocking::Error>(())
-//! ```
+//! The crate docs show each consumer in use; this module owns the facades and their
+//! options, and wires the engines below to the shared client instance.
 
 mod allocate;
 mod lite_pull;

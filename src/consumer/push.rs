@@ -673,7 +673,7 @@ impl PushConsumerImpl {
         );
         msg.remove_property(property::TRAN_MSG);
         msg.remove_property(property::UNIQ_KEY);
-        msg.set_delay_time_level(3 + m.reconsume_times);
+        msg.set_delay_time_level(3 + u32::try_from(m.reconsume_times).unwrap_or(0));
         match producer.send(&msg) {
             Ok(_) => true,
             Err(e) => {

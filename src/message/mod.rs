@@ -239,16 +239,25 @@ impl Message {
         }
     }
 
-    /// The delay level, 0 when absent or not a number (Java throws on the latter).
-    pub fn delay_time_level(&self) -> i32 {
+    /// The delay level, if one is set (`None` also for level 0 or a value that is not a
+    /// number, which Java would reject).
+    #[doc(alias = "getDelayTimeLevel")]
+    pub fn delay_time_level(&self) -> Option<u32> {
         self.property(property::DELAY)
             .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
+            .filter(|&l| l > 0)
     }
 
-    /// Sets the delay level (1-based; the broker maps it to its `messageDelayLevel` list).
-    pub fn set_delay_time_level(&mut self, level: i32) {
-        self.put_property(property::DELAY, level.to_string());
+    /// Delivers the message after a delay: level 1 is the first entry of the broker's
+    /// `messageDelayLevel` list (by default 1 s, 5 s, 10 s, 30 s, 1 min, 2 min, ... 2 h for
+    /// level 18). Level 0 removes the delay.
+    #[doc(alias = "setDelayTimeLevel")]
+    pub fn set_delay_time_level(&mut self, level: u32) {
+        if level == 0 {
+            self.remove_property(property::DELAY);
+        } else {
+            self.put_property(property::DELAY, level.to_string());
+        }
     }
 
     /// Whether the broker answers only after the store succeeded; true when absent.
@@ -291,7 +300,7 @@ impl Message {
     /// Sets a user property.
     ///
     /// Fails with [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a
-    /// name the system reserves ([`property::is_reserved`]) and for a blank name or value,
+    /// name the system reserves (`UNIQ_KEY`, `TAGS`, `KEYS`, ...) and for a blank name or value,
     /// as Java's `putUserProperty` does.
     pub fn put_user_property(
         &mut self,
@@ -615,10 +624,12 @@ mod tests {
         assert_eq!(m.tags(), Some("TagA"));
         m.set_tags("");
         assert_eq!(m.tags(), None);
-        assert_eq!(m.delay_time_level(), 0);
+        assert_eq!(m.delay_time_level(), None);
         m.set_delay_time_level(3);
         assert_eq!(m.property(property::DELAY), Some("3"));
-        assert_eq!(m.delay_time_level(), 3);
+        assert_eq!(m.delay_time_level(), Some(3));
+        m.set_delay_time_level(0);
+        assert_eq!(m.property(property::DELAY), None);
     }
 
     #[test]

@@ -270,7 +270,7 @@ impl ProducerImpl {
                     "a batch must have one waitStoreMsgOK value",
                 ));
             }
-            if m.delay_time_level() > 0 {
+            if m.delay_time_level().is_some() {
                 return Err(Error::invalid_argument(
                     "delayed messages cannot be batched",
                 ));

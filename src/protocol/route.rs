@@ -43,7 +43,7 @@ pub struct QueueData {
     /// Writable queues.
     #[serde(default)]
     pub write_queue_nums: i32,
-    /// [`perm`](super::perm) bits.
+    /// Permission bits: 2 readable, 4 writable, 1 inherited (Java `PermName`).
     #[serde(default)]
     pub perm: i32,
     /// Topic system flag; spelled `topicSynFlag` by servers before 4.9.

@@ -488,14 +488,11 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
 }
 
 fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
-    use rocketmq_blocking::{LitePullConsumer, LitePullOptions};
+    use rocketmq_blocking::LitePullConsumer;
     LitePullConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())
-        .options(LitePullOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
-            broker_suspend_max_time: Duration::from_millis(500),
-            ..LitePullOptions::default()
-        })
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .broker_suspend_max_time(Duration::from_millis(500))
 }
 
 fn poll_until(c: &rocketmq_blocking::LitePullConsumer, n: usize) -> Vec<MessageExt> {

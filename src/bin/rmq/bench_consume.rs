@@ -18,7 +18,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rocketmq_blocking::client::validators::check_topic;
 use rocketmq_blocking::MessageExt;
-use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, LitePullOptions};
+use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer};
 
 use crate::stats::{self, round, Counting, CpuSeconds, CpuTime, Latency, Progress, Recorder};
 use crate::{namesrv, parse_seconds, push_consumer, CliResult, HeaderEncoding};
@@ -76,14 +76,10 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         Progress::start(recorder.clone(), Counting::Consumed)
     };
     let (cpu, rss) = if args.lite_pull {
-        let options = LitePullOptions {
-            consume_from_where: ConsumeFromWhere::FirstOffset,
-            ..LitePullOptions::default()
-        };
         let consumer = LitePullConsumer::builder(&args.group)
             .namesrv_addr(&addr)
             .serialize_type(args.serialize.into())
-            .options(options)
+            .consume_from_where(ConsumeFromWhere::FirstOffset)
             .subscribe(&args.topic, "*")
             .start()?;
         let progress = announce()?;
