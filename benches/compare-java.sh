@@ -94,7 +94,7 @@ for tool in python3 java javac mvn cargo; do
 done
 
 log "building rmq (release)"
-cargo build --release --quiet --bin rmq
+cargo build --release --quiet --features cli --bin rmq
 
 log "resolving the Java client classpath (Maven)"
 if [ ! -s "$OUT/classpath.txt" ] || [ benches/java/pom.xml -nt "$OUT/classpath.txt" ]; then
