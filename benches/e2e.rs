@@ -40,7 +40,7 @@ use serde_json::Value;
 type BenchResult<T> = Result<T, Box<dyn Error>>;
 
 const DEFAULT_COUNT: u64 = 20_000;
-const QUEUES: i32 = 8;
+const QUEUES: u32 = 8;
 const BODY_BYTES: &str = "1024";
 const CONSUME: &str = "consume";
 /// Messages sent before the workloads, to warm up the servers.

@@ -37,8 +37,9 @@ pub struct TopicConfig {
 }
 
 impl TopicConfig {
-    /// A read/write topic with `queues` read and write queues.
-    pub fn new(topic: impl Into<String>, queues: i32) -> Self {
+    /// A read/write topic with `queues` read and write queues (at most `i32::MAX`).
+    pub fn new(topic: impl Into<String>, queues: u32) -> Self {
+        let queues = i32::try_from(queues).unwrap_or(i32::MAX);
         TopicConfig {
             topic_name: topic.into(),
             read_queue_nums: queues,

@@ -79,7 +79,7 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
-pub fn topic_on_both(prefix: &str, queues: i32) -> String {
+pub fn topic_on_both(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
     admin()
         .create_topic(&TopicConfig::new(&name, queues))

@@ -59,7 +59,7 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
-pub fn topic(prefix: &str, queues: i32) -> String {
+pub fn topic(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
     let admin = Admin::new(namesrv()).expect("admin client");
     admin

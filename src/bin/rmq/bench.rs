@@ -73,7 +73,7 @@ pub(crate) struct ProduceArgs {
     create_topic: bool,
     /// Read and write queues per broker for --create-topic.
     #[arg(long, default_value_t = 8, requires = "create_topic")]
-    queues: i32,
+    queues: u32,
 }
 
 /// What every sending thread shares.

@@ -102,7 +102,7 @@ enum TopicAction {
         topic: String,
         /// Read and write queues per broker.
         #[arg(long, default_value_t = 8)]
-        queues: i32,
+        queues: u32,
     },
 }
 
@@ -224,7 +224,7 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn check_queues(queues: i32) -> Result<(), String> {
+fn check_queues(queues: u32) -> Result<(), String> {
     if (1..=1024).contains(&queues) {
         Ok(())
     } else {
