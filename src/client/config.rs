@@ -106,7 +106,7 @@ impl ClientConfig {
         &self.remoting
     }
 
-    /// The URL job 1 polls for name-server addresses.
+    /// The URL polled for name-server addresses.
     pub fn name_server_address_url(&self) -> &str {
         &self.name_server_address_url
     }
@@ -209,7 +209,7 @@ impl ClientConfigBuilder {
         self
     }
 
-    /// Forget any name-server address, so that job 1 fetches them over HTTP.
+    /// Forget any name-server address, so that they are fetched over HTTP.
     pub fn no_namesrv_addr(mut self) -> Self {
         self.config.namesrv_addr = None;
         self
@@ -255,17 +255,17 @@ impl ClientConfigBuilder {
         language: LanguageCode => language;
         /// Timeout of control calls (Java 3 s).
         mq_client_api_timeout: Duration => mq_client_api_timeout;
-        /// Job 2 period: route refresh (Java 30 s).
+        /// Route refresh period (Java 30 s).
         poll_name_server_interval: Duration => poll_name_server_interval;
-        /// Job 3 period: heartbeat (Java 30 s).
+        /// Heartbeat period (Java 30 s).
         heartbeat_broker_interval: Duration => heartbeat_broker_interval;
-        /// Job 4 period: consumer offset persistence (Java 5 s).
+        /// Consumer offset persistence period (Java 5 s).
         persist_consumer_offset_interval: Duration => persist_consumer_offset_interval;
         /// Delay before a pull is retried after an error (Java 1 s).
         pull_time_delay_when_exception: Duration => pull_time_delay_when_exception;
-        /// Job 1 period: HTTP name-server address fetch (Java 2 min).
+        /// HTTP name-server address fetch period (Java 2 min).
         fetch_name_server_interval: Duration => fetch_name_server_interval;
-        /// Job 5 period: consumer thread-pool adjustment (Java 1 min).
+        /// Consumer thread-pool adjustment period (Java 1 min).
         adjust_thread_pool_interval: Duration => adjust_thread_pool_interval;
         /// Remoting settings (connect timeout, frame limit, header encoding, ...).
         remoting: RemotingConfig => remoting;

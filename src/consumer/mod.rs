@@ -216,7 +216,8 @@ pub struct PushConsumerOptions {
     pub consume_thread_min: usize,
     /// Consume threads at most (Java 20).
     pub consume_thread_max: usize,
-    /// Backlog above which job 5 adds a consume thread (Java 100,000).
+    /// Backlog (messages not yet consumed, summed over the held queues) above which the
+    /// periodic pool adjustment adds a consume thread (Java 100,000).
     pub adjust_thread_pool_nums_threshold: u64,
     /// Pause pulls of a queue whose cached offsets span more than this (Java 2000).
     pub consume_concurrently_max_span: u64,
@@ -616,7 +617,9 @@ impl PushConsumer {
         self.inner.instance.rebalance_immediately();
     }
 
-    /// Runs job 5 now (the thread-pool adjustment), for tools and tests.
+    /// Resizes the consume pool now, as the periodic adjustment does: one more thread
+    /// while the backlog is above the threshold (up to the maximum), one fewer when it is
+    /// below (down to the minimum).
     pub fn adjust_thread_pool(&self) {
         self.inner.adjust_thread_pool();
     }
