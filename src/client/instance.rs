@@ -61,6 +61,14 @@ pub(crate) trait ConsumerInner: Send + Sync {
     fn do_rebalance(&self);
 }
 
+/// A unit of work for the pull service (Java `PullRequest` as `PullMessageService` sees
+/// it). The consumer defines what a pull is; the instance only queues and runs it, so
+/// `client/` knows nothing of consumer types.
+pub(crate) trait PullTask: Send {
+    /// Runs the pull on the pull thread. It must not block: pulls are async.
+    fn pull(self: Box<Self>);
+}
+
 /// Java's initial delays of the five jobs.
 const FETCH_NAMESRV_INITIAL_DELAY: Duration = Duration::from_secs(10);
 const ROUTE_INITIAL_DELAY: Duration = Duration::from_millis(10);
@@ -93,7 +101,7 @@ pub struct MQClientInstance {
 
 /// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`).
 struct ConsumerServices {
-    pull_tx: crossbeam_channel::Sender<crate::consumer::PullRequest>,
+    pull_tx: crossbeam_channel::Sender<Box<dyn PullTask>>,
     rebalance_tx: crossbeam_channel::Sender<()>,
     delay: ScheduledExecutor,
     threads: Vec<std::thread::JoinHandle<()>>,
@@ -660,17 +668,15 @@ impl MQClientInstance {
     // --- consumer services ------------------------------------------------------
 
     fn start_consumer_services(&self) -> Result<ConsumerServices> {
-        let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<crate::consumer::PullRequest>();
+        let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<Box<dyn PullTask>>();
         let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
         let mut threads = Vec::new();
         threads.push(
             std::thread::Builder::new()
                 .name("rmq-pull".into())
                 .spawn(move || {
-                    for request in pull_rx.iter() {
-                        if let Some(consumer) = request.consumer() {
-                            consumer.pull_message(request);
-                        }
+                    for task in pull_rx.iter() {
+                        task.pull();
                     }
                 })
                 .map_err(|e| Error::io("starting the pull service", e))?,
@@ -698,21 +704,22 @@ impl MQClientInstance {
     }
 
     /// Hands a pull request to the pull service now.
-    pub(crate) fn execute_pull_request_immediately(&self, request: crate::consumer::PullRequest) {
+    pub(crate) fn execute_pull_request_immediately(&self, request: impl PullTask + 'static) {
         if let Some(s) = self.services.lock().as_ref() {
-            let _ = s.pull_tx.send(request);
+            let _ = s.pull_tx.send(Box::new(request));
         }
     }
 
     /// Hands a pull request to the pull service after `delay`.
     pub(crate) fn execute_pull_request_later(
         &self,
-        request: crate::consumer::PullRequest,
+        request: impl PullTask + 'static,
         delay: Duration,
     ) {
         let guard = self.services.lock();
         let Some(s) = guard.as_ref() else { return };
         let tx = s.pull_tx.clone();
+        let request: Box<dyn PullTask> = Box::new(request);
         if let Err(e) = s.delay.schedule_once("pull-later", delay, move || {
             let _ = tx.send(request);
             Ok(())

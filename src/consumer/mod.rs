@@ -48,7 +48,6 @@ pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub use offset_store::{default_local_offset_dir, ReadOffset, ReadOffsetType};
 pub use process_queue::ProcessQueue;
 pub use pull::{PullResult, PullStatus};
-pub(crate) use push::PullRequest;
 pub use subscription::MessageSelector;
 
 use push::PushConsumerImpl;

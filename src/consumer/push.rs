@@ -25,7 +25,7 @@ use super::{
     ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus, ConsumeOrderlyContext,
     ConsumeOrderlyStatus, Listener, PushConsumerOptions,
 };
-use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
+use crate::client::{ConsumerInner, MQClientInstance, PullTask, ServiceState};
 use crate::error::{ErrorKind, Result};
 use crate::message::{property, MessageExt, MessageQueue};
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
@@ -57,9 +57,11 @@ pub struct PullRequest {
     previously_locked: bool,
 }
 
-impl PullRequest {
-    pub(crate) fn consumer(&self) -> Option<Arc<PushConsumerImpl>> {
-        self.consumer.upgrade()
+impl PullTask for PullRequest {
+    fn pull(self: Box<Self>) {
+        if let Some(consumer) = self.consumer.upgrade() {
+            consumer.pull_message(*self);
+        }
     }
 }
 
