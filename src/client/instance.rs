@@ -8,8 +8,8 @@
 //! 4. consumer-offset persistence,
 //! 5. consumer thread-pool adjustment.
 //!
-//! Lock order, where two are held: `namesrv_lock` → `route_table` → `broker_addr_table`.
-//! No lock is held while calling into a producer or consumer.
+//! No lock is held while calling into a producer or consumer: the callee list is copied
+//! (the `Arc`s cloned) and the lock released first. The lock order is on the struct.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,7 @@ use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
 use crate::protocol::{ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 /// Life cycle of a service (Java `ServiceState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +78,16 @@ const PERSIST_INITIAL_DELAY: Duration = Duration::from_secs(10);
 const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
 
 /// The shared client core (Java `MQClientInstance`).
+///
+/// Lock order, where two are held at once: `state` → `scheduler`, `services` (start);
+/// `namesrv_lock` → `route_table` → `broker_addr_table` (route refresh, offline-broker
+/// cleanup); `heartbeat_lock` → `producers`, `broker_addr_table`, `broker_version_table`
+/// (each taken and released in turn; the heartbeat body is gathered before the lock). `fetched_namesrv_addr` is
+/// taken alone, after the HTTP fetch, never around it. No lock is held while calling into
+/// a producer or consumer ([`ProducerInner`], [`ConsumerInner`]), nor across a join.
+///
+/// Producers and consumers hold it by `Arc`; its own threads hold only `Weak`s, so
+/// dropping the last user ends it: `Drop` stops its threads and its remoting client.
 pub struct MQClientInstance {
     client_id: String,
     config: ClientConfig,
@@ -92,6 +103,10 @@ pub struct MQClientInstance {
     namesrv_lock: Mutex<()>,
     heartbeat_lock: Mutex<()>,
     heartbeat_times: AtomicU64,
+    /// Sequence numbers of heartbeats: the last one gathered, and the last one sent
+    /// (written under `heartbeat_lock`).
+    heartbeat_gathered: AtomicU64,
+    heartbeat_sent: AtomicU64,
     /// The last answer of the HTTP address server.
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
@@ -99,12 +114,32 @@ pub struct MQClientInstance {
     me: Weak<MQClientInstance>,
 }
 
-/// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`).
+/// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`):
+/// threads `rmq-pull` and `rmq-rebalance`, and the `rmq-pull-delay` timer for delayed
+/// pulls and consume retries.
 struct ConsumerServices {
     pull_tx: crossbeam_channel::Sender<Box<dyn PullTask>>,
     rebalance_tx: crossbeam_channel::Sender<()>,
     delay: ScheduledExecutor,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: Vec<Worker>,
+}
+
+impl ConsumerServices {
+    /// Stops the delay timer (its pending pulls hold senders), closes both channels, which
+    /// ends both loops, and joins the threads (within [`JOIN_TIMEOUT`], never the calling
+    /// one).
+    fn stop(self) {
+        let ConsumerServices {
+            pull_tx,
+            rebalance_tx,
+            delay,
+            threads,
+        } = self;
+        delay.shutdown();
+        drop(pull_tx);
+        drop(rebalance_tx);
+        worker::join_all(threads, JOIN_TIMEOUT, "consumer services");
+    }
 }
 
 /// How long the rebalance service waits between rounds (Java
@@ -144,6 +179,8 @@ impl MQClientInstance {
             namesrv_lock: Mutex::new(()),
             heartbeat_lock: Mutex::new(()),
             heartbeat_times: AtomicU64::new(0),
+            heartbeat_gathered: AtomicU64::new(0),
+            heartbeat_sent: AtomicU64::new(0),
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
@@ -178,24 +215,13 @@ impl MQClientInstance {
 
     /// Starts the jobs. A running instance stays running (producers and consumers share
     /// it); a failed or shut-down one is a state error.
+    ///
+    /// A failed start stops what it started and removes the instance from the manager.
     pub fn start(&self) -> Result<()> {
-        let mut state = self.state.lock();
-        match *state {
-            ServiceState::Running => return Ok(()),
-            ServiceState::StartFailed => {
-                return Err(Error::state(format!(
-                    "client instance {} failed to start before",
-                    self.client_id
-                )))
-            }
-            ServiceState::ShutdownAlready => {
-                return Err(Error::state(format!(
-                    "client instance {} is shut down",
-                    self.client_id
-                )))
-            }
-            ServiceState::CreateJust => {}
+        if !self.may_start(self.state())? {
+            return Ok(());
         }
+        // The HTTP fetch runs before the state lock is taken: no lock is held across I/O.
         if self.config.namesrv_addr.is_none() {
             if let Err(e) = self.fetch_name_server_addr() {
                 warn!(
@@ -203,6 +229,10 @@ impl MQClientInstance {
                     self.config.name_server_address_url
                 );
             }
+        }
+        let mut state = self.state.lock();
+        if !self.may_start(*state)? {
+            return Ok(()); // another user started it meanwhile
         }
         match self
             .start_scheduled_tasks()
@@ -218,8 +248,28 @@ impl MQClientInstance {
             }
             Err(e) => {
                 *state = ServiceState::StartFailed;
+                drop(state);
+                manager::remove(&self.client_id, self);
+                self.stop_threads();
                 Err(e.context(format!("starting client instance {}", self.client_id)))
             }
+        }
+    }
+
+    /// Whether `start` has work to do in `state`: false when running, an error when failed
+    /// or shut down.
+    fn may_start(&self, state: ServiceState) -> Result<bool> {
+        match state {
+            ServiceState::CreateJust => Ok(true),
+            ServiceState::Running => Ok(false),
+            ServiceState::StartFailed => Err(Error::state(format!(
+                "client instance {} failed to start before",
+                self.client_id
+            ))),
+            ServiceState::ShutdownAlready => Err(Error::state(format!(
+                "client instance {} is shut down",
+                self.client_id
+            ))),
         }
     }
 
@@ -299,6 +349,14 @@ impl MQClientInstance {
         }
         *state = ServiceState::ShutdownAlready;
         drop(state);
+        manager::remove(&self.client_id, self);
+        self.stop_threads();
+        info!("client instance {} shut down", self.client_id);
+    }
+
+    /// Stops the timer, the consumer services and the remoting client, joining their
+    /// threads (never the calling one). Idempotent.
+    fn stop_threads(&self) {
         // Take each out first: a guard held across the joins would deadlock with a
         // service thread that needs the same lock to finish its current step.
         let scheduler = self.scheduler.lock().take();
@@ -307,19 +365,9 @@ impl MQClientInstance {
         }
         let services = self.services.lock().take();
         if let Some(services) = services {
-            services.delay.shutdown();
-            // Closing the channels ends both service loops.
-            drop(services.pull_tx);
-            drop(services.rebalance_tx);
-            for t in services.threads {
-                if t.join().is_err() {
-                    warn!("a consumer service thread ended by panic");
-                }
-            }
+            services.stop();
         }
         self.remoting().shutdown();
-        manager::remove(&self.client_id, self);
-        info!("client instance {} shut down", self.client_id);
     }
 
     // --- registration ----------------------------------------------------------
@@ -411,12 +459,12 @@ impl MQClientInstance {
     /// Refreshes the route of every published and subscribed topic.
     pub fn update_topic_route_info_from_name_server(&self) {
         let mut topics: HashSet<String> = HashSet::new();
-        for c in self.consumers.read().values() {
+        for c in self.consumer_list() {
             for s in c.consumer_data().subscription_data_set {
                 topics.insert(s.topic);
             }
         }
-        for p in self.producers.read().values() {
+        for p in self.producer_list() {
             topics.extend(p.publish_topics());
         }
         for topic in topics {
@@ -444,6 +492,26 @@ impl MQClientInstance {
     }
 
     fn update_route_inner(&self, topic: &str, default_queue_nums: Option<i32>) -> Result<bool> {
+        // Asked before the name-server lock is taken: it calls into producers and consumers.
+        let needed = self.is_need_update_topic_route_info(topic);
+        let route = self.fetch_and_store_route(topic, default_queue_nums, needed)?;
+        match route {
+            Some(route) => {
+                self.publish_route(topic, route);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Under the name-server lock: fetches the route of `topic` and, if it changed (or
+    /// `needed`), stores it and the broker addresses. Returns the stored route.
+    fn fetch_and_store_route(
+        &self,
+        topic: &str,
+        default_queue_nums: Option<i32>,
+        needed: bool,
+    ) -> Result<Option<TopicRouteData>> {
         let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
             return Err(Error::timeout(crate::TimeoutPhase::Lock, LOCK_TIMEOUT)
                 .context(format!("route refresh of {topic}")));
@@ -469,9 +537,9 @@ impl MQClientInstance {
                 Some(old) => old.sorted() != route.sorted(),
                 None => true,
             }
-        } || self.is_need_update_topic_route_info(topic);
+        } || needed;
         if !changed {
-            return Ok(false);
+            return Ok(None);
         }
         info!("route of topic {topic} changed: {route:?}");
         {
@@ -480,32 +548,54 @@ impl MQClientInstance {
                 brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
             }
         }
-        let publish = Arc::new(route::to_publish_info(topic, &route));
-        let mut publish = publish;
-        Arc::make_mut(&mut publish).have_topic_router_info = true;
-        let subscribe = route::to_subscribe_info(topic, &route);
-        self.route_table.write().insert(topic.to_string(), route);
-        let producers: Vec<_> = self.producers.read().values().cloned().collect();
-        for p in producers {
-            p.update_topic_publish_info(topic, publish.clone());
+        self.route_table
+            .write()
+            .insert(topic.to_string(), route.clone());
+        Ok(Some(route))
+    }
+
+    /// Hands `route` to every producer and consumer, with no lock held (Java does this
+    /// under its name-server lock). A concurrent refresh may have stored a newer route and
+    /// handed it out before this call gets here, so after handing out, the stored route is
+    /// compared with what was handed out and, if it differs, handed out too: the last
+    /// update any user receives is the stored route.
+    fn publish_route(&self, topic: &str, mut route: TopicRouteData) {
+        loop {
+            let mut publish = route::to_publish_info(topic, &route);
+            publish.have_topic_router_info = true;
+            let publish = Arc::new(publish);
+            let subscribe = route::to_subscribe_info(topic, &route);
+            for p in self.producer_list() {
+                p.update_topic_publish_info(topic, publish.clone());
+            }
+            for c in self.consumer_list() {
+                c.update_topic_subscribe_info(topic, &subscribe);
+            }
+            match self.route_table.read().get(topic) {
+                Some(stored) if *stored != route => route = stored.clone(),
+                _ => return,
+            }
         }
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
-            c.update_topic_subscribe_info(topic, &subscribe);
-        }
-        Ok(true)
+    }
+
+    /// The registered producers, copied so that no lock is held while calling them.
+    fn producer_list(&self) -> Vec<Arc<dyn ProducerInner>> {
+        self.producers.read().values().cloned().collect()
+    }
+
+    /// The registered consumers, copied so that no lock is held while calling them.
+    fn consumer_list(&self) -> Vec<Arc<dyn ConsumerInner>> {
+        self.consumers.read().values().cloned().collect()
     }
 
     /// Java `isNeedUpdateTopicRouteInfo`: some user lacks usable info for `topic`.
     fn is_need_update_topic_route_info(&self, topic: &str) -> bool {
-        self.producers
-            .read()
-            .values()
+        self.producer_list()
+            .iter()
             .any(|p| p.is_publish_topic_need_update(topic))
             || self
-                .consumers
-                .read()
-                .values()
+                .consumer_list()
+                .iter()
                 .any(|c| c.is_subscribe_topic_need_update(topic))
     }
 
@@ -548,8 +638,9 @@ impl MQClientInstance {
     /// Sends a heartbeat unless one is already being sent (Java
     /// `sendHeartbeatToAllBrokerWithLock`).
     pub fn send_heartbeat_to_all_brokers_with_lock(&self) {
+        let heartbeat = self.prepare_heartbeat_data();
         match self.heartbeat_lock.try_lock() {
-            Some(_g) => self.send_heartbeat_to_all_brokers(),
+            Some(_g) => self.send_heartbeat_to_all_brokers(heartbeat),
             None => warn!("heartbeat skipped: another one is in progress"),
         }
     }
@@ -557,12 +648,20 @@ impl MQClientInstance {
     /// Sends a heartbeat, waiting for one in progress to finish first: after a rebalance
     /// the broker must learn the new subscription version before the next pulls carry it.
     pub(crate) fn send_heartbeat_to_all_brokers_waiting(&self) {
+        let heartbeat = self.prepare_heartbeat_data();
         let _g = self.heartbeat_lock.lock();
-        self.send_heartbeat_to_all_brokers();
+        self.send_heartbeat_to_all_brokers(heartbeat);
     }
 
-    fn send_heartbeat_to_all_brokers(&self) {
-        let data = self.prepare_heartbeat_data();
+    /// Sends `heartbeat`; called with `heartbeat_lock` held. The data was gathered before
+    /// the lock (gathering calls into the consumers), so a heartbeat gathered later may
+    /// have gone out first: then this one is older and is not sent.
+    fn send_heartbeat_to_all_brokers(&self, (seq, data): (u64, HeartbeatData)) {
+        if self.heartbeat_sent.load(Ordering::Acquire) > seq {
+            debug!("heartbeat skipped: a newer one went out meanwhile");
+            return;
+        }
+        self.heartbeat_sent.store(seq, Ordering::Release);
         let no_consumer = data.consumer_data_set.is_empty();
         if no_consumer && self.producers.read().is_empty() {
             debug!("heartbeat skipped: no producer and no consumer");
@@ -610,7 +709,9 @@ impl MQClientInstance {
         }
     }
 
-    fn prepare_heartbeat_data(&self) -> HeartbeatData {
+    /// The heartbeat body and its sequence number, gathered without holding a lock.
+    fn prepare_heartbeat_data(&self) -> (u64, HeartbeatData) {
+        let seq = self.heartbeat_gathered.fetch_add(1, Ordering::AcqRel) + 1;
         let mut producer_data_set: Vec<ProducerData> = self
             .producers
             .read()
@@ -629,16 +730,16 @@ impl MQClientInstance {
             });
         }
         let consumer_data_set = self
-            .consumers
-            .read()
-            .values()
+            .consumer_list()
+            .iter()
             .map(|c| c.consumer_data())
             .collect();
-        HeartbeatData {
+        let data = HeartbeatData {
             client_id: self.client_id.clone(),
             consumer_data_set,
             producer_data_set,
-        }
+        };
+        (seq, data)
     }
 
     /// The version a broker reported in its last heartbeat response.
@@ -652,15 +753,13 @@ impl MQClientInstance {
     // --- jobs 4 and 5 ----------------------------------------------------------
 
     fn persist_all_consumer_offsets(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.persist_consumer_offset();
         }
     }
 
     fn adjust_thread_pool(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.adjust_thread_pool();
         }
     }
@@ -668,37 +767,36 @@ impl MQClientInstance {
     // --- consumer services ------------------------------------------------------
 
     fn start_consumer_services(&self) -> Result<ConsumerServices> {
+        let delay = ScheduledExecutor::new("rmq-pull-delay", 1)?;
         let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<Box<dyn PullTask>>();
         let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
-        let mut threads = Vec::new();
-        threads.push(
-            std::thread::Builder::new()
-                .name("rmq-pull".into())
-                .spawn(move || {
-                    for task in pull_rx.iter() {
-                        task.pull();
-                    }
-                })
-                .map_err(|e| Error::io("starting the pull service", e))?,
-        );
+        let pull = worker::spawn("rmq-pull", move || {
+            for task in pull_rx.iter() {
+                task.pull();
+            }
+        })
+        .map_err(|e| Error::io("starting the pull service", e))?;
         let me = self.me.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("rmq-rebalance".into())
-                .spawn(move || loop {
-                    match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
-                        Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
-                    }
-                    let Some(instance) = me.upgrade() else { return };
-                    instance.do_rebalance();
-                })
-                .map_err(|e| Error::io("starting the rebalance service", e))?,
-        );
+        let rebalance = worker::spawn("rmq-rebalance", move || loop {
+            match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
+                Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            }
+            let Some(instance) = me.upgrade() else { return };
+            instance.do_rebalance();
+        });
+        let threads = match rebalance {
+            Ok(r) => vec![pull, r],
+            Err(e) => {
+                drop(pull_tx); // ends the pull thread
+                worker::join_all([pull], JOIN_TIMEOUT, "consumer services");
+                return Err(Error::io("starting the rebalance service", e));
+            }
+        };
         Ok(ConsumerServices {
             pull_tx,
             rebalance_tx,
-            delay: ScheduledExecutor::new("rmq-pull-delay", 1)?,
+            delay,
             threads,
         })
     }
@@ -753,8 +851,7 @@ impl MQClientInstance {
 
     /// One rebalance round for every consumer.
     pub fn do_rebalance(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.do_rebalance();
         }
     }
@@ -865,6 +962,18 @@ impl MQClientInstance {
     /// True when a route error means the topic does not exist.
     pub(crate) fn is_topic_not_exist(e: &Error) -> bool {
         e.response_code() == Some(ResponseCode::TOPIC_NOT_EXIST)
+    }
+}
+
+impl Drop for MQClientInstance {
+    /// The last user is gone (its own threads hold only weak references): stop every
+    /// thread, bounded, and never joining the current one — the last reference may be
+    /// dropped on one of them.
+    fn drop(&mut self) {
+        *self.state.get_mut() = ServiceState::ShutdownAlready;
+        manager::remove(&self.client_id, self);
+        self.stop_threads();
+        debug!("client instance {} dropped", self.client_id);
     }
 }
 
