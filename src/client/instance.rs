@@ -988,3 +988,231 @@ fn with(
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel};
+    use crate::protocol::{frame_len, RemotingCommand, DEFAULT_MAX_FRAME};
+    use crate::protocol::{BrokerData, QueueData};
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::OnceLock;
+
+    fn unique(prefix: &str) -> String {
+        format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            crate::util::random_u64()
+        )
+    }
+
+    /// A name server on loopback that answers every request on one connection with
+    /// SUCCESS and `body`.
+    fn fake_namesrv(body: Vec<u8>) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+                while let Ok(Some(n)) = frame_len(&buf, DEFAULT_MAX_FRAME) {
+                    if buf.len() < 4 + n {
+                        break;
+                    }
+                    let frame: Vec<u8> = buf.drain(..4 + n).collect();
+                    let Ok(req) = RemotingCommand::decode(&frame[4..]) else {
+                        return;
+                    };
+                    let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
+                        .with_body(body.clone());
+                    if s.write_all(&ok.to_frame()).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    /// A producer and consumer that record every call made into them while one of the
+    /// instance's locks is held.
+    #[derive(Default)]
+    struct Probe {
+        instance: OnceLock<Weak<MQClientInstance>>,
+        published: AtomicUsize,
+        held: Mutex<Vec<String>>,
+    }
+
+    impl Probe {
+        fn check(&self, call: &str) {
+            let Some(i) = self.instance.get().and_then(Weak::upgrade) else {
+                return;
+            };
+            let mut held = Vec::new();
+            if i.namesrv_lock.try_lock().is_none() {
+                held.push("namesrv_lock");
+            }
+            if i.heartbeat_lock.try_lock().is_none() {
+                held.push("heartbeat_lock");
+            }
+            if i.producers.try_write().is_none() {
+                held.push("producers");
+            }
+            if i.consumers.try_write().is_none() {
+                held.push("consumers");
+            }
+            if i.route_table.try_write().is_none() {
+                held.push("route_table");
+            }
+            if i.broker_addr_table.try_write().is_none() {
+                held.push("broker_addr_table");
+            }
+            if !held.is_empty() {
+                self.held.lock().push(format!("{call} under {held:?}"));
+            }
+        }
+    }
+
+    impl ProducerInner for Probe {
+        fn publish_topics(&self) -> Vec<String> {
+            self.check("publish_topics");
+            vec!["T".to_string()]
+        }
+        fn is_publish_topic_need_update(&self, _: &str) -> bool {
+            self.check("is_publish_topic_need_update");
+            false
+        }
+        fn update_topic_publish_info(&self, _: &str, _: Arc<TopicPublishInfo>) {
+            self.check("update_topic_publish_info");
+            self.published.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl ConsumerInner for Probe {
+        fn consumer_data(&self) -> ConsumerData {
+            self.check("consumer_data");
+            ConsumerData {
+                group_name: "cg".into(),
+                consume_type: ConsumeType::ConsumePassively,
+                message_model: MessageModel::Clustering,
+                consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                subscription_data_set: Vec::new(),
+                unit_mode: false,
+            }
+        }
+        fn update_topic_subscribe_info(&self, _: &str, _: &HashSet<MessageQueue>) {
+            self.check("update_topic_subscribe_info");
+        }
+        fn is_subscribe_topic_need_update(&self, _: &str) -> bool {
+            self.check("is_subscribe_topic_need_update");
+            false
+        }
+        fn persist_consumer_offset(&self) {
+            self.check("persist_consumer_offset");
+        }
+        fn adjust_thread_pool(&self) {
+            self.check("adjust_thread_pool");
+        }
+        fn do_rebalance(&self) {
+            self.check("do_rebalance");
+        }
+    }
+
+    #[test]
+    fn no_lock_is_held_while_calling_into_producers_and_consumers() {
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 2,
+                write_queue_nums: 2,
+                perm: 6,
+                ..Default::default()
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                // Nothing listens there: heartbeats fail at once.
+                broker_addrs: [(0, "127.0.0.1:1".to_string())].into_iter().collect(),
+            }],
+            ..Default::default()
+        };
+        let namesrv = fake_namesrv(serde_json::to_vec(&route).unwrap());
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv)
+            .instance_name(unique("locks"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let probe = Arc::new(Probe::default());
+        let _ = probe.instance.set(Arc::downgrade(&instance));
+        assert!(instance.register_producer("pg", probe.clone()));
+        assert!(instance.register_consumer("cg", probe.clone()));
+
+        assert!(instance.update_topic_route("T").unwrap(), "a new route");
+        assert_eq!(probe.published.load(Ordering::SeqCst), 1);
+        instance.update_topic_route_info_from_name_server();
+        instance.send_heartbeat_to_all_brokers_waiting();
+        instance.send_heartbeat_to_all_brokers_with_lock();
+        instance.persist_all_consumer_offsets();
+        instance.adjust_thread_pool();
+        instance.do_rebalance();
+        let held = probe.held.lock().clone();
+        assert!(held.is_empty(), "{held:?}");
+        instance.producers.write().clear();
+        instance.consumers.write().clear();
+        instance.shutdown();
+    }
+
+    #[test]
+    fn start_fetches_name_server_addresses_without_holding_the_state_lock() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/rocketmq/nsaddr", l.local_addr().unwrap());
+        let (asked_tx, asked) = crossbeam_channel::bounded(1);
+        let (answer, answer_rx) = crossbeam_channel::bounded::<()>(1);
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            asked_tx.send(()).unwrap();
+            // Answers only when the test has looked at the lock.
+            let _ = answer_rx.recv_timeout(Duration::from_secs(10));
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\n127.0.0.1:19876\n");
+        });
+        let config = ClientConfig::builder()
+            .no_namesrv_addr()
+            .name_server_address_url(url)
+            .instance_name(unique("http"))
+            .mq_client_api_timeout(Duration::from_secs(10))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let starting = instance.clone();
+        let starter = std::thread::spawn(move || starting.start());
+        asked.recv_timeout(Duration::from_secs(5)).unwrap();
+        // The fetch waits for the answer now; the state must be free to read.
+        let free = instance
+            .state
+            .try_lock_for(Duration::from_millis(500))
+            .map(|s| *s);
+        answer.send(()).unwrap();
+        assert_eq!(
+            free,
+            Some(ServiceState::CreateJust),
+            "start holds the state lock across the HTTP fetch"
+        );
+        starter.join().unwrap().unwrap();
+        server.join().unwrap();
+        assert_eq!(instance.state(), ServiceState::Running);
+        assert_eq!(
+            instance.remoting().name_server_address_list(),
+            vec!["127.0.0.1:19876".to_string()]
+        );
+        instance.shutdown();
+        assert_eq!(instance.state(), ServiceState::ShutdownAlready);
+    }
+}

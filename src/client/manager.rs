@@ -60,3 +60,86 @@ pub fn instance_count() -> usize {
         .filter(|w| w.strong_count() > 0)
         .count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn config(instance: &str) -> ClientConfig {
+        ClientConfig::builder()
+            // Nothing listens there; the jobs fail quietly.
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name(format!(
+                "{instance}-{}-{}",
+                std::process::id(),
+                crate::util::random_u64()
+            ))
+            .build()
+    }
+
+    fn in_table(config: &ClientConfig) -> bool {
+        table().lock().contains_key(&config.client_id())
+    }
+
+    #[test]
+    fn dropping_the_last_user_ends_the_instance() {
+        let config = config("drop");
+        let instance = get_or_create_instance(&config).unwrap();
+        instance.start().unwrap();
+        let again = get_or_create_instance(&config).unwrap();
+        assert!(Arc::ptr_eq(&instance, &again), "one instance per client id");
+        let weak = Arc::downgrade(&instance);
+        let remoting = instance.remoting().clone();
+        drop(again);
+        drop(instance);
+        // A job running on the timer holds a strong reference for its run; then the
+        // instance ends there (and must not join that thread). So wait a little.
+        let refused = || {
+            remoting
+                .invoke_sync(
+                    "127.0.0.1:1",
+                    crate::protocol::RemotingCommand::request(
+                        crate::protocol::RequestCode::GET_BROKER_CLUSTER_INFO,
+                    ),
+                    Duration::from_millis(100),
+                )
+                .err()
+                .is_some_and(|e| e.kind() == crate::ErrorKind::State)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while (weak.strong_count() > 0 || in_table(&config) || !refused())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            weak.upgrade().is_none(),
+            "the table kept the instance alive"
+        );
+        assert!(!in_table(&config), "a dead entry stayed in the table");
+        // Its Drop stopped the remoting client (and with it the I/O thread).
+        assert!(refused(), "the remoting client still runs");
+    }
+
+    #[test]
+    fn a_failed_start_leaves_no_instance_behind() {
+        let mut config = config("failed");
+        // A zero period is refused when the jobs are scheduled: start fails.
+        config.poll_name_server_interval = Duration::ZERO;
+        let instance = get_or_create_instance(&config).unwrap();
+        let e = instance.start().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{e}");
+        assert_eq!(instance.state(), ServiceState::StartFailed);
+        assert!(
+            !in_table(&config),
+            "the failed instance stayed in the table"
+        );
+        // The next user gets a new instance, not the failed one.
+        let next = get_or_create_instance(&config).unwrap();
+        assert!(!Arc::ptr_eq(&instance, &next));
+        assert_eq!(next.state(), ServiceState::CreateJust);
+        drop(next);
+        assert!(!in_table(&config));
+    }
+}
