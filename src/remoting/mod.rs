@@ -18,7 +18,6 @@ use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, Sender};
@@ -29,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{Error, ErrorKind, Result, TimeoutPhase};
 use crate::protocol::{RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME};
 use crate::util;
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
@@ -143,7 +143,7 @@ struct NamesrvState {
 pub struct RemotingClient {
     shared: Arc<Shared>,
     running: AtomicBool,
-    io_thread: Mutex<Option<JoinHandle<()>>>,
+    io_thread: Mutex<Option<Worker>>,
     hooks: RwLock<Vec<Arc<dyn RpcHook>>>,
     async_permits: Semaphore,
     oneway_permits: Semaphore,
@@ -175,9 +175,7 @@ impl RemotingClient {
             processor_pool,
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
-        let io_thread = std::thread::Builder::new()
-            .name("rmq-io".into())
-            .spawn(move || io_loop.run())
+        let io_thread = worker::spawn("rmq-io", move || io_loop.run())
             .map_err(|e| Error::io("starting the I/O thread", e))?;
         Ok(RemotingClient {
             shared,
@@ -519,9 +517,7 @@ impl RemotingClient {
         let _ = self.shared.submit(Command::Shutdown);
         let io_thread = self.io_thread.lock().take();
         if let Some(h) = io_thread {
-            if h.join().is_err() {
-                warn!("the I/O thread ended by panic");
-            }
+            h.join_until(Instant::now() + JOIN_TIMEOUT, "remoting client");
         }
         // Callbacks queued by the failures above still run before the pools stop.
         self.shared.processor_pool.shutdown();
