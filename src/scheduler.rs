@@ -47,6 +47,9 @@ struct State {
 }
 
 /// Timer threads running scheduled jobs.
+///
+/// `state.queue` and `threads` are each taken alone; no lock is held while a job runs or
+/// while the threads are joined.
 pub struct ScheduledExecutor {
     state: Arc<State>,
     threads: Mutex<Vec<Worker>>,

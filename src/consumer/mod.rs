@@ -433,7 +433,7 @@ impl PushConsumer {
             match crate::producer::Producer::builder(group).build_with_config(config) {
                 Ok(p) => {
                     if p.start().is_ok() {
-                        *c.fallback_producer.write() = Some(p);
+                        *c.fallback_producer.write() = Some(Arc::new(p));
                     }
                 }
                 Err(e) => log::warn!("{}: no fallback producer: {e}", c.group),

@@ -75,6 +75,9 @@ impl Shared {
 }
 
 /// A resizable pool.
+///
+/// Locks (`shared.state`, `workers`) are taken one at a time, never nested; no lock is
+/// held while a job runs or while workers are joined.
 pub(crate) struct ConsumePool {
     shared: Arc<Shared>,
     workers: Mutex<Vec<Worker>>,

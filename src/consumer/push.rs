@@ -65,6 +65,11 @@ impl PullTask for PullRequest {
     }
 }
 
+/// The push consumer's engine.
+///
+/// Its own locks (`state`, `lock_timer`, `fallback_producer`) are each taken alone and
+/// released before calling the instance, the listener or a producer. The orderly
+/// listener runs under its queue's `ProcessQueue::consume_lock` (see there).
 pub(crate) struct PushConsumerImpl {
     pub(crate) group: String,
     pub(crate) options: PushConsumerOptions,
@@ -79,7 +84,8 @@ pub(crate) struct PushConsumerImpl {
     lock_timer: Mutex<Option<ScheduledExecutor>>,
     me: Weak<PushConsumerImpl>,
     /// Producer used when CONSUMER_SEND_MSG_BACK fails (Java: the instance's inner producer).
-    pub(crate) fallback_producer: RwLock<Option<crate::producer::Producer>>,
+    /// Cloned out before a send, so no lock is held across the network call.
+    pub(crate) fallback_producer: RwLock<Option<Arc<crate::producer::Producer>>>,
 }
 
 impl PushConsumerImpl {
@@ -652,8 +658,8 @@ impl PushConsumerImpl {
     /// Sends `m` as a new message to `%RETRY%<group>` with the retry bookkeeping
     /// properties; past the maximum the broker moves it to the DLQ.
     fn send_back_as_normal_message(&self, m: &MessageExt, _mq: &MessageQueue) -> bool {
-        let guard = self.fallback_producer.read();
-        let Some(producer) = guard.as_ref() else {
+        let producer = self.fallback_producer.read().clone();
+        let Some(producer) = producer else {
             return false;
         };
         let mut msg = crate::message::Message::new(

@@ -65,6 +65,10 @@ enum Mode {
     Oneway,
 }
 
+/// The producer's engine.
+///
+/// Its locks (`state`, `instance`, `publish_table`) are each taken alone, never nested,
+/// and none is held across a send or a call into the client instance.
 pub(super) struct ProducerImpl {
     group: String,
     namespace: Option<String>,

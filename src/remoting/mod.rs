@@ -104,6 +104,9 @@ where
 }
 
 /// State shared by callers and the I/O thread.
+///
+/// `connected` and `processors` are each taken alone; a processor is cloned out before it
+/// runs (on the processor pool).
 pub(crate) struct Shared {
     config: RemotingConfig,
     tx: Sender<Command>,
@@ -140,11 +143,16 @@ struct NamesrvState {
 ///
 /// Cheap to share behind an `Arc`; every method takes `&self`. Dropping the last handle
 /// (or calling [`shutdown`](Self::shutdown)) fails what is pending and joins every thread.
+///
+/// Lock order: `namesrv_lock` → `namesrv` (name-server selection); `io_thread` and
+/// `hooks` are taken alone. Hooks (user code) run with no lock held.
 pub struct RemotingClient {
     shared: Arc<Shared>,
     running: AtomicBool,
     io_thread: Mutex<Option<Worker>>,
-    hooks: RwLock<Vec<Arc<dyn RpcHook>>>,
+    /// Replaced whole on registration, so that a request copies the `Arc` and calls the
+    /// hooks (user code) with no lock held.
+    hooks: RwLock<Arc<Vec<Arc<dyn RpcHook>>>>,
     async_permits: Semaphore,
     oneway_permits: Semaphore,
     namesrv: Mutex<NamesrvState>,
@@ -181,7 +189,7 @@ impl RemotingClient {
             shared,
             running: AtomicBool::new(true),
             io_thread: Mutex::new(Some(io_thread)),
-            hooks: RwLock::new(Vec::new()),
+            hooks: RwLock::new(Arc::new(Vec::new())),
             async_permits: Semaphore::new(config.async_permits),
             oneway_permits: Semaphore::new(config.oneway_permits),
             namesrv: Mutex::new(NamesrvState {
@@ -205,7 +213,10 @@ impl RemotingClient {
 
     /// Adds an RPC hook; hooks run in registration order.
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
-        self.hooks.write().push(hook);
+        let mut hooks = self.hooks.write();
+        let mut list = Vec::clone(&hooks);
+        list.push(hook);
+        *hooks = Arc::new(list);
     }
 
     /// Whether a connection to `addr` is established now.
@@ -258,7 +269,8 @@ impl RemotingClient {
         };
         match result {
             Ok(mut response) => {
-                for hook in self.hooks.read().iter() {
+                let hooks = self.hooks.read().clone();
+                for hook in hooks.iter() {
                     hook.after_response(addr, code, &mut response);
                 }
                 Ok(response)
@@ -534,7 +546,8 @@ impl RemotingClient {
     }
 
     fn before_request(&self, addr: &str, request: &mut RemotingCommand) {
-        for hook in self.hooks.read().iter() {
+        let hooks = self.hooks.read().clone();
+        for hook in hooks.iter() {
             hook.before_request(addr, request);
         }
     }
