@@ -82,9 +82,10 @@ const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
 /// Lock order, where two are held at once: `state` → `scheduler`, `services` (start);
 /// `namesrv_lock` → `route_table` → `broker_addr_table` (route refresh, offline-broker
 /// cleanup); `heartbeat_lock` → `producers`, `broker_addr_table`, `broker_version_table`
-/// (each taken and released in turn; the heartbeat body is gathered before the lock). `fetched_namesrv_addr` is
-/// taken alone, after the HTTP fetch, never around it. No lock is held while calling into
-/// a producer or consumer (`ProducerInner`, `ConsumerInner`), nor across a join.
+/// (each taken and released in turn; the heartbeat body is gathered before the lock).
+/// `fetched_namesrv_addr` is taken alone, after the HTTP fetch, never around it. No lock
+/// is held while calling into a producer or consumer (`ProducerInner`, `ConsumerInner`),
+/// nor across a join.
 ///
 /// Producers and consumers hold it by `Arc`; its own threads hold only `Weak`s, so
 /// dropping the last user ends it: `Drop` stops its threads and its remoting client.
