@@ -7,15 +7,14 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use log::{error, warn};
+use log::warn;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 type JobFn = Box<dyn FnMut() -> Result<()> + Send + 'static>;
 
@@ -48,9 +47,12 @@ struct State {
 }
 
 /// Timer threads running scheduled jobs.
+///
+/// `state.queue` and `threads` are each taken alone; no lock is held while a job runs or
+/// while the threads are joined.
 pub struct ScheduledExecutor {
     state: Arc<State>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Mutex<Vec<Worker>>,
     name: String,
 }
 
@@ -92,9 +94,7 @@ impl ScheduledExecutor {
         };
         for i in 0..threads.max(1) {
             let state = exec.state.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("{name}-{i}"))
-                .spawn(move || worker(&state))
+            let h = worker::spawn(format!("{name}-{i}"), move || run_timer(&state))
                 .map_err(|e| Error::io(format!("starting timer thread {name}-{i}"), e))?;
             exec.threads.lock().push(h);
         }
@@ -193,7 +193,8 @@ impl ScheduledExecutor {
         })
     }
 
-    /// Stops every schedule, waits for running jobs and joins the threads. Idempotent.
+    /// Stops every schedule, waits for running jobs and joins the threads (within
+    /// `util::worker::JOIN_TIMEOUT`, never the calling one). Idempotent.
     pub fn shutdown(&self) {
         {
             let mut q = self.state.queue.lock();
@@ -202,15 +203,9 @@ impl ScheduledExecutor {
             q.heap.clear();
         }
         self.state.cv.notify_all();
-        let me = std::thread::current().id();
-        for h in std::mem::take(&mut *self.threads.lock()) {
-            if h.thread().id() == me {
-                continue; // a job shutting down its own executor
-            }
-            if h.join().is_err() {
-                warn!("a timer thread of {} ended by panic", self.name);
-            }
-        }
+        // A job shutting down its own executor does not join its own thread.
+        let threads = std::mem::take(&mut *self.threads.lock());
+        worker::join_all(threads, JOIN_TIMEOUT, &self.name);
     }
 }
 
@@ -220,7 +215,7 @@ impl Drop for ScheduledExecutor {
     }
 }
 
-fn worker(state: &State) {
+fn run_timer(state: &State) {
     let mut q = state.queue.lock();
     loop {
         if q.shutdown {
@@ -246,10 +241,9 @@ fn worker(state: &State) {
         let schedule = slot.schedule;
         drop(q);
 
-        match catch_unwind(AssertUnwindSafe(&mut job)) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!("scheduled job {name} failed: {e}"),
-            Err(_) => error!("scheduled job {name} panicked; it keeps its schedule"),
+        // A panicking job keeps its schedule, as a failing one does.
+        if let Some(Err(e)) = worker::run_caught(format_args!("scheduled job {name}"), &mut job) {
+            warn!("scheduled job {name} failed: {e}");
         }
 
         q = state.queue.lock();

@@ -4,6 +4,8 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+pub(crate) mod worker;
+
 /// Builder setters that assign `self.options.<name>`.
 macro_rules! option_setters {
     ($($(#[$m:meta])* $name:ident: $ty:ty;)*) => {$(

@@ -8,8 +8,8 @@
 //! 4. consumer-offset persistence,
 //! 5. consumer thread-pool adjustment.
 //!
-//! Lock order, where two are held: `namesrv_lock` → `route_table` → `broker_addr_table`.
-//! No lock is held while calling into a producer or consumer.
+//! No lock is held while calling into a producer or consumer: the callee list is copied
+//! (the `Arc`s cloned) and the lock released first. The lock order is on the struct.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,7 @@ use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
 use crate::protocol::{ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 /// Life cycle of a service (Java `ServiceState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +62,14 @@ pub(crate) trait ConsumerInner: Send + Sync {
     fn do_rebalance(&self);
 }
 
+/// A unit of work for the pull service (Java `PullRequest` as `PullMessageService` sees
+/// it). The consumer defines what a pull is; the instance only queues and runs it, so
+/// `client/` knows nothing of consumer types.
+pub(crate) trait PullTask: Send {
+    /// Runs the pull on the pull thread. It must not block: pulls are async.
+    fn pull(self: Box<Self>);
+}
+
 /// Java's initial delays of the five jobs.
 const FETCH_NAMESRV_INITIAL_DELAY: Duration = Duration::from_secs(10);
 const ROUTE_INITIAL_DELAY: Duration = Duration::from_millis(10);
@@ -69,6 +78,17 @@ const PERSIST_INITIAL_DELAY: Duration = Duration::from_secs(10);
 const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
 
 /// The shared client core (Java `MQClientInstance`).
+///
+/// Lock order, where two are held at once: `state` → `scheduler`, `services` (start);
+/// `namesrv_lock` → `route_table` → `broker_addr_table` (route refresh, offline-broker
+/// cleanup); `heartbeat_lock` → `producers`, `broker_addr_table`, `broker_version_table`
+/// (each taken and released in turn; the heartbeat body is gathered before the lock).
+/// `fetched_namesrv_addr` is taken alone, after the HTTP fetch, never around it. No lock
+/// is held while calling into a producer or consumer (`ProducerInner`, `ConsumerInner`),
+/// nor across a join.
+///
+/// Producers and consumers hold it by `Arc`; its own threads hold only `Weak`s, so
+/// dropping the last user ends it: `Drop` stops its threads and its remoting client.
 pub struct MQClientInstance {
     client_id: String,
     config: ClientConfig,
@@ -84,6 +104,10 @@ pub struct MQClientInstance {
     namesrv_lock: Mutex<()>,
     heartbeat_lock: Mutex<()>,
     heartbeat_times: AtomicU64,
+    /// Sequence numbers of heartbeats: the last one gathered, and the last one sent
+    /// (written under `heartbeat_lock`).
+    heartbeat_gathered: AtomicU64,
+    heartbeat_sent: AtomicU64,
     /// The last answer of the HTTP address server.
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
@@ -91,12 +115,32 @@ pub struct MQClientInstance {
     me: Weak<MQClientInstance>,
 }
 
-/// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`).
+/// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`):
+/// threads `rmq-pull` and `rmq-rebalance`, and the `rmq-pull-delay` timer for delayed
+/// pulls and consume retries.
 struct ConsumerServices {
-    pull_tx: crossbeam_channel::Sender<crate::consumer::PullRequest>,
+    pull_tx: crossbeam_channel::Sender<Box<dyn PullTask>>,
     rebalance_tx: crossbeam_channel::Sender<()>,
     delay: ScheduledExecutor,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    threads: Vec<Worker>,
+}
+
+impl ConsumerServices {
+    /// Stops the delay timer (its pending pulls hold senders), closes both channels, which
+    /// ends both loops, and joins the threads (within [`JOIN_TIMEOUT`], never the calling
+    /// one).
+    fn stop(self) {
+        let ConsumerServices {
+            pull_tx,
+            rebalance_tx,
+            delay,
+            threads,
+        } = self;
+        delay.shutdown();
+        drop(pull_tx);
+        drop(rebalance_tx);
+        worker::join_all(threads, JOIN_TIMEOUT, "consumer services");
+    }
 }
 
 /// How long the rebalance service waits between rounds (Java
@@ -136,6 +180,8 @@ impl MQClientInstance {
             namesrv_lock: Mutex::new(()),
             heartbeat_lock: Mutex::new(()),
             heartbeat_times: AtomicU64::new(0),
+            heartbeat_gathered: AtomicU64::new(0),
+            heartbeat_sent: AtomicU64::new(0),
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
@@ -170,24 +216,13 @@ impl MQClientInstance {
 
     /// Starts the jobs. A running instance stays running (producers and consumers share
     /// it); a failed or shut-down one is a state error.
+    ///
+    /// A failed start stops what it started and removes the instance from the manager.
     pub fn start(&self) -> Result<()> {
-        let mut state = self.state.lock();
-        match *state {
-            ServiceState::Running => return Ok(()),
-            ServiceState::StartFailed => {
-                return Err(Error::state(format!(
-                    "client instance {} failed to start before",
-                    self.client_id
-                )))
-            }
-            ServiceState::ShutdownAlready => {
-                return Err(Error::state(format!(
-                    "client instance {} is shut down",
-                    self.client_id
-                )))
-            }
-            ServiceState::CreateJust => {}
+        if !self.may_start(self.state())? {
+            return Ok(());
         }
+        // The HTTP fetch runs before the state lock is taken: no lock is held across I/O.
         if self.config.namesrv_addr.is_none() {
             if let Err(e) = self.fetch_name_server_addr() {
                 warn!(
@@ -195,6 +230,10 @@ impl MQClientInstance {
                     self.config.name_server_address_url
                 );
             }
+        }
+        let mut state = self.state.lock();
+        if !self.may_start(*state)? {
+            return Ok(()); // another user started it meanwhile
         }
         match self
             .start_scheduled_tasks()
@@ -210,8 +249,28 @@ impl MQClientInstance {
             }
             Err(e) => {
                 *state = ServiceState::StartFailed;
+                drop(state);
+                manager::remove(&self.client_id, self);
+                self.stop_threads();
                 Err(e.context(format!("starting client instance {}", self.client_id)))
             }
+        }
+    }
+
+    /// Whether `start` has work to do in `state`: false when running, an error when failed
+    /// or shut down.
+    fn may_start(&self, state: ServiceState) -> Result<bool> {
+        match state {
+            ServiceState::CreateJust => Ok(true),
+            ServiceState::Running => Ok(false),
+            ServiceState::StartFailed => Err(Error::state(format!(
+                "client instance {} failed to start before",
+                self.client_id
+            ))),
+            ServiceState::ShutdownAlready => Err(Error::state(format!(
+                "client instance {} is shut down",
+                self.client_id
+            ))),
         }
     }
 
@@ -291,6 +350,14 @@ impl MQClientInstance {
         }
         *state = ServiceState::ShutdownAlready;
         drop(state);
+        manager::remove(&self.client_id, self);
+        self.stop_threads();
+        info!("client instance {} shut down", self.client_id);
+    }
+
+    /// Stops the timer, the consumer services and the remoting client, joining their
+    /// threads (never the calling one). Idempotent.
+    fn stop_threads(&self) {
         // Take each out first: a guard held across the joins would deadlock with a
         // service thread that needs the same lock to finish its current step.
         let scheduler = self.scheduler.lock().take();
@@ -299,19 +366,9 @@ impl MQClientInstance {
         }
         let services = self.services.lock().take();
         if let Some(services) = services {
-            services.delay.shutdown();
-            // Closing the channels ends both service loops.
-            drop(services.pull_tx);
-            drop(services.rebalance_tx);
-            for t in services.threads {
-                if t.join().is_err() {
-                    warn!("a consumer service thread ended by panic");
-                }
-            }
+            services.stop();
         }
         self.remoting().shutdown();
-        manager::remove(&self.client_id, self);
-        info!("client instance {} shut down", self.client_id);
     }
 
     // --- registration ----------------------------------------------------------
@@ -403,12 +460,12 @@ impl MQClientInstance {
     /// Refreshes the route of every published and subscribed topic.
     pub fn update_topic_route_info_from_name_server(&self) {
         let mut topics: HashSet<String> = HashSet::new();
-        for c in self.consumers.read().values() {
+        for c in self.consumer_list() {
             for s in c.consumer_data().subscription_data_set {
                 topics.insert(s.topic);
             }
         }
-        for p in self.producers.read().values() {
+        for p in self.producer_list() {
             topics.extend(p.publish_topics());
         }
         for topic in topics {
@@ -436,6 +493,26 @@ impl MQClientInstance {
     }
 
     fn update_route_inner(&self, topic: &str, default_queue_nums: Option<i32>) -> Result<bool> {
+        // Asked before the name-server lock is taken: it calls into producers and consumers.
+        let needed = self.is_need_update_topic_route_info(topic);
+        let route = self.fetch_and_store_route(topic, default_queue_nums, needed)?;
+        match route {
+            Some(route) => {
+                self.publish_route(topic, route);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Under the name-server lock: fetches the route of `topic` and, if it changed (or
+    /// `needed`), stores it and the broker addresses. Returns the stored route.
+    fn fetch_and_store_route(
+        &self,
+        topic: &str,
+        default_queue_nums: Option<i32>,
+        needed: bool,
+    ) -> Result<Option<TopicRouteData>> {
         let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
             return Err(Error::timeout(crate::TimeoutPhase::Lock, LOCK_TIMEOUT)
                 .context(format!("route refresh of {topic}")));
@@ -461,9 +538,9 @@ impl MQClientInstance {
                 Some(old) => old.sorted() != route.sorted(),
                 None => true,
             }
-        } || self.is_need_update_topic_route_info(topic);
+        } || needed;
         if !changed {
-            return Ok(false);
+            return Ok(None);
         }
         info!("route of topic {topic} changed: {route:?}");
         {
@@ -472,32 +549,54 @@ impl MQClientInstance {
                 brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
             }
         }
-        let publish = Arc::new(route::to_publish_info(topic, &route));
-        let mut publish = publish;
-        Arc::make_mut(&mut publish).have_topic_router_info = true;
-        let subscribe = route::to_subscribe_info(topic, &route);
-        self.route_table.write().insert(topic.to_string(), route);
-        let producers: Vec<_> = self.producers.read().values().cloned().collect();
-        for p in producers {
-            p.update_topic_publish_info(topic, publish.clone());
+        self.route_table
+            .write()
+            .insert(topic.to_string(), route.clone());
+        Ok(Some(route))
+    }
+
+    /// Hands `route` to every producer and consumer, with no lock held (Java does this
+    /// under its name-server lock). A concurrent refresh may have stored a newer route and
+    /// handed it out before this call gets here, so after handing out, the stored route is
+    /// compared with what was handed out and, if it differs, handed out too: the last
+    /// update any user receives is the stored route.
+    fn publish_route(&self, topic: &str, mut route: TopicRouteData) {
+        loop {
+            let mut publish = route::to_publish_info(topic, &route);
+            publish.have_topic_router_info = true;
+            let publish = Arc::new(publish);
+            let subscribe = route::to_subscribe_info(topic, &route);
+            for p in self.producer_list() {
+                p.update_topic_publish_info(topic, publish.clone());
+            }
+            for c in self.consumer_list() {
+                c.update_topic_subscribe_info(topic, &subscribe);
+            }
+            match self.route_table.read().get(topic) {
+                Some(stored) if *stored != route => route = stored.clone(),
+                _ => return,
+            }
         }
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
-            c.update_topic_subscribe_info(topic, &subscribe);
-        }
-        Ok(true)
+    }
+
+    /// The registered producers, copied so that no lock is held while calling them.
+    fn producer_list(&self) -> Vec<Arc<dyn ProducerInner>> {
+        self.producers.read().values().cloned().collect()
+    }
+
+    /// The registered consumers, copied so that no lock is held while calling them.
+    fn consumer_list(&self) -> Vec<Arc<dyn ConsumerInner>> {
+        self.consumers.read().values().cloned().collect()
     }
 
     /// Java `isNeedUpdateTopicRouteInfo`: some user lacks usable info for `topic`.
     fn is_need_update_topic_route_info(&self, topic: &str) -> bool {
-        self.producers
-            .read()
-            .values()
+        self.producer_list()
+            .iter()
             .any(|p| p.is_publish_topic_need_update(topic))
             || self
-                .consumers
-                .read()
-                .values()
+                .consumer_list()
+                .iter()
                 .any(|c| c.is_subscribe_topic_need_update(topic))
     }
 
@@ -540,8 +639,9 @@ impl MQClientInstance {
     /// Sends a heartbeat unless one is already being sent (Java
     /// `sendHeartbeatToAllBrokerWithLock`).
     pub fn send_heartbeat_to_all_brokers_with_lock(&self) {
+        let heartbeat = self.prepare_heartbeat_data();
         match self.heartbeat_lock.try_lock() {
-            Some(_g) => self.send_heartbeat_to_all_brokers(),
+            Some(_g) => self.send_heartbeat_to_all_brokers(heartbeat),
             None => warn!("heartbeat skipped: another one is in progress"),
         }
     }
@@ -549,12 +649,20 @@ impl MQClientInstance {
     /// Sends a heartbeat, waiting for one in progress to finish first: after a rebalance
     /// the broker must learn the new subscription version before the next pulls carry it.
     pub(crate) fn send_heartbeat_to_all_brokers_waiting(&self) {
+        let heartbeat = self.prepare_heartbeat_data();
         let _g = self.heartbeat_lock.lock();
-        self.send_heartbeat_to_all_brokers();
+        self.send_heartbeat_to_all_brokers(heartbeat);
     }
 
-    fn send_heartbeat_to_all_brokers(&self) {
-        let data = self.prepare_heartbeat_data();
+    /// Sends `heartbeat`; called with `heartbeat_lock` held. The data was gathered before
+    /// the lock (gathering calls into the consumers), so a heartbeat gathered later may
+    /// have gone out first: then this one is older and is not sent.
+    fn send_heartbeat_to_all_brokers(&self, (seq, data): (u64, HeartbeatData)) {
+        if self.heartbeat_sent.load(Ordering::Acquire) > seq {
+            debug!("heartbeat skipped: a newer one went out meanwhile");
+            return;
+        }
+        self.heartbeat_sent.store(seq, Ordering::Release);
         let no_consumer = data.consumer_data_set.is_empty();
         if no_consumer && self.producers.read().is_empty() {
             debug!("heartbeat skipped: no producer and no consumer");
@@ -602,7 +710,9 @@ impl MQClientInstance {
         }
     }
 
-    fn prepare_heartbeat_data(&self) -> HeartbeatData {
+    /// The heartbeat body and its sequence number, gathered without holding a lock.
+    fn prepare_heartbeat_data(&self) -> (u64, HeartbeatData) {
+        let seq = self.heartbeat_gathered.fetch_add(1, Ordering::AcqRel) + 1;
         let mut producer_data_set: Vec<ProducerData> = self
             .producers
             .read()
@@ -621,16 +731,16 @@ impl MQClientInstance {
             });
         }
         let consumer_data_set = self
-            .consumers
-            .read()
-            .values()
+            .consumer_list()
+            .iter()
             .map(|c| c.consumer_data())
             .collect();
-        HeartbeatData {
+        let data = HeartbeatData {
             client_id: self.client_id.clone(),
             consumer_data_set,
             producer_data_set,
-        }
+        };
+        (seq, data)
     }
 
     /// The version a broker reported in its last heartbeat response.
@@ -644,15 +754,13 @@ impl MQClientInstance {
     // --- jobs 4 and 5 ----------------------------------------------------------
 
     fn persist_all_consumer_offsets(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.persist_consumer_offset();
         }
     }
 
     fn adjust_thread_pool(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.adjust_thread_pool();
         }
     }
@@ -660,59 +768,57 @@ impl MQClientInstance {
     // --- consumer services ------------------------------------------------------
 
     fn start_consumer_services(&self) -> Result<ConsumerServices> {
-        let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<crate::consumer::PullRequest>();
+        let delay = ScheduledExecutor::new("rmq-pull-delay", 1)?;
+        let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<Box<dyn PullTask>>();
         let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
-        let mut threads = Vec::new();
-        threads.push(
-            std::thread::Builder::new()
-                .name("rmq-pull".into())
-                .spawn(move || {
-                    for request in pull_rx.iter() {
-                        if let Some(consumer) = request.consumer() {
-                            consumer.pull_message(request);
-                        }
-                    }
-                })
-                .map_err(|e| Error::io("starting the pull service", e))?,
-        );
+        let pull = worker::spawn("rmq-pull", move || {
+            for task in pull_rx.iter() {
+                task.pull();
+            }
+        })
+        .map_err(|e| Error::io("starting the pull service", e))?;
         let me = self.me.clone();
-        threads.push(
-            std::thread::Builder::new()
-                .name("rmq-rebalance".into())
-                .spawn(move || loop {
-                    match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
-                        Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                        Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
-                    }
-                    let Some(instance) = me.upgrade() else { return };
-                    instance.do_rebalance();
-                })
-                .map_err(|e| Error::io("starting the rebalance service", e))?,
-        );
+        let rebalance = worker::spawn("rmq-rebalance", move || loop {
+            match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
+                Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+            }
+            let Some(instance) = me.upgrade() else { return };
+            instance.do_rebalance();
+        });
+        let threads = match rebalance {
+            Ok(r) => vec![pull, r],
+            Err(e) => {
+                drop(pull_tx); // ends the pull thread
+                worker::join_all([pull], JOIN_TIMEOUT, "consumer services");
+                return Err(Error::io("starting the rebalance service", e));
+            }
+        };
         Ok(ConsumerServices {
             pull_tx,
             rebalance_tx,
-            delay: ScheduledExecutor::new("rmq-pull-delay", 1)?,
+            delay,
             threads,
         })
     }
 
     /// Hands a pull request to the pull service now.
-    pub(crate) fn execute_pull_request_immediately(&self, request: crate::consumer::PullRequest) {
+    pub(crate) fn execute_pull_request_immediately(&self, request: impl PullTask + 'static) {
         if let Some(s) = self.services.lock().as_ref() {
-            let _ = s.pull_tx.send(request);
+            let _ = s.pull_tx.send(Box::new(request));
         }
     }
 
     /// Hands a pull request to the pull service after `delay`.
     pub(crate) fn execute_pull_request_later(
         &self,
-        request: crate::consumer::PullRequest,
+        request: impl PullTask + 'static,
         delay: Duration,
     ) {
         let guard = self.services.lock();
         let Some(s) = guard.as_ref() else { return };
         let tx = s.pull_tx.clone();
+        let request: Box<dyn PullTask> = Box::new(request);
         if let Err(e) = s.delay.schedule_once("pull-later", delay, move || {
             let _ = tx.send(request);
             Ok(())
@@ -746,8 +852,7 @@ impl MQClientInstance {
 
     /// One rebalance round for every consumer.
     pub fn do_rebalance(&self) {
-        let consumers: Vec<_> = self.consumers.read().values().cloned().collect();
-        for c in consumers {
+        for c in self.consumer_list() {
             c.do_rebalance();
         }
     }
@@ -861,6 +966,18 @@ impl MQClientInstance {
     }
 }
 
+impl Drop for MQClientInstance {
+    /// The last user is gone (its own threads hold only weak references): stop every
+    /// thread, bounded, and never joining the current one — the last reference may be
+    /// dropped on one of them.
+    fn drop(&mut self) {
+        *self.state.get_mut() = ServiceState::ShutdownAlready;
+        manager::remove(&self.client_id, self);
+        self.stop_threads();
+        debug!("client instance {} dropped", self.client_id);
+    }
+}
+
 /// Runs `f` on the instance if it is still alive (jobs hold only a weak reference, so the
 /// instance is not kept alive by its own timer).
 fn with(
@@ -870,5 +987,233 @@ fn with(
     match me.upgrade() {
         Some(i) => f(&i),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel};
+    use crate::protocol::{frame_len, RemotingCommand, DEFAULT_MAX_FRAME};
+    use crate::protocol::{BrokerData, QueueData};
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::OnceLock;
+
+    fn unique(prefix: &str) -> String {
+        format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            crate::util::random_u64()
+        )
+    }
+
+    /// A name server on loopback that answers every request on one connection with
+    /// SUCCESS and `body`.
+    fn fake_namesrv(body: Vec<u8>) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            let Ok((mut s, _)) = l.accept() else { return };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+                while let Ok(Some(n)) = frame_len(&buf, DEFAULT_MAX_FRAME) {
+                    if buf.len() < 4 + n {
+                        break;
+                    }
+                    let frame: Vec<u8> = buf.drain(..4 + n).collect();
+                    let Ok(req) = RemotingCommand::decode(&frame[4..]) else {
+                        return;
+                    };
+                    let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
+                        .with_body(body.clone());
+                    if s.write_all(&ok.to_frame()).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    /// A producer and consumer that record every call made into them while one of the
+    /// instance's locks is held.
+    #[derive(Default)]
+    struct Probe {
+        instance: OnceLock<Weak<MQClientInstance>>,
+        published: AtomicUsize,
+        held: Mutex<Vec<String>>,
+    }
+
+    impl Probe {
+        fn check(&self, call: &str) {
+            let Some(i) = self.instance.get().and_then(Weak::upgrade) else {
+                return;
+            };
+            let mut held = Vec::new();
+            if i.namesrv_lock.try_lock().is_none() {
+                held.push("namesrv_lock");
+            }
+            if i.heartbeat_lock.try_lock().is_none() {
+                held.push("heartbeat_lock");
+            }
+            if i.producers.try_write().is_none() {
+                held.push("producers");
+            }
+            if i.consumers.try_write().is_none() {
+                held.push("consumers");
+            }
+            if i.route_table.try_write().is_none() {
+                held.push("route_table");
+            }
+            if i.broker_addr_table.try_write().is_none() {
+                held.push("broker_addr_table");
+            }
+            if !held.is_empty() {
+                self.held.lock().push(format!("{call} under {held:?}"));
+            }
+        }
+    }
+
+    impl ProducerInner for Probe {
+        fn publish_topics(&self) -> Vec<String> {
+            self.check("publish_topics");
+            vec!["T".to_string()]
+        }
+        fn is_publish_topic_need_update(&self, _: &str) -> bool {
+            self.check("is_publish_topic_need_update");
+            false
+        }
+        fn update_topic_publish_info(&self, _: &str, _: Arc<TopicPublishInfo>) {
+            self.check("update_topic_publish_info");
+            self.published.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl ConsumerInner for Probe {
+        fn consumer_data(&self) -> ConsumerData {
+            self.check("consumer_data");
+            ConsumerData {
+                group_name: "cg".into(),
+                consume_type: ConsumeType::ConsumePassively,
+                message_model: MessageModel::Clustering,
+                consume_from_where: ConsumeFromWhere::ConsumeFromLastOffset,
+                subscription_data_set: Vec::new(),
+                unit_mode: false,
+            }
+        }
+        fn update_topic_subscribe_info(&self, _: &str, _: &HashSet<MessageQueue>) {
+            self.check("update_topic_subscribe_info");
+        }
+        fn is_subscribe_topic_need_update(&self, _: &str) -> bool {
+            self.check("is_subscribe_topic_need_update");
+            false
+        }
+        fn persist_consumer_offset(&self) {
+            self.check("persist_consumer_offset");
+        }
+        fn adjust_thread_pool(&self) {
+            self.check("adjust_thread_pool");
+        }
+        fn do_rebalance(&self) {
+            self.check("do_rebalance");
+        }
+    }
+
+    #[test]
+    fn no_lock_is_held_while_calling_into_producers_and_consumers() {
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 2,
+                write_queue_nums: 2,
+                perm: 6,
+                ..Default::default()
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                // Nothing listens there: heartbeats fail at once.
+                broker_addrs: [(0, "127.0.0.1:1".to_string())].into_iter().collect(),
+            }],
+            ..Default::default()
+        };
+        let namesrv = fake_namesrv(serde_json::to_vec(&route).unwrap());
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv)
+            .instance_name(unique("locks"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let probe = Arc::new(Probe::default());
+        let _ = probe.instance.set(Arc::downgrade(&instance));
+        assert!(instance.register_producer("pg", probe.clone()));
+        assert!(instance.register_consumer("cg", probe.clone()));
+
+        assert!(instance.update_topic_route("T").unwrap(), "a new route");
+        assert_eq!(probe.published.load(Ordering::SeqCst), 1);
+        instance.update_topic_route_info_from_name_server();
+        instance.send_heartbeat_to_all_brokers_waiting();
+        instance.send_heartbeat_to_all_brokers_with_lock();
+        instance.persist_all_consumer_offsets();
+        instance.adjust_thread_pool();
+        instance.do_rebalance();
+        let held = probe.held.lock().clone();
+        assert!(held.is_empty(), "{held:?}");
+        instance.producers.write().clear();
+        instance.consumers.write().clear();
+        instance.shutdown();
+    }
+
+    #[test]
+    fn start_fetches_name_server_addresses_without_holding_the_state_lock() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/rocketmq/nsaddr", l.local_addr().unwrap());
+        let (asked_tx, asked) = crossbeam_channel::bounded(1);
+        let (answer, answer_rx) = crossbeam_channel::bounded::<()>(1);
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            asked_tx.send(()).unwrap();
+            // Answers only when the test has looked at the lock.
+            let _ = answer_rx.recv_timeout(Duration::from_secs(10));
+            let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\n127.0.0.1:19876\n");
+        });
+        let config = ClientConfig::builder()
+            .no_namesrv_addr()
+            .name_server_address_url(url)
+            .instance_name(unique("http"))
+            .mq_client_api_timeout(Duration::from_secs(10))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let starting = instance.clone();
+        let starter = std::thread::spawn(move || starting.start());
+        asked.recv_timeout(Duration::from_secs(5)).unwrap();
+        // The fetch waits for the answer now; the state must be free to read.
+        let free = instance
+            .state
+            .try_lock_for(Duration::from_millis(500))
+            .map(|s| *s);
+        answer.send(()).unwrap();
+        assert_eq!(
+            free,
+            Some(ServiceState::CreateJust),
+            "start holds the state lock across the HTTP fetch"
+        );
+        starter.join().unwrap().unwrap();
+        server.join().unwrap();
+        assert_eq!(instance.state(), ServiceState::Running);
+        assert_eq!(
+            instance.remoting().name_server_address_list(),
+            vec!["127.0.0.1:19876".to_string()]
+        );
+        instance.shutdown();
+        assert_eq!(instance.state(), ServiceState::ShutdownAlready);
     }
 }

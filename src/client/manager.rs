@@ -1,7 +1,10 @@
 //! `MQClientManager`: one shared [`MQClientInstance`] per client id in this process.
+//!
+//! The table holds weak references: the producers and consumers using an instance keep
+//! it alive, and dropping the last of them ends it (its `Drop` stops its threads).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
@@ -9,31 +12,41 @@ use super::config::ClientConfig;
 use super::instance::{MQClientInstance, ServiceState};
 use crate::error::Result;
 
-fn table() -> &'static Mutex<HashMap<String, Arc<MQClientInstance>>> {
-    static TABLE: OnceLock<Mutex<HashMap<String, Arc<MQClientInstance>>>> = OnceLock::new();
+/// Client id → instance. No strong reference to an instance is ever dropped while this
+/// lock is held: dropping the last one runs the instance's `Drop`, which takes the lock.
+fn table() -> &'static Mutex<HashMap<String, Weak<MQClientInstance>>> {
+    static TABLE: OnceLock<Mutex<HashMap<String, Weak<MQClientInstance>>>> = OnceLock::new();
     TABLE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 /// The instance for `config`'s client id, created on first use (Java
-/// `MQClientManager.getOrCreateMQClientInstance`). Clients with the same id share it.
+/// `MQClientManager.getOrCreateMQClientInstance`). Clients with the same id share it; an
+/// instance that is shut down or failed to start is replaced by a new one.
 pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInstance>> {
     let id = config.client_id();
+    // Declared before the guard so that it is dropped after it (see `table`).
+    let mut stale: Option<Arc<MQClientInstance>> = None;
     let mut t = table().lock();
-    if let Some(i) = t.get(&id) {
-        if i.state() != ServiceState::ShutdownAlready {
-            return Ok(i.clone());
+    t.retain(|_, w| w.strong_count() > 0);
+    if let Some(i) = t.get(&id).and_then(Weak::upgrade) {
+        match i.state() {
+            ServiceState::CreateJust | ServiceState::Running => return Ok(i),
+            ServiceState::ShutdownAlready | ServiceState::StartFailed => stale = Some(i),
         }
     }
     let instance = MQClientInstance::new(config.clone())?;
-    t.insert(id, instance.clone());
+    t.insert(id, Arc::downgrade(&instance));
+    drop(t);
+    drop(stale);
     Ok(instance)
 }
 
-/// Forgets `instance` (called by its shutdown); a newer instance under the same id stays.
+/// Forgets `instance` (called by its shutdown, a failed start and its `Drop`); a newer
+/// instance under the same id stays.
 pub(crate) fn remove(client_id: &str, instance: &MQClientInstance) {
     let mut t = table().lock();
     if t.get(client_id)
-        .is_some_and(|i| std::ptr::eq(i.as_ref(), instance))
+        .is_some_and(|w| std::ptr::eq(w.as_ptr(), instance))
     {
         t.remove(client_id);
     }
@@ -41,5 +54,92 @@ pub(crate) fn remove(client_id: &str, instance: &MQClientInstance) {
 
 /// Number of live instances (for tests and diagnostics).
 pub fn instance_count() -> usize {
-    table().lock().len()
+    table()
+        .lock()
+        .values()
+        .filter(|w| w.strong_count() > 0)
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn config(instance: &str) -> ClientConfig {
+        ClientConfig::builder()
+            // Nothing listens there; the jobs fail quietly.
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name(format!(
+                "{instance}-{}-{}",
+                std::process::id(),
+                crate::util::random_u64()
+            ))
+            .build()
+    }
+
+    fn in_table(config: &ClientConfig) -> bool {
+        table().lock().contains_key(&config.client_id())
+    }
+
+    #[test]
+    fn dropping_the_last_user_ends_the_instance() {
+        let config = config("drop");
+        let instance = get_or_create_instance(&config).unwrap();
+        instance.start().unwrap();
+        let again = get_or_create_instance(&config).unwrap();
+        assert!(Arc::ptr_eq(&instance, &again), "one instance per client id");
+        let weak = Arc::downgrade(&instance);
+        let remoting = instance.remoting().clone();
+        drop(again);
+        drop(instance);
+        // A job running on the timer holds a strong reference for its run; then the
+        // instance ends there (and must not join that thread). So wait a little.
+        let refused = || {
+            remoting
+                .invoke_sync(
+                    "127.0.0.1:1",
+                    crate::protocol::RemotingCommand::request(
+                        crate::protocol::RequestCode::GET_BROKER_CLUSTER_INFO,
+                    ),
+                    Duration::from_millis(100),
+                )
+                .err()
+                .is_some_and(|e| e.kind() == crate::ErrorKind::State)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while (weak.strong_count() > 0 || in_table(&config) || !refused())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            weak.upgrade().is_none(),
+            "the table kept the instance alive"
+        );
+        assert!(!in_table(&config), "a dead entry stayed in the table");
+        // Its Drop stopped the remoting client (and with it the I/O thread).
+        assert!(refused(), "the remoting client still runs");
+    }
+
+    #[test]
+    fn a_failed_start_leaves_no_instance_behind() {
+        let mut config = config("failed");
+        // A zero period is refused when the jobs are scheduled: start fails.
+        config.poll_name_server_interval = Duration::ZERO;
+        let instance = get_or_create_instance(&config).unwrap();
+        let e = instance.start().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument, "{e}");
+        assert_eq!(instance.state(), ServiceState::StartFailed);
+        assert!(
+            !in_table(&config),
+            "the failed instance stayed in the table"
+        );
+        // The next user gets a new instance, not the failed one.
+        let next = get_or_create_instance(&config).unwrap();
+        assert!(!Arc::ptr_eq(&instance, &next));
+        assert_eq!(next.state(), ServiceState::CreateJust);
+        drop(next);
+        assert!(!in_table(&config));
+    }
 }

@@ -107,6 +107,10 @@ enum Mode {
     Assign,
 }
 
+/// The lite pull consumer's state.
+///
+/// Its locks (`mode`, `queues`, `state`, `last_commit`) are each taken alone, never
+/// nested, and none is held while calling the instance or the network.
 struct LitePullImpl {
     group: String,
     options: LitePullOptions,

@@ -36,7 +36,6 @@ pub use allocate::{
 };
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
-pub(crate) use push::PullRequest;
 pub use subscription::MessageSelector;
 
 use push::PushConsumerImpl;
@@ -554,7 +553,7 @@ impl PushConsumer {
             match crate::producer::Producer::builder(group).build_with_config(config) {
                 Ok(p) => {
                     if p.start().is_ok() {
-                        *c.fallback_producer.write() = Some(p);
+                        *c.fallback_producer.write() = Some(Arc::new(p));
                     }
                 }
                 Err(e) => log::warn!("{}: no fallback producer: {e}", c.group),

@@ -2,13 +2,13 @@
 //! maximum (job 5 grows it under backlog and shrinks it when idle).
 
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use log::{debug, error, warn};
+use log::{debug, warn};
 use parking_lot::{Condvar, Mutex};
+
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -62,9 +62,7 @@ impl Shared {
                     self.wake_one(&mut s);
                 }
                 drop(s);
-                if catch_unwind(AssertUnwindSafe(job)).is_err() {
-                    error!("a consume job on {name} panicked; the worker continues");
-                }
+                worker::run_caught(format_args!("a consume job on {name}"), job);
                 s = self.state.lock();
                 continue;
             }
@@ -77,9 +75,12 @@ impl Shared {
 }
 
 /// A resizable pool.
+///
+/// Locks (`shared.state`, `workers`) are taken one at a time, never nested; no lock is
+/// held while a job runs or while workers are joined.
 pub(crate) struct ConsumePool {
     shared: Arc<Shared>,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    workers: Mutex<Vec<Worker>>,
     size: AtomicUsize,
     min: usize,
     max: usize,
@@ -112,9 +113,7 @@ impl ConsumePool {
         let shared = self.shared.clone();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let name = self.name.clone();
-        let h = std::thread::Builder::new()
-            .name(format!("{}-{id}", self.name))
-            .spawn(move || shared.work(&name))?;
+        let h = worker::spawn(format!("{}-{id}", self.name), move || shared.work(&name))?;
         let mut w = self.workers.lock();
         w.retain(|h| !h.is_finished());
         w.push(h);
@@ -167,7 +166,8 @@ impl ConsumePool {
         debug!("{}: shrank to {} threads", self.name, self.size());
     }
 
-    /// Drops queued jobs that have not started, lets running ones finish, joins all.
+    /// Drops queued jobs that have not started, lets running ones finish, joins all
+    /// (within `util::worker::JOIN_TIMEOUT`; a job that shuts down its own pool does not join itself).
     pub(crate) fn shutdown(&self) {
         let dropped = {
             let mut s = self.shared.state.lock();
@@ -181,12 +181,7 @@ impl ConsumePool {
         // Outside the lock: a job's captures may do anything when dropped.
         drop(dropped);
         let workers = std::mem::take(&mut *self.workers.lock());
-        let me = std::thread::current().id();
-        for w in workers {
-            if w.thread().id() != me && w.join().is_err() {
-                warn!("{}: a worker ended by panic", self.name);
-            }
-        }
+        worker::join_all(workers, JOIN_TIMEOUT, &self.name);
         self.size.store(0, Ordering::SeqCst);
     }
 }

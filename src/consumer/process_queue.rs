@@ -42,6 +42,13 @@ struct Inner {
 }
 
 /// Messages of one queue in flight through the consumer.
+///
+/// Lock order: `consume_lock` → `inner`, `last_lock`. `consume_lock` is held for a whole
+/// orderly consume round, the listener included — the one place where a lock is held
+/// across user code, by design: it keeps one queue's messages in order and lets the
+/// rebalance wait (bounded) for the round before unlocking the queue at the broker. No
+/// other lock is held when it is taken. `inner`, `last_lock` and `last_pull` are
+/// otherwise taken alone.
 pub struct ProcessQueue {
     inner: Mutex<Inner>,
     dropped: AtomicBool,

@@ -25,7 +25,7 @@ use super::{
     ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus,
     Listener, PushConsumerOptions,
 };
-use crate::client::{ConsumerInner, MQClientInstance, ServiceState};
+use crate::client::{ConsumerInner, MQClientInstance, PullTask, ServiceState};
 use crate::error::{ErrorKind, Result};
 use crate::message::{property, MessageExt, MessageQueue};
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
@@ -57,12 +57,19 @@ pub struct PullRequest {
     previously_locked: bool,
 }
 
-impl PullRequest {
-    pub(crate) fn consumer(&self) -> Option<Arc<PushConsumerImpl>> {
-        self.consumer.upgrade()
+impl PullTask for PullRequest {
+    fn pull(self: Box<Self>) {
+        if let Some(consumer) = self.consumer.upgrade() {
+            consumer.pull_message(*self);
+        }
     }
 }
 
+/// The push consumer's engine.
+///
+/// Its own locks (`state`, `lock_timer`, `fallback_producer`) are each taken alone and
+/// released before calling the instance, the listener or a producer. The orderly
+/// listener runs under its queue's `ProcessQueue::consume_lock` (see there).
 pub(crate) struct PushConsumerImpl {
     pub(crate) group: String,
     pub(crate) options: PushConsumerOptions,
@@ -77,7 +84,8 @@ pub(crate) struct PushConsumerImpl {
     lock_timer: Mutex<Option<ScheduledExecutor>>,
     me: Weak<PushConsumerImpl>,
     /// Producer used when CONSUMER_SEND_MSG_BACK fails (Java: the instance's inner producer).
-    pub(crate) fallback_producer: RwLock<Option<crate::producer::Producer>>,
+    /// Cloned out before a send, so no lock is held across the network call.
+    pub(crate) fallback_producer: RwLock<Option<Arc<crate::producer::Producer>>>,
 }
 
 impl PushConsumerImpl {
@@ -648,8 +656,8 @@ impl PushConsumerImpl {
     /// Sends `m` as a new message to `%RETRY%<group>` with the retry bookkeeping
     /// properties; past the maximum the broker moves it to the DLQ.
     fn send_back_as_normal_message(&self, m: &MessageExt, _mq: &MessageQueue) -> bool {
-        let guard = self.fallback_producer.read();
-        let Some(producer) = guard.as_ref() else {
+        let producer = self.fallback_producer.read().clone();
+        let Some(producer) = producer else {
             return false;
         };
         let mut msg = crate::message::Message::new(retry_topic(&self.group), m.body().to_vec());

@@ -43,6 +43,10 @@ pub(crate) trait RebalanceHooks: Send + Sync {
 }
 
 /// Rebalance state of one consumer group in this process.
+///
+/// Lock order: `subscriptions` → `topic_subscribe_info` (read together in
+/// `is_subscribe_topic_need_update`); `process_queues` is taken alone. No lock is held
+/// across a broker call or a call into [`RebalanceHooks`].
 pub(crate) struct RebalanceImpl {
     pub(crate) group: String,
     pub(crate) model: MessageModel,

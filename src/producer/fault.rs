@@ -23,6 +23,8 @@ struct FaultItem {
 }
 
 /// Per-broker fault items plus the selection strategy.
+///
+/// `items` and `which_item_worst` are each taken alone, never nested.
 #[derive(Debug)]
 pub struct FaultStrategy {
     enabled: bool,

@@ -65,6 +65,10 @@ enum Mode {
     Oneway,
 }
 
+/// The producer's engine.
+///
+/// Its locks (`state`, `instance`, `publish_table`) are each taken alone, never nested,
+/// and none is held across a send or a call into the client instance.
 pub(super) struct ProducerImpl {
     group: String,
     namespace: Option<String>,
@@ -125,7 +129,11 @@ impl ProducerImpl {
                 self.group, *state
             )));
         }
+        // Marked failed until it runs, so that a second start is refused; the lock is
+        // released before the instance starts, which may fetch name-server addresses
+        // over HTTP (no lock is held across I/O).
         *state = ServiceState::StartFailed;
+        drop(state);
         let instance = manager::get_or_create_instance(&self.config)?;
         let me: Arc<dyn ProducerInner> = self.clone();
         if !instance.register_producer(&self.group, me) {
@@ -145,8 +153,7 @@ impl ProducerImpl {
             return Err(e);
         }
         *self.instance.write() = Some(instance.clone());
-        *state = ServiceState::Running;
-        drop(state);
+        *self.state.lock() = ServiceState::Running;
         instance.send_heartbeat_to_all_brokers_with_lock();
         debug!(
             "producer {} started on client {}",

@@ -18,7 +18,6 @@ use std::collections::{HashMap, HashSet};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, Sender};
@@ -29,6 +28,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{Error, ErrorKind, Result, TimeoutPhase};
 use crate::protocol::{RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME};
 use crate::util;
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
@@ -104,6 +104,9 @@ where
 }
 
 /// State shared by callers and the I/O thread.
+///
+/// `connected` and `processors` are each taken alone; a processor is cloned out before it
+/// runs (on the processor pool).
 pub(crate) struct Shared {
     config: RemotingConfig,
     tx: Sender<Command>,
@@ -140,11 +143,16 @@ struct NamesrvState {
 ///
 /// Cheap to share behind an `Arc`; every method takes `&self`. Dropping the last handle
 /// (or calling [`shutdown`](Self::shutdown)) fails what is pending and joins every thread.
+///
+/// Lock order: `namesrv_lock` → `namesrv` (name-server selection); `io_thread` and
+/// `hooks` are taken alone. Hooks (user code) run with no lock held.
 pub struct RemotingClient {
     shared: Arc<Shared>,
     running: AtomicBool,
-    io_thread: Mutex<Option<JoinHandle<()>>>,
-    hooks: RwLock<Vec<Arc<dyn RpcHook>>>,
+    io_thread: Mutex<Option<Worker>>,
+    /// Replaced whole on registration, so that a request copies the `Arc` and calls the
+    /// hooks (user code) with no lock held.
+    hooks: RwLock<Arc<Vec<Arc<dyn RpcHook>>>>,
     async_permits: Semaphore,
     oneway_permits: Semaphore,
     namesrv: Mutex<NamesrvState>,
@@ -175,15 +183,13 @@ impl RemotingClient {
             processor_pool,
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
-        let io_thread = std::thread::Builder::new()
-            .name("rmq-io".into())
-            .spawn(move || io_loop.run())
+        let io_thread = worker::spawn("rmq-io", move || io_loop.run())
             .map_err(|e| Error::io("starting the I/O thread", e))?;
         Ok(RemotingClient {
             shared,
             running: AtomicBool::new(true),
             io_thread: Mutex::new(Some(io_thread)),
-            hooks: RwLock::new(Vec::new()),
+            hooks: RwLock::new(Arc::new(Vec::new())),
             async_permits: Semaphore::new(config.async_permits),
             oneway_permits: Semaphore::new(config.oneway_permits),
             namesrv: Mutex::new(NamesrvState {
@@ -207,7 +213,10 @@ impl RemotingClient {
 
     /// Adds an RPC hook; hooks run in registration order.
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
-        self.hooks.write().push(hook);
+        let mut hooks = self.hooks.write();
+        let mut list = Vec::clone(&hooks);
+        list.push(hook);
+        *hooks = Arc::new(list);
     }
 
     /// Whether a connection to `addr` is established now.
@@ -260,7 +269,8 @@ impl RemotingClient {
         };
         match result {
             Ok(mut response) => {
-                for hook in self.hooks.read().iter() {
+                let hooks = self.hooks.read().clone();
+                for hook in hooks.iter() {
                     hook.after_response(addr, code, &mut response);
                 }
                 Ok(response)
@@ -519,9 +529,7 @@ impl RemotingClient {
         let _ = self.shared.submit(Command::Shutdown);
         let io_thread = self.io_thread.lock().take();
         if let Some(h) = io_thread {
-            if h.join().is_err() {
-                warn!("the I/O thread ended by panic");
-            }
+            h.join_until(Instant::now() + JOIN_TIMEOUT, "remoting client");
         }
         // Callbacks queued by the failures above still run before the pools stop.
         self.shared.processor_pool.shutdown();
@@ -538,7 +546,8 @@ impl RemotingClient {
     }
 
     fn before_request(&self, addr: &str, request: &mut RemotingCommand) {
-        for hook in self.hooks.read().iter() {
+        let hooks = self.hooks.read().clone();
+        for hook in hooks.iter() {
             hook.before_request(addr, request);
         }
     }

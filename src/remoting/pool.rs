@@ -1,15 +1,15 @@
 //! A fixed pool of named worker threads for callbacks and broker-initiated requests.
 //!
 //! Jobs run inside `catch_unwind`, so a panicking user callback is logged and the worker
-//! lives on. `shutdown` lets every job queued before it finish and joins every thread.
+//! lives on. `shutdown` lets every job queued before it finish and joins every thread
+//! (within `util::worker::JOIN_TIMEOUT`, never the calling one).
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 
 use crossbeam_channel::{unbounded, Sender};
-use log::{error, warn};
 use parking_lot::Mutex;
+
+use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
@@ -22,7 +22,7 @@ enum Msg {
 pub struct ThreadPool {
     sender: Sender<Msg>,
     closed: AtomicBool,
-    workers: Mutex<Vec<JoinHandle<()>>>,
+    workers: Mutex<Vec<Worker>>,
     name: String,
 }
 
@@ -34,25 +34,19 @@ impl ThreadPool {
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             let pool = name.to_string();
-            let spawned = std::thread::Builder::new()
-                .name(format!("{name}-{i}"))
-                .spawn(move || {
-                    while let Ok(Msg::Run(job)) = rx.recv() {
-                        if catch_unwind(AssertUnwindSafe(job)).is_err() {
-                            error!("a job on pool {pool} panicked; the worker continues");
-                        }
-                    }
-                });
+            let spawned = worker::spawn(format!("{name}-{i}"), move || {
+                while let Ok(Msg::Run(job)) = rx.recv() {
+                    worker::run_caught(format_args!("a job on pool {pool}"), job);
+                }
+            });
             match spawned {
-                Ok(h) => workers.push(h),
+                Ok(w) => workers.push(w),
                 Err(e) => {
                     // Stop the ones already started before reporting.
                     for _ in 0..workers.len() {
                         let _ = tx.send(Msg::Stop);
                     }
-                    for w in workers {
-                        let _ = w.join();
-                    }
+                    worker::join_all(workers, JOIN_TIMEOUT, name);
                     return Err(e);
                 }
             }
@@ -73,7 +67,8 @@ impl ThreadPool {
         self.sender.send(Msg::Run(Box::new(job))).is_ok()
     }
 
-    /// Lets the jobs queued so far finish, then joins the workers. Idempotent.
+    /// Lets the jobs queued so far finish, then joins the workers (a job that shuts down
+    /// its own pool does not join itself). Idempotent.
     pub fn shutdown(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
@@ -83,16 +78,7 @@ impl ThreadPool {
         for _ in 0..workers.len() {
             let _ = self.sender.send(Msg::Stop);
         }
-        let me = std::thread::current().id();
-        for w in workers {
-            // A job that shuts down its own pool must not join itself.
-            if w.thread().id() == me {
-                continue;
-            }
-            if w.join().is_err() {
-                warn!("a worker of pool {} ended by panic", self.name);
-            }
-        }
+        worker::join_all(workers, JOIN_TIMEOUT, &self.name);
     }
 }
 

@@ -1,0 +1,287 @@
+//! Thread census: every thread a client starts is named `rmq-*` and is gone when the client
+//! is shut down or dropped ("every thread is named and joined by its owner").
+//!
+//! This binary has its own cluster and nothing else: a census needs a process where no
+//! other test starts or stops clients meanwhile. Its tests take [`SERIAL`] for their whole
+//! run and count `rmq-*` threads against a baseline taken under it. The baseline is not
+//! empty: the testkit's readiness check keeps an admin client (a remoting client's
+//! threads) per name server while the cluster lives.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use parking_lot::{Mutex, MutexGuard};
+use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::{
+    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
+    LitePullConsumerBuilder, Message, Producer, PushConsumer,
+};
+
+/// The prefix of every thread the crate names (see the thread table in ARCHITECTURE.md).
+const PREFIX: &str = "rmq-";
+
+static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn namesrv() -> String {
+    CLUSTER
+        .get_or_init(|| {
+            let _ = env_logger::builder().is_test(true).try_init();
+            match Cluster::builder().brokers(1).start() {
+                Ok(c) => Mutex::new(c),
+                Err(e) => panic!("could not start the test cluster: {e}"),
+            }
+        })
+        .lock()
+        .namesrv_addr()
+}
+
+fn unique(prefix: &str) -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    format!(
+        "{prefix}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    )
+}
+
+/// This process's `rmq-*` threads by name, sorted (names as `/proc` shows them: cut to
+/// 15 bytes).
+fn rmq_threads() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim_end().to_string())
+        .filter(|n| n.starts_with(PREFIX))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Holds the census lock and the baseline taken under it.
+struct Census {
+    _serial: MutexGuard<'static, ()>,
+    namesrv: String,
+    baseline: Vec<String>,
+}
+
+impl Census {
+    fn begin() -> Census {
+        let serial = SERIAL.lock();
+        let namesrv = namesrv();
+        Census {
+            _serial: serial,
+            namesrv,
+            baseline: rmq_threads(),
+        }
+    }
+
+    /// Asserts that `used` started threads of its own (so the census sees them).
+    fn assert_running(&self, what: &str) {
+        let now = rmq_threads();
+        assert!(
+            now.len() > self.baseline.len(),
+            "{what}: no thread of its own while running: {now:?}"
+        );
+    }
+
+    /// Waits up to 5 s for the `rmq-*` threads to be the baseline again (a joined thread
+    /// leaves `/proc` a moment after the join), then asserts exactly that.
+    fn assert_back(&self, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while rmq_threads() != self.baseline && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let now = rmq_threads();
+        let left: Vec<&String> = now
+            .iter()
+            .filter(|n| {
+                now.iter().filter(|m| m == n).count()
+                    > self.baseline.iter().filter(|m| m == n).count()
+            })
+            .collect();
+        assert_eq!(
+            now, self.baseline,
+            "{what} left threads behind: {left:?} (baseline {:?})",
+            self.baseline
+        );
+    }
+}
+
+fn producer(namesrv: &str) -> Producer {
+    Producer::builder(unique("pg_census"))
+        .namesrv_addr(namesrv)
+        .instance_name(unique("census_p"))
+        .start()
+        .expect("producer start")
+}
+
+/// A topic the broker creates on the first send, holding one message.
+fn topic_with_a_message(p: &Producer) -> String {
+    let topic = unique("census");
+    p.send(&Message::new(&topic, "census"))
+        .expect("first send to a new topic");
+    topic
+}
+
+fn push_consumer(namesrv: &str, topic: &str, orderly: bool, got: Sender<()>) -> PushConsumer {
+    let b = PushConsumer::builder(unique("cg_census"))
+        .namesrv_addr(namesrv)
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .instance_name(unique("census_c"))
+        .poll_name_server_interval(Duration::from_millis(500));
+    let b = if orderly {
+        b.orderly_listener(move |_, _| {
+            let _ = got.try_send(());
+            ConsumeOrderlyStatus::Success
+        })
+    } else {
+        b.listener(move |_, _| {
+            let _ = got.try_send(());
+            ConsumeStatus::Success
+        })
+    };
+    b.start().expect("push consumer start")
+}
+
+fn lite_builder(namesrv: &str) -> LitePullConsumerBuilder {
+    LitePullConsumer::builder(unique("lg_census"))
+        .namesrv_addr(namesrv)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .broker_suspend_max_time(Duration::from_millis(500))
+}
+
+fn poll_one(c: &LitePullConsumer, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        match c.poll_timeout(Duration::from_millis(500)) {
+            Ok(msgs) if !msgs.is_empty() => return,
+            Ok(_) => {}
+            Err(e) => panic!("{what}: poll failed: {e}"),
+        }
+    }
+    panic!("{what}: no message within 30 s");
+}
+
+fn lite_subscribed(namesrv: &str, topic: &str) -> LitePullConsumer {
+    let c = lite_builder(namesrv)
+        .instance_name(unique("census_l"))
+        .poll_name_server_interval(Duration::from_millis(500))
+        .subscribe(topic, "*")
+        .start()
+        .expect("lite pull consumer start");
+    poll_one(&c, "lite pull (subscribe)");
+    c
+}
+
+fn lite_assigned(namesrv: &str, p: &Producer, topic: &str) -> LitePullConsumer {
+    let c = lite_builder(namesrv)
+        .instance_name(unique("census_a"))
+        .start()
+        .expect("lite pull consumer start");
+    let mqs = p
+        .fetch_publish_message_queues(topic)
+        .expect("queues of the topic");
+    c.assign(&mqs).expect("assign");
+    poll_one(&c, "lite pull (assign)");
+    c
+}
+
+/// How a client ends in a census.
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Shutdown,
+    Drop,
+}
+
+const ENDS: [End; 2] = [End::Shutdown, End::Drop];
+
+#[test]
+fn a_producer_leaves_no_thread_behind() {
+    for end in ENDS {
+        let census = Census::begin();
+        let p = producer(&census.namesrv);
+        topic_with_a_message(&p);
+        census.assert_running("producer");
+        if let End::Shutdown = end {
+            p.shutdown();
+        }
+        drop(p);
+        census.assert_back(&format!("producer ({end:?})"));
+    }
+}
+
+#[test]
+fn push_consumers_leave_no_thread_behind() {
+    for (orderly, end) in [
+        (false, End::Shutdown),
+        (false, End::Drop),
+        (true, End::Shutdown),
+        (true, End::Drop),
+    ] {
+        let census = Census::begin();
+        let what = format!(
+            "{} push consumer ({end:?})",
+            if orderly { "orderly" } else { "concurrent" }
+        );
+        let p = producer(&census.namesrv);
+        let topic = topic_with_a_message(&p);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let c = push_consumer(&census.namesrv, &topic, orderly, tx);
+        if rx.recv_timeout(Duration::from_secs(30)).is_err() {
+            panic!("{what}: no message within 30 s");
+        }
+        census.assert_running(&what);
+        if let End::Shutdown = end {
+            c.shutdown();
+        }
+        drop(c);
+        p.shutdown();
+        drop(p);
+        census.assert_back(&what);
+    }
+}
+
+#[test]
+fn lite_pull_consumers_leave_no_thread_behind() {
+    for (assign, end) in [
+        (false, End::Shutdown),
+        (false, End::Drop),
+        (true, End::Shutdown),
+        (true, End::Drop),
+    ] {
+        let census = Census::begin();
+        let what = format!(
+            "lite pull consumer in {} mode ({end:?})",
+            if assign { "assign" } else { "subscribe" }
+        );
+        let p = producer(&census.namesrv);
+        let topic = topic_with_a_message(&p);
+        let c = if assign {
+            lite_assigned(&census.namesrv, &p, &topic)
+        } else {
+            lite_subscribed(&census.namesrv, &topic)
+        };
+        census.assert_running(&what);
+        if let End::Shutdown = end {
+            c.shutdown();
+        }
+        drop(c);
+        p.shutdown();
+        drop(p);
+        census.assert_back(&what);
+    }
+}
+
+#[test]
+fn an_admin_client_leaves_no_thread_behind() {
+    let census = Census::begin();
+    let admin = Admin::new(&census.namesrv).expect("admin");
+    assert!(admin.cluster_info().is_ok(), "cluster info");
+    census.assert_running("admin");
+    drop(admin);
+    census.assert_back("admin (drop)");
+}
