@@ -91,7 +91,9 @@ fn main() -> common::Result<()> {
     let delayed = elapsed["delayed"];
     let immediate = elapsed["immediate"];
     if delayed < LEVEL_DELAY {
-        return Err(format!("the delayed message came after {delayed:?}, before {LEVEL_DELAY:?}").into());
+        return Err(
+            format!("the delayed message came after {delayed:?}, before {LEVEL_DELAY:?}").into(),
+        );
     }
     if immediate >= LEVEL_DELAY {
         return Err(format!("the message without delay took {immediate:?}").into());

@@ -77,7 +77,11 @@ fn main() -> common::Result<()> {
     consumer.assign(&[q0.clone(), q1.clone()])?;
     println!(
         "assigned queues {:?}",
-        consumer.assignment().iter().map(|q| q.queue_id()).collect::<Vec<_>>()
+        consumer
+            .assignment()
+            .iter()
+            .map(|q| q.queue_id())
+            .collect::<Vec<_>>()
     );
 
     // 1. Everything, in order per queue.
@@ -99,12 +103,16 @@ fn main() -> common::Result<()> {
         let c = consumer.committed(mq)?;
         println!("committed offset of queue {}: {c:?}", mq.queue_id());
         if c != Some(PER_QUEUE) {
-            return Err(format!("queue {} committed {c:?}, expected {PER_QUEUE}", mq.queue_id()).into());
+            return Err(format!(
+                "queue {} committed {c:?}, expected {PER_QUEUE}",
+                mq.queue_id()
+            )
+            .into());
         }
     }
 
     // 3. Rewind: queue 0 to offset 5; queue 1 to its beginning, but paused.
-    consumer.pause(&[q1.clone()]);
+    consumer.pause(std::slice::from_ref(q1));
     consumer.seek_to_begin(q1)?;
     consumer.seek(q0, 5)?;
     let polled = poll_n(&consumer, (PER_QUEUE - 5) as usize)?;
@@ -116,7 +124,7 @@ fn main() -> common::Result<()> {
     }
     println!("after seek(q0, 5): polled q0 offsets 5..{PER_QUEUE}; paused q1 gave nothing for 2 s");
 
-    consumer.resume(&[q1.clone()]);
+    consumer.resume(std::slice::from_ref(q1));
     let polled = poll_n(&consumer, PER_QUEUE as usize)?;
     expect(&polled, 1, 0..PER_QUEUE)?;
     println!("after resume(q1): polled q1 offsets 0..{PER_QUEUE} again (from seek_to_begin)");

@@ -24,9 +24,7 @@ mod common;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer,
-};
+use rocketmq_blocking::{Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer};
 
 const NAMESPACE: &str = "ns";
 /// How long the consumer may take to receive the message.

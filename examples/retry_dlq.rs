@@ -110,7 +110,9 @@ fn main() -> common::Result<()> {
         return Err(format!("{key:?} delivered again with reconsume_times {times}").into());
     }
     let times = |key: &str| -> Vec<u32> {
-        deliveries.get(key).map_or(Vec::new(), |v| v.iter().map(|d| d.0).collect())
+        deliveries
+            .get(key)
+            .map_or(Vec::new(), |v| v.iter().map(|d| d.0).collect())
     };
     let flaky_expected: Vec<u32> = (0..=MAX_RECONSUME_TIMES).collect();
     if times("flaky") != flaky_expected || times("poison") != [0] {

@@ -28,8 +28,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, Message, MessageQueue, Producer,
-    PushConsumer, SelectMessageQueueByHash, TopicConfig,
+    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, Message, MessageQueue, Producer, PushConsumer,
+    SelectMessageQueueByHash, TopicConfig,
 };
 
 /// How long the consumer may take to receive every ordered message.
@@ -90,7 +90,10 @@ fn main() -> common::Result<()> {
         let r = producer.send_with_selector(&msg, &by_id, &7)?;
         check_one_queue(&mut queue_of, order, r.message_queue())?;
     }
-    println!("ordered: sent {} steps each of {queue_of:?} (order -> queue id)", STEPS.len());
+    println!(
+        "ordered: sent {} steps each of {queue_of:?} (order -> queue id)",
+        STEPS.len()
+    );
 
     // 3. Consume them with an orderly listener: one call per queue at a time, in queue order.
     let (tx, rx) = mpsc::channel::<(String, String)>();

@@ -40,9 +40,8 @@ const QUIET_TIME: Duration = Duration::from_secs(3);
 
 fn main() -> common::Result<()> {
     common::init_logging();
-    let target = common::target_with(
-        Cluster::builder().broker_config("enablePropertyFilter", "true"),
-    )?;
+    let target =
+        common::target_with(Cluster::builder().broker_config("enablePropertyFilter", "true"))?;
     let topic = common::unique("Sql92Topic");
     Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 4))?;
 
