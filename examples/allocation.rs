@@ -47,7 +47,8 @@ fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("AllocationTopic");
-    let brokers = Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, QUEUES))?;
+    let brokers =
+        Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, QUEUES as u32))?;
     println!("created {topic} with {QUEUES} queues on {brokers:?}");
 
     // The CONFIG strategy: each consumer names its queues (here: even ids / odd ids).
@@ -112,8 +113,8 @@ where
     let mut cids = vec![a.client_id().to_string(), b.client_id().to_string()];
     cids.sort();
     let ids = |mqs: Vec<MessageQueue>| mqs.iter().map(|q| q.queue_id()).collect::<BTreeSet<_>>();
-    let want_a = ids(first.allocate(a.client_id(), &all, &cids));
-    let want_b = ids(second.allocate(b.client_id(), &all, &cids));
+    let want_a = ids(first.allocate(&a.client_id(), &all, &cids));
+    let want_b = ids(second.allocate(&b.client_id(), &all, &cids));
 
     // Rebalancing takes a moment: the second consumer's heartbeat makes the broker tell
     // the first one that the group changed.

@@ -27,7 +27,7 @@ use rocketmq_blocking::{
 };
 
 /// Delay level 2 on a broker with the default `messageDelayLevel`.
-const LEVEL: i32 = 2;
+const LEVEL: u32 = 2;
 const LEVEL_DELAY: Duration = Duration::from_secs(5);
 /// How long to wait for both messages.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(40);

@@ -32,8 +32,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, LitePullConsumer, LitePullOptions, Message, MessageQueue, Producer,
-    TopicConfig,
+    Admin, ConsumeFromWhere, LitePullConsumer, Message, MessageQueue, Producer, TopicConfig,
 };
 
 /// Messages sent to each queue.
@@ -68,11 +67,8 @@ fn main() -> common::Result<()> {
 
     let consumer = LitePullConsumer::builder(common::unique("lite_pull_consumer"))
         .namesrv_addr(&target.namesrv)
-        .options(LitePullOptions {
-            auto_commit: false,
-            consume_from_where: ConsumeFromWhere::FirstOffset,
-            ..LitePullOptions::default()
-        })
+        .auto_commit(false)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
         .start()?;
     consumer.assign(&[q0.clone(), q1.clone()])?;
     println!(
