@@ -37,4 +37,4 @@ mod util;
 pub use consumer::{ConsumeConcurrentlyStatus, ConsumeOrderlyStatus, PushConsumer};
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{Message, MessageExt, MessageQueue};
-pub use producer::{Producer, SendResult, SendStatus};
+pub use producer::{Producer, SendAsyncError, SendResult, SendStatus};
