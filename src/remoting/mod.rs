@@ -765,3 +765,6 @@ fn resolve(addr: &str) -> Result<SocketAddr> {
         .next()
         .ok_or_else(|| Error::invalid_argument(format!("address {addr:?} resolves to nothing")))
 }
+
+#[cfg(all(test, feature = "testkit"))]
+mod tests;
