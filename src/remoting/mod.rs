@@ -6,6 +6,8 @@
 //! requests run on thread pools, never on the I/O thread.
 //!
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
+//! Invariant: an `invoke_async` that returns `Ok` runs its callback exactly once; one that
+//! returns `Err` gives the callback back unrun.
 
 mod io;
 mod oneshot;
@@ -109,7 +111,8 @@ pub(crate) struct Shared {
     config: RemotingConfig,
     /// Taken for reading by an async caller across "still accepting? then queue", and for
     /// writing to stop accepting, so that no accepted request can land in the channel after
-    /// the I/O thread's final drain (and lose its callback).
+    /// the I/O thread's final drain (and lose its callback). Held only across that check
+    /// and a channel send, never with another lock.
     gate: RwLock<()>,
     /// Whether async requests are accepted; cleared under `gate` (before the I/O thread
     /// ends, whatever ends it).
