@@ -188,7 +188,7 @@ pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{Message, MessageExt, MessageQueue};
 pub use producer::{
     JavaHashCode, MessageQueueSelector, Producer, ProducerBuilder, ProducerOptions,
-    SelectMessageQueueByHash, SendFuture, SendResult, SendStatus,
+    SelectMessageQueueByHash, SendAsyncError, SendFuture, SendResult, SendStatus,
 };
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,

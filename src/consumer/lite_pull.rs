@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
-use log::{debug, info, warn};
+use log::{info, warn};
 use parking_lot::Mutex;
 
 use super::allocate::{AllocateAveragely, AllocateStrategy};
@@ -751,8 +751,9 @@ impl LitePullImpl {
             move |r| me.on_pull(mq2, epoch, pq, r),
         );
         if let Err(e) = sent {
-            debug!("{}: pull of {mq} not sent: {e}", self.group);
-            self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception);
+            // Not sent: the callback comes back and takes the failure as a failed pull.
+            let (e, callback) = e.into_parts();
+            callback(Err(e));
         }
     }
 

@@ -12,6 +12,7 @@ use crate::message::{decode_messages_shared, property, DecodeOptions, MessageExt
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use crate::protocol::heartbeat::SubscriptionData;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::{InvokeAsyncError, InvokeCallback};
 
 use super::subscription::tag_matches;
 
@@ -131,22 +132,53 @@ fn request(
     ))
 }
 
-/// Sends one pull and calls `callback` (on the callback pool) with the processed result.
-pub(crate) fn pull_async(
+/// Sends one pull. On `Ok`, `callback` runs exactly once (on the callback pool) with the
+/// processed result; on `Err`, the pull was not sent and `callback` comes back unrun.
+pub(crate) fn pull_async<F>(
     instance: &MQClientInstance,
     routing: Arc<PullRouting>,
     group: &str,
     p: &PullParams<'_>,
-    callback: impl FnOnce(Result<PullResult>) + Send + 'static,
-) -> Result<()> {
-    let (addr, req) = request(instance, &routing, group, p)?;
-    let mq = p.mq.clone();
-    let sub = p.sub.clone();
+    callback: F,
+) -> std::result::Result<(), InvokeAsyncError<F>>
+where
+    F: FnOnce(Result<PullResult>) + Send + 'static,
+{
+    let (addr, req) = match request(instance, &routing, group, p) {
+        Ok(r) => r,
+        Err(e) => return Err(InvokeAsyncError::new(e, callback)),
+    };
+    let pull = InFlightPull {
+        routing,
+        mq: p.mq.clone(),
+        sub: p.sub.clone(),
+        callback,
+    };
     instance
         .remoting()
-        .invoke_async(&addr, req, p.timeout, move |r| {
-            callback(r.and_then(|resp| process_response(&routing, &mq, &sub, resp)))
+        .invoke_async_with(&addr, req, p.timeout, pull)
+        .map_err(|e| {
+            let (e, pull) = e.into_parts();
+            InvokeAsyncError::new(e, pull.callback)
         })
+}
+
+/// A pull on the wire: processes the response, then calls the caller's callback.
+struct InFlightPull<F> {
+    routing: Arc<PullRouting>,
+    mq: MessageQueue,
+    sub: SubscriptionData,
+    callback: F,
+}
+
+impl<F> InvokeCallback for InFlightPull<F>
+where
+    F: FnOnce(Result<PullResult>) + Send + 'static,
+{
+    fn operation_complete(self, r: Result<RemotingCommand>) {
+        let result = r.and_then(|resp| process_response(&self.routing, &self.mq, &self.sub, resp));
+        (self.callback)(result)
+    }
 }
 
 /// Turns a PULL_MESSAGE response into a result (Java `processPullResponse` +

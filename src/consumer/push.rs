@@ -251,8 +251,6 @@ impl PushConsumerImpl {
             timeout: CONSUMER_TIMEOUT_WHEN_SUSPEND,
             post_subscription: o.post_subscription_when_pull,
         };
-        // The request moves into the callback; keep what a synchronous failure needs.
-        let (pq2, offset, locked) = (req.pq.clone(), req.next_offset, req.previously_locked);
         let me = self.clone();
         let sent = pull::pull_async(
             &self.instance,
@@ -262,15 +260,10 @@ impl PushConsumerImpl {
             move |r| me.on_pull_result(req, r),
         );
         if let Err(e) = sent {
-            warn!("{}: pull of {mq} not sent: {e}", self.group);
-            let req = PullRequest {
-                consumer: self.me.clone(),
-                mq,
-                pq: pq2,
-                next_offset: offset,
-                previously_locked: locked,
-            };
-            self.later(req, o.pull_time_delay_when_exception);
+            // Not sent: the callback comes back and takes the failure as a failed pull
+            // (here, on the pull thread), which schedules the request again.
+            let (e, callback) = e.into_parts();
+            callback(Err(e));
         }
     }
 

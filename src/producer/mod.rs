@@ -327,22 +327,35 @@ impl Producer {
             .send_batch(msgs, self.inner.options().send_timeout)
     }
 
-    /// Sends without waiting; `callback` runs once on the callback pool with the result.
+    /// Sends without waiting; `callback` runs on the callback pool with the result.
     ///
-    /// Invalid messages and a missing route are returned as errors at once, before
-    /// anything is sent; transport failures are retried on another broker up to
-    /// `async_retries` times, then reported to the callback.
+    /// The contract, as crossbeam's `send` and rdkafka's `BaseProducer::send` have it:
+    ///
+    /// - If this returns `Ok`, the message is queued and `callback` runs **exactly once**:
+    ///   with the broker's answer, a timeout after the send timeout, the connection's
+    ///   error, or a shut-down error if the producer shuts down first. Transport failures
+    ///   are re-sent to another broker up to `async_retries` times
+    ///   before the callback sees them.
+    /// - If it returns `Err`, nothing was sent: `callback` has not run and never will (it
+    ///   is dropped), and the message comes back in the [`SendAsyncError`], for the caller
+    ///   to retry or report. That happens for an invalid message, a topic without a route,
+    ///   a producer that is not running, an in-flight limit that stayed full for the send
+    ///   timeout, or a broker address that cannot be used.
     pub fn send_async(
         &self,
         msg: Message,
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
-    ) -> Result<()> {
+    ) -> std::result::Result<(), SendAsyncError> {
         self.inner
             .send_async(msg, self.inner.options().send_timeout, Box::new(callback))
     }
 
-    /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback.
-    pub fn send_async_future(&self, msg: Message) -> Result<SendFuture> {
+    /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback;
+    /// the same contract: `Ok` means the future completes, `Err` returns the message.
+    pub fn send_async_future(
+        &self,
+        msg: Message,
+    ) -> std::result::Result<SendFuture, SendAsyncError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let timeout = self.inner.options().send_timeout;
         self.inner.send_async(
@@ -369,6 +382,96 @@ impl Producer {
 impl Drop for Producer {
     fn drop(&mut self) {
         self.inner.shutdown();
+    }
+}
+
+/// A message that [`Producer::send_async`] did not queue, and why (crossbeam's
+/// `SendError<T>`, rdkafka's `(KafkaError, BaseRecord)`).
+///
+/// The callback given with the message has not run and never will. The message is the
+/// caller's again, unchanged, to send again or to report:
+///
+/// ```no_run
+/// # use rocketmq_blocking::{Message, Producer};
+/// # let producer = Producer::builder("g").namesrv_addr("127.0.0.1:9876").start()?;
+/// let msg = Message::new("TopicTest", "hello");
+/// if let Err(e) = producer.send_async(msg, |r| println!("{r:?}")) {
+///     eprintln!("not sent: {}", e.error());
+///     let msg = e.into_message();
+///     // ... retry later with `msg`
+/// #   drop(msg);
+/// }
+/// # Ok::<(), rocketmq_blocking::Error>(())
+/// ```
+///
+/// `?` turns it into the plain [`Error`] (dropping the message). `Debug` shows the body's
+/// length only, as [`Message`]'s does.
+pub struct SendAsyncError {
+    error: Error,
+    /// Boxed so that `Result<(), SendAsyncError>` stays two words on the hot path; the
+    /// allocation is made only on failure.
+    message: Box<Message>,
+}
+
+impl SendAsyncError {
+    pub(crate) fn new(error: Error, message: Message) -> Self {
+        SendAsyncError {
+            error,
+            message: Box::new(message),
+        }
+    }
+
+    /// Why the message was not queued.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The message, unchanged.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The message, unchanged, for another try.
+    pub fn into_message(self) -> Message {
+        *self.message
+    }
+
+    /// The error and the message.
+    pub fn into_parts(self) -> (Error, Message) {
+        (self.error, *self.message)
+    }
+}
+
+impl std::fmt::Debug for SendAsyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendAsyncError")
+            .field("error", &self.error)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+impl std::fmt::Display for SendAsyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "message to {} not sent: {}",
+            self.message.topic(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for SendAsyncError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Keeps the error and drops the message, for `?` in functions returning [`Result`].
+impl From<SendAsyncError> for Error {
+    fn from(e: SendAsyncError) -> Error {
+        e.error
     }
 }
 

@@ -10,7 +10,7 @@ use log::{debug, warn};
 use parking_lot::{Mutex, RwLock};
 
 use super::fault::FaultStrategy;
-use super::{ProducerOptions, SendResult, SendStatus};
+use super::{ProducerOptions, SendAsyncError, SendResult, SendStatus};
 use crate::client::validators::{
     check_body, check_group, check_send_topic, CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP,
 };
@@ -22,6 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageQueue};
 use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::InvokeCallback;
 use crate::util;
 
 pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
@@ -655,16 +656,29 @@ impl ProducerImpl {
         select(&user_queues).ok_or_else(|| Error::invalid_argument("the selector chose no queue"))
     }
 
+    /// Queues an async send. On `Ok`, `callback` runs exactly once; on `Err`, it has not
+    /// run, never will, and `msg` comes back with the error.
     pub(super) fn send_async(
         self: &Arc<Self>,
         msg: Message,
         timeout: Duration,
         callback: SendCallback,
+    ) -> std::result::Result<(), SendAsyncError> {
+        match self.queue_async(&msg, timeout, callback) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(SendAsyncError::new(error, msg)),
+        }
+    }
+
+    fn queue_async(
+        self: &Arc<Self>,
+        msg: &Message,
+        timeout: Duration,
+        callback: SendCallback,
     ) -> Result<()> {
         let instance = self.instance()?;
         let begin = Instant::now();
-        let p = Arc::new(self.prepare(&msg)?.into_owned());
-        drop(msg);
+        let p = Arc::new(self.prepare(msg)?.into_owned());
         let info = self.find_publish_info(&instance, &p.topic)?;
         let mq = self.fault.select(&info, None).ok_or_else(|| {
             Error::new(
@@ -681,7 +695,8 @@ impl ProducerImpl {
             timeout,
             retries_left: self.options.async_retries,
         };
-        attempt.send(mq, callback)
+        // Not queued: the callback is dropped unrun; the caller gets the message back.
+        attempt.send(mq, callback).map_err(|(e, _callback)| e)
     }
 }
 
@@ -698,69 +713,95 @@ struct AsyncAttempt {
 }
 
 impl AsyncAttempt {
-    fn send(self, mq: MessageQueue, callback: SendCallback) -> Result<()> {
+    /// Queues one attempt to `mq`. On `Ok`, `callback` runs exactly once; on `Err`, it
+    /// comes back unrun.
+    fn send(
+        self,
+        mq: MessageQueue,
+        callback: SendCallback,
+    ) -> std::result::Result<(), (Error, SendCallback)> {
         let left = self.timeout.saturating_sub(self.begin.elapsed());
         if left.is_zero() {
-            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout)
-                .context("async send call"));
+            let e = Error::timeout(crate::TimeoutPhase::Response, self.timeout)
+                .context("async send call");
+            return Err((e, callback));
         }
-        let addr = self
+        let addr = match self
             .producer
-            .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)?;
+            .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
+        {
+            Ok(a) => a,
+            Err(e) => return Err((e, callback)),
+        };
         let request = self.producer.request(&self.p, &mq);
         let remoting = self.instance.remoting().clone();
-        let started = Instant::now();
-        let target = addr.clone();
-        remoting.invoke_async(&target, request, left, move |r| {
-            let latency = started.elapsed();
-            let result =
-                r.and_then(|resp| self.producer.process_response(&self.p, &mq, &addr, resp));
-            match result {
-                Ok(res) => {
-                    self.producer.fault.update(&mq.broker_name, latency, false);
-                    callback(Ok(res));
-                }
-                Err(e) if e.kind().is_transport() && self.retries_left > 0 => {
-                    self.producer.fault.update(&mq.broker_name, latency, true);
-                    let next = self
-                        .producer
-                        .fault
-                        .select(&self.info, Some(&mq.broker_name));
-                    let Some(next) = next else {
-                        callback(Err(e));
-                        return;
-                    };
-                    debug!("async send to {mq} failed ({e}); re-sending to {next}");
-                    let retry = AsyncAttempt {
-                        retries_left: self.retries_left - 1,
-                        ..self
-                    };
-                    // The callback moves into the retry; if the retry cannot even be
-                    // queued, it comes back here through the error path below.
-                    let cb = Arc::new(Mutex::new(Some(callback)));
-                    let cb2 = cb.clone();
-                    let sent = retry.send(
-                        next,
-                        Box::new(move |r| {
-                            if let Some(f) = cb2.lock().take() {
-                                f(r)
-                            }
-                        }),
-                    );
-                    if let Err(e2) = sent {
-                        if let Some(f) = cb.lock().take() {
-                            f(Err(e2.context(format!("after {e}"))));
-                        }
-                    }
-                }
-                Err(e) => {
-                    if e.is_retriable() {
-                        self.producer.fault.update(&mq.broker_name, latency, true);
-                    }
+        let in_flight = InFlight {
+            attempt: self,
+            mq,
+            addr,
+            started: Instant::now(),
+            callback,
+        };
+        let target = in_flight.addr.clone();
+        remoting
+            .invoke_async_with(&target, request, left, in_flight)
+            .map_err(|e| {
+                let (e, in_flight) = e.into_parts();
+                (e, in_flight.callback)
+            })
+    }
+}
+
+/// An attempt on the wire: the remoting callback of an async send, which owns the user's
+/// callback and gets it back when the request cannot be queued.
+struct InFlight {
+    attempt: AsyncAttempt,
+    mq: MessageQueue,
+    addr: String,
+    started: Instant,
+    callback: SendCallback,
+}
+
+impl InvokeCallback for InFlight {
+    fn operation_complete(self, r: Result<RemotingCommand>) {
+        let InFlight {
+            attempt,
+            mq,
+            addr,
+            started,
+            callback,
+        } = self;
+        let latency = started.elapsed();
+        let producer = &attempt.producer;
+        let result = r.and_then(|resp| producer.process_response(&attempt.p, &mq, &addr, resp));
+        match result {
+            Ok(res) => {
+                producer.fault.update(&mq.broker_name, latency, false);
+                callback(Ok(res));
+            }
+            Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
+                producer.fault.update(&mq.broker_name, latency, true);
+                let Some(next) = producer.fault.select(&attempt.info, Some(&mq.broker_name)) else {
                     callback(Err(e));
+                    return;
+                };
+                debug!("async send to {mq} failed ({e}); re-sending to {next}");
+                let retry = AsyncAttempt {
+                    retries_left: attempt.retries_left - 1,
+                    ..attempt
+                };
+                // Queued, the retry owns the callback; not queued, it comes back here.
+                if let Err((e2, callback)) = retry.send(next, callback) {
+                    callback(Err(e2.context(format!("after {e}"))));
                 }
             }
-        })
+            Err(e) => {
+                if e.is_retriable() {
+                    producer.fault.update(&mq.broker_name, latency, true);
+                }
+                callback(Err(e));
+            }
+        }
     }
 }
 

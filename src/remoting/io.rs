@@ -9,21 +9,22 @@
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use log::{debug, info, warn};
+use log::{debug, error, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use super::oneshot;
 use super::pending::{PendingEntry, PendingTable};
 use super::semaphore::Permit;
-use super::Shared;
+use super::{InvokeCallback, Shared};
 use crate::error::{Error, ErrorKind, TimeoutPhase};
-use crate::protocol::{frame_len, RemotingCommand, ResponseCode};
+use crate::protocol::{frame_len, RemotingCommand, RequestCode, ResponseCode};
 
 pub(super) const WAKER: Token = Token(0);
 const READ_CHUNK: usize = 64 * 1024;
@@ -32,13 +33,29 @@ const MAX_IOV: usize = 64;
 /// How often idle connections are looked for when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
+/// An [`InvokeCallback`] behind a pointer: one allocation per async request.
+pub(crate) trait BoxedCallback: Send {
+    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>);
+}
+
+impl<C: InvokeCallback> BoxedCallback for C {
+    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>) {
+        (*self).operation_complete(result)
+    }
+}
+
 /// A callback for an async request; runs on the callback pool.
-pub(crate) type Callback = Box<dyn FnOnce(Result<RemotingCommand, Error>) + Send + 'static>;
+pub(crate) type Callback = Box<dyn BoxedCallback>;
 
 /// Who waits for a response.
 pub(crate) enum Waiter {
     Sync(oneshot::Sender<Result<RemotingCommand, Error>>),
-    Async { callback: Callback, permit: Permit },
+    /// Completed exactly once, on the callback pool; `code` names the request in errors.
+    Async {
+        callback: Callback,
+        code: RequestCode,
+        permit: Permit,
+    },
 }
 
 /// A request waiting for its response.
@@ -155,7 +172,19 @@ impl IoLoop {
         }
     }
 
+    /// Runs until shutdown (or a failed poll), then fails everything pending. A panic in
+    /// the loop is caught so that every accepted async callback still runs once.
     pub(super) fn run(mut self) {
+        if catch_unwind(AssertUnwindSafe(|| self.poll_loop())).is_err() {
+            error!("the I/O thread panicked; failing everything pending");
+        }
+        // From here on no async request is accepted, and every one accepted before is in
+        // the command channel, where `fail_everything` finds it.
+        self.shared.stop_accepting();
+        self.fail_everything();
+    }
+
+    fn poll_loop(&mut self) {
         let mut events = Events::with_capacity(256);
         loop {
             let timeout = self.next_timeout(Instant::now());
@@ -199,7 +228,6 @@ impl IoLoop {
             }
             self.expire(Instant::now());
         }
-        self.fail_everything();
     }
 
     fn next_timeout(&self, now: Instant) -> Duration {
@@ -544,15 +572,11 @@ impl IoLoop {
                 // The caller may have given up already; that is fine.
                 tx.send(result);
             }
-            Waiter::Async { callback, permit } => {
-                let queued = self.shared.callback_pool.execute(move || {
-                    callback(result);
-                    drop(permit);
-                });
-                if !queued {
-                    warn!("callback dropped: the callback pool is shut down");
-                }
-            }
+            Waiter::Async {
+                callback,
+                code,
+                permit,
+            } => self.shared.run_callback(callback, code, permit, result),
         }
     }
 

@@ -6,6 +6,8 @@
 //! requests run on thread pools, never on the I/O thread.
 //!
 //! Invariant: only the I/O thread touches sockets; the pending table is owned by it alone.
+//! Invariant: an `invoke_async` that returns `Ok` runs its callback exactly once; one that
+//! returns `Err` gives the callback back unrun.
 
 mod io;
 mod oneshot;
@@ -15,12 +17,13 @@ mod pool;
 mod semaphore;
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, Sender};
+use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, SendError, Sender};
 use log::{debug, info, warn};
 use mio::{Poll, Waker};
 use parking_lot::{Mutex, RwLock};
@@ -109,6 +112,14 @@ where
 /// runs (on the processor pool).
 pub(crate) struct Shared {
     config: RemotingConfig,
+    /// Taken for reading by an async caller across "still accepting? then queue", and for
+    /// writing to stop accepting, so that no accepted request can land in the channel after
+    /// the I/O thread's final drain (and lose its callback). Held only across that check
+    /// and a channel send, never with another lock.
+    gate: RwLock<()>,
+    /// Whether async requests are accepted; cleared under `gate` (before the I/O thread
+    /// ends, whatever ends it).
+    accepting: AtomicBool,
     tx: Sender<Command>,
     waker: Waker,
     wake_requested: AtomicBool,
@@ -120,17 +131,127 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Hands a command to the I/O thread, waking it only when it may be asleep.
-    fn submit(&self, cmd: Command) -> bool {
-        if self.tx.send(cmd).is_err() {
-            return false;
-        }
+    /// Hands a command to the I/O thread, waking it only when it may be asleep; gives the
+    /// command back when the I/O thread is gone.
+    fn try_submit(&self, cmd: Command) -> std::result::Result<(), Box<Command>> {
+        self.tx.send(cmd).map_err(|SendError(cmd)| Box::new(cmd))?;
         if !self.wake_requested.swap(true, Ordering::SeqCst) {
             if let Err(e) = self.waker.wake() {
                 warn!("could not wake the I/O thread: {e}");
             }
         }
-        true
+        Ok(())
+    }
+
+    /// [`try_submit`](Self::try_submit) for commands without a callback.
+    fn submit(&self, cmd: Command) -> bool {
+        self.try_submit(cmd).is_ok()
+    }
+
+    /// Stops accepting async requests. Once this returns, every request accepted before
+    /// is in the command channel.
+    fn stop_accepting(&self) {
+        let _gate = self.gate.write();
+        self.accepting.store(false, Ordering::Release);
+    }
+
+    /// Runs an async request's callback on the callback pool, then releases its permit.
+    fn run_callback(
+        &self,
+        callback: io::Callback,
+        code: RequestCode,
+        permit: Permit,
+        result: Result<RemotingCommand>,
+    ) {
+        let queued = self.callback_pool.execute(move || {
+            callback.call(result.map_err(|e| e.context(format!("{code:?}"))));
+            drop(permit);
+        });
+        if !queued {
+            // The pool stops only after the I/O thread has ended and failed everything.
+            warn!("callback of {code:?} dropped: the callback pool is shut down");
+        }
+    }
+}
+
+/// What runs when an async request completes (Java `InvokeCallback`).
+///
+/// Closures `FnOnce(Result<RemotingCommand>) + Send + 'static` are callbacks (pass them to
+/// [`RemotingClient::invoke_async`]). A struct can be one too (pass it to
+/// [`RemotingClient::invoke_async_with`]): when a request cannot be queued, the callback
+/// comes back in an [`InvokeAsyncError`], and the caller's state in the struct's fields is
+/// within reach again, where a closure could only be called or dropped.
+pub trait InvokeCallback: Send + 'static {
+    /// Called once, on the callback pool, with the response or the error that ended the
+    /// request.
+    fn operation_complete(self, result: Result<RemotingCommand>);
+}
+
+impl<F> InvokeCallback for F
+where
+    F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+{
+    fn operation_complete(self, result: Result<RemotingCommand>) {
+        self(result)
+    }
+}
+
+/// An async request that was not queued, and its callback, which has not run and never
+/// will (as crossbeam's `SendError<T>` gives back the value that could not be sent).
+///
+/// Returned by [`RemotingClient::invoke_async`] when it fails before the request is
+/// queued: the client is shut down, the address does not resolve, the in-flight limit
+/// stayed full, or the request does not fit in a frame.
+pub struct InvokeAsyncError<C> {
+    error: Error,
+    callback: C,
+}
+
+impl<C> InvokeAsyncError<C> {
+    pub(crate) fn new(error: Error, callback: C) -> Self {
+        InvokeAsyncError { error, callback }
+    }
+
+    /// Why the request was not queued.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The callback, unrun.
+    pub fn into_callback(self) -> C {
+        self.callback
+    }
+
+    /// The error and the unrun callback.
+    pub fn into_parts(self) -> (Error, C) {
+        (self.error, self.callback)
+    }
+}
+
+impl<C> fmt::Debug for InvokeAsyncError<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InvokeAsyncError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C> fmt::Display for InvokeAsyncError<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "async request not queued: {}", self.error)
+    }
+}
+
+impl<C> std::error::Error for InvokeAsyncError<C> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Drops the callback and keeps the error, for `?` in functions returning [`Result`].
+impl<C> From<InvokeAsyncError<C>> for Error {
+    fn from(e: InvokeAsyncError<C>) -> Error {
+        e.error
     }
 }
 
@@ -174,6 +295,8 @@ impl RemotingClient {
             .map_err(|e| Error::io("starting the processor pool", e))?;
         let shared = Arc::new(Shared {
             config: config.clone(),
+            gate: RwLock::new(()),
+            accepting: AtomicBool::new(true),
             tx,
             waker,
             wake_requested: AtomicBool::new(false),
@@ -284,20 +407,100 @@ impl RemotingClient {
         }
     }
 
-    /// Sends `request` and returns at once; `callback` runs exactly once on the callback
-    /// pool with the response, a timeout after `timeout`, or the connection error.
+    /// Sends `request` and returns at once.
     ///
-    /// Fails without calling `callback` when the in-flight limit stays full for `timeout`
-    /// or the client is shut down.
-    pub fn invoke_async(
+    /// If this returns `Ok`, `callback` runs exactly once, on the callback pool, with the
+    /// response, a timeout after `timeout`, the connection's error, or a shut-down error
+    /// (also for requests still pending or not yet written when the client shuts down).
+    /// If it returns `Err`, the request was not queued: `callback` has not run, never will,
+    /// and comes back in the [`InvokeAsyncError`]. That happens when the client is shut
+    /// down, `addr` does not resolve, the in-flight limit stays full for `timeout`, or the
+    /// request exceeds the frame limit.
+    pub fn invoke_async<F>(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+        callback: F,
+    ) -> std::result::Result<(), InvokeAsyncError<F>>
+    where
+        F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+    {
+        self.invoke_async_with(addr, request, timeout, callback)
+    }
+
+    /// [`invoke_async`](Self::invoke_async) with any [`InvokeCallback`], such as a struct
+    /// whose fields the caller wants back when the request is not queued.
+    pub fn invoke_async_with<C: InvokeCallback>(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+        callback: C,
+    ) -> std::result::Result<(), InvokeAsyncError<C>> {
+        let deadline = Instant::now() + timeout;
+        let (sock, permit, frame, code, opaque) = match self.prepare_async(addr, request, deadline)
+        {
+            Ok(p) => p,
+            Err(e) => return Err(InvokeAsyncError::new(e, callback)),
+        };
+        // Checked and queued under the gate: once shutdown has closed it, the I/O thread's
+        // final drain finds every request queued before.
+        let gate = self.shared.gate.read();
+        if !self.shared.accepting.load(Ordering::Acquire) {
+            drop(gate);
+            return Err(InvokeAsyncError::new(
+                Error::state("the remoting client is shut down").with_addr(addr),
+                callback,
+            ));
+        }
+        let cmd = Command::Send {
+            addr: addr.to_string(),
+            sock,
+            frame,
+            wait: Some(PendingRequest {
+                opaque,
+                deadline,
+                timeout,
+                waiter: Waiter::Async {
+                    callback: Box::new(callback),
+                    code,
+                    permit,
+                },
+            }),
+            permit: None,
+        };
+        let refused = self.shared.try_submit(cmd).err().map(|cmd| *cmd);
+        // Not reachable: the I/O thread stops accepting before it ends. Should it happen,
+        // the callback still runs once.
+        if let Some(Command::Send {
+            wait:
+                Some(PendingRequest {
+                    waiter:
+                        Waiter::Async {
+                            callback,
+                            code,
+                            permit,
+                        },
+                    ..
+                }),
+            ..
+        }) = refused
+        {
+            let e = Error::state("the remoting client is shut down").with_addr(addr);
+            self.shared.run_callback(callback, code, permit, Err(e));
+        }
+        drop(gate);
+        Ok(())
+    }
+
+    /// The fallible part of [`invoke_async`](Self::invoke_async), before anything is queued.
+    fn prepare_async(
         &self,
         addr: &str,
         mut request: RemotingCommand,
-        timeout: Duration,
-        callback: impl FnOnce(Result<RemotingCommand>) + Send + 'static,
-    ) -> Result<()> {
-        let start = Instant::now();
-        let deadline = start + timeout;
+        deadline: Instant,
+    ) -> Result<(SocketAddr, Permit, Vec<u8>, RequestCode, i32)> {
         self.check_running()?;
         let sock = resolve(addr)?;
         let permit = self.async_permits.acquire_until(deadline).ok_or_else(|| {
@@ -312,25 +515,7 @@ impl RemotingClient {
         })?;
         self.before_request(addr, &mut request);
         let frame = self.encode(&mut request)?;
-        let code = request.request_code();
-        let pending = PendingRequest {
-            opaque: request.opaque,
-            deadline,
-            timeout,
-            waiter: Waiter::Async {
-                callback: Box::new(move |r: Result<RemotingCommand>| {
-                    callback(r.map_err(|e| e.context(format!("{code:?}"))))
-                }),
-                permit,
-            },
-        };
-        self.submit(Command::Send {
-            addr: addr.to_string(),
-            sock,
-            frame,
-            wait: Some(pending),
-            permit: None,
-        })
+        Ok((sock, permit, frame, request.request_code(), request.opaque))
     }
 
     /// Sends `request` expecting no response; returns once it is queued for writing.
@@ -526,12 +711,14 @@ impl RemotingClient {
         if !self.running.swap(false, Ordering::SeqCst) {
             return;
         }
+        self.shared.stop_accepting();
         let _ = self.shared.submit(Command::Shutdown);
         let io_thread = self.io_thread.lock().take();
         if let Some(h) = io_thread {
             h.join_until(Instant::now() + JOIN_TIMEOUT, "remoting client");
         }
-        // Callbacks queued by the failures above still run before the pools stop.
+        // Callbacks queued by the failures above still run before the pools stop: every
+        // accepted async request has had its callback queued by now.
         self.shared.processor_pool.shutdown();
         self.shared.callback_pool.shutdown();
         debug!("remoting client shut down");
@@ -591,21 +778,5 @@ fn resolve(addr: &str) -> Result<SocketAddr> {
         .ok_or_else(|| Error::invalid_argument(format!("address {addr:?} resolves to nothing")))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_empty_name_server_list_is_a_configuration_error() {
-        let remoting = RemotingClient::new(RemotingConfig::default()).unwrap();
-        let e = remoting
-            .invoke_namesrv_sync(
-                RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO),
-                Duration::from_secs(1),
-            )
-            .unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Config, "{e}");
-        assert!(!e.is_retriable());
-        remoting.shutdown();
-    }
-}
+#[cfg(all(test, feature = "testkit"))]
+mod tests;

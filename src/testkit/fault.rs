@@ -30,6 +30,9 @@ pub enum Fault {
     CloseOnRequest,
     /// Answers correctly (SUCCESS, same opaque) after this delay.
     SlowAnswer(Duration),
+    /// Answers every request SUCCESS with this body: e.g. a name server that gives every
+    /// topic the same route (to a dead port, or to another fault peer as the broker).
+    Answer(Vec<u8>),
     /// Sends a response whose opaque matches nothing, then the real answer.
     UnknownOpaqueFirst,
     /// Before answering, sends the client a request with this code (as a broker sends
@@ -153,6 +156,11 @@ fn serve(
                 Fault::SlowAnswer(d) => {
                     std::thread::sleep(*d);
                     stream.write_all(&ok.to_frame())
+                }
+                Fault::Answer(body) => {
+                    let answer = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
+                        .with_body(body.clone());
+                    stream.write_all(&answer.to_frame())
                 }
                 Fault::AskClient(code) => {
                     let mut ask = RemotingCommand::request(crate::protocol::RequestCode(*code));

@@ -182,13 +182,23 @@ fn the_async_in_flight_limit_bounds_memory() {
             .unwrap();
     }
     let t = Instant::now();
+    let not_run = Arc::new(AtomicUsize::new(0));
+    let n = not_run.clone();
     let e = c
-        .invoke_async(peer.addr(), req(), Duration::from_millis(100), |_| {
-            panic!("must not be called")
+        .invoke_async(peer.addr(), req(), Duration::from_millis(100), move |_| {
+            n.fetch_add(1, Ordering::SeqCst);
         })
         .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Overloaded);
+    assert_eq!(e.error().kind(), ErrorKind::Overloaded);
     assert!(t.elapsed() >= Duration::from_millis(100));
+    // The callback comes back unrun: the caller still owns it.
+    let callback = e.into_callback();
+    assert_eq!(not_run.load(Ordering::SeqCst), 0);
+    callback(Err(rocketmq_blocking::Error::new(
+        ErrorKind::Overloaded,
+        "by hand",
+    )));
+    assert_eq!(not_run.load(Ordering::SeqCst), 1);
 }
 
 #[test]

@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one shared real RocketMQ cluster (see `cluster.rs`).
+mod async_send;
 mod cluster;
 mod consumer;
 mod faults;

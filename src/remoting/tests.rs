@@ -1,0 +1,237 @@
+//! `invoke_async`'s contract against the fault peer: `Ok` means the callback runs exactly
+//! once, on the callback pool; `Err` gives the callback back unrun.
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::{unbounded, Sender};
+
+use super::*;
+use crate::testkit::fault::{Fault, FaultPeer};
+
+fn req() -> RemotingCommand {
+    RemotingCommand::request(RequestCode::HEART_BEAT)
+}
+
+fn client() -> RemotingClient {
+    RemotingClient::new(RemotingConfig::default()).unwrap()
+}
+
+/// How often the callback of each request ran, by request index.
+struct Runs(Vec<AtomicU8>);
+
+impl Runs {
+    fn new(n: usize) -> Arc<Runs> {
+        Arc::new(Runs((0..n).map(|_| AtomicU8::new(0)).collect()))
+    }
+
+    /// A callback for request `i`: counts its run and reports the error kind and thread.
+    fn callback(
+        self: &Arc<Self>,
+        i: usize,
+        tx: &Sender<(usize, Option<ErrorKind>, String)>,
+    ) -> impl FnOnce(Result<RemotingCommand>) + Send + 'static {
+        let (runs, tx) = (self.clone(), tx.clone());
+        move |r| {
+            runs.0[i].fetch_add(1, Ordering::SeqCst);
+            let thread = std::thread::current().name().unwrap_or("").to_string();
+            let _ = tx.send((i, r.err().map(|e| e.kind()), thread));
+        }
+    }
+
+    fn count(&self, i: usize) -> u8 {
+        self.0[i].load(Ordering::SeqCst)
+    }
+}
+
+/// A port nothing listens on.
+fn dead_addr() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    drop(l);
+    addr
+}
+
+#[test]
+fn a_refused_connection_calls_back_once_on_the_callback_pool() {
+    let c = client();
+    let runs = Runs::new(1);
+    let (tx, rx) = unbounded();
+    let addr = dead_addr();
+    c.invoke_async(&addr, req(), Duration::from_secs(5), runs.callback(0, &tx))
+        .unwrap();
+    let (_, kind, thread) = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(kind, Some(ErrorKind::Connect));
+    assert!(thread.starts_with("rmq-callback"), "ran on {thread}");
+    c.shutdown();
+    assert_eq!(runs.count(0), 1);
+    assert!(rx.try_recv().is_err(), "no second call");
+}
+
+/// A callback with state the caller wants back when the request is not queued.
+struct Keep {
+    id: u32,
+    ran: Arc<AtomicUsize>,
+}
+
+impl InvokeCallback for Keep {
+    fn operation_complete(self, _: Result<RemotingCommand>) {
+        self.ran.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_request_that_is_not_queued_gives_its_callback_back_unrun() {
+    let c = RemotingClient::new(RemotingConfig {
+        max_frame: 1024,
+        ..RemotingConfig::default()
+    })
+    .unwrap();
+    let peer = FaultPeer::start(Fault::Silent).unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let keep = |id| Keep {
+        id,
+        ran: ran.clone(),
+    };
+    let t = Duration::from_secs(1);
+
+    let e = c
+        .invoke_async_with("no port here", req(), t, keep(1))
+        .unwrap_err();
+    assert_eq!(e.error().kind(), ErrorKind::InvalidArgument, "{e}");
+    assert_eq!(e.into_callback().id, 1);
+
+    let big = req().with_body(vec![7u8; 4096]);
+    let e = c
+        .invoke_async_with(peer.addr(), big, t, keep(2))
+        .unwrap_err();
+    assert_eq!(e.error().kind(), ErrorKind::InvalidArgument, "{e}");
+    let (error, k) = e.into_parts();
+    assert!(error.to_string().contains("frame limit"), "{error}");
+    assert_eq!(k.id, 2);
+
+    c.shutdown();
+    let e = c
+        .invoke_async_with(peer.addr(), req(), t, keep(3))
+        .unwrap_err();
+    assert_eq!(e.error().kind(), ErrorKind::State, "{e}");
+    assert!(format!("{e:?}").starts_with("InvokeAsyncError"));
+    assert_eq!(e.into_callback().id, 3);
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn shutdown_runs_the_callback_of_every_pending_and_unwritten_request_once() {
+    let c = client();
+    // Requests answered by no one, and requests whose frames cannot all be written: a
+    // listener that never accepts takes less than 32 MiB into its socket buffers.
+    let silent = FaultPeer::start(Fault::Silent).unwrap();
+    let stuck = TcpListener::bind("127.0.0.1:0").unwrap();
+    let stuck_addr = stuck.local_addr().unwrap().to_string();
+    let n = 64;
+    let runs = Runs::new(n);
+    let (tx, rx) = unbounded();
+    for i in 0..n {
+        let (addr, request) = if i % 2 == 0 {
+            (silent.addr(), req())
+        } else {
+            (stuck_addr.as_str(), req().with_body(vec![1u8; 1 << 20]))
+        };
+        c.invoke_async(
+            addr,
+            request,
+            Duration::from_secs(60),
+            runs.callback(i, &tx),
+        )
+        .unwrap();
+    }
+    c.shutdown();
+    // Shutdown joins the callback pool: every callback has run by now.
+    for i in 0..n {
+        assert_eq!(runs.count(i), 1, "callback {i}");
+    }
+    drop(tx);
+    let results: Vec<_> = rx.iter().collect();
+    assert_eq!(results.len(), n);
+    for (i, kind, thread) in results {
+        assert_eq!(kind, Some(ErrorKind::State), "callback {i}");
+        assert!(thread.starts_with("rmq-callback"), "ran on {thread}");
+    }
+}
+
+#[test]
+fn every_accepted_request_calls_back_once_when_shutdown_races_the_callers() {
+    let peer = FaultPeer::start(Fault::Silent).unwrap();
+    let c = Arc::new(client());
+    let threads = 4;
+    // More than any caller gets through before the shutdown below stops it.
+    let per_thread = 100_000;
+    let runs = Runs::new(threads * per_thread);
+    let (tx, rx) = unbounded();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let callers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (c, runs, tx) = (c.clone(), runs.clone(), tx.clone());
+            let (accepted, addr) = (accepted.clone(), peer.addr().to_string());
+            std::thread::spawn(move || {
+                let mut oks = Vec::new();
+                let mut refused = false;
+                for i in t * per_thread..(t + 1) * per_thread {
+                    let cb = runs.callback(i, &tx);
+                    match c.invoke_async(&addr, req(), Duration::from_secs(60), cb) {
+                        Ok(()) => {
+                            oks.push(i);
+                            accepted.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(e) => {
+                            assert_eq!(e.error().kind(), ErrorKind::State, "{e}");
+                            // Given back unrun: dropping it is the caller's choice.
+                            drop(e.into_callback());
+                            assert_eq!(runs.count(i), 0);
+                            refused = true;
+                            break;
+                        }
+                    }
+                }
+                (oks, refused)
+            })
+        })
+        .collect();
+    // Shut down while the callers are busy.
+    while accepted.load(Ordering::SeqCst) < 500 {
+        std::thread::yield_now();
+    }
+    c.shutdown();
+    let mut oks = Vec::new();
+    for h in callers {
+        let (mut o, refused) = h.join().unwrap();
+        assert!(refused, "every caller ran into the shutdown");
+        oks.append(&mut o);
+    }
+    drop(tx);
+    assert!(oks.len() >= 500);
+    assert_eq!(
+        rx.iter().count(),
+        oks.len(),
+        "one call per accepted request"
+    );
+    for i in oks {
+        assert_eq!(runs.count(i), 1, "callback {i}");
+    }
+}
+
+#[test]
+fn an_empty_name_server_list_is_a_configuration_error() {
+    let remoting = RemotingClient::new(RemotingConfig::default()).unwrap();
+    let e = remoting
+        .invoke_namesrv_sync(
+            RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Config, "{e}");
+    assert!(!e.is_retriable());
+    remoting.shutdown();
+}
