@@ -127,6 +127,8 @@
 //! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
 //!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
+// `unsafe` belongs in the FFI layer only (there is none yet).
+#![deny(unsafe_code)]
 // Every public type has `Debug`; the internals (behind a feature) are not held to it.
 #![cfg_attr(
     not(feature = "unstable-internals"),
