@@ -82,6 +82,21 @@ impl TopicPublishInfo {
 }
 
 /// Java `topicRouteData2TopicPublishInfo`.
+/// The most queues of one topic on one broker that a route may give: a route from the wire
+/// claiming more (a corrupt or hostile answer, up to `i32::MAX`) is cut here with a warning
+/// rather than allocating a queue list of that size.
+pub const MAX_QUEUES_PER_BROKER: i32 = 65_536;
+
+/// `0..n` queue ids, with `n` capped at [`MAX_QUEUES_PER_BROKER`].
+fn queue_ids(topic: &str, broker: &str, n: i32) -> std::ops::Range<i32> {
+    if n > MAX_QUEUES_PER_BROKER {
+        log::warn!(
+            "route of {topic}: broker {broker} claims {n} queues; using the first {MAX_QUEUES_PER_BROKER}"
+        );
+    }
+    0..n.min(MAX_QUEUES_PER_BROKER)
+}
+
 pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo {
     let mut info = TopicPublishInfo {
         route: route.clone(),
@@ -94,7 +109,7 @@ pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo 
                 continue;
             };
             let n: i32 = n.trim().parse().unwrap_or(0);
-            for q in 0..n {
+            for q in queue_ids(topic, broker, n) {
                 info.message_queues
                     .push(MessageQueue::new(topic, broker, q));
             }
@@ -112,7 +127,7 @@ pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo 
         if !has_master {
             continue;
         }
-        for q in 0..qd.write_queue_nums {
+        for q in queue_ids(topic, &qd.broker_name, qd.write_queue_nums) {
             info.message_queues
                 .push(MessageQueue::new(topic, &qd.broker_name, q));
         }
@@ -127,7 +142,8 @@ pub fn to_subscribe_info(topic: &str, route: &TopicRouteData) -> HashSet<Message
         .iter()
         .filter(|q| perm::is_readable(q.perm))
         .flat_map(|qd| {
-            (0..qd.read_queue_nums).map(move |q| MessageQueue::new(topic, &qd.broker_name, q))
+            queue_ids(topic, &qd.broker_name, qd.read_queue_nums)
+                .map(move |q| MessageQueue::new(topic, &qd.broker_name, q))
         })
         .collect()
 }
@@ -159,6 +175,26 @@ mod tests {
             queue_datas: vec![qd("b", 2, 6), qd("a", 3, 6), qd("s", 2, 6), qd("r", 2, 4)],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_route_claiming_two_billion_queues_is_capped_not_allocated() {
+        let mut r = route();
+        for qd in &mut r.queue_datas {
+            qd.read_queue_nums = i32::MAX;
+            qd.write_queue_nums = i32::MAX;
+        }
+        let publish = to_publish_info("T", &r);
+        // Brokers a and b are writable with a master.
+        assert_eq!(publish.message_queues.len(), 2 * MAX_QUEUES_PER_BROKER as usize);
+        let subscribe = to_subscribe_info("T", &r);
+        // All four are readable (perm 6 = read + write, 4 = read).
+        assert_eq!(subscribe.len(), 4 * MAX_QUEUES_PER_BROKER as usize);
+        r.order_topic_conf = Some(format!("a:{}", i32::MAX));
+        assert_eq!(
+            to_publish_info("T", &r).message_queues.len(),
+            MAX_QUEUES_PER_BROKER as usize
+        );
     }
 
     #[test]
