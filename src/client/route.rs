@@ -186,7 +186,10 @@ mod tests {
         }
         let publish = to_publish_info("T", &r);
         // Brokers a and b are writable with a master.
-        assert_eq!(publish.message_queues.len(), 2 * MAX_QUEUES_PER_BROKER as usize);
+        assert_eq!(
+            publish.message_queues.len(),
+            2 * MAX_QUEUES_PER_BROKER as usize
+        );
         let subscribe = to_subscribe_info("T", &r);
         // All four are readable (perm 6 = read + write, 4 = read).
         assert_eq!(subscribe.len(), 4 * MAX_QUEUES_PER_BROKER as usize);

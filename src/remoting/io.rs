@@ -21,6 +21,10 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::oneshot;
 use super::pending::{PendingEntry, PendingTable};
+use super::pool::Refused;
+
+/// Broker-initiated requests refused because the processor queue was full (for logging).
+static BUSY_REFUSALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 use super::semaphore::Permit;
 use super::{InvokeCallback, Shared};
 use crate::error::{Error, ErrorKind, TimeoutPhase};
@@ -527,7 +531,9 @@ impl IoLoop {
         };
         let processor = self.shared.processors.read().get(&cmd.code).cloned();
         let shared = self.shared.clone();
-        let queued = self.shared.processor_pool.execute(move || {
+        let (busy_opaque, busy_ty, busy_oneway) = (cmd.opaque, cmd.serialize_type, cmd.is_oneway());
+        let limit = self.shared.config.processor_queue;
+        let queued = self.shared.processor_pool.try_execute(limit, move || {
             let opaque = cmd.opaque;
             let ty = cmd.serialize_type;
             let oneway = cmd.is_oneway();
@@ -552,11 +558,37 @@ impl IoLoop {
                 });
             }
         });
-        if !queued {
-            debug!(
+        match queued {
+            Ok(()) => {}
+            Err(Refused::Full) => {
+                // Java's broker answers a full queue the same way ("system busy"). One
+                // warning per 1000 refusals: a flood must not become a flood of logs.
+                let refused = BUSY_REFUSALS.fetch_add(1, Ordering::Relaxed);
+                if refused % 1000 == 0 {
+                    warn!(
+                        "request from {} refused: {limit} broker requests already wait ({} refused so far)",
+                        self.conn_addr(token),
+                        refused + 1
+                    );
+                }
+                if !busy_oneway {
+                    let mut busy = RemotingCommand::response(
+                        ResponseCode::SYSTEM_BUSY,
+                        busy_opaque,
+                        Some("[REJECTREQUEST]client busy, too many requests waiting".into()),
+                    );
+                    busy.flag |= 1;
+                    busy.serialize_type = busy_ty;
+                    self.shared.submit(Command::Reply {
+                        token,
+                        frame: busy.to_frame(),
+                    });
+                }
+            }
+            Err(Refused::Closed) => debug!(
                 "request from {} dropped: shutting down",
                 self.conn_addr(token)
-            );
+            ),
         }
     }
 

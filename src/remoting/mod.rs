@@ -60,6 +60,10 @@ pub struct RemotingConfig {
     pub callback_threads: usize,
     /// Threads running broker-initiated requests (Java: 4 public-executor threads).
     pub processor_threads: usize,
+    /// Broker-initiated requests that may wait for a processor thread; beyond this the
+    /// I/O thread answers SYSTEM_BUSY at once, so a flood cannot grow memory without bound
+    /// (Java's client queue is unbounded).
+    pub processor_queue: usize,
     /// How long to wait for the lock that serialises name-server connection set-up (Java 3 s).
     pub namesrv_lock_timeout: Duration,
 }
@@ -76,6 +80,7 @@ impl Default for RemotingConfig {
             oneway_permits: 65535,
             callback_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             processor_threads: 4,
+            processor_queue: 1024,
             namesrv_lock_timeout: Duration::from_millis(3000),
         }
     }

@@ -4,7 +4,8 @@
 //! lives on. `shutdown` lets every job queued before it finish and joins every thread
 //! (within `util::worker::JOIN_TIMEOUT`, never the calling one).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crossbeam_channel::{unbounded, Sender};
 use parking_lot::Mutex;
@@ -18,10 +19,21 @@ enum Msg {
     Stop,
 }
 
+/// Why [`ThreadPool::try_execute`] did not queue a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The pool is shut down.
+    Closed,
+    /// The given number of jobs already wait for a thread.
+    Full,
+}
+
 /// A fixed-size thread pool whose methods all take `&self`.
 pub struct ThreadPool {
     sender: Sender<Msg>,
     closed: AtomicBool,
+    /// Jobs queued and not yet taken by a worker.
+    waiting: Arc<AtomicUsize>,
     workers: Mutex<Vec<Worker>>,
     name: String,
 }
@@ -30,12 +42,15 @@ impl ThreadPool {
     /// Starts `threads` workers (at least one) named `<name>-<i>`.
     pub fn new(name: &str, threads: usize) -> std::io::Result<Self> {
         let (tx, rx) = unbounded::<Msg>();
+        let waiting = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             let pool = name.to_string();
+            let waiting = waiting.clone();
             let spawned = worker::spawn(format!("{name}-{i}"), move || {
                 while let Ok(Msg::Run(job)) = rx.recv() {
+                    waiting.fetch_sub(1, Ordering::AcqRel);
                     worker::run_caught(format_args!("a job on pool {pool}"), job);
                 }
             });
@@ -54,6 +69,7 @@ impl ThreadPool {
         Ok(ThreadPool {
             sender: tx,
             closed: AtomicBool::new(false),
+            waiting,
             workers: Mutex::new(workers),
             name: name.to_string(),
         })
@@ -64,7 +80,38 @@ impl ThreadPool {
         if self.closed.load(Ordering::Acquire) {
             return false;
         }
-        self.sender.send(Msg::Run(Box::new(job))).is_ok()
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        if self.sender.send(Msg::Run(Box::new(job))).is_err() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// Queues a job unless `limit` jobs already wait for a thread (the job is dropped then).
+    pub fn try_execute(
+        &self,
+        limit: usize,
+        job: impl FnOnce() + Send + 'static,
+    ) -> Result<(), Refused> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Refused::Closed);
+        }
+        // Reserve a place first, so concurrent callers cannot overshoot the limit.
+        if self.waiting.fetch_add(1, Ordering::AcqRel) >= limit {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refused::Full);
+        }
+        if self.sender.send(Msg::Run(Box::new(job))).is_err() {
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            return Err(Refused::Closed);
+        }
+        Ok(())
+    }
+
+    /// Jobs queued and not yet started.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
     }
 
     /// Lets the jobs queued so far finish, then joins the workers (a job that shuts down

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crossbeam_channel::{unbounded, Sender};
 
 use super::*;
+use crate::protocol::ResponseCode;
 use crate::testkit::fault::{Fault, FaultPeer};
 
 fn req() -> RemotingCommand {
@@ -234,4 +235,60 @@ fn an_empty_name_server_list_is_a_configuration_error() {
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert!(!e.is_retriable());
     remoting.shutdown();
+}
+
+#[test]
+fn a_flood_of_broker_requests_is_answered_busy_beyond_the_processor_queue() {
+    const FLOOD: usize = 3000;
+    const CODE: i32 = 9_999;
+    let peer = FaultPeer::start(Fault::FloodClient(CODE, FLOOD)).unwrap();
+    let config = RemotingConfig {
+        processor_threads: 1,
+        processor_queue: 100,
+        ..RemotingConfig::default()
+    };
+    let c = RemotingClient::new(config).unwrap();
+    // A processor that holds its one thread until released: everything else queues.
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    c.register_processor(
+        RequestCode(CODE),
+        Arc::new(move |_: &str, r: RemotingCommand| {
+            let _ = release_rx.recv_timeout(Duration::from_secs(20));
+            Some(RemotingCommand::response(
+                ResponseCode::SUCCESS,
+                r.opaque,
+                None,
+            ))
+        }),
+    );
+    c.invoke_sync(peer.addr(), req(), Duration::from_secs(5))
+        .unwrap();
+    // One request runs, 100 wait; every other one is refused at once.
+    let refused = FLOOD - 1 - 100;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while peer.responses().len() < refused && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let responses = peer.responses();
+    assert_eq!(
+        responses.len(),
+        refused,
+        "refused at once, none processed yet"
+    );
+    assert!(responses
+        .iter()
+        .all(|r| r.code == ResponseCode::SYSTEM_BUSY.0));
+    drop(release_tx); // the held request and the queued ones finish
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while peer.responses().len() < FLOOD && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let responses = peer.responses();
+    assert_eq!(responses.len(), FLOOD);
+    let ok = responses
+        .iter()
+        .filter(|r| r.code == ResponseCode::SUCCESS.0)
+        .count();
+    assert_eq!(ok, 101);
+    c.shutdown();
 }

@@ -39,6 +39,10 @@ pub enum Fault {
     /// NOTIFY_CONSUMER_IDS_CHANGED or GET_CONSUMER_RUNNING_INFO); the client's responses
     /// are kept for [`FaultPeer::responses`].
     AskClient(i32),
+    /// On the first request, sends the client this many requests with this code at once
+    /// (a broker flooding a client), then answers; the client's responses are kept for
+    /// [`FaultPeer::responses`].
+    FloodClient(i32, usize),
 }
 
 /// A listening fault peer on a loopback port; stops when dropped.
@@ -167,6 +171,17 @@ fn serve(
                     ask.opaque = 777_000 + req.opaque;
                     stream
                         .write_all(&ask.to_frame())
+                        .and_then(|_| stream.write_all(&ok.to_frame()))
+                }
+                Fault::FloodClient(code, count) => {
+                    let mut flood = Vec::new();
+                    for i in 0..*count {
+                        let mut ask = RemotingCommand::request(crate::protocol::RequestCode(*code));
+                        ask.opaque = 900_000 + i as i32;
+                        flood.extend_from_slice(&ask.to_frame());
+                    }
+                    stream
+                        .write_all(&flood)
                         .and_then(|_| stream.write_all(&ok.to_frame()))
                 }
                 Fault::UnknownOpaqueFirst => {
