@@ -32,6 +32,10 @@ use crate::protocol::{frame_len, RemotingCommand, RequestCode, ResponseCode};
 
 pub(super) const WAKER: Token = Token(0);
 const READ_CHUNK: usize = 64 * 1024;
+/// Reads of one socket per turn of the loop. Edge-triggered readiness says "drain until
+/// WouldBlock", but a peer that writes without pause would then hold the loop forever: a
+/// socket that reached this cap is read again on the next turn, after the others.
+const MAX_READS_PER_TURN: usize = 16;
 /// Largest number of queued frames handed to one `writev`.
 const MAX_IOV: usize = 64;
 /// How often idle connections are looked for when nothing else wakes the loop.
@@ -157,6 +161,8 @@ pub(super) struct IoLoop {
     pending: PendingTable<Waiter>,
     next_token: usize,
     scratch: Box<[u8]>,
+    /// Sockets that hit `MAX_READS_PER_TURN` and still have bytes to read.
+    still_readable: Vec<Token>,
     /// Connections with frames queued during this command drain.
     to_flush: Vec<Token>,
 }
@@ -172,6 +178,7 @@ impl IoLoop {
             pending: PendingTable::new(),
             next_token: 1,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
+            still_readable: Vec::new(),
             to_flush: Vec::new(),
         }
     }
@@ -191,7 +198,12 @@ impl IoLoop {
     fn poll_loop(&mut self) {
         let mut events = Events::with_capacity(256);
         loop {
-            let timeout = self.next_timeout(Instant::now());
+            // Sockets left readable on the last turn are served without waiting.
+            let timeout = if self.still_readable.is_empty() {
+                self.next_timeout(Instant::now())
+            } else {
+                Duration::ZERO
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     warn!("poll failed: {e}; the I/O thread stops");
@@ -208,6 +220,11 @@ impl IoLoop {
                     ev.is_writable(),
                     ev.is_error(),
                 );
+            }
+            for token in std::mem::take(&mut self.still_readable) {
+                if self.conns.contains_key(&token) {
+                    self.read(token);
+                }
             }
             // Clear before draining: a command queued after this point wakes us again.
             self.shared.wake_requested.store(false, Ordering::SeqCst);
@@ -414,7 +431,15 @@ impl IoLoop {
         let mut frames = Vec::new();
         let mut failure = None;
         if let Some(c) = self.conns.get_mut(&token) {
+            let mut reads = 0;
             loop {
+                if reads == MAX_READS_PER_TURN {
+                    if !self.still_readable.contains(&token) {
+                        self.still_readable.push(token);
+                    }
+                    break;
+                }
+                reads += 1;
                 match c.stream.read(&mut self.scratch) {
                     Ok(0) => {
                         failure = Some(CloseReason::Closed("closed by peer".into()));

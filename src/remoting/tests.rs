@@ -292,3 +292,21 @@ fn a_flood_of_broker_requests_is_answered_busy_beyond_the_processor_queue() {
     assert_eq!(ok, 101);
     c.shutdown();
 }
+
+#[test]
+fn a_peer_that_never_stops_sending_does_not_starve_other_connections() {
+    let chatty = FaultPeer::start(Fault::Stream).unwrap();
+    let quiet = FaultPeer::start(Fault::Answer(b"fine".to_vec())).unwrap();
+    let c = client();
+    c.invoke_sync(chatty.addr(), req(), Duration::from_secs(5))
+        .unwrap();
+    // The chatty socket is readable for good from here on; the other one must still be
+    // served, every time.
+    for _ in 0..20 {
+        let r = c
+            .invoke_sync(quiet.addr(), req(), Duration::from_secs(2))
+            .unwrap();
+        assert_eq!(r.body, b"fine");
+    }
+    c.shutdown();
+}

@@ -43,6 +43,9 @@ pub enum Fault {
     /// (a broker flooding a client), then answers; the client's responses are kept for
     /// [`FaultPeer::responses`].
     FloodClient(i32, usize),
+    /// After the first request, answers it and then writes responses with unknown opaques
+    /// without pause until stopped: a peer that never lets its socket run dry.
+    Stream,
 }
 
 /// A listening fault peer on a loopback port; stops when dropped.
@@ -183,6 +186,23 @@ fn serve(
                     stream
                         .write_all(&flood)
                         .and_then(|_| stream.write_all(&ok.to_frame()))
+                }
+                Fault::Stream => {
+                    if stream.write_all(&ok.to_frame()).is_err() {
+                        return;
+                    }
+                    let mut burst = Vec::new();
+                    for i in 0..256 {
+                        let mut stray = ok.clone();
+                        stray.opaque = 2_000_000_000 - i;
+                        burst.extend_from_slice(&stray.to_frame());
+                    }
+                    while !stop.load(Ordering::SeqCst) {
+                        if stream.write_all(&burst).is_err() {
+                            return;
+                        }
+                    }
+                    return;
                 }
                 Fault::UnknownOpaqueFirst => {
                     let mut stray = ok.clone();
