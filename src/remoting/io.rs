@@ -128,6 +128,9 @@ impl CloseReason {
 
 struct WriteItem {
     frame: Vec<u8>,
+    /// The request's opaque when a response is awaited: its frame leaves the queue when
+    /// the request times out before a byte of it was written.
+    opaque: Option<i32>,
     _permit: Option<Permit>,
 }
 
@@ -297,6 +300,7 @@ impl IoLoop {
                         return;
                     }
                 };
+                let opaque = wait.as_ref().map(|p| p.opaque);
                 if let Some(p) = wait {
                     if let Some(old) = self.pending.insert(
                         p.opaque,
@@ -314,11 +318,11 @@ impl IoLoop {
                         );
                     }
                 }
-                self.queue_write(token, frame, permit);
+                self.queue_write(token, frame, opaque, permit);
             }
             Command::Reply { token, frame } => {
                 if self.conns.contains_key(&token) {
-                    self.queue_write(token, frame, None);
+                    self.queue_write(token, frame, None, None);
                 } else {
                     debug!("dropping a reply: its connection is gone");
                 }
@@ -367,12 +371,22 @@ impl IoLoop {
         Ok(token)
     }
 
-    fn queue_write(&mut self, token: Token, frame: Vec<u8>, permit: Option<Permit>) {
+    fn queue_write(
+        &mut self,
+        token: Token,
+        frame: Vec<u8>,
+        opaque: Option<i32>,
+        permit: Option<Permit>,
+    ) {
         let Some(c) = self.conns.get_mut(&token) else {
             return;
         };
+        self.shared
+            .queued_bytes
+            .fetch_add(frame.len(), Ordering::Relaxed);
         c.wq.push_back(WriteItem {
             frame,
+            opaque,
             _permit: permit,
         });
         if matches!(c.state, ConnState::Connected) && !c.flush_pending {
@@ -496,7 +510,12 @@ impl IoLoop {
                         if n >= left {
                             n -= left;
                             c.woff = 0;
-                            c.wq.pop_front(); // releases a oneway permit
+                            if let Some(done) = c.wq.pop_front() {
+                                // Dropping it releases a oneway permit.
+                                self.shared
+                                    .queued_bytes
+                                    .fetch_sub(done.frame.len(), Ordering::Relaxed);
+                            }
                         } else {
                             c.woff += n;
                             n = 0;
@@ -638,7 +657,8 @@ impl IoLoop {
     }
 
     fn expire(&mut self, now: Instant) {
-        while let Some((_, e)) = self.pending.pop_expired(now) {
+        while let Some((opaque, e)) = self.pending.pop_expired(now) {
+            self.drop_unwritten(e.token, opaque);
             let addr = self.conn_addr(e.token);
             let err = Error::timeout(TimeoutPhase::Response, e.timeout).with_addr(&addr);
             self.complete(e.waiter, Err(err));
@@ -664,6 +684,27 @@ impl IoLoop {
         }
     }
 
+    /// Takes the frame of a timed-out request off its connection's queue if none of it was
+    /// written yet: nobody waits for its answer any more, and a peer that stopped reading
+    /// must not pin it in memory. A frame partly written stays, or the stream would break.
+    fn drop_unwritten(&mut self, token: Token, opaque: i32) {
+        let Some(c) = self.conns.get_mut(&token) else {
+            return;
+        };
+        let first = usize::from(c.woff > 0);
+        let found =
+            c.wq.iter()
+                .skip(first)
+                .position(|w| w.opaque == Some(opaque));
+        if let Some(i) = found {
+            if let Some(w) = c.wq.remove(first + i) {
+                self.shared
+                    .queued_bytes
+                    .fetch_sub(w.frame.len(), Ordering::Relaxed);
+            }
+        }
+    }
+
     fn close(&mut self, token: Token, reason: CloseReason) {
         let Some(mut c) = self.conns.remove(&token) else {
             return;
@@ -673,6 +714,10 @@ impl IoLoop {
         }
         let _ = self.poll.registry().deregister(&mut c.stream);
         self.shared.connected.write().remove(&c.addr);
+        let unwritten: usize = c.wq.iter().map(|w| w.frame.len()).sum();
+        self.shared
+            .queued_bytes
+            .fetch_sub(unwritten, Ordering::Relaxed);
         match &reason {
             CloseReason::Closed(why) if why == "idle" => {
                 debug!("closed idle connection to {}", c.addr)

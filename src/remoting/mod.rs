@@ -133,6 +133,9 @@ pub(crate) struct Shared {
     processors: RwLock<HashMap<i32, Arc<dyn RequestProcessor>>>,
     callback_pool: ThreadPool,
     processor_pool: ThreadPool,
+    /// Bytes of frames queued on connections and not yet wholly written (kept by the I/O
+    /// thread; for diagnostics and the bounded-memory tests).
+    queued_bytes: AtomicUsize,
 }
 
 impl Shared {
@@ -309,6 +312,7 @@ impl RemotingClient {
             processors: RwLock::new(HashMap::new()),
             callback_pool,
             processor_pool,
+            queued_bytes: AtomicUsize::new(0),
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
         let io_thread = worker::spawn("rmq-io", move || io_loop.run())
@@ -345,6 +349,11 @@ impl RemotingClient {
         let mut list = Vec::clone(&hooks);
         list.push(hook);
         *hooks = Arc::new(list);
+    }
+
+    /// Bytes of frames queued for writing and not yet wholly written, over all connections.
+    pub fn queued_write_bytes(&self) -> usize {
+        self.shared.queued_bytes.load(Ordering::Relaxed)
     }
 
     /// Whether a connection to `addr` is established now.

@@ -310,3 +310,37 @@ fn a_peer_that_never_stops_sending_does_not_starve_other_connections() {
     }
     c.shutdown();
 }
+
+#[test]
+fn frames_of_timed_out_requests_leave_the_write_queue() {
+    // A peer that accepts and never reads: the socket buffers fill, the rest queues.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let holder = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+    let c = client();
+    let n = 200;
+    let body = vec![7u8; 256 * 1024];
+    let (tx, rx) = unbounded();
+    for _ in 0..n {
+        let tx = tx.clone();
+        let request = req().with_body(body.clone());
+        c.invoke_async(&addr, request, Duration::from_millis(300), move |r| {
+            let _ = tx.send(r.err().map(|e| e.kind()));
+        })
+        .unwrap();
+    }
+    for _ in 0..n {
+        let kind = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(kind, Some(ErrorKind::Timeout));
+    }
+    // 50 MiB were queued; what the kernel did not take must not stay behind its requests.
+    // (The I/O thread prunes when the deadlines pass; give it a moment.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while c.queued_write_bytes() > body.len() + 1024 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = c.queued_write_bytes();
+    assert!(left <= body.len() + 1024, "{left} bytes still queued");
+    c.shutdown();
+    drop(holder.join());
+}
