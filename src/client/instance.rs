@@ -55,7 +55,8 @@ pub(crate) trait ProducerInner: Send + Sync {
 /// What the instance needs from a consumer (Java `MQConsumerInner`).
 pub(crate) trait ConsumerInner: Send + Sync {
     fn consumer_data(&self) -> ConsumerData;
-    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>);
+    /// True when the consumer subscribes `topic` and queues were added to it.
+    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) -> bool;
     fn is_subscribe_topic_need_update(&self, topic: &str) -> bool;
     fn persist_consumer_offset(&self);
     fn adjust_thread_pool(&self);
@@ -569,8 +570,16 @@ impl MQClientInstance {
             for p in self.producer_list() {
                 p.update_topic_publish_info(topic, publish.clone());
             }
+            let mut queues_added = false;
             for c in self.consumer_list() {
-                c.update_topic_subscribe_info(topic, &subscribe);
+                queues_added |= c.update_topic_subscribe_info(topic, &subscribe);
+            }
+            // A broker came (back) for a subscribed topic: register with it and take its
+            // queues now. Java waits for the next heartbeat (30 s) and rebalance (20 s),
+            // and a restarted broker refuses pulls of a group it does not know until then.
+            if queues_added {
+                self.send_heartbeat_to_all_brokers_with_lock();
+                self.rebalance_immediately();
             }
             match self.route_table.read().get(topic) {
                 Some(stored) if *stored != route => route = stored.clone(),
@@ -1108,8 +1117,9 @@ mod tests {
                 unit_mode: false,
             }
         }
-        fn update_topic_subscribe_info(&self, _: &str, _: &HashSet<MessageQueue>) {
+        fn update_topic_subscribe_info(&self, _: &str, _: &HashSet<MessageQueue>) -> bool {
             self.check("update_topic_subscribe_info");
+            false
         }
         fn is_subscribe_topic_need_update(&self, _: &str) -> bool {
             self.check("is_subscribe_topic_need_update");

@@ -789,8 +789,8 @@ impl ConsumerInner for PushConsumerImpl {
         )
     }
 
-    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
-        self.rebalance.update_topic_subscribe_info(topic, info);
+    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) -> bool {
+        self.rebalance.update_topic_subscribe_info(topic, info)
     }
 
     fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {

@@ -93,12 +93,23 @@ impl RebalanceImpl {
 
     /// Keeps the route's readable queues of a subscribed topic (Java
     /// `updateTopicSubscribeInfo`).
-    pub(crate) fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) {
-        if self.subscriptions.read().contains_key(topic) {
-            self.topic_subscribe_info
-                .write()
-                .insert(topic.to_string(), info.clone());
+    /// Stores the readable queues of a subscribed topic; true when queues were added (a
+    /// broker came, or came back), so that the caller can take them now rather than at the
+    /// next rebalance period. Queues that went away are left to that period, as in Java: a
+    /// broker back within it finds its queues still held, offsets and all.
+    pub(crate) fn update_topic_subscribe_info(
+        &self,
+        topic: &str,
+        info: &HashSet<MessageQueue>,
+    ) -> bool {
+        if !self.subscriptions.read().contains_key(topic) {
+            return false;
         }
+        let old = self
+            .topic_subscribe_info
+            .write()
+            .insert(topic.to_string(), info.clone());
+        old.is_some_and(|old| info.iter().any(|q| !old.contains(q)))
     }
 
     /// Whether a subscribed topic still lacks route info.

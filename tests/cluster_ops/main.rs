@@ -10,5 +10,6 @@ mod cluster;
 mod fault;
 mod heartbeat;
 mod lifecycle;
+mod reliability;
 mod routes;
 mod vip;
