@@ -1,11 +1,15 @@
-//! Pull bodies: `decode_messages` with decompression and CRC checks on.
+//! Pull bodies: `decode_messages` and `decode_messages_lenient` with decompression and CRC
+//! checks on.
 //!
-//! Besides "never panics", a body that decodes must be consumed whole, and every message
-//! our encoder can re-encode must decode to itself again.
+//! Besides "never panics", a body that decodes must be consumed whole, the lenient decoder
+//! must account for every byte (decoded or skipped) and agree with the strict one when that
+//! one succeeds, and every message our encoder can re-encode must decode to itself again.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rocketmq_blocking::message::{decode_messages, encode_message_ext, sys_flag, DecodeOptions};
+use rocketmq_blocking::message::{
+    decode_messages, decode_messages_lenient, encode_message_ext, sys_flag, DecodeOptions,
+};
 
 fuzz_target!(|data: &[u8]| {
     // Small caps keep a zlib bomb from eating the fuzzer's memory budget.
@@ -13,9 +17,16 @@ fuzz_target!(|data: &[u8]| {
         .check_crc(true)
         .max_body_len(1 << 20)
         .max_total_body_len(8 << 20);
+    let lenient = decode_messages_lenient(data, opts);
+    let skipped: usize = lenient.skipped.iter().map(|s| s.len).sum();
+    let decoded: usize = lenient.messages.iter().map(|m| m.store_size as usize).sum();
+    assert_eq!(skipped + decoded, data.len());
     let Ok(messages) = decode_messages(data, opts) else {
+        assert!(!lenient.skipped.is_empty());
         return;
     };
+    assert!(lenient.skipped.is_empty());
+    assert_eq!(messages, lenient.messages);
     let consumed: usize = messages.iter().map(|m| m.store_size as usize).sum();
     assert_eq!(consumed, data.len());
     for m in &messages {

@@ -780,9 +780,11 @@ impl MQClientInstance {
         let delay = ScheduledExecutor::new("rmq-pull-delay", 1)?;
         let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<Box<dyn PullTask>>();
         let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
+        // Both loops run each job under `run_caught`: a panicking job is logged and the
+        // service goes on (every consumer of the instance depends on it).
         let pull = worker::spawn("rmq-pull", move || {
             for task in pull_rx.iter() {
-                task.pull();
+                worker::run_caught("a pull task", || task.pull());
             }
         })
         .map_err(|e| Error::io("starting the pull service", e))?;
@@ -793,7 +795,7 @@ impl MQClientInstance {
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
             }
             let Some(instance) = me.upgrade() else { return };
-            instance.do_rebalance();
+            worker::run_caught("a rebalance round", || instance.do_rebalance());
         });
         let threads = match rebalance {
             Ok(r) => vec![pull, r],
@@ -859,10 +861,19 @@ impl MQClientInstance {
         }
     }
 
-    /// One rebalance round for every consumer.
+    /// One rebalance round for every consumer. A consumer whose rebalance panics is
+    /// logged and the others still run.
     pub fn do_rebalance(&self) {
-        for c in self.consumer_list() {
-            c.do_rebalance();
+        let consumers: Vec<(String, Arc<dyn ConsumerInner>)> = self
+            .consumers
+            .read()
+            .iter()
+            .map(|(g, c)| (g.clone(), c.clone()))
+            .collect();
+        for (group, c) in consumers {
+            worker::run_caught(format_args!("the rebalance of group {group}"), || {
+                c.do_rebalance()
+            });
         }
     }
 
@@ -1176,6 +1187,61 @@ mod tests {
         let held = probe.held.lock().clone();
         assert!(held.is_empty(), "{held:?}");
         instance.producers.write().clear();
+        instance.consumers.write().clear();
+        instance.shutdown();
+    }
+
+    /// A pull task that runs `f`.
+    struct Task<F>(F);
+
+    impl<F: FnOnce() + Send> PullTask for Task<F> {
+        fn pull(self: Box<Self>) {
+            (self.0)()
+        }
+    }
+
+    #[test]
+    fn the_pull_and_rebalance_services_survive_a_panicking_job() {
+        let config = ClientConfig::builder()
+            .namesrv_addr(fake_namesrv(b"{}".to_vec()))
+            .instance_name(unique("panics"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        instance.execute_pull_request_immediately(Task(|| panic!("a pull task that panics")));
+        let t = tx.clone();
+        instance.execute_pull_request_immediately(Task(move || t.send("pulled").unwrap()));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("pulled"));
+
+        /// A consumer whose rebalance panics, or reports on `tx`.
+        struct Rebalancing(Option<crossbeam_channel::Sender<&'static str>>);
+        impl ConsumerInner for Rebalancing {
+            fn consumer_data(&self) -> ConsumerData {
+                unreachable!("no heartbeat in this test")
+            }
+            fn update_topic_subscribe_info(&self, _: &str, _: &HashSet<MessageQueue>) -> bool {
+                false
+            }
+            fn is_subscribe_topic_need_update(&self, _: &str) -> bool {
+                false
+            }
+            fn persist_consumer_offset(&self) {}
+            fn adjust_thread_pool(&self) {}
+            fn do_rebalance(&self) {
+                match &self.0 {
+                    Some(tx) => tx.send("rebalanced").unwrap(),
+                    None => panic!("a rebalance that panics"),
+                }
+            }
+        }
+        assert!(instance.register_consumer("a", Arc::new(Rebalancing(None))));
+        assert!(instance.register_consumer("b", Arc::new(Rebalancing(Some(tx)))));
+        for _ in 0..2 {
+            // Each round reaches "b", whatever the order: the thread lives on.
+            instance.rebalance_immediately();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("rebalanced"));
+        }
         instance.consumers.write().clear();
         instance.shutdown();
     }

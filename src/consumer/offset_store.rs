@@ -162,11 +162,13 @@ impl OffsetStore for RemoteBrokerOffsetStore {
                 update_in(&self.table, mq, o, false);
                 ReadOffset::Found(o)
             }
+            // Only QUERY_NOT_FOUND means "no offset" (Java 5.x `OffsetNotFoundException`,
+            // -1). Any other answer, a timeout or a lost connection is a failure (-2): the
+            // queue is retried next round. Taking a broker error for "no offset", as 4.9.x
+            // does, would start the queue at its end and skip the backlog.
             Ok(None) => ReadOffset::NotFound,
-            // A broker error code means "no usable offset" for Java too (-1).
-            Err(e) if e.kind() == ErrorKind::Response => ReadOffset::NotFound,
             Err(e) => {
-                warn!("reading the offset of {mq}: {e}");
+                warn!("reading the offset of {mq} for {}: {e}", self.group);
                 ReadOffset::Failed
             }
         }
@@ -474,6 +476,115 @@ pub(crate) fn compute_start_offset(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::client::ClientConfig;
+    use crate::protocol::TopicRouteData;
+    use crate::protocol::{BrokerData, QueueData, RemotingCommand, RequestCode, ResponseCode};
+    use crate::testkit::fault::{Fault, FaultPeer, Responder};
+
+    /// GET_MAX_OFFSET's answer from [`broker_answering`].
+    const MAX_OFFSET: i64 = 100;
+
+    /// A broker whose QUERY_CONSUMER_OFFSET answer is `query` (SUCCESS with offset 42)
+    /// and whose every other answer is SUCCESS with offset [`MAX_OFFSET`].
+    fn broker_answering(query: ResponseCode) -> FaultPeer {
+        FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+            let (code, offset) = if req.code == RequestCode::QUERY_CONSUMER_OFFSET.0 {
+                (query, 42)
+            } else {
+                (ResponseCode::SUCCESS, MAX_OFFSET)
+            };
+            let mut r = RemotingCommand::response(code, 0, None);
+            if code == ResponseCode::SUCCESS {
+                r.ext_fields.insert("offset", offset.to_string());
+            }
+            r
+        })))
+        .unwrap()
+    }
+
+    /// A client instance (not started) whose name server routes every topic to broker
+    /// `b` at `broker_addr`; the name server must outlive it.
+    fn instance_routing_to(broker_addr: &str) -> (FaultPeer, Arc<MQClientInstance>) {
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 4,
+                write_queue_nums: 4,
+                perm: 6,
+                ..Default::default()
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: [(0, broker_addr.to_string())].into_iter().collect(),
+            }],
+            ..Default::default()
+        };
+        let namesrv = FaultPeer::start(Fault::Answer(serde_json::to_vec(&route).unwrap())).unwrap();
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name(format!("offsets-{}", crate::util::random_u64()))
+            .build();
+        (namesrv, MQClientInstance::new(config).unwrap())
+    }
+
+    #[test]
+    fn a_failed_offset_query_skips_the_queue_instead_of_starting_at_the_end() {
+        let mq = MessageQueue::new("T", "b", 0);
+        for (what, broker) in [
+            ("SYSTEM_ERROR", broker_answering(ResponseCode::SYSTEM_ERROR)),
+            (
+                "SERVICE_NOT_AVAILABLE",
+                broker_answering(ResponseCode::SERVICE_NOT_AVAILABLE),
+            ),
+            (
+                "a connection closed",
+                FaultPeer::start(Fault::CloseOnRequest).unwrap(),
+            ),
+        ] {
+            let (_namesrv, instance) = instance_routing_to(broker.addr());
+            let store = RemoteBrokerOffsetStore::new(instance.clone(), "g");
+            assert_eq!(
+                store.read_offset(&mq, ReadOffsetType::ReadFromStore),
+                ReadOffset::Failed,
+                "{what}"
+            );
+            for from in [ConsumeFromWhere::LastOffset, ConsumeFromWhere::FirstOffset] {
+                assert_eq!(
+                    compute_start_offset(&instance, &store, from, &mq),
+                    None,
+                    "{what}, {from:?}: the queue must be retried, not started"
+                );
+            }
+            instance.shutdown();
+        }
+    }
+
+    #[test]
+    fn an_offset_the_broker_does_not_have_starts_where_consume_from_where_says() {
+        let mq = MessageQueue::new("T", "b", 0);
+        let broker = broker_answering(ResponseCode::QUERY_NOT_FOUND);
+        let (_namesrv, instance) = instance_routing_to(broker.addr());
+        let store = RemoteBrokerOffsetStore::new(instance.clone(), "g");
+        assert_eq!(
+            store.read_offset(&mq, ReadOffsetType::ReadFromStore),
+            ReadOffset::NotFound
+        );
+        let start = |from| compute_start_offset(&instance, &store, from, &mq);
+        assert_eq!(start(ConsumeFromWhere::LastOffset), Some(MAX_OFFSET));
+        assert_eq!(start(ConsumeFromWhere::FirstOffset), Some(0));
+        instance.shutdown();
+
+        let broker = broker_answering(ResponseCode::SUCCESS);
+        let (_namesrv, instance) = instance_routing_to(broker.addr());
+        let store = RemoteBrokerOffsetStore::new(instance.clone(), "g");
+        assert_eq!(
+            compute_start_offset(&instance, &store, ConsumeFromWhere::LastOffset, &mq),
+            Some(42),
+            "a stored offset wins"
+        );
+        instance.shutdown();
+    }
 
     fn dir() -> PathBuf {
         let d = std::env::temp_dir().join(format!(

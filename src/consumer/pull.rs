@@ -4,11 +4,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use log::warn;
 use parking_lot::Mutex;
 
 use crate::client::MQClientInstance;
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{decode_messages_shared, property, DecodeOptions, MessageExt, MessageQueue};
+use crate::message::{
+    decode_messages_shared, property, DecodeOptions, MessageExt, MessageQueue, SkippedRecord,
+};
 use crate::protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use crate::protocol::heartbeat::SubscriptionData;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -56,6 +59,10 @@ pub struct PullResult {
     pub max_offset: i64,
     /// Messages that passed the tag filter.
     pub msgs: Vec<MessageExt>,
+    /// Records of the body that could not be decoded (logged, and not delivered; the
+    /// next pull still starts at `next_begin_offset`, past them).
+    #[allow(dead_code)] // logged where found; read by tests
+    pub skipped: Vec<SkippedRecord>,
 }
 
 /// Parameters of one pull.
@@ -203,10 +210,25 @@ pub(crate) fn process_response(
     let h: PullMessageResponseHeader = response.decode_header()?;
     routing.remember(mq, h.suggest_which_broker_id);
     let mut msgs = Vec::new();
+    let mut skipped = Vec::new();
     if status == PullStatus::Found {
         let (min, max) = (h.min_offset.to_string(), h.max_offset.to_string());
         let body = Arc::new(std::mem::take(&mut response.body));
-        for mut m in decode_messages_shared(body, DecodeOptions::new())? {
+        let decoded = decode_messages_shared(body, DecodeOptions::new());
+        // A message that cannot be decoded is skipped, never retried: retrying the pull
+        // would get the same bytes and stall the queue for good.
+        for s in &decoded.skipped {
+            let which = match s.queue_offset {
+                Some(o) => format!("the message at offset {o}"),
+                None => format!(
+                    "the rest of the body (before offset {})",
+                    h.next_begin_offset
+                ),
+            };
+            warn!("{mq}: skipped {which}, undecodable: {}", s.error);
+        }
+        skipped = decoded.skipped;
+        for mut m in decoded.messages {
             if !tag_matches(sub, m.tags()) {
                 continue;
             }
@@ -227,5 +249,56 @@ pub(crate) fn process_response(
         min_offset: h.min_offset,
         max_offset: h.max_offset,
         msgs,
+        skipped,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::consumer::subscription::{build_subscription_data, MessageSelector};
+    use crate::message::{encode_message_ext, Message};
+    use crate::protocol::header::CommandHeader;
+
+    /// A stored record of `T` at `offset`.
+    fn record(offset: i64) -> Vec<u8> {
+        let m = MessageExt {
+            message: Message::new("T", format!("m{offset}")),
+            queue_offset: offset,
+            ..MessageExt::default()
+        };
+        encode_message_ext(&m).unwrap()
+    }
+
+    fn found(body: Vec<u8>, next_begin_offset: i64) -> RemotingCommand {
+        let mut r = RemotingCommand::response(ResponseCode::SUCCESS, 1, None).with_body(body);
+        PullMessageResponseHeader {
+            suggest_which_broker_id: 0,
+            next_begin_offset,
+            min_offset: 0,
+            max_offset: next_begin_offset,
+        }
+        .write_to(&mut r.ext_fields);
+        r
+    }
+
+    #[test]
+    fn an_undecodable_message_is_skipped_and_the_pull_moves_past_it() {
+        let mq = MessageQueue::new("T", "b", 0);
+        let sub = build_subscription_data("T", &MessageSelector::by_tag("*")).unwrap();
+        let mut bad = record(11);
+        bad[4] ^= 0xFF; // its magic code
+        let body = [record(10), bad, record(12)].concat();
+        let r = process_response(&PullRouting::default(), &mq, &sub, found(body, 13))
+            .expect("one bad message does not fail the pull");
+        assert_eq!(r.status, PullStatus::Found);
+        assert_eq!(
+            r.next_begin_offset, 13,
+            "the next pull starts past all three"
+        );
+        let got: Vec<(i64, &[u8])> = r.msgs.iter().map(|m| (m.queue_offset, m.body())).collect();
+        assert_eq!(got, [(10, &b"m10"[..]), (12, &b"m12"[..])]);
+        let skipped: Vec<Option<i64>> = r.skipped.iter().map(|s| s.queue_offset).collect();
+        assert_eq!(skipped, [Some(11)]);
+    }
 }

@@ -5,10 +5,11 @@
 //! as strings) so that Java and Rust consumers of one group agree on the split.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use log::{info, warn};
+use log::{error, info, warn};
 use parking_lot::RwLock;
 
 use super::allocate::AllocateStrategy;
@@ -170,10 +171,24 @@ impl RebalanceImpl {
                 let mut all: Vec<MessageQueue> = mq_set.iter().cloned().collect();
                 all.sort();
                 cids.sort();
-                self.strategy
-                    .allocate(self.instance.client_id(), &all, &cids)
-                    .into_iter()
-                    .collect()
+                // The strategy may be the user's: a panic in it must not end the round of
+                // the other consumers on the instance, nor the rebalance thread.
+                let allocated = catch_unwind(AssertUnwindSafe(|| {
+                    self.strategy
+                        .allocate(self.instance.client_id(), &all, &cids)
+                }));
+                match allocated {
+                    Ok(mqs) => mqs.into_iter().collect(),
+                    Err(_) => {
+                        error!(
+                            "{}: the allocation strategy {} panicked on topic {topic}; \
+                             keeping the current assignment",
+                            self.group,
+                            self.strategy.name()
+                        );
+                        return;
+                    }
+                }
             }
         };
         if self.update_process_queue_table(hooks, topic, &mine, is_order) {

@@ -2,9 +2,11 @@
 //! record (`SEND_BATCH_MESSAGE` bodies), the property string, offsetMsgIds and zlib bodies.
 //!
 //! Layouts follow Java's `MessageDecoder` (4.9.8, plus the 5.x V2 magic code). Decoders
-//! check every length against what is left and against the record's `TOTALSIZE`, and
-//! stop at the first malformed record with a [`DecodeError`]: unlike Java, which silently
-//! returns the records before it, so a corrupt pull body is reported, not half-consumed.
+//! check every length against what is left and against the record's `TOTALSIZE`. The
+//! strict ones stop at the first malformed record with a [`DecodeError`] (unlike Java,
+//! which silently returns the records before it); pulls use
+//! [`decode_messages_lenient`], which skips and reports a record it cannot decode, so one
+//! bad message can neither stall its queue nor take its neighbours with it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -177,13 +179,100 @@ pub fn decode_messages(body: &[u8], opts: DecodeOptions) -> Result<Vec<MessageEx
     decode_all(body, None, opts)
 }
 
-/// [`decode_messages`] for a pull response the caller owns: uncompressed bodies become
-/// windows into `body` instead of copies.
-pub(crate) fn decode_messages_shared(
-    body: Arc<Vec<u8>>,
-    opts: DecodeOptions,
-) -> Result<Vec<MessageExt>, DecodeError> {
-    decode_all(&body, Some(&body), opts)
+/// A stored record that [`decode_messages_lenient`] could not decode and skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedRecord {
+    /// Its index among the body's records.
+    pub index: usize,
+    /// Where it starts in the body.
+    pub at: usize,
+    /// How many bytes were skipped: its TOTALSIZE, or the rest of the body when
+    /// TOTALSIZE cannot be a record's (the records after it are lost with it).
+    pub len: usize,
+    /// Its QUEUEOFFSET, when its framing is plausible (a known magic code or a TOTALSIZE
+    /// that fits).
+    pub queue_offset: Option<i64>,
+    /// Why it could not be decoded.
+    pub error: DecodeError,
+}
+
+/// What [`decode_messages_lenient`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Decoded {
+    /// The records that decoded, in order.
+    pub messages: Vec<MessageExt>,
+    /// The records that did not.
+    pub skipped: Vec<SkippedRecord>,
+}
+
+/// [`decode_messages`] for pull bodies: what can be decoded is, and a record that cannot
+/// be (a corrupt field, a CRC mismatch when checked, a body that does not inflate or
+/// inflates past the caps, a compression type other than zlib) is skipped and reported.
+///
+/// A record with a plausible TOTALSIZE (at least the smallest record, within the body) is
+/// skipped alone and decoding goes on after it. A TOTALSIZE that cannot be a record's
+/// leaves no way to find the next record, so the rest of the body is skipped as one.
+///
+/// Java's `MessageDecoder.decodes` catches the decode exception of a record, drops it and
+/// every record after it without a word, and the pull still moves to `nextBeginOffset`;
+/// here the records after it survive when the framing allows, and every loss is reported.
+pub fn decode_messages_lenient(body: &[u8], opts: DecodeOptions) -> Decoded {
+    decode_lenient(body, None, opts)
+}
+
+fn decode_lenient(body: &[u8], shared: Option<&Arc<Vec<u8>>>, opts: DecodeOptions) -> Decoded {
+    let mut r = Reader::new(body);
+    let mut out = Decoded {
+        messages: Vec::with_capacity(count_records(body)),
+        skipped: Vec::new(),
+    };
+    let mut inflate_budget = opts.max_total_body_len;
+    while !r.is_empty() {
+        let at = r.position();
+        let index = out.messages.len() + out.skipped.len();
+        match decode_record(&mut r, shared, &opts, &mut inflate_budget) {
+            Ok(m) => out.messages.push(m),
+            Err(e) => {
+                let rest = &body[at..];
+                let len = record_len(rest).unwrap_or(rest.len());
+                // The record lies within `rest`, so the reader is at most at its end.
+                let _ = r.bytes((at + len).saturating_sub(r.position()));
+                out.skipped.push(SkippedRecord {
+                    index,
+                    at,
+                    len,
+                    queue_offset: header_queue_offset(rest),
+                    error: DecodeError::new(format!("message {index} at offset {at}: {e}")),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The TOTALSIZE of the record `rest` starts with, if it can be a record's.
+fn record_len(rest: &[u8]) -> Option<usize> {
+    let size = rest.get(..4)?;
+    let size = i32::from_be_bytes([size[0], size[1], size[2], size[3]]);
+    usize::try_from(size)
+        .ok()
+        .filter(|&n| n >= RECORD_MIN_LEN && n <= rest.len())
+}
+
+/// QUEUEOFFSET of the record `rest` starts with (at the same place in both layouts), when
+/// the record's framing is plausible: a known magic code or a TOTALSIZE that fits.
+fn header_queue_offset(rest: &[u8]) -> Option<i64> {
+    let magic = i32::from_be_bytes(rest.get(4..8)?.try_into().ok()?);
+    if magic != MESSAGE_MAGIC_CODE && magic != MESSAGE_MAGIC_CODE_V2 && record_len(rest).is_none() {
+        return None;
+    }
+    Some(i64::from_be_bytes(rest.get(20..28)?.try_into().ok()?))
+}
+
+/// [`decode_messages_lenient`] for a pull response the caller owns: uncompressed bodies
+/// become windows into `body` instead of copies.
+pub(crate) fn decode_messages_shared(body: Arc<Vec<u8>>, opts: DecodeOptions) -> Decoded {
+    decode_lenient(&body, Some(&body), opts)
 }
 
 /// `shared`, when given, is the buffer `body` is.

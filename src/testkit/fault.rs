@@ -46,6 +46,27 @@ pub enum Fault {
     /// After the first request, answers it and then writes responses with unknown opaques
     /// without pause until stopped: a peer that never lets its socket run dry.
     Stream,
+    /// Answers each request with what the function makes of it (its opaque is set to the
+    /// request's): e.g. a broker that answers one request code with SYSTEM_ERROR and
+    /// the others with SUCCESS.
+    Respond(Responder),
+}
+
+/// The function of [`Fault::Respond`].
+#[derive(Clone)]
+pub struct Responder(Arc<dyn Fn(&RemotingCommand) -> RemotingCommand + Send + Sync>);
+
+impl Responder {
+    /// Answers each request with `f(request)`.
+    pub fn new(f: impl Fn(&RemotingCommand) -> RemotingCommand + Send + Sync + 'static) -> Self {
+        Responder(Arc::new(f))
+    }
+}
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 /// A listening fault peer on a loopback port; stops when dropped.
@@ -167,6 +188,11 @@ fn serve(
                 Fault::Answer(body) => {
                     let answer = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
                         .with_body(body.clone());
+                    stream.write_all(&answer.to_frame())
+                }
+                Fault::Respond(f) => {
+                    let mut answer = (f.0)(&req);
+                    answer.opaque = req.opaque;
                     stream.write_all(&answer.to_frame())
                 }
                 Fault::AskClient(code) => {

@@ -567,3 +567,64 @@ fn lite_pull_subscribe_gets_every_message() {
     assert_eq!(c.assignment().len(), 4);
     c.shutdown();
 }
+
+/// An allocation strategy that panics every time it is asked, counting the calls.
+struct PanickingStrategy(Arc<std::sync::atomic::AtomicUsize>);
+
+impl rocketmq_blocking::AllocateStrategy for PanickingStrategy {
+    fn name(&self) -> &str {
+        "PANICKING"
+    }
+    fn allocate(
+        &self,
+        _current: &str,
+        _all: &[rocketmq_blocking::MessageQueue],
+        _cids: &[String],
+    ) -> Vec<rocketmq_blocking::MessageQueue> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        panic!("a user strategy that panics");
+    }
+}
+
+#[test]
+fn a_panicking_allocation_strategy_harms_neither_its_group_nor_the_others_on_the_instance() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let topic = cluster::topic("panicky", 4);
+    let instance = cluster::unique("panicky");
+    let p = producer();
+    let mut sent = HashSet::new();
+    for i in 0..20 {
+        let r = p.send(&Message::new(&topic, format!("m{i}"))).unwrap();
+        sent.insert(r.msg_id().to_string());
+    }
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (bad, bad_seen) = record(
+        consumer(&cluster::unique("panicg"), &topic)
+            .instance_name(&instance)
+            .allocate_strategy(PanickingStrategy(calls.clone())),
+    );
+    // The first rebalance round has run (and panicked) before the second group starts.
+    wait_for("the strategy to be asked", Duration::from_secs(30), || {
+        calls.load(Ordering::SeqCst) >= 1
+    });
+    let (good, seen) = record(consumer(&cluster::unique("calmg"), &topic).instance_name(&instance));
+    assert_eq!(good.client_id(), bad.client_id(), "one client instance");
+    wait_for(
+        "the other group to get its queues and the messages",
+        Duration::from_secs(60),
+        || ids(&seen) == sent,
+    );
+    let held = good.assigned_queues();
+    assert_eq!(held.iter().filter(|q| q.topic() == topic).count(), 4);
+    // Later rounds still ask the panicking group's strategy: the rebalance thread lives.
+    wait_for("another rebalance round", Duration::from_secs(30), || {
+        calls.load(Ordering::SeqCst) >= 2
+    });
+    assert!(
+        bad.assigned_queues().is_empty(),
+        "a panicking strategy keeps the current assignment (none)"
+    );
+    assert!(bad_seen.lock().is_empty());
+    good.shutdown();
+    bad.shutdown();
+}

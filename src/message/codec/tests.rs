@@ -648,8 +648,9 @@ proptest! {
         }
         let back = decode_messages(&body, DecodeOptions::new().check_crc(true)).unwrap();
         prop_assert_eq!(back.len(), msgs.len());
-        let shared = decode_messages_shared(Arc::new(body.clone()), DecodeOptions::new()).unwrap();
-        prop_assert_eq!(&shared, &back, "bodies shared with the pull decode the same");
+        let shared = decode_messages_shared(Arc::new(body.clone()), DecodeOptions::new());
+        prop_assert!(shared.skipped.is_empty());
+        prop_assert_eq!(&shared.messages, &back, "bodies shared with the pull decode the same");
         let mut at = 0;
         for (got, orig) in back.iter().zip(&msgs) {
             let len = got.store_size as usize;
@@ -786,10 +787,29 @@ fn run_all_decoders(input: &[u8]) -> bool {
         .max_total_body_len(4 << 20);
     let decoded = decode_messages(input, opts);
     let shared = decode_messages_shared(Arc::new(input.to_vec()), opts);
-    assert_eq!(shared.as_ref().ok(), decoded.as_ref().ok());
-    if let Ok(v) = &decoded {
-        let consumed: usize = v.iter().map(|m| m.store_size as usize).sum();
-        assert_eq!(consumed, input.len());
+    let lenient = decode_messages_lenient(input, opts);
+    assert_eq!(shared.messages, lenient.messages);
+    assert_eq!(shared.skipped, lenient.skipped);
+    // The lenient decoder accounts for every byte, in order, and agrees with the strict
+    // one whenever that one succeeds.
+    let mut at = 0;
+    for s in &lenient.skipped {
+        assert!(s.at >= at && s.len > 0 && s.at + s.len <= input.len());
+        at = s.at + s.len;
+    }
+    let covered: usize = lenient.skipped.iter().map(|s| s.len).sum::<usize>()
+        + lenient
+            .messages
+            .iter()
+            .map(|m| m.store_size as usize)
+            .sum::<usize>();
+    assert_eq!(covered, input.len());
+    match &decoded {
+        Ok(v) => {
+            assert_eq!(v, &lenient.messages);
+            assert!(lenient.skipped.is_empty());
+        }
+        Err(_) => assert!(!lenient.skipped.is_empty()),
     }
     let _ = decode_messages(input, DecodeOptions::new().decompress(false));
     let _ = decode_batch(input);
@@ -862,8 +882,8 @@ fn measure_decode_of_a_32_message_pull_body() {
     let shared = Arc::new(body.clone());
     let start = std::time::Instant::now();
     for _ in 0..iters {
-        let v = decode_messages_shared(shared.clone(), DecodeOptions::new()).unwrap();
-        assert_eq!(v.len(), 32);
+        let v = decode_messages_shared(shared.clone(), DecodeOptions::new());
+        assert_eq!(v.messages.len(), 32);
     }
     println!(
         "decode 32 x 1 KiB pull body, bodies shared: {} ns/message",
@@ -882,4 +902,139 @@ fn measure_decode_of_a_32_message_pull_body() {
         "create_uniq_id: {} ns/id",
         start.elapsed().as_nanos() / n as u128
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Lenient decoding (pull bodies): a record that cannot be decoded is skipped, not fatal
+
+/// Three records at queue offsets 10, 11, 12, the middle one built by `corrupt`.
+fn three_with_a_bad_middle(corrupt: impl FnOnce(Rec) -> Rec) -> Vec<u8> {
+    let at = |offset: i64| {
+        let mut r = Rec::sample();
+        r.queue_offset = offset;
+        r
+    };
+    [at(10).bytes(), corrupt(at(11)).bytes(), at(12).bytes()].concat()
+}
+
+/// Decodes `body` leniently: the messages at offsets 10 and 12 come back and the one at
+/// 11 is reported skipped, with its error (which must contain `why`).
+fn check_middle_skipped(body: &[u8], opts: DecodeOptions, why: &str) {
+    let d = decode_messages_lenient(body, opts);
+    let offsets: Vec<i64> = d.messages.iter().map(|m| m.queue_offset).collect();
+    assert_eq!(offsets, [10, 12], "{why}");
+    assert!(d.messages.iter().all(|m| m.body() == b"hello"), "{why}");
+    assert_eq!(d.skipped.len(), 1, "{why}");
+    let s = &d.skipped[0];
+    assert_eq!((s.index, s.queue_offset), (1, Some(11)), "{why}");
+    let first = Rec::sample().bytes().len();
+    assert_eq!(s.at, first, "{why}");
+    assert!(s.error.to_string().contains(why), "{why}: {}", s.error);
+    assert!(
+        decode_messages(body, opts).is_err(),
+        "{why}: the strict decoder still refuses the body"
+    );
+}
+
+#[test]
+fn a_corrupt_record_in_the_middle_is_skipped_and_the_others_decode() {
+    let o = DecodeOptions::new();
+    let zlib_bomb = compress(&vec![0u8; 2_000_000], 9);
+    type Corrupt = Box<dyn FnOnce(Rec) -> Rec>;
+    let cases: Vec<(&str, DecodeOptions, Corrupt)> = vec![
+        (
+            "body CRC",
+            o.check_crc(true),
+            Box::new(|mut r: Rec| {
+                r.crc ^= 1;
+                r
+            }),
+        ),
+        (
+            "unknown magic code",
+            o,
+            Box::new(|mut r: Rec| {
+                r.magic = 0x1234_5678;
+                r
+            }),
+        ),
+        (
+            "length 32767", // the properties length
+            o,
+            Box::new(|mut r: Rec| {
+                r.props_len = Some(i16::MAX);
+                r
+            }),
+        ),
+        (
+            "length 1048576", // the body length
+            o,
+            Box::new(|mut r: Rec| {
+                r.body_len = Some(1 << 20);
+                r
+            }),
+        ),
+        (
+            "exceeds 1000000",
+            o.max_body_len(1_000_000),
+            Box::new(move |mut r: Rec| {
+                r.body = zlib_bomb;
+                r.sys_flag |= sys_flag::COMPRESSED;
+                r
+            }),
+        ),
+        (
+            "unknown compression type 5",
+            o,
+            Box::new(|r: Rec| r.compressed(0x500)),
+        ),
+        (
+            "unsupported compression LZ4",
+            o,
+            Box::new(|r: Rec| r.compressed(sys_flag::COMPRESSION_LZ4)),
+        ),
+        (
+            "zlib",
+            o,
+            Box::new(|mut r: Rec| {
+                r.body = b"\x78\x9c\xff\xff not zlib".to_vec();
+                r.sys_flag |= sys_flag::COMPRESSED;
+                r
+            }),
+        ),
+    ];
+    for (why, opts, corrupt) in cases {
+        check_middle_skipped(&three_with_a_bad_middle(corrupt), opts, why);
+    }
+}
+
+#[test]
+fn a_totalsize_that_cannot_be_trusted_skips_the_rest_of_the_body() {
+    for total in [-1, 5, i32::MAX] {
+        let body = three_with_a_bad_middle(|mut r| {
+            r.total = Some(total);
+            r
+        });
+        let d = decode_messages_lenient(&body, DecodeOptions::new());
+        assert_eq!(d.messages.len(), 1, "TOTALSIZE {total}");
+        assert_eq!(d.messages[0].queue_offset, 10);
+        assert_eq!(d.skipped.len(), 1);
+        let s = &d.skipped[0];
+        assert_eq!(s.at + s.len, body.len(), "the rest of the body is skipped");
+        assert_eq!(s.queue_offset, Some(11), "read from the record's header");
+        assert!(
+            s.error.to_string().contains("message 1 at offset"),
+            "{}",
+            s.error
+        );
+    }
+    // A body cut inside the last record: the first two decode.
+    let body = three_with_a_bad_middle(|r| r);
+    let d = decode_messages_lenient(&body[..body.len() - 3], DecodeOptions::new());
+    assert_eq!(d.messages.len(), 2);
+    assert_eq!(d.skipped.len(), 1);
+    assert_eq!(d.skipped[0].queue_offset, Some(12));
+    // A clean body skips nothing.
+    let d = decode_messages_lenient(&body, DecodeOptions::new());
+    assert_eq!((d.messages.len(), d.skipped.len()), (3, 0));
 }
