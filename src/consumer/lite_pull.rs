@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use super::allocate::{AllocateAveragely, AllocateStrategy};
 use super::offset_store::{
-    compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
+    self, compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
 };
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
@@ -232,6 +232,15 @@ impl LitePullConsumerBuilder {
         let group = namespace::wrap(ns.as_deref(), &self.group);
         if self.options.message_model == MessageModel::Clustering {
             config.change_instance_name_to_pid();
+        }
+        if self.options.message_model == MessageModel::Broadcasting {
+            // Before the client instance exists: a name that would leave the offset
+            // directory creates nothing.
+            offset_store::local_store_path(
+                &self.options.offset_store_dir,
+                &config.client_id(),
+                &group,
+            )?;
         }
         let instance = manager::get_or_create_instance(&config)?;
         let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
