@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 
 use super::allocate::{AllocateAveragely, AllocateStrategy};
 use super::offset_store::{
-    compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
+    self, compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
 };
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
@@ -51,7 +51,10 @@ pub struct LitePullOptions {
     pub pull_threshold_for_queue: usize,
     /// Default wait of [`poll`](LitePullConsumer::poll) (Java 5 s).
     pub poll_timeout: Duration,
-    /// Commit consumed offsets automatically (Java true).
+    /// Commit automatically (Java true): at the start of a `poll`, at most once per
+    /// `auto_commit_interval`, what earlier polls returned is committed (the application
+    /// is done with it then). The batch the last `poll` returned is never committed
+    /// before the next `poll` (or `commit_sync`, or shutdown).
     pub auto_commit: bool,
     /// How often auto-commit runs, checked at each poll (Java 5 s, at least 1 s).
     pub auto_commit_interval: Duration,
@@ -173,7 +176,8 @@ impl LitePullConsumerBuilder {
         pull_threshold_for_queue: usize;
         /// Default wait of `poll` (Java 5 s).
         poll_timeout: Duration;
-        /// Commit consumed offsets automatically (Java true).
+        /// Commit what earlier polls returned at the start of a `poll` (Java true); see
+        /// [`LitePullOptions::auto_commit`].
         auto_commit: bool;
         /// How often auto-commit runs, at least 1 s (Java 5 s).
         auto_commit_interval: Duration;
@@ -228,6 +232,15 @@ impl LitePullConsumerBuilder {
         let group = namespace::wrap(ns.as_deref(), &self.group);
         if self.options.message_model == MessageModel::Clustering {
             config.change_instance_name_to_pid();
+        }
+        if self.options.message_model == MessageModel::Broadcasting {
+            // Before the client instance exists: a name that would leave the offset
+            // directory creates nothing.
+            offset_store::local_store_path(
+                &self.options.offset_store_dir,
+                &config.client_id(),
+                &group,
+            )?;
         }
         let instance = manager::get_or_create_instance(&config)?;
         let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
@@ -647,12 +660,14 @@ impl LitePullImpl {
         self.schedule_pull(mq, epoch, Duration::ZERO);
     }
 
+    /// Stops pulling `mq` and writes its committed offset through (Java
+    /// `RebalanceLitePullImpl.removeUnnecessaryMessageQueue`). Only what was committed
+    /// goes out, never the consumed position: without auto-commit the application has
+    /// not committed it, and with auto-commit the batch `poll` returned last may still
+    /// be in processing (the next poll would commit it).
     fn drop_queue(&self, mq: &MessageQueue) {
         if let Some(s) = self.queues.lock().remove(mq) {
             s.pq.set_dropped(true);
-            if s.consumed_offset >= 0 {
-                self.store.update_offset(mq, s.consumed_offset, false);
-            }
             self.store.persist(mq);
             self.store.remove_offset(mq);
         }
@@ -804,16 +819,21 @@ impl LitePullImpl {
         self.schedule_pull(mq, epoch, Duration::ZERO);
     }
 
-    /// Stores every queue's consumed offset; `sync` also writes it through at once.
+    /// Commits every queue's consumed offset (Java `commitAll`): the offset store takes
+    /// it, and `sync` writes it through at once, else a persist of every held queue
+    /// sends it. Called by `commit_sync`, by the auto-commit at the start of `poll` (the
+    /// batches earlier polls returned are processed then) and by shutdown.
     fn commit_all(&self, sync: bool) {
         *self.last_commit.lock() = Instant::now();
-        let offsets: Vec<(MessageQueue, i64)> = self
-            .queues
-            .lock()
-            .iter()
-            .filter(|(_, s)| s.consumed_offset >= 0)
-            .map(|(mq, s)| (mq.clone(), s.consumed_offset))
-            .collect();
+        let (held, offsets): (HashSet<MessageQueue>, Vec<(MessageQueue, i64)>) = {
+            let q = self.queues.lock();
+            let offsets = q
+                .iter()
+                .filter(|(_, s)| s.consumed_offset >= 0)
+                .map(|(mq, s)| (mq.clone(), s.consumed_offset))
+                .collect();
+            (q.keys().cloned().collect(), offsets)
+        };
         for (mq, off) in &offsets {
             self.store.update_offset(mq, *off, false);
             if sync {
@@ -823,8 +843,7 @@ impl LitePullImpl {
             }
         }
         if !sync {
-            let mqs: HashSet<MessageQueue> = offsets.into_iter().map(|(mq, _)| mq).collect();
-            self.store.persist_all(&mqs);
+            self.store.persist_all(&held);
         }
     }
 }
@@ -884,10 +903,16 @@ impl ConsumerInner for LitePullImpl {
         self.rebalance.is_subscribe_topic_need_update(topic)
     }
 
+    /// Job 4 (Java `persistConsumerOffset`): sends what the offset store holds for the
+    /// held queues, that is what was committed (by the auto-commit in `poll`, by
+    /// `commit_sync`) or sought. Never the consumed position: the batch `poll` returned
+    /// last may still be in processing.
     fn persist_consumer_offset(&self) {
-        if self.options.auto_commit {
-            self.commit_all(false);
+        if !self.is_running() {
+            return;
         }
+        let held: HashSet<MessageQueue> = self.queues.lock().keys().cloned().collect();
+        self.store.persist_all(&held);
     }
 
     fn adjust_thread_pool(&self) {}

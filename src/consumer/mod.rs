@@ -457,6 +457,15 @@ impl PushConsumerBuilder {
                 &MessageSelector::by_tag("*"),
             )?);
         }
+        if self.options.message_model == MessageModel::Broadcasting {
+            // Before the client instance exists: a name that would leave the offset
+            // directory creates nothing.
+            offset_store::local_store_path(
+                &self.options.offset_store_dir,
+                &config.client_id(),
+                &group,
+            )?;
+        }
         let instance = manager::get_or_create_instance(&config)?;
         let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
         let rebalance = RebalanceImpl::new(
@@ -662,5 +671,62 @@ impl PushConsumer {
 impl Drop for PushConsumer {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// Client settings that would put a broadcasting offsets file outside its directory.
+    const ESCAPING: [(&str, &str); 4] = [
+        ("instance name", "../../../escape"),
+        ("unit name", "../../escape"),
+        ("namespace", "../../escape"),
+        ("client IP", "../.."),
+    ];
+
+    /// Applies one of `ESCAPING` to a consumer builder (both have the client setters).
+    macro_rules! set {
+        ($b:expr, $what:expr, $v:expr) => {
+            match $what {
+                "instance name" => $b.instance_name($v),
+                "unit name" => $b.unit_name($v),
+                "namespace" => $b.namespace($v),
+                _ => $b.client_ip($v),
+            }
+        };
+    }
+
+    #[test]
+    fn broadcasting_consumers_reject_names_that_would_leave_the_offset_directory() {
+        let root = std::env::temp_dir().join(format!(
+            "rmq-escape-{}-{}",
+            std::process::id(),
+            crate::util::random_u64()
+        ));
+        let dir = root.join("a/b/c/offsets");
+        let mut accepted = Vec::new();
+        for (what, value) in ESCAPING {
+            let b = LitePullConsumer::builder("g")
+                .message_model(MessageModel::Broadcasting)
+                .offset_store_dir(dir.clone());
+            match set!(b, what, value).build() {
+                Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+                Ok(_) => accepted.push(format!("lite pull, {what}")),
+            }
+            let b = PushConsumer::builder("g")
+                .message_model(MessageModel::Broadcasting)
+                .offset_store_dir(dir.clone())
+                .subscribe("T", "*")
+                .listener(|_, _| ConsumeStatus::Success);
+            match set!(b, what, value).build() {
+                Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+                Ok(_) => accepted.push(format!("push, {what}")),
+            }
+        }
+        assert!(accepted.is_empty(), "accepted: {accepted:?}");
+        assert!(!root.exists(), "nothing was written");
     }
 }

@@ -225,9 +225,56 @@ impl OffsetStore for RemoteBrokerOffsetStore {
 
 /// Broadcasting: offsets live in `<dir>/<clientId>/<group>/offsets.json` (Java
 /// `LocalFileOffsetStore`), in the fastjson form Java reads: MessageQueue objects as keys.
+///
+/// Unlike Java, a persist merges: the file keeps every queue it ever held, so a queue
+/// not held at the moment (its broker restarting, a lite pull queue not polled yet)
+/// keeps its offset instead of restarting at the consume-from position. Writes are
+/// atomic (temp file, fsync, rename) and one at a time.
+///
+/// Lock order: `file`, then `table`. `file` is held across the write: it is the
+/// one-writer lock, and a merge and its write are one step, so a later write never
+/// carries an older snapshot.
 pub(crate) struct LocalFileOffsetStore {
     path: PathBuf,
+    /// Offsets of the queues the consumer works on.
     table: Mutex<HashMap<MessageQueue, i64>>,
+    /// Everything the file holds: loaded, then merged into by each persist.
+    file: Mutex<BTreeMap<MessageQueue, i64>>,
+}
+
+/// `name` as one directory name: not empty, no path separator (either kind, on every
+/// platform), not `.` or `..`, nothing the platform reads as a root or prefix. `what`
+/// names it in the error.
+fn check_path_component(what: &str, name: &str) -> Result<()> {
+    use std::path::Component;
+    let bad = |why: &str| {
+        Err(Error::invalid_argument(format!(
+            "the {what} {name:?} cannot name an offset directory: {why}"
+        )))
+    };
+    if name.contains(['/', '\\']) {
+        return bad("it contains a path separator");
+    }
+    if name.contains('\0') {
+        return bad("it contains NUL");
+    }
+    let mut parts = Path::new(name).components();
+    match (parts.next(), parts.next()) {
+        (Some(Component::Normal(n)), None) if n == std::ffi::OsStr::new(name) => Ok(()),
+        (None, _) => bad("it is empty"),
+        _ => bad("it is `.`, `..` or a path prefix"),
+    }
+}
+
+/// The offsets file of `client_id` and `group` under `dir`; an `InvalidArgument` error
+/// when either would leave `dir` (`../x`, `a/b`, `..`). Java joins them unchecked.
+pub(crate) fn local_store_path(dir: &Path, client_id: &str, group: &str) -> Result<PathBuf> {
+    check_path_component(
+        "client id (client IP @ instance name [@ unit name])",
+        client_id,
+    )?;
+    check_path_component("consumer group (with namespace)", group)?;
+    Ok(dir.join(client_id).join(group).join("offsets.json"))
 }
 
 /// Java's default directory: `${user.home}/.rocketmq_offsets`; `ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR`
@@ -243,11 +290,14 @@ pub fn default_local_offset_dir() -> PathBuf {
 }
 
 impl LocalFileOffsetStore {
-    pub(crate) fn new(dir: &Path, client_id: &str, group: &str) -> Self {
-        LocalFileOffsetStore {
-            path: dir.join(client_id).join(group).join("offsets.json"),
+    /// A store of `group` for `client_id` under `dir`, nothing read or written yet;
+    /// names that would leave `dir` are an `InvalidArgument` error.
+    pub(crate) fn new(dir: &Path, client_id: &str, group: &str) -> Result<Self> {
+        Ok(LocalFileOffsetStore {
+            path: local_store_path(dir, client_id, group)?,
             table: Mutex::new(HashMap::new()),
-        }
+            file: Mutex::new(BTreeMap::new()),
+        })
     }
 
     /// The file this store writes.
@@ -273,9 +323,19 @@ impl LocalFileOffsetStore {
         }
     }
 
-    fn write_file(&self, table: &BTreeMap<MessageQueue, i64>) -> Result<()> {
-        let text = encode_offsets(table)?;
-        string_to_file(&text, &self.path)
+    /// Merges the in-memory offsets of `mqs` into what the file holds and writes it,
+    /// under the `file` lock (see the struct's lock order).
+    fn merge_and_write<'a>(&self, mqs: impl IntoIterator<Item = &'a MessageQueue>) -> Result<()> {
+        let mut file = self.file.lock();
+        {
+            let table = self.table.lock();
+            for mq in mqs {
+                if let Some(o) = table.get(mq) {
+                    file.insert(mq.clone(), *o);
+                }
+            }
+        }
+        string_to_file(&encode_offsets(&file)?, &self.path)
     }
 }
 
@@ -321,29 +381,62 @@ fn read_offsets_file(path: &Path) -> Result<Option<BTreeMap<MessageQueue, i64>>>
     Ok(Some(out))
 }
 
-/// Java `MixAll.string2File`: write `<file>.tmp`, keep the old content as `<file>.bak`,
-/// then move the new file into place.
+/// Java `MixAll.string2File`, made atomic: write `<file>.tmp` and fsync it, keep the old
+/// content as `<file>.bak` (Java reads it when the file is broken), rename the new file
+/// into place and fsync the directory. A crash at any point leaves the old file or the
+/// new one, whole. Callers serialize (the store's `file` lock): one writer per path.
 fn string_to_file(text: &str, path: &Path) -> Result<()> {
+    let tmp = write_temp(text, path)?;
+    if path.exists() {
+        let bak = path.with_extension("json.bak");
+        if let Err(e) = std::fs::copy(path, &bak) {
+            // Only the fallback copy is stale; the write itself goes on.
+            warn!("writing {}: {e}", bak.display());
+        }
+    }
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::io(format!("renaming to {}", path.display()), e))?;
+    sync_dir(path)
+}
+
+/// The first step of [`string_to_file`]: `text` in `<file>.tmp`, on disk.
+fn write_temp(text: &str, path: &Path) -> Result<PathBuf> {
+    use std::io::Write;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-    if path.exists() {
-        let bak = path.with_extension("json.bak");
-        std::fs::copy(path, &bak)
-            .map_err(|e| Error::io(format!("writing {}", bak.display()), e))?;
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()
+    };
+    write().map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
+    Ok(tmp)
+}
+
+/// Makes a rename in `path`'s directory durable (Unix; elsewhere the rename is all).
+fn sync_dir(path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(format!("syncing {}", dir.display()), e))?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("renaming to {}", path.display()), e))
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 impl OffsetStore for LocalFileOffsetStore {
     fn load(&self) -> Result<()> {
         if let Some(t) = self.read_file()? {
+            let mut file = self.file.lock();
             let mut table = self.table.lock();
             for (mq, o) in t {
-                table.insert(mq, o);
+                table.insert(mq.clone(), o);
+                file.insert(mq, o);
             }
         }
         Ok(())
@@ -373,25 +466,23 @@ impl OffsetStore for LocalFileOffsetStore {
         }
     }
 
+    /// Writes the offsets of `mqs`; the file keeps every other queue it holds.
     fn persist_all(&self, mqs: &HashSet<MessageQueue>) {
         if mqs.is_empty() {
             return;
         }
-        let table: BTreeMap<MessageQueue, i64> = self
-            .table
-            .lock()
-            .iter()
-            .filter(|(k, _)| mqs.contains(*k))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        if let Err(e) = self.write_file(&table) {
+        if let Err(e) = self.merge_and_write(mqs) {
             warn!("persisting offsets to {}: {e}", self.path.display());
         }
     }
 
-    fn persist(&self, _mq: &MessageQueue) {
-        let all: HashSet<MessageQueue> = self.table.lock().keys().cloned().collect();
-        self.persist_all(&all);
+    fn persist(&self, mq: &MessageQueue) {
+        if let Err(e) = self.merge_and_write([mq]) {
+            warn!(
+                "persisting the offset of {mq} to {}: {e}",
+                self.path.display()
+            );
+        }
     }
 
     fn remove_offset(&self, mq: &MessageQueue) {
@@ -400,13 +491,7 @@ impl OffsetStore for LocalFileOffsetStore {
 
     fn update_consume_offset_to_store(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
         self.update_offset(mq, offset, false);
-        let table: BTreeMap<MessageQueue, i64> = self
-            .table
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        self.write_file(&table)
+        self.merge_and_write([mq])
     }
 
     fn offsets(&self) -> HashMap<MessageQueue, i64> {
@@ -426,7 +511,7 @@ pub(crate) fn open_store(
     let store: Box<dyn OffsetStore> = match model {
         MessageModel::Clustering => Box::new(RemoteBrokerOffsetStore::new(instance.clone(), group)),
         MessageModel::Broadcasting => {
-            Box::new(LocalFileOffsetStore::new(dir, instance.client_id(), group))
+            Box::new(LocalFileOffsetStore::new(dir, instance.client_id(), group)?)
         }
     };
     store.load()?;
@@ -599,7 +684,7 @@ mod tests {
     #[test]
     fn local_store_round_trips_in_the_java_format_and_keeps_a_backup() {
         let d = dir();
-        let s = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g");
+        let s = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g").unwrap();
         let a = MessageQueue::new("T", "b", 0);
         let b = MessageQueue::new("T", "b", 1);
         s.update_offset(&a, 5, true);
@@ -621,7 +706,7 @@ mod tests {
         s.persist_all(&set);
         assert!(s.path().with_extension("json.bak").exists());
 
-        let again = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g");
+        let again = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g").unwrap();
         again.load().unwrap();
         assert_eq!(
             again.read_offset(&a, ReadOffsetType::ReadFromMemory),
@@ -629,7 +714,7 @@ mod tests {
         );
         // A broken main file falls back to the backup (which holds 5).
         std::fs::write(again.path(), "{garbage").unwrap();
-        let third = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g");
+        let third = LocalFileOffsetStore::new(&d, "1.2.3.4@DEFAULT", "g").unwrap();
         assert_eq!(
             third.read_offset(&a, ReadOffsetType::ReadFromStore),
             ReadOffset::Found(5)
@@ -640,7 +725,7 @@ mod tests {
     #[test]
     fn java_pretty_printed_files_are_read() {
         let d = dir();
-        let s = LocalFileOffsetStore::new(&d, "c", "g");
+        let s = LocalFileOffsetStore::new(&d, "c", "g").unwrap();
         std::fs::create_dir_all(s.path().parent().unwrap()).unwrap();
         std::fs::write(
             s.path(),
@@ -654,5 +739,140 @@ mod tests {
             ReadOffset::Found(1234)
         );
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_persist_of_some_queues_keeps_every_other_queue_in_the_file() {
+        let d = dir();
+        let s = LocalFileOffsetStore::new(&d, "c", "g").unwrap();
+        let (a, b, c) = (
+            MessageQueue::new("T", "broker-a", 0),
+            MessageQueue::new("T", "broker-b", 0),
+            MessageQueue::new("U", "broker-a", 1),
+        );
+        s.update_offset(&a, 5, false);
+        s.update_offset(&b, 9, false);
+        s.update_offset(&c, 2, false);
+        s.persist_all(&[a.clone(), b.clone(), c.clone()].into_iter().collect());
+        // broker-b went away (push) / only `a` was polled (lite pull): `b` and `c` are
+        // not held now, but their offsets must survive.
+        s.remove_offset(&b);
+        s.update_offset(&a, 7, false);
+        s.persist_all(&[a.clone()].into_iter().collect());
+        s.persist(&a);
+        s.update_consume_offset_to_store(&a, 8).unwrap();
+
+        let again = LocalFileOffsetStore::new(&d, "c", "g").unwrap();
+        again.load().unwrap();
+        let found: BTreeMap<_, _> = again.offsets().into_iter().collect();
+        let want: BTreeMap<_, _> = [(a, 8), (b, 9), (c, 2)].into_iter().collect();
+        assert_eq!(found, want, "lost queues: {}", want.len() - found.len());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn concurrent_persists_do_not_interleave_and_none_is_undone() {
+        let d = dir();
+        let s = Arc::new(LocalFileOffsetStore::new(&d, "c", "g").unwrap());
+        let mqs: Vec<MessageQueue> = (0..4).map(|i| MessageQueue::new("T", "b", i)).collect();
+        let all: HashSet<MessageQueue> = mqs.iter().cloned().collect();
+        // Each writer raises its own queue's offset and persists every queue; once its
+        // persist returned, the file must hold at least that offset (a persist that
+        // lands later must not carry an older snapshot), and must always parse.
+        let writers: Vec<_> = mqs
+            .iter()
+            .cloned()
+            .map(|mq| {
+                let (s, all) = (s.clone(), all.clone());
+                std::thread::spawn(move || {
+                    let (mut undone, mut torn) = (0, 0);
+                    for i in 1..=300 {
+                        s.update_offset(&mq, i, false);
+                        s.persist_all(&all);
+                        match read_offsets_file(s.path()) {
+                            Ok(Some(t)) if t.get(&mq).is_some_and(|o| *o >= i) => {}
+                            Ok(_) => undone += 1,
+                            Err(_) => torn += 1,
+                        }
+                    }
+                    (undone, torn)
+                })
+            })
+            .collect();
+        let (mut undone, mut torn) = (0, 0);
+        for w in writers {
+            let (u, t) = w.join().unwrap();
+            undone += u;
+            torn += t;
+        }
+        assert_eq!(
+            (undone, torn),
+            (0, 0),
+            "(persists undone by a later write of an older snapshot, unreadable files) of 1200"
+        );
+        let on_disk = read_offsets_file(s.path()).unwrap().unwrap();
+        assert!(
+            mqs.iter().all(|mq| on_disk.get(mq) == Some(&300)),
+            "{on_disk:?}"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_crash_between_writing_and_renaming_leaves_the_old_file_whole() {
+        let d = dir();
+        let s = LocalFileOffsetStore::new(&d, "c", "g").unwrap();
+        let a = MessageQueue::new("T", "b", 0);
+        s.update_offset(&a, 5, false);
+        s.persist(&a);
+        // The next write gets as far as its temp file, then the process dies.
+        s.update_offset(&a, 6, false);
+        let text = encode_offsets(&[(a.clone(), 6)].into_iter().collect()).unwrap();
+        let tmp = write_temp(&text[..text.len() / 2], s.path()).unwrap();
+        assert!(tmp.exists());
+
+        let after = LocalFileOffsetStore::new(&d, "c", "g").unwrap();
+        after.load().unwrap();
+        assert_eq!(
+            after.read_offset(&a, ReadOffsetType::ReadFromMemory),
+            ReadOffset::Found(5)
+        );
+        // The leftover temp file does not stand in the way of the next write.
+        after.update_offset(&a, 7, false);
+        after.update_consume_offset_to_store(&a, 7).unwrap();
+        assert!(!tmp.exists());
+        assert_eq!(
+            read_offsets_file(after.path()).unwrap().unwrap().get(&a),
+            Some(&7)
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn names_that_would_leave_the_offset_directory_are_invalid_arguments() {
+        let d = dir();
+        let escaping = [
+            ("../../etc", "g"),
+            ("1.2.3.4@../../etc", "g"),
+            ("..", "g"),
+            (".", "g"),
+            ("", "g"),
+            ("/etc", "g"),
+            ("c", "../../etc"),
+            ("c", "ns/../../g"),
+            ("c", ".."),
+            ("c", "a\\..\\..\\b"),
+            ("c", "nul\0"),
+        ];
+        for (client_id, group) in escaping {
+            match LocalFileOffsetStore::new(&d, client_id, group) {
+                Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
+                Ok(s) => panic!("{client_id:?} / {group:?} accepted: {}", s.path().display()),
+            }
+        }
+        // Dots inside a name are ordinary (IP addresses, `..%g`).
+        let ok = LocalFileOffsetStore::new(&d, "10.0.0.1@1234#5@unit", "..%g").unwrap();
+        assert_eq!(ok.path(), d.join("10.0.0.1@1234#5@unit/..%g/offsets.json"));
+        assert!(!d.exists(), "nothing was written");
     }
 }

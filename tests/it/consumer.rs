@@ -628,3 +628,127 @@ fn a_panicking_allocation_strategy_harms_neither_its_group_nor_the_others_on_the
     good.shutdown();
     bad.shutdown();
 }
+
+/// The group's offset of `mq` as the broker answers it (`None`: nothing committed, or 0
+/// while the queue's first message is still in memory).
+fn broker_offset(group: &str, mq: &rocketmq_blocking::MessageQueue) -> Option<i64> {
+    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let addr = admin.master_addrs().unwrap()[mq.broker_name()].clone();
+    admin
+        .api()
+        .query_consumer_offset(&addr, group, mq, Duration::from_secs(5))
+        .unwrap()
+}
+
+/// The next non-empty batch `poll` returns.
+fn poll_batch(c: &rocketmq_blocking::LitePullConsumer) -> Vec<MessageExt> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let batch = c.poll_timeout(Duration::from_millis(500)).unwrap();
+        if !batch.is_empty() {
+            return batch;
+        }
+        assert!(Instant::now() < deadline, "no batch in 30 s");
+    }
+}
+
+#[test]
+fn lite_pull_auto_commit_commits_a_batch_only_when_the_next_poll_comes() {
+    let topic = cluster::topic("liteac", 1);
+    let group = cluster::unique("liteacg");
+    let p = producer();
+    for i in 0..20 {
+        p.send(&Message::new(&topic, format!("a{i}"))).unwrap();
+    }
+    let mq = p.fetch_publish_message_queues(&topic).unwrap().remove(0);
+    let c = lite(&group)
+        .pull_batch_size(5)
+        .auto_commit_interval(Duration::from_secs(1))
+        .persist_offset_interval(Duration::from_millis(200))
+        .start()
+        .unwrap();
+    c.assign(std::slice::from_ref(&mq)).unwrap();
+    let first = poll_batch(&c);
+    let (start, end) = (
+        first[0].queue_offset(),
+        first.last().unwrap().queue_offset() + 1,
+    );
+    // The application is still processing `first`: several persist rounds and more than
+    // the auto-commit interval go by without a poll. A crash now must not lose the batch.
+    std::thread::sleep(Duration::from_millis(1500));
+    let during = broker_offset(&group, &mq);
+    let lost = during.map_or(0, |o| (o - start).max(0));
+    assert_eq!(
+        lost, 0,
+        "the broker holds {during:?} while the batch [{start}, {end}) is in processing: \
+         a crash would lose {lost} messages"
+    );
+
+    // The next poll marks `first` processed: its end is committed, and nothing past it
+    // (the second batch is in processing now).
+    let second = poll_batch(&c);
+    assert_eq!(second[0].queue_offset(), end);
+    wait_for(
+        "the first batch's end on the broker",
+        Duration::from_secs(10),
+        || broker_offset(&group, &mq) == Some(end),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        broker_offset(&group, &mq),
+        Some(end),
+        "the second batch is unprocessed"
+    );
+    c.shutdown();
+}
+
+#[test]
+fn lite_pull_without_auto_commit_a_rebalance_commits_nothing() {
+    let topic = cluster::topic("literb", 4);
+    let group = cluster::unique("literbg");
+    let p = producer();
+    for i in 0..40 {
+        p.send(&Message::new(&topic, format!("r{i}"))).unwrap();
+    }
+    let c1 = lite(&group)
+        .auto_commit(false)
+        .subscribe(&topic, "*")
+        .start()
+        .unwrap();
+    let polled = poll_until(&c1, 40);
+    assert_eq!(polled.len(), 40);
+    let queues: Vec<_> = p.fetch_publish_message_queues(&topic).unwrap();
+
+    // A second consumer joins: c1 gives up two queues, which must not commit what c1
+    // polled (the application never committed it).
+    let c2 = lite(&group)
+        .auto_commit(false)
+        .subscribe(&topic, "*")
+        .start()
+        .unwrap();
+    wait_for("the 2/2 split", Duration::from_secs(60), || {
+        c1.assignment().len() == 2 && c2.assignment().len() == 2
+    });
+    let taken = c2.assignment();
+    let expected = polled
+        .iter()
+        .filter(|m| taken.contains(&m.message_queue()))
+        .count();
+    // Uncommitted, those messages come again from the new owner.
+    let again = poll_until(&c2, expected);
+    assert_eq!(
+        again.len(),
+        expected,
+        "{} of the {expected} uncommitted messages of the moved queues never came again",
+        expected.saturating_sub(again.len())
+    );
+    // A group without an offset reads as 0 while the queue's first message is in memory
+    // (the broker's QUERY_CONSUMER_OFFSET answer).
+    let offsets: Vec<i64> = queues
+        .iter()
+        .map(|mq| broker_offset(&group, mq).unwrap_or(0))
+        .collect();
+    assert_eq!(offsets, vec![0; 4], "no offset was committed");
+    c2.shutdown();
+    c1.shutdown();
+}
