@@ -206,6 +206,7 @@ impl Listener {
 
 /// Push consumer settings with Java's defaults (Java `DefaultMQPushConsumer` fields).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PushConsumerOptions {
     /// Clustering (default) or broadcasting.
     pub message_model: MessageModel,
@@ -243,6 +244,12 @@ pub struct PushConsumerOptions {
     pub pull_time_delay_when_exception: Duration,
     /// Directory of broadcasting offsets (Java `rocketmq.client.localOffsetStoreDir`).
     pub offset_store_dir: PathBuf,
+    /// How long [`PushConsumer::shutdown`] (and `Drop`) waits for listeners that are
+    /// running (Java `awaitTerminationMillisWhenShutdown`, default 0: no wait). See
+    /// [`PushConsumer::shutdown`] for what happens to a batch whose listener has not
+    /// returned by then.
+    #[doc(alias = "awaitTerminationMillisWhenShutdown")]
+    pub await_termination_when_shutdown: Duration,
 }
 
 impl Default for PushConsumerOptions {
@@ -264,6 +271,7 @@ impl Default for PushConsumerOptions {
             suspend_time: Duration::from_millis(1000),
             pull_time_delay_when_exception: Duration::from_millis(1000),
             offset_store_dir: default_local_offset_dir(),
+            await_termination_when_shutdown: Duration::ZERO,
         }
     }
 }
@@ -395,6 +403,11 @@ impl PushConsumerBuilder {
         pull_threshold_for_queue: usize;
         /// Directory of broadcasting offsets.
         offset_store_dir: PathBuf;
+        /// How long shutdown waits for running listeners (Java
+        /// `awaitTerminationMillisWhenShutdown`, default 0: no wait); see
+        /// [`PushConsumer::shutdown`].
+        #[doc(alias = "awaitTerminationMillisWhenShutdown")]
+        await_termination_when_shutdown: Duration;
     }
 
     /// [`build`](Self::build) and [`PushConsumer::start`].
@@ -538,7 +551,7 @@ impl PushConsumer {
         let instance = &c.instance;
         let me: Arc<dyn ConsumerInner> = c.clone();
         if !instance.register_consumer(&c.group, me) {
-            c.pool.shutdown();
+            c.pool.shutdown(Duration::ZERO);
             return Err(Error::state(format!(
                 "the consumer group {} is already registered in client {}; choose another name",
                 c.group,
@@ -547,7 +560,7 @@ impl PushConsumer {
         }
         if let Err(e) = instance.start() {
             instance.unregister_consumer(&c.group);
-            c.pool.shutdown();
+            c.pool.shutdown(Duration::ZERO);
             return Err(e);
         }
         // The retry/DLQ fallback sends through a producer of this client id.
@@ -632,9 +645,23 @@ impl PushConsumer {
         self.inner.adjust_thread_pool();
     }
 
-    /// Stops pulling, lets running listeners finish, persists offsets synchronously,
-    /// unlocks orderly queues, unregisters from the brokers and stops the client
-    /// instance if nothing else uses it. Idempotent.
+    /// Shuts the consumer down in Java's order (`DefaultMQPushConsumerImpl.shutdown`):
+    /// stops pulling; stops the consume pool, dropping batches that have not started and
+    /// waiting up to [`await_termination_when_shutdown`] (default 0, as in Java) for
+    /// listeners that are running; persists the offsets of everything consumed,
+    /// including what listeners finished during that wait; unlocks orderly queues;
+    /// unregisters from the brokers; and stops the client instance if nothing else uses
+    /// it. Idempotent; `Drop` calls it.
+    ///
+    /// A listener still running when the wait ends is not waited for (its thread ends on
+    /// its own when the listener returns) and its batch is never acknowledged: whatever
+    /// the listener returns, that batch's offset is not committed, so the batch — like
+    /// every batch that had not started — is delivered to the group again (to a consumer
+    /// started later, or to another member). Messages whose listener returned before the
+    /// wait ended are committed and do not come again. The wait bounds what this call
+    /// spends on listeners; the rest is a few broker calls, each with its own timeout.
+    ///
+    /// [`await_termination_when_shutdown`]: PushConsumerBuilder::await_termination_when_shutdown
     pub fn shutdown(&self) {
         let c = &self.inner;
         {
@@ -645,15 +672,18 @@ impl PushConsumer {
                     // Built but never started: only the consume pool runs.
                     *st = ServiceState::ShutdownAlready;
                     drop(st);
-                    c.pool.shutdown();
+                    c.pool.shutdown(Duration::ZERO);
                     return;
                 }
                 _ => return,
             }
         }
+        // Pulls, rebalances and the periodic persist see the state and stop. Queues stay
+        // held (not dropped) so that listeners ending during the wait record their offsets.
         c.stop_lock_timer();
-        c.drop_all_queues();
-        c.pool.shutdown();
+        c.pool.shutdown(c.options.await_termination_when_shutdown);
+        // From here on no offset moves: a listener that returns later is not acknowledged.
+        c.stop_recording_offsets();
         c.persist_offsets_sync();
         if c.is_orderly_clustering() {
             c.rebalance.unlock_all(false);
@@ -663,6 +693,7 @@ impl PushConsumer {
             p.shutdown();
         }
         c.instance.unregister_consumer(&c.group);
+        c.drop_all_queues();
         c.instance.shutdown();
         info!("push consumer {} shut down", c.group);
     }

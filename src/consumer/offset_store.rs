@@ -174,7 +174,13 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         }
     }
 
+    /// Pushes the offsets of `mqs` (oneway) and forgets those of other queues. An empty
+    /// set does nothing, as in Java: a consumer holding no queue for a moment (every queue
+    /// dropped, a rebalance in between) must not wipe the offsets it still has to persist.
     fn persist_all(&self, mqs: &HashSet<MessageQueue>) {
+        if mqs.is_empty() {
+            return;
+        }
         let snapshot: Vec<(MessageQueue, i64)> = self
             .table
             .lock()
@@ -679,6 +685,21 @@ mod tests {
         ));
         let _ = std::fs::remove_dir_all(&d);
         d
+    }
+
+    #[test]
+    fn persisting_an_empty_set_keeps_every_remote_offset() {
+        // Nothing listens on the name server: an attempt to send would fail, not hang.
+        let config = crate::client::ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name(format!("empty-persist-{}", crate::util::random_u64()))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let s = RemoteBrokerOffsetStore::new(instance, "g");
+        let a = MessageQueue::new("T", "b", 0);
+        s.update_offset(&a, 7, false);
+        s.persist_all(&HashSet::new());
+        assert_eq!(s.offsets().get(&a), Some(&7));
     }
 
     #[test]

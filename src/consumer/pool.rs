@@ -1,9 +1,11 @@
 //! The consume thread pool: named workers whose number moves between a minimum and a
 //! maximum (job 5 grows it under backlog and shrinks it when idle).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
 
 use log::{debug, warn};
 use parking_lot::{Condvar, Mutex};
@@ -28,12 +30,25 @@ struct State {
     sleeping: usize,
     /// A worker was notified and has not yet looked at the queue.
     waking: bool,
+    /// Workers running a job now.
+    busy: HashSet<ThreadId>,
     closed: bool,
+}
+
+impl State {
+    /// Whether a worker other than the calling thread runs a job.
+    fn others_busy(&self) -> bool {
+        let me = std::thread::current().id();
+        self.busy.iter().any(|t| *t != me)
+    }
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// Workers wait here for jobs.
     ready: Condvar,
+    /// Shutdown waits here for running jobs to end.
+    idle: Condvar,
 }
 
 impl Shared {
@@ -61,9 +76,15 @@ impl Shared {
                 if !s.jobs.is_empty() {
                     self.wake_one(&mut s);
                 }
+                let me = std::thread::current().id();
+                s.busy.insert(me);
                 drop(s);
                 worker::run_caught(format_args!("a consume job on {name}"), job);
                 s = self.state.lock();
+                s.busy.remove(&me);
+                if s.closed {
+                    self.idle.notify_all();
+                }
                 continue;
             }
             s.sleeping += 1;
@@ -95,6 +116,7 @@ impl ConsumePool {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 ready: Condvar::new(),
+                idle: Condvar::new(),
             }),
             workers: Mutex::new(Vec::new()),
             size: AtomicUsize::new(0),
@@ -166,13 +188,18 @@ impl ConsumePool {
         debug!("{}: shrank to {} threads", self.name, self.size());
     }
 
-    /// Drops queued jobs that have not started, lets running ones finish, joins all
-    /// (within `util::worker::JOIN_TIMEOUT`; a job that shuts down its own pool does not join itself).
-    pub(crate) fn shutdown(&self) {
+    /// Drops queued jobs that have not started and waits up to `await_running` for the
+    /// running ones to end (Java `ThreadUtils.shutdownGracefully` with
+    /// `awaitTerminationMillisWhenShutdown`). Then joins the idle workers, which end at
+    /// once (within `util::worker::JOIN_TIMEOUT`, as a safety bound), and leaves a worker
+    /// still running a job to end on its own, with a warning: this never waits for a job
+    /// longer than `await_running`. A job that shuts down its own pool waits for neither
+    /// itself nor its own thread. Returns whether no job (but the caller's) still runs.
+    pub(crate) fn shutdown(&self, await_running: Duration) -> bool {
         let dropped = {
             let mut s = self.shared.state.lock();
             if s.closed {
-                return;
+                return true;
             }
             s.closed = true;
             self.shared.ready.notify_all();
@@ -180,15 +207,38 @@ impl ConsumePool {
         };
         // Outside the lock: a job's captures may do anything when dropped.
         drop(dropped);
+        let deadline = Instant::now() + await_running;
+        let still_busy = {
+            let mut s = self.shared.state.lock();
+            while s.others_busy() && !self.shared.idle.wait_until(&mut s, deadline).timed_out() {}
+            s.busy.clone()
+        };
         let workers = std::mem::take(&mut *self.workers.lock());
-        worker::join_all(workers, JOIN_TIMEOUT, &self.name);
+        let mut idle = Vec::new();
+        for w in workers {
+            if still_busy.contains(&w.thread_id()) && !w.is_current() {
+                warn!(
+                    "{}: {} still runs a listener after {await_running:?}; not waiting for it \
+                     (its messages are not committed and come again)",
+                    self.name,
+                    w.name()
+                );
+            } else {
+                idle.push(w);
+            }
+        }
+        worker::join_all(idle, JOIN_TIMEOUT, &self.name);
         self.size.store(0, Ordering::SeqCst);
+        still_busy.is_empty()
+            || (still_busy.len() == 1 && still_busy.contains(&std::thread::current().id()))
     }
 }
 
 impl Drop for ConsumePool {
     fn drop(&mut self) {
-        self.shutdown();
+        // The owner has shut the pool down already, unless it was never started; no job
+        // runs then but, maybe, the one dropping the pool.
+        self.shutdown(Duration::ZERO);
     }
 }
 
@@ -215,8 +265,62 @@ mod tests {
         }));
         let name = rx.recv_timeout(Duration::from_secs(2)).unwrap().unwrap();
         assert!(name.starts_with("t-consume-"), "{name}");
-        p.shutdown();
+        p.shutdown(Duration::ZERO);
         assert!(!p.execute(|| {}));
+    }
+
+    #[test]
+    fn shutdown_waits_for_running_jobs_only_as_long_as_it_is_told() {
+        // One job ends within the wait and is joined; one is stuck and is left running;
+        // one is queued and never runs.
+        let p = ConsumePool::new("t-await", 2, 2).unwrap();
+        let (started_tx, started) = crossbeam_channel::unbounded::<()>();
+        let (release, released) = crossbeam_channel::bounded::<()>(0);
+        let (quick_tx, quick) = crossbeam_channel::bounded::<()>(1);
+        let s = started_tx.clone();
+        assert!(p.execute(move || {
+            let _ = s.send(());
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = quick_tx.send(());
+        }));
+        assert!(p.execute(move || {
+            let _ = started_tx.send(());
+            let _ = released.recv_timeout(Duration::from_secs(30));
+        }));
+        let queued = Arc::new(AtomicUsize::new(0));
+        let q = queued.clone();
+        assert!(p.execute(move || {
+            q.fetch_add(1, Ordering::SeqCst);
+        }));
+        for _ in 0..2 {
+            started.recv_timeout(Duration::from_secs(5)).unwrap();
+        }
+        let began = std::time::Instant::now();
+        assert!(
+            !p.shutdown(Duration::from_millis(700)),
+            "the stuck job still runs"
+        );
+        let took = began.elapsed();
+        assert!(
+            took >= Duration::from_millis(700) && took < Duration::from_millis(1500),
+            "{took:?}"
+        );
+        assert!(
+            quick.try_recv().is_ok(),
+            "the quick job ended within the wait"
+        );
+        assert_eq!(
+            queued.load(Ordering::SeqCst),
+            0,
+            "a queued job never starts"
+        );
+        drop(release);
+
+        // Nothing running: shutdown returns at once, whatever the bound.
+        let p = ConsumePool::new("t-await-idle", 3, 3).unwrap();
+        let began = std::time::Instant::now();
+        assert!(p.shutdown(Duration::from_secs(30)));
+        assert!(began.elapsed() < Duration::from_secs(2));
     }
 
     #[test]
@@ -240,7 +344,7 @@ mod tests {
         for _ in 0..4 {
             assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 4);
         }
-        p.shutdown();
+        p.shutdown(Duration::ZERO);
     }
 
     #[test]
@@ -265,7 +369,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(done.load(Ordering::SeqCst), 2000);
-        p.shutdown();
+        p.shutdown(Duration::ZERO);
         assert_eq!(p.size(), 0);
     }
 }

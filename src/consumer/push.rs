@@ -70,6 +70,9 @@ impl PullTask for PullRequest {
 /// Its own locks (`state`, `lock_timer`, `fallback_producer`) are each taken alone and
 /// released before calling the instance, the listener or a producer. The orderly
 /// listener runs under its queue's `ProcessQueue::consume_lock` (see there).
+/// `recording` is taken (read) around one offset-store update; `persisting` is held
+/// across one persist of all offsets and is taken before `state` (job 4 checks the
+/// state under it).
 pub(crate) struct PushConsumerImpl {
     pub(crate) group: String,
     pub(crate) options: PushConsumerOptions,
@@ -86,6 +89,12 @@ pub(crate) struct PushConsumerImpl {
     /// Producer used when CONSUMER_SEND_MSG_BACK fails (Java: the instance's inner producer).
     /// Cloned out before a send, so no lock is held across the network call.
     pub(crate) fallback_producer: RwLock<Option<Arc<crate::producer::Producer>>>,
+    /// False once shutdown has stopped waiting for listeners: consumption results are no
+    /// longer recorded as offsets (see `PushConsumer::shutdown`).
+    recording: RwLock<bool>,
+    /// Serializes the periodic persist with shutdown's final one, so that an older
+    /// snapshot never reaches the broker after the final offsets.
+    persisting: Mutex<()>,
 }
 
 impl PushConsumerImpl {
@@ -117,6 +126,8 @@ impl PushConsumerImpl {
             lock_timer: Mutex::new(None),
             me: me.clone(),
             fallback_producer: RwLock::new(None),
+            recording: RwLock::new(true),
+            persisting: Mutex::new(()),
         }))
     }
 
@@ -321,8 +332,7 @@ impl PushConsumerImpl {
                 req.next_offset = r.next_begin_offset;
                 // Java `correctTagsOffset`: with nothing cached, the stored offset may move.
                 if req.pq.msg_count() == 0 {
-                    self.offset_store
-                        .update_offset(&req.mq, req.next_offset, true);
+                    self.record_offset(&req.mq, req.next_offset, true);
                 }
                 self.instance.execute_pull_request_immediately(req);
             }
@@ -482,7 +492,7 @@ impl PushConsumerImpl {
             .filter(|o| !failed_offsets.contains(o));
         let offset = pq.remove_messages(done);
         if offset >= 0 && !pq.is_dropped() {
-            self.offset_store.update_offset(&mq, offset, true);
+            self.record_offset(&mq, offset, true);
         }
         if !failed.is_empty() {
             // Even the fallback failed: consume them again here later (Java: 5 s).
@@ -519,6 +529,10 @@ impl PushConsumerImpl {
                     Duration::from_millis(10),
                 );
             }
+            if !self.is_running() {
+                // Shutting down: what is left in the queue comes again after a restart.
+                return;
+            }
             if began.elapsed() > MAX_TIME_CONSUME_CONTINUOUSLY {
                 return self.consume_orderly_later(pq.clone(), mq, Duration::from_millis(10));
             }
@@ -554,7 +568,7 @@ impl PushConsumerImpl {
                 }
             };
             if commit >= 0 && !pq.is_dropped() {
-                self.offset_store.update_offset(&mq, commit, false);
+                self.record_offset(&mq, commit, false);
             }
         }
     }
@@ -702,6 +716,21 @@ impl PushConsumerImpl {
         v
     }
 
+    /// Records a consumed offset in the offset store, unless shutdown has stopped
+    /// recording.
+    fn record_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
+        let recording = self.recording.read();
+        if *recording {
+            self.offset_store.update_offset(mq, offset, increase_only);
+        }
+    }
+
+    /// Shutdown: from now on listeners that return are not acknowledged. Waits for an
+    /// update in progress, so the final persist sees every recorded offset.
+    pub(crate) fn stop_recording_offsets(&self) {
+        *self.recording.write() = false;
+    }
+
     /// Drops every queue (stops pulls and consumption).
     pub(crate) fn drop_all_queues(&self) {
         for pq in self.rebalance.process_queues.read().values() {
@@ -711,6 +740,7 @@ impl PushConsumerImpl {
 
     /// Sync persist of every held queue's offset (shutdown).
     pub(crate) fn persist_offsets_sync(&self) {
+        let _persisting = self.persisting.lock();
         for mq in self.rebalance.process_queues.read().keys() {
             self.offset_store.persist(mq);
         }
@@ -797,7 +827,12 @@ impl ConsumerInner for PushConsumerImpl {
         self.rebalance.is_subscribe_topic_need_update(topic)
     }
 
+    /// Job 4. Once shutdown has begun, its own final persist is the one that counts.
     fn persist_consumer_offset(&self) {
+        let _persisting = self.persisting.lock();
+        if !self.is_running() {
+            return;
+        }
         let mqs: HashSet<MessageQueue> = self.held_queues().into_iter().collect();
         self.offset_store.persist_all(&mqs);
     }

@@ -50,6 +50,11 @@ impl Worker {
         self.handle.thread().name().unwrap_or("unnamed")
     }
 
+    /// The thread's id.
+    pub(crate) fn thread_id(&self) -> std::thread::ThreadId {
+        self.handle.thread().id()
+    }
+
     /// Whether this worker is the calling thread.
     pub(crate) fn is_current(&self) -> bool {
         self.handle.thread().id() == std::thread::current().id()

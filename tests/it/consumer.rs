@@ -15,14 +15,14 @@ use rocketmq_blocking::{Message, MessageExt, Producer};
 
 use crate::cluster;
 
-fn producer() -> Producer {
+pub(crate) fn producer() -> Producer {
     Producer::builder(cluster::unique("cpg"))
         .namesrv_addr(cluster::namesrv())
         .start()
         .unwrap()
 }
 
-fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
+pub(crate) fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
     PushConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())
         .subscribe(topic, "*")
@@ -33,7 +33,7 @@ fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
 
 type Seen = Arc<Mutex<Vec<MessageExt>>>;
 
-fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -4,4 +4,5 @@ mod cluster;
 mod consumer;
 mod faults;
 mod producer;
+mod push_shutdown;
 mod remoting;
