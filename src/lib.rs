@@ -129,6 +129,9 @@
 #![warn(missing_docs)]
 // `unsafe` belongs in the FFI layer only (there is none yet).
 #![deny(unsafe_code)]
+// A lock guard in a `match`/`if let` scrutinee lives to the end of the block, across what
+// the arms do (network calls, user code): keep such temporaries out of scrutinees.
+#![warn(clippy::significant_drop_in_scrutinee)]
 // Every public type has `Debug`; the internals (behind a feature) are not held to it.
 #![cfg_attr(
     not(feature = "unstable-internals"),

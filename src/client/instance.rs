@@ -12,7 +12,7 @@
 //! (the `Arc`s cloned) and the lock released first. The lock order is on the struct.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -109,6 +109,9 @@ pub struct MQClientInstance {
     /// (written under `heartbeat_lock`).
     heartbeat_gathered: AtomicU64,
     heartbeat_sent: AtomicU64,
+    /// A heartbeat was asked for with [`MQClientInstance::request_heartbeat`] and has not
+    /// gone out yet: later requests ride along with it.
+    heartbeat_requested: AtomicBool,
     /// The last answer of the HTTP address server.
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
@@ -180,6 +183,7 @@ impl MQClientInstance {
             broker_version_table: RwLock::new(HashMap::new()),
             namesrv_lock: Mutex::new(()),
             heartbeat_lock: Mutex::new(()),
+            heartbeat_requested: AtomicBool::new(false),
             heartbeat_times: AtomicU64::new(0),
             heartbeat_gathered: AtomicU64::new(0),
             heartbeat_sent: AtomicU64::new(0),
@@ -661,6 +665,29 @@ impl MQClientInstance {
         let heartbeat = self.prepare_heartbeat_data();
         let _g = self.heartbeat_lock.lock();
         self.send_heartbeat_to_all_brokers(heartbeat);
+    }
+
+    /// Sends a heartbeat soon, on the client timer rather than the calling thread: callers
+    /// on the callback pool (a pull answered SUBSCRIPTION_NOT_LATEST) must not block on the
+    /// network. Requests made before it goes out are served by that one heartbeat.
+    pub(crate) fn request_heartbeat(&self) {
+        if self.heartbeat_requested.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = self.me.clone();
+        let scheduled = self.scheduler.lock().as_ref().map(|s| {
+            s.schedule_once("heartbeat-now", Duration::ZERO, move || {
+                with(&me, |i| {
+                    i.heartbeat_requested.store(false, Ordering::Release);
+                    i.send_heartbeat_to_all_brokers_waiting();
+                    Ok(())
+                })
+            })
+        });
+        if !matches!(scheduled, Some(Ok(_))) {
+            // Not running: nothing to send, and the next request may try again.
+            self.heartbeat_requested.store(false, Ordering::Release);
+        }
     }
 
     /// Sends `heartbeat`; called with `heartbeat_lock` held. The data was gathered before
@@ -1243,6 +1270,59 @@ mod tests {
             assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("rebalanced"));
         }
         instance.consumers.write().clear();
+        instance.shutdown();
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_requested_heartbeat_goes_out_on_the_timer_not_on_the_calling_thread() {
+        use crate::testkit::fault::{Fault, FaultPeer};
+        // A broker that takes 1.5 s to answer anything.
+        let broker = FaultPeer::start(Fault::SlowAnswer(Duration::from_millis(1500))).unwrap();
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 1,
+                write_queue_nums: 1,
+                perm: 6,
+                ..Default::default()
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: [(0, broker.addr().to_string())].into_iter().collect(),
+            }],
+            ..Default::default()
+        };
+        let config = ClientConfig::builder()
+            .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
+            .instance_name(unique("hb_request"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        let probe = Arc::new(Probe::default());
+        assert!(instance.register_producer("pg", probe.clone()));
+        assert!(instance.update_topic_route("T").unwrap());
+        let asked = std::time::Instant::now();
+        for _ in 0..100 {
+            instance.request_heartbeat();
+        }
+        // A callback thread asking for a heartbeat is not held for the broker's 1.5 s.
+        assert!(
+            asked.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            asked.elapsed()
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while broker.accepted() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            broker.accepted(),
+            1,
+            "the heartbeat went out, on one connection"
+        );
+        instance.producers.write().clear();
         instance.shutdown();
     }
 

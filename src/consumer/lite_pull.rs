@@ -666,7 +666,9 @@ impl LitePullImpl {
     /// not committed it, and with auto-commit the batch `poll` returned last may still
     /// be in processing (the next poll would commit it).
     fn drop_queue(&self, mq: &MessageQueue) {
-        if let Some(s) = self.queues.lock().remove(mq) {
+        // Released before the persist, which is a network call.
+        let removed = self.queues.lock().remove(mq);
+        if let Some(s) = removed {
             s.pq.set_dropped(true);
             self.store.persist(mq);
             self.store.remove_offset(mq);
@@ -741,7 +743,8 @@ impl LitePullImpl {
                 None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
             },
         };
-        let sub = match self.rebalance.subscriptions.read().get(&mq.topic).cloned() {
+        let sub = self.rebalance.subscriptions.read().get(&mq.topic).cloned();
+        let sub = match sub {
             Some(s) => s,
             None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
         };

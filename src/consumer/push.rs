@@ -293,7 +293,7 @@ impl PushConsumerImpl {
                         "{}: subscription of {} not latest at the broker; heartbeat",
                         self.group, req.mq
                     );
-                    self.instance.send_heartbeat_to_all_brokers_waiting();
+                    self.instance.request_heartbeat();
                     BROKER_FLOW_CONTROL_DELAY
                 } else {
                     if e.kind() != ErrorKind::State {

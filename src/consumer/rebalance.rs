@@ -134,7 +134,8 @@ impl RebalanceImpl {
             .cloned()
             .collect();
         for mq in stale {
-            if let Some(pq) = self.process_queues.write().remove(&mq) {
+            let removed = self.process_queues.write().remove(&mq);
+            if let Some(pq) = removed {
                 pq.set_dropped(true);
                 info!(
                     "{}: dropped {mq}, its topic is no longer subscribed",

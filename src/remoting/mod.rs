@@ -667,7 +667,8 @@ impl RemotingClient {
     }
 
     fn choose_name_server(&self, deadline: Instant) -> Result<String> {
-        if let Some(addr) = self.namesrv.lock().chosen.clone() {
+        let chosen = self.namesrv.lock().chosen.clone();
+        if let Some(addr) = chosen {
             if self.is_connected(&addr) {
                 return Ok(addr);
             }
