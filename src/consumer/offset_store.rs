@@ -52,6 +52,13 @@ pub(crate) trait OffsetStore: Send + Sync {
     /// Sync write of one offset to where it lives (used by seek/commit of lite pull).
     fn update_consume_offset_to_store(&self, mq: &MessageQueue, offset: i64) -> Result<()>;
     fn offsets(&self) -> HashMap<MessageQueue, i64>;
+    /// Whether a start offset computed from `ConsumeFromWhere` is kept at once. The local
+    /// file does, so that a queue that stays idle until a restart is in the file and does
+    /// not restart at its end, skipping what came meanwhile. The broker's store keeps Java's
+    /// behaviour: a group's offset appears there once it consumes.
+    fn keeps_start_offsets(&self) -> bool {
+        false
+    }
 }
 
 /// The in-memory part of a read: `Some` when memory answers for `ty`.
@@ -503,6 +510,10 @@ impl OffsetStore for LocalFileOffsetStore {
     fn offsets(&self) -> HashMap<MessageQueue, i64> {
         self.table.lock().clone()
     }
+
+    fn keeps_start_offsets(&self) -> bool {
+        true
+    }
 }
 
 /// The store a consumer of `model` uses: the broker's (clustering) or a local file
@@ -550,7 +561,7 @@ pub(crate) fn compute_start_offset(
         f(addr).map_err(|e| warn!("start offset of {mq}: {e}")).ok()
     };
     let api = instance.api();
-    match from {
+    let start = match from {
         ConsumeFromWhere::FirstOffset => Some(0),
         ConsumeFromWhere::Timestamp(t) if !retry => {
             let timestamp = crate::util::millis_since_epoch(t);
@@ -561,7 +572,11 @@ pub(crate) fn compute_start_offset(
         }
         _ if retry => Some(0),
         _ => ask(&|a| api.get_queue_offset(a, mq, true, BROKER_TIMEOUT)),
+    };
+    if let Some(o) = start.filter(|_| store.keeps_start_offsets()) {
+        store.update_offset(mq, o, false);
     }
+    start
 }
 
 #[cfg(test)]

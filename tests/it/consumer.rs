@@ -752,3 +752,74 @@ fn lite_pull_without_auto_commit_a_rebalance_commits_nothing() {
     c2.shutdown();
     c1.shutdown();
 }
+
+/// A broadcasting consumer restarted while messages keep coming, on a queue that was idle
+/// before the restart too: the local offset file must know every queue, or an idle one
+/// restarts at its end and skips what arrived while the consumer was down.
+#[test]
+fn a_restarted_broadcasting_consumer_misses_nothing_sent_while_it_was_down() {
+    let topic = cluster::topic("bcast_restart", 4);
+    let group = cluster::unique("bcast_restart_g");
+    let instance = cluster::unique("bcast_restart_i");
+    let dir = std::env::temp_dir().join(cluster::unique("bcast_offsets"));
+    let p = producer();
+    let queues = p.fetch_publish_message_queues(&topic).unwrap();
+    let (busy, idle) = (&queues[..2], &queues[2..]);
+    // Like Java's default: a broadcasting consumer without an offset starts at the end.
+    let start = || {
+        record(
+            PushConsumer::builder(&group)
+                .namesrv_addr(cluster::namesrv())
+                .subscribe(&topic, "*")
+                .message_model(MessageModel::Broadcasting)
+                .consume_from_where(ConsumeFromWhere::LastOffset)
+                .instance_name(&instance)
+                .offset_store_dir(dir.clone())
+                .persist_offset_interval(Duration::from_millis(200)),
+        )
+    };
+    let send_to = |mqs: &[rocketmq_blocking::MessageQueue], n: usize, tag: &str| {
+        let mut ids = HashSet::new();
+        for i in 0..n {
+            let mq = &mqs[i % mqs.len()];
+            let r = p
+                .send_to_queue(&Message::new(&topic, format!("{tag} {i}")), mq)
+                .unwrap();
+            ids.insert(r.msg_id().to_string());
+        }
+        ids
+    };
+    let (c, seen) = start();
+    wait_for("the queues", Duration::from_secs(30), || {
+        c.assigned_queues().len() == 4
+    });
+    // Only two queues carry traffic in the first life.
+    let first = send_to(busy, 40, "first");
+    wait_for("the first life's messages", Duration::from_secs(30), || {
+        ids(&seen).is_superset(&first)
+    });
+    c.shutdown();
+    // While it is down, every queue gets messages, the idle ones included.
+    let while_down = send_to(&queues, 40, "while down");
+    let (c, seen) = start();
+    let after = send_to(idle, 20, "after");
+    let want: HashSet<String> = while_down.union(&after).cloned().collect();
+    let got_all = {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ids(&seen).is_superset(&want) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ids(&seen).is_superset(&want)
+    };
+    c.shutdown();
+    let lost = want.difference(&ids(&seen)).count();
+    let again = ids(&seen).intersection(&first).count();
+    eprintln!(
+        "broadcasting restart: lost {lost} of {}, first-life messages again {again}",
+        want.len()
+    );
+    assert!(got_all, "lost {lost} of {}", want.len());
+    assert_eq!(again, 0, "the first life's consumed messages came again");
+    let _ = std::fs::remove_dir_all(&dir);
+    p.shutdown();
+}
