@@ -285,3 +285,107 @@ fn an_admin_client_leaves_no_thread_behind() {
     drop(admin);
     census.assert_back("admin (drop)");
 }
+
+/// Resident set size of this process in KiB (`VmRSS`).
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Start and stop a producer, a push consumer and a lite pull consumer over and over
+/// (every other round dropped without `shutdown`): no thread stays, memory stays flat, and
+/// the broker forgets each client (UNREGISTER_CLIENT). `RMQ_RELIABILITY_SCALE=10` makes it
+/// the 200 cycles of RELIABILITY.md; `cargo test` runs 20.
+#[test]
+fn start_and_shutdown_cycles_leave_no_thread_and_no_registration() {
+    let mut census = Census::begin();
+    let cycles = 20
+        * std::env::var("RMQ_RELIABILITY_SCALE")
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&s| s > 0)
+            .unwrap_or(1);
+    let p = producer(&census.namesrv);
+    let topic = topic_with_a_message(&p);
+    p.shutdown();
+    let admin = Admin::new(&census.namesrv).expect("admin");
+    // The admin's own connection threads live through the whole test.
+    admin.cluster_info().expect("cluster info");
+    census.baseline = rmq_threads();
+    let mut rss_after_warmup = 0;
+    let started = Instant::now();
+    for cycle in 0..cycles {
+        let group = unique("pg_cycle");
+        // One client instance for the producer and the push consumer: the consumer's start
+        // heartbeat registers the producer group too (a producer alone has no broker to
+        // tell until its first route, and then waits for the 30 s heartbeat, as in Java).
+        let instance = unique("cycle");
+        let p = Producer::builder(&group)
+            .namesrv_addr(&census.namesrv)
+            .instance_name(&instance)
+            .start()
+            .expect("producer start");
+        p.send(&Message::new(&topic, "cycle")).expect("send");
+        let push = PushConsumer::builder(unique("cg_cycle"))
+            .namesrv_addr(&census.namesrv)
+            .subscribe(&topic, "*")
+            .instance_name(&instance)
+            .listener(|_, _| ConsumeStatus::Success)
+            .start()
+            .expect("push consumer start");
+        let lite = lite_builder(&census.namesrv)
+            .instance_name(unique("cycle_l"))
+            .subscribe(&topic, "*")
+            .start()
+            .expect("lite pull start");
+        // The broker lists the producer while it runs (its heartbeat went out at start).
+        let listed = |g: &str| {
+            admin
+                .producer_connections(g)
+                .map(|c| !c.is_empty())
+                .unwrap_or(false)
+        };
+        assert!(listed(&group), "cycle {cycle}: producer not registered");
+        if cycle % 2 == 0 {
+            lite.shutdown();
+            push.shutdown();
+            p.shutdown();
+        } else {
+            drop(lite);
+            drop(push);
+            drop(p);
+        }
+        census.assert_back(&format!("cycle {cycle}"));
+        // UNREGISTER_CLIENT went out: the broker no longer lists the group.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while listed(&group) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !listed(&group),
+            "cycle {cycle}: the broker still lists {group}"
+        );
+        if cycle == 4 {
+            rss_after_warmup = rss_kib();
+        }
+    }
+    let rss_end = rss_kib();
+    eprintln!(
+        "reliability: {cycles} start/shutdown cycles of producer + push + lite pull in {:.1} s: \
+         threads left 0, RSS {rss_after_warmup} KiB after 5 cycles, {rss_end} KiB after {cycles}",
+        started.elapsed().as_secs_f64()
+    );
+    // Growth per cycle stays small: allocator noise, not a leak of clients.
+    let growth = rss_end.saturating_sub(rss_after_warmup);
+    assert!(
+        growth < 200 * cycles as u64,
+        "RSS grew {growth} KiB over {cycles} cycles"
+    );
+}
