@@ -377,6 +377,75 @@ impl Cluster {
         self.stop_broker_with(name, true)
     }
 
+    /// Freezes a broker's JVM (SIGSTOP): its connections stay open and nothing answers, as
+    /// with a machine that hangs. [`resume_broker`](Self::resume_broker) thaws it.
+    pub fn pause_broker(&mut self, name: &str) -> Result<(), TestkitError> {
+        self.signal_broker(name, true)
+    }
+
+    /// Thaws a broker frozen by [`pause_broker`](Self::pause_broker) (SIGCONT).
+    pub fn resume_broker(&mut self, name: &str) -> Result<(), TestkitError> {
+        self.signal_broker(name, false)
+    }
+
+    fn signal_broker(&mut self, name: &str, pause: bool) -> Result<(), TestkitError> {
+        let idx = self.broker_index(name)?;
+        let sent = self.brokers[idx]
+            .process
+            .as_mut()
+            .is_some_and(|p| p.pause(pause));
+        if sent {
+            Ok(())
+        } else {
+            Err(TestkitError::InvalidArgument(format!(
+                "broker {name} is not running"
+            )))
+        }
+    }
+
+    /// SIGKILLs name server `idx` (0-based, in [`namesrv_addrs`](Self::namesrv_addrs)
+    /// order). Brokers keep running; clients keep their cached routes.
+    pub fn kill_name_server(&mut self, idx: usize) -> Result<(), TestkitError> {
+        let node = self
+            .namesrvs
+            .get_mut(idx)
+            .ok_or_else(|| TestkitError::InvalidArgument(format!("no name server number {idx}")))?;
+        if let Some(mut p) = node.process.take() {
+            p.kill_now();
+            p.wait_stopped();
+        }
+        Ok(())
+    }
+
+    /// Restarts every stopped name server on its port, together, and waits until they are
+    /// ready. Brokers register with them again at their next registration (every 30 s by
+    /// default); until then the name servers know no route.
+    pub fn start_name_servers(&mut self) -> Result<(), TestkitError> {
+        let stopped: Vec<usize> = (0..self.namesrvs.len())
+            .filter(|&i| self.namesrvs[i].process.is_none())
+            .collect();
+        if stopped.is_empty() {
+            return Ok(());
+        }
+        for &i in &stopped {
+            let ports = self.namesrvs[i].ports();
+            if !ports::wait_free(&ports, self.start_timeout) {
+                return Err(TestkitError::Timeout {
+                    what: format!("ports {ports:?} of name server {i} to become free"),
+                    waited: self.start_timeout,
+                    log_dir: self.log_dir.clone(),
+                    log_tail: String::new(),
+                });
+            }
+        }
+        let deadline = Instant::now() + self.start_timeout;
+        let mut launches = Vec::new();
+        for &i in &stopped {
+            launches.push(self.launch(Role::Namesrv, i)?);
+        }
+        self.await_ready(&mut launches, deadline, false, true)
+    }
+
     /// Restarts a stopped broker with the same ports and store, and waits until it is
     /// ready again.
     pub fn start_broker(&mut self, name: &str) -> Result<(), TestkitError> {

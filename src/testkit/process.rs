@@ -139,6 +139,18 @@ impl JvmProcess {
         self.request_stop();
     }
 
+    /// Sends SIGSTOP (`pause`) or SIGCONT (resume) to the JVM: a peer that hangs with its
+    /// sockets open, as a machine that froze does.
+    pub(crate) fn pause(&mut self, pause: bool) -> bool {
+        if self.exit_status().is_some() {
+            return false;
+        }
+        match self.jvm_pid() {
+            Some(pid) => signal_pid(pid, if pause { "STOP" } else { "CONT" }),
+            None => false,
+        }
+    }
+
     /// Stops (if not yet asked) and reaps the process; forces it if the watchdog does
     /// not finish within the grace period plus a margin.
     pub(crate) fn wait_stopped(&mut self) -> Option<ExitStatus> {
@@ -173,15 +185,25 @@ impl Drop for JvmProcess {
 
 /// SIGKILL by pid without `unsafe`: the shell's `kill` builtin does it.
 fn kill_pid(pid: u32) {
+    signal_pid(pid, "KILL");
+}
+
+/// Sends `SIG<signal>` to `pid` with the shell's `kill` builtin; true when it was sent.
+fn signal_pid(pid: u32, signal: &str) -> bool {
     let result = Command::new("sh")
         .arg("-c")
-        .arg("kill -KILL \"$1\" 2>/dev/null")
+        .arg("kill -\"$1\" \"$2\" 2>/dev/null")
         .arg("kill")
+        .arg(signal)
         .arg(pid.to_string())
         .stdin(Stdio::null())
         .status();
-    if let Err(e) = result {
-        warn!("cannot run kill for pid {pid}: {e}");
+    match result {
+        Ok(status) => status.success(),
+        Err(e) => {
+            warn!("cannot run kill -{signal} for pid {pid}: {e}");
+            false
+        }
     }
 }
 

@@ -31,6 +31,7 @@ pub fn serial() -> MutexGuard<'static, ()> {
 pub fn cluster() -> &'static Mutex<Cluster> {
     CLUSTER.get_or_init(|| {
         let mut b = Cluster::builder()
+            .name_servers(2)
             .brokers(2)
             .broker_config("autoCreateTopicEnable", "false");
         if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
@@ -41,7 +42,7 @@ pub fn cluster() -> &'static Mutex<Cluster> {
             .start()
             .unwrap_or_else(|e| panic!("could not start the test cluster: {e}"));
         eprintln!(
-            "cluster_ops: 1 name server + 2 brokers up in {:.1}s",
+            "cluster_ops: 2 name servers + 2 brokers up in {:.1}s",
             started.elapsed().as_secs_f64()
         );
         Mutex::new(c)
@@ -119,6 +120,17 @@ impl Drop for RestartOnDrop {
                     started.elapsed().as_secs_f64()
                 );
             }
+        }
+    }
+}
+
+/// Restarts every name server that is not running on drop.
+pub struct RestartNameServersOnDrop;
+
+impl Drop for RestartNameServersOnDrop {
+    fn drop(&mut self) {
+        if let Err(e) = cluster().lock().start_name_servers() {
+            eprintln!("restarting the name servers: {e}");
         }
     }
 }

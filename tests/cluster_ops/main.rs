@@ -2,7 +2,7 @@
 //! cleanup, the HTTP address server, missing topics, heartbeats, instance life cycle,
 //! latency fault tolerance and the VIP channel (the client instance's five jobs at work).
 //!
-//! The cluster is this binary's own (1 name server, brokers `broker-a` and `broker-b`,
+//! The cluster is this binary's own (2 name servers, brokers `broker-a` and `broker-b`,
 //! `autoCreateTopicEnable=false`). Some tests stop and start brokers, so every test holds
 //! [`cluster::serial`] for its whole run.
 mod address_server;

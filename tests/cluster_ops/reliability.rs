@@ -357,3 +357,193 @@ fn reliability_an_orderly_consumer_keeps_each_queues_order_across_a_broker_resta
     assert_eq!(out_of_order, 0);
     assert_eq!(seen.len(), 8, "both brokers' queues were consumed");
 }
+
+/// Sends `n` messages, returning the ids acknowledged and the number of failures.
+fn send_some(p: &Producer, topic: &str, n: usize, tag: &str) -> (HashSet<String>, usize) {
+    let mut acked = HashSet::new();
+    let mut failed = 0;
+    for i in 0..n {
+        match p.send(&Message::new(topic, format!("{tag} {i}"))) {
+            Ok(r) => {
+                acked.insert(r.msg_id().to_string());
+            }
+            Err(_) => failed += 1,
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (acked, failed)
+}
+
+#[test]
+fn reliability_clients_keep_working_on_cached_routes_while_name_servers_are_down() {
+    let _serial = cluster::serial();
+    let _restart = cluster::RestartNameServersOnDrop;
+    let topic = cluster::topic_on_both("rel_namesrv", 4);
+    let outage = Duration::from_secs(10 * scale() as u64);
+    let p = Producer::builder(cluster::unique("pg_rel_ns"))
+        .namesrv_addr(cluster::namesrv())
+        .poll_name_server_interval(Duration::from_millis(500))
+        .start()
+        .unwrap();
+    let seen: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let s = seen.clone();
+    let c = PushConsumer::builder(cluster::unique("cg_rel_ns"))
+        .namesrv_addr(cluster::namesrv())
+        .subscribe(&topic, "*")
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .poll_name_server_interval(Duration::from_millis(500))
+        .listener(move |msgs, _| {
+            s.lock().extend(msgs.iter().map(|m| m.msg_id().to_string()));
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    let mut acked = HashSet::new();
+    let mut failed = Vec::new();
+    let (a, f) = send_some(&p, &topic, 100, "both up");
+    acked.extend(a);
+    failed.push(("both up", f));
+
+    cluster::cluster().lock().kill_name_server(0).unwrap();
+    let (a, f) = send_some(&p, &topic, 100, "one down");
+    acked.extend(a);
+    failed.push(("one of two down", f));
+
+    cluster::cluster().lock().kill_name_server(1).unwrap();
+    let down = Instant::now();
+    let mut during = 0;
+    let mut during_failed = 0;
+    while down.elapsed() < outage {
+        let (a, f) = send_some(&p, &topic, 20, "all down");
+        during += 20;
+        during_failed += f;
+        acked.extend(a);
+    }
+    failed.push(("all down", during_failed));
+
+    cluster::cluster().lock().start_name_servers().unwrap();
+    // Until the brokers register again (every 30 s), the name servers know no route:
+    // the clients must keep the ones they have.
+    let (a, f) = send_some(&p, &topic, 100, "back");
+    acked.extend(a);
+    failed.push(("name servers back, brokers not yet registered", f));
+
+    let all = cluster::eventually(Duration::from_secs(60), || seen.lock().is_superset(&acked));
+    c.shutdown();
+    p.shutdown();
+    let lost = acked.difference(&seen.lock()).count();
+    eprintln!(
+        "reliability: name servers down ({:.0} s with both down, {during} sends then): \
+         failed sends {failed:?}, acked {}, lost {lost}",
+        outage.as_secs_f64(),
+        acked.len()
+    );
+    assert!(all, "lost {lost}");
+    for (phase, f) in &failed {
+        assert_eq!(*f, 0, "sends failed with {phase}");
+    }
+}
+
+/// Thaws a paused broker on drop, so a failing test does not leave it frozen.
+struct ResumeOnDrop(&'static str);
+
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        let _ = cluster::cluster().lock().resume_broker(self.0);
+    }
+}
+
+#[test]
+fn reliability_a_frozen_broker_costs_a_send_timeout_then_is_avoided() {
+    let _serial = cluster::serial();
+    let topic = cluster::topic_on_both("rel_sigstop", 4);
+    let pause = Duration::from_secs(5 * scale() as u64);
+    let send_timeout = Duration::from_millis(1000);
+    let p = Producer::builder(cluster::unique("pg_rel_stop"))
+        .namesrv_addr(cluster::namesrv())
+        .send_timeout(send_timeout)
+        .latency_fault_tolerance(true)
+        .start()
+        .unwrap();
+    let remoting = p.client_instance().unwrap().remoting().clone();
+    let acked = Mutex::new(HashSet::new());
+    let failed = AtomicUsize::new(0);
+    let slowest = Mutex::new(Duration::ZERO);
+    let max_queued = AtomicUsize::new(0);
+    let to_a_while_frozen = AtomicUsize::new(0);
+    let frozen = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let _resume = ResumeOnDrop(BROKER_A);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (p, topic, acked, failed, slowest) = (&p, &topic, &acked, &failed, &slowest);
+            let (frozen, stop, to_a) = (&frozen, &stop, &to_a_while_frozen);
+            s.spawn(move || {
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let started = Instant::now();
+                    let r = p.send(&Message::new(topic.as_str(), format!("t{t} m{i}")));
+                    let took = started.elapsed();
+                    {
+                        let mut s = slowest.lock();
+                        *s = (*s).max(took);
+                    }
+                    match r {
+                        Ok(r) => {
+                            if frozen.load(Ordering::SeqCst)
+                                && r.message_queue().broker_name() == BROKER_A
+                            {
+                                to_a.fetch_add(1, Ordering::SeqCst);
+                            }
+                            acked.lock().insert(r.msg_id().to_string());
+                        }
+                        Err(_) => {
+                            failed.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    i += 1;
+                }
+            });
+        }
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_secs(1));
+            cluster::cluster().lock().pause_broker(BROKER_A).unwrap();
+            frozen.store(true, Ordering::SeqCst);
+            let until = Instant::now() + pause;
+            while Instant::now() < until {
+                max_queued.fetch_max(remoting.queued_write_bytes(), Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            frozen.store(false, Ordering::SeqCst);
+            cluster::cluster().lock().resume_broker(BROKER_A).unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            stop.store(true, Ordering::SeqCst);
+        });
+    });
+    p.shutdown();
+    let acked = acked.into_inner();
+    let seen = read_back(&topic, &acked, Duration::from_secs(60));
+    let lost = acked.iter().filter(|id| !seen.contains_key(*id)).count();
+    let duplicates: usize = seen.values().map(|n| n - 1).sum();
+    let slowest = *slowest.lock();
+    eprintln!(
+        "reliability: broker-a frozen (SIGSTOP) {:.0} s under 4-thread sync sends (send timeout \
+         {} ms, latency fault tolerance on): acked {}, failed {}, slowest send {:.0} ms, acked by \
+         broker-a while frozen {}, most bytes queued {} , lost {lost}, duplicates {duplicates}",
+        pause.as_secs_f64(),
+        send_timeout.as_millis(),
+        acked.len(),
+        failed.load(Ordering::SeqCst),
+        slowest.as_secs_f64() * 1000.0,
+        to_a_while_frozen.load(Ordering::SeqCst),
+        max_queued.load(Ordering::SeqCst)
+    );
+    assert_eq!(lost, 0);
+    // A send never outlives its budget by more than scheduling noise.
+    assert!(
+        slowest < send_timeout + Duration::from_millis(500),
+        "{slowest:?}"
+    );
+    // Frames queued towards the frozen broker stay bounded (the senders wait on answers).
+    assert!(max_queued.load(Ordering::SeqCst) < 1024 * 1024);
+}
