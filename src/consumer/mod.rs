@@ -584,14 +584,25 @@ impl PushConsumer {
         *c.state.lock() = ServiceState::Running;
         c.start_lock_timer()?;
         let topics: Vec<String> = c.rebalance.subscriptions.read().keys().cloned().collect();
+        let mut missing = Vec::new();
         for t in topics {
             if let Err(e) = instance.update_topic_route(&t) {
-                if !crate::client::validators::is_retry_topic(&t) {
+                if crate::client::validators::is_retry_topic(&t) {
+                    missing.push(t);
+                } else {
                     log::warn!("{}: route of {t}: {e}", c.group);
                 }
             }
         }
         instance.send_heartbeat_to_all_brokers_with_lock();
+        // A new group's retry topic exists once a broker has our heartbeat (the broker
+        // creates it and registers it with the name servers at once): ask again now, or
+        // the first retries wait for the next route refresh (30 s).
+        for t in missing {
+            if let Err(e) = instance.update_topic_route(&t) {
+                log::debug!("{}: route of {t} not there yet: {e}", c.group);
+            }
+        }
         instance.rebalance_immediately();
         info!(
             "push consumer {} started on client {}",

@@ -823,3 +823,66 @@ fn a_restarted_broadcasting_consumer_misses_nothing_sent_while_it_was_down() {
     let _ = std::fs::remove_dir_all(&dir);
     p.shutdown();
 }
+
+/// Java `setAckIndex`: with Success, only the messages up to the index count as consumed;
+/// the rest of the batch comes back (through the retry topic), and nothing is lost.
+#[test]
+fn an_ack_index_retries_exactly_the_messages_after_it() {
+    let topic = cluster::topic("ackidx", 1);
+    let p = producer();
+    let mut sent = HashSet::new();
+    for i in 0..4 {
+        let r = p.send(&Message::new(&topic, format!("m{i}"))).unwrap();
+        sent.insert(r.msg_id().to_string());
+    }
+    // (message id, reconsume times) of every delivery, and the first batch's ids.
+    let deliveries: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
+    let first_batch: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (d, f) = (deliveries.clone(), first_batch.clone());
+    let c = consumer(&cluster::unique("ackidxg"), &topic)
+        .consume_message_batch_max_size(4)
+        .listener(move |msgs, ctx| {
+            d.lock().extend(
+                msgs.iter()
+                    .map(|m| (m.msg_id().to_string(), m.reconsume_times())),
+            );
+            let mut first = f.lock();
+            if first.is_empty() && msgs.len() > 1 {
+                // Only the first message of the first multi-message batch is acknowledged.
+                first.extend(msgs.iter().map(|m| m.msg_id().to_string()));
+                ctx.set_ack_index(0);
+                ctx.set_reconsume_delay(ReconsumeDelay::Level(1));
+            }
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    wait_for(
+        "a multi-message batch and its retries",
+        Duration::from_secs(60),
+        || {
+            let first = first_batch.lock().clone();
+            let d = deliveries.lock();
+            !first.is_empty()
+                && first[1..]
+                    .iter()
+                    .all(|id| d.iter().any(|(m, t)| m == id && *t == 1))
+                && sent.iter().all(|id| d.iter().any(|(m, _)| m == id))
+        },
+    );
+    // Give a wrongly retried first message time to show up too.
+    std::thread::sleep(Duration::from_secs(3));
+    c.shutdown();
+    let first = first_batch.lock().clone();
+    let d = deliveries.lock().clone();
+    let count = |id: &str| d.iter().filter(|(m, _)| m == id).count();
+    assert_eq!(
+        count(&first[0]),
+        1,
+        "the acknowledged message came again: {d:?}"
+    );
+    for id in &first[1..] {
+        assert_eq!(count(id), 2, "{id} was not retried exactly once: {d:?}");
+    }
+    assert!(sent.iter().all(|id| count(id) >= 1), "lost: {d:?}");
+}
