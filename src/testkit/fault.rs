@@ -78,6 +78,15 @@ pub struct FaultPeer {
     thread: Option<JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for FaultPeer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultPeer")
+            .field("addr", &self.addr)
+            .field("accepted", &self.accepted())
+            .finish_non_exhaustive()
+    }
+}
+
 impl FaultPeer {
     /// Starts listening on `127.0.0.1:<free port>`.
     pub fn start(fault: Fault) -> std::io::Result<FaultPeer> {

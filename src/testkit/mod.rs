@@ -81,6 +81,20 @@ pub struct ClusterBuilder {
     readiness_timeout: Option<Duration>,
 }
 
+impl std::fmt::Debug for ClusterBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterBuilder")
+            .field("version", &self.version)
+            .field("name_servers", &self.name_servers)
+            .field("brokers", &self.brokers)
+            .field("broker_config", &self.broker_config)
+            .field("work_dir", &self.work_dir)
+            .field("readiness", &self.readiness.as_ref().map(|_| "custom"))
+            .field("start_timeout", &self.start_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Default for ClusterBuilder {
     fn default() -> Self {
         ClusterBuilder {
@@ -316,6 +330,17 @@ pub struct Cluster {
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("version", &self.version)
+            .field("namesrv_addrs", &self.namesrv_addrs())
+            .field("broker_addrs", &self.broker_addrs())
+            .field("run_dir", &self.run_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Cluster {
