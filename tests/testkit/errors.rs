@@ -11,8 +11,7 @@ fn broker_that_exits_early_is_reported_with_its_log() {
     let err = Cluster::builder()
         .broker_config("namesrvAddr", "not-an-address")
         .start()
-        .err()
-        .expect("start must fail");
+        .expect_err("start must fail");
     eprintln!("{err}");
     match &err {
         TestkitError::JvmExited {
@@ -43,8 +42,7 @@ fn readiness_check_that_never_passes_times_out() {
         .start_timeout(Duration::from_secs(120))
         .readiness_timeout(Duration::from_secs(3))
         .start()
-        .err()
-        .expect("start must time out");
+        .expect_err("start must time out");
     eprintln!("{err}");
     match &err {
         TestkitError::Timeout { what, log_tail, .. } => {
