@@ -282,19 +282,25 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
         v.sort();
         v
     };
-    wait_for("the 3/3/2 split", Duration::from_secs(60), || {
-        sizes(&consumers) == vec![2, 3, 3]
-    });
-    let held: Vec<_> = consumers
-        .iter()
-        .flat_map(|(c, _)| c.assigned_queues())
-        .filter(|q| q.topic() == topic)
-        .collect();
-    assert_eq!(held.len(), 8);
-    assert_eq!(
-        held.into_iter().collect::<HashSet<_>>(),
-        all,
-        "no overlap, no gap"
+    let held = |cs: &[(PushConsumer, Seen)]| -> Vec<_> {
+        cs.iter()
+            .flat_map(|(c, _)| c.assigned_queues())
+            .filter(|q| q.topic() == topic)
+            .collect()
+    };
+    // Rebalance is eventually consistent, as in Java: while the consumers' rounds
+    // interleave, one may already hold a queue another has not released yet, even when
+    // the counts look settled. What must happen is that they settle: 3/3/2, no overlap,
+    // no gap.
+    wait_for(
+        "the 3/3/2 split without overlap or gap",
+        Duration::from_secs(60),
+        || {
+            let h = held(&consumers);
+            sizes(&consumers) == vec![2, 3, 3]
+                && h.len() == 8
+                && h.into_iter().collect::<HashSet<_>>() == all
+        },
     );
 
     // Messages keep flowing while a consumer joins and another leaves.
