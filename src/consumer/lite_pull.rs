@@ -15,19 +15,16 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use log::{info, warn};
 use parking_lot::Mutex;
 
-use super::allocate::{AllocateAveragely, AllocateStrategy};
-use super::offset_store::{
-    self, compute_start_offset, open_store, OffsetStore, ReadOffset, ReadOffsetType,
-};
+use super::allocate::AllocateStrategy;
+use super::offset_store::{compute_start_offset, OffsetStore, ReadOffset, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::subscription::{build_subscription_data, MessageSelector};
-use super::{ConsumeFromWhere, MessageModel};
+use super::{ConsumeFromWhere, ConsumerConfig, MessageModel};
 use crate::client::validators::{check_group, check_topic};
 use crate::client::{
-    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance,
-    ServiceState,
+    namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance, ServiceState,
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
@@ -227,43 +224,23 @@ impl LitePullConsumerBuilder {
                 "auto_commit_interval must be at least 1 s",
             ));
         }
-        let mut config: ClientConfig = self.client.build();
-        let ns = config.namespace();
-        let group = namespace::wrap(ns.as_deref(), &self.group);
-        if self.options.message_model == MessageModel::Clustering {
-            config.change_instance_name_to_pid();
-        }
-        if self.options.message_model == MessageModel::Broadcasting {
-            // Before the client instance exists: a name that would leave the offset
-            // directory creates nothing.
-            offset_store::local_store_path(
-                &self.options.offset_store_dir,
-                &config.client_id(),
-                &group,
-            )?;
-        }
-        let instance = manager::get_or_create_instance(&config)?;
-        let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
-        let rebalance = RebalanceImpl::new(
-            &group,
-            self.options.message_model,
-            strategy,
-            instance.clone(),
-        );
-        let mut mode = None;
+        let model = self.options.message_model;
+        let dir = &self.options.offset_store_dir;
+        let cc = ConsumerConfig::new(self.client, &self.group, model, dir)?;
+        let mut subs = Vec::new();
         for (topic, selector) in &self.subscriptions {
             check_topic(topic)?;
-            let wrapped = namespace::wrap(ns.as_deref(), topic);
-            let sub = build_subscription_data(&wrapped, selector)?;
-            rebalance.subscriptions.write().insert(wrapped, sub);
-            mode = Some(Mode::Subscribe);
+            let wrapped = cc.wrap(topic);
+            subs.push((
+                wrapped.clone(),
+                build_subscription_data(&wrapped, selector)?,
+            ));
         }
-        let store = open_store(
-            self.options.message_model,
-            &instance,
-            &self.options.offset_store_dir,
-            &group,
-        )?;
+        let mode = (!subs.is_empty()).then_some(Mode::Subscribe);
+        let (instance, rebalance, store) =
+            cc.instance_rebalance_store(model, self.strategy, dir)?;
+        rebalance.subscriptions.write().extend(subs);
+        let (group, ns) = (cc.group, cc.namespace);
         let (cache_tx, cache_rx) = unbounded();
         let inner = Arc::new_cyclic(|me| LitePullImpl {
             group,

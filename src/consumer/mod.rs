@@ -24,7 +24,8 @@ use log::info;
 
 use crate::client::validators::{check_group, check_topic, DEFAULT_CONSUMER_GROUP};
 use crate::client::{
-    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, ServiceState,
+    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance,
+    ServiceState,
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
@@ -288,6 +289,64 @@ impl PushConsumerOptions {
     }
 }
 
+/// What both consumer builders set up alike: the client configuration and the namespaced
+/// group, checked before any client instance exists.
+pub(crate) struct ConsumerConfig {
+    pub(crate) config: ClientConfig,
+    pub(crate) namespace: Option<String>,
+    pub(crate) group: String,
+}
+
+impl ConsumerConfig {
+    /// Wraps `group` in the namespace; for clustering, makes the instance name unique per
+    /// process (Java `changeInstanceNameToPID`); for broadcasting, checks that the offsets
+    /// file stays inside `offset_dir`, so a bad name creates nothing.
+    pub(crate) fn new(
+        client: ClientConfigBuilder,
+        group: &str,
+        model: MessageModel,
+        offset_dir: &std::path::Path,
+    ) -> Result<ConsumerConfig> {
+        let mut config = client.build();
+        let namespace = config.namespace();
+        let group = namespace::wrap(namespace.as_deref(), group);
+        match model {
+            MessageModel::Clustering => config.change_instance_name_to_pid(),
+            MessageModel::Broadcasting => {
+                offset_store::local_store_path(offset_dir, &config.client_id(), &group)?;
+            }
+        }
+        Ok(ConsumerConfig {
+            config,
+            namespace,
+            group,
+        })
+    }
+
+    /// The namespaced name of `topic`.
+    pub(crate) fn wrap(&self, topic: &str) -> String {
+        namespace::wrap(self.namespace.as_deref(), topic)
+    }
+
+    /// The shared client instance, the group's rebalance and its offset store.
+    pub(crate) fn instance_rebalance_store(
+        &self,
+        model: MessageModel,
+        strategy: Option<Box<dyn AllocateStrategy>>,
+        offset_dir: &std::path::Path,
+    ) -> Result<(
+        Arc<MQClientInstance>,
+        RebalanceImpl,
+        Box<dyn offset_store::OffsetStore>,
+    )> {
+        let instance = manager::get_or_create_instance(&self.config)?;
+        let strategy = strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
+        let rebalance = RebalanceImpl::new(&self.group, model, strategy, instance.clone());
+        let store = offset_store::open_store(model, &instance, offset_dir, &self.group)?;
+        Ok((instance, rebalance, store))
+    }
+}
+
 /// Builder for [`PushConsumer`].
 pub struct PushConsumerBuilder {
     group: String,
@@ -452,52 +511,32 @@ impl PushConsumerBuilder {
                 "the consumer subscribes to no topic",
             ));
         }
-        let mut config: ClientConfig = self.client.build();
-        let ns = config.namespace();
-        let group = namespace::wrap(ns.as_deref(), &self.group);
+        let model = self.options.message_model;
+        let dir = &self.options.offset_store_dir;
+        let cc = ConsumerConfig::new(self.client, &self.group, model, dir)?;
         let mut subs = Vec::new();
         for (topic, selector) in &self.subscriptions {
             check_topic(topic)?;
-            let wrapped = namespace::wrap(ns.as_deref(), topic);
-            subs.push(subscription::build_subscription_data(&wrapped, selector)?);
+            subs.push(subscription::build_subscription_data(
+                &cc.wrap(topic),
+                selector,
+            )?);
         }
-        if self.options.message_model == MessageModel::Clustering {
-            config.change_instance_name_to_pid();
+        if model == MessageModel::Clustering {
             // Clustering consumers also consume their retry topic.
-            let retry = crate::client::validators::retry_topic(&group);
+            let retry = crate::client::validators::retry_topic(&cc.group);
             subs.push(subscription::build_subscription_data(
                 &retry,
                 &MessageSelector::by_tag("*"),
             )?);
         }
-        if self.options.message_model == MessageModel::Broadcasting {
-            // Before the client instance exists: a name that would leave the offset
-            // directory creates nothing.
-            offset_store::local_store_path(
-                &self.options.offset_store_dir,
-                &config.client_id(),
-                &group,
-            )?;
-        }
-        let instance = manager::get_or_create_instance(&config)?;
-        let strategy = self.strategy.unwrap_or_else(|| Box::new(AllocateAveragely));
-        let rebalance = RebalanceImpl::new(
-            &group,
-            self.options.message_model,
-            strategy,
-            instance.clone(),
-        );
+        let (instance, rebalance, store) =
+            cc.instance_rebalance_store(model, self.strategy, dir)?;
         for s in subs {
             rebalance.subscriptions.write().insert(s.topic.clone(), s);
         }
-        let store = offset_store::open_store(
-            self.options.message_model,
-            &instance,
-            &self.options.offset_store_dir,
-            &group,
-        )?;
         let inner = PushConsumerImpl::new(
-            group.clone(),
+            cc.group,
             self.options,
             listener,
             instance.clone(),
