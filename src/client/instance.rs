@@ -578,11 +578,12 @@ impl MQClientInstance {
             for c in self.consumer_list() {
                 queues_added |= c.update_topic_subscribe_info(topic, &subscribe);
             }
-            // A broker came (back) for a subscribed topic: register with it and take its
-            // queues now. Java waits for the next heartbeat (30 s) and rebalance (20 s),
-            // and a restarted broker refuses pulls of a group it does not know until then.
+            // A broker came (back) for a subscribed topic: register with it (a heartbeat on
+            // the timer, not on whoever refreshed the route) and take its queues now. Java
+            // waits for the next heartbeat (30 s) and rebalance (20 s), and a restarted
+            // broker refuses pulls of a group it does not know until then.
             if queues_added {
-                self.send_heartbeat_to_all_brokers_with_lock();
+                self.request_heartbeat();
                 self.rebalance_immediately();
             }
             match self.route_table.read().get(topic) {
