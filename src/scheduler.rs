@@ -196,6 +196,11 @@ impl ScheduledExecutor {
     /// Stops every schedule, waits for running jobs and joins the threads (within
     /// `util::worker::JOIN_TIMEOUT`, never the calling one). Idempotent.
     pub fn shutdown(&self) {
+        self.shutdown_until(Instant::now() + JOIN_TIMEOUT);
+    }
+
+    /// [`shutdown`](Self::shutdown) by the owner's `deadline`.
+    pub fn shutdown_until(&self, deadline: Instant) {
         {
             let mut q = self.state.queue.lock();
             q.shutdown = true;
@@ -205,7 +210,7 @@ impl ScheduledExecutor {
         self.state.cv.notify_all();
         // A job shutting down its own executor does not join its own thread.
         let threads = std::mem::take(&mut *self.threads.lock());
-        worker::join_all(threads, JOIN_TIMEOUT, &self.name);
+        worker::join_all_until(threads, deadline, &self.name);
     }
 }
 

@@ -161,6 +161,17 @@ macro_rules! client_setters {
             self.client = self.client.callback_threads(threads);
             self
         }
+
+        /// How long stopping the client's shared instance may take, for all its threads
+        /// together: the timer, the pull and rebalance services, the I/O thread and the
+        /// callback and processor pools (10 s). An async-send callback or broker-request
+        /// handler still running then keeps its thread and the stop returns without it;
+        /// it is not interrupted. A push consumer waits for its listeners separately, for
+        /// `await_termination_when_shutdown`.
+        pub fn shutdown_timeout(mut self, timeout: std::time::Duration) -> Self {
+            self.client = self.client.shutdown_timeout(timeout);
+            self
+        }
     };
 }
 

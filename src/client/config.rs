@@ -303,6 +303,12 @@ impl ClientConfigBuilder {
         self
     }
 
+    /// How long stopping the client instance waits for its threads, all together.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.config.remoting.shutdown_timeout = timeout;
+        self
+    }
+
     /// The finished configuration.
     pub fn build(self) -> ClientConfig {
         self.config

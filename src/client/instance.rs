@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
 use parking_lot::{Mutex, RwLock};
@@ -131,19 +131,18 @@ struct ConsumerServices {
 
 impl ConsumerServices {
     /// Stops the delay timer (its pending pulls hold senders), closes both channels, which
-    /// ends both loops, and joins the threads (within [`JOIN_TIMEOUT`], never the calling
-    /// one).
-    fn stop(self) {
+    /// ends both loops, and joins the threads (by `deadline`, never the calling one).
+    fn stop(self, deadline: Instant) {
         let ConsumerServices {
             pull_tx,
             rebalance_tx,
             delay,
             threads,
         } = self;
-        delay.shutdown();
+        delay.shutdown_until(deadline);
         drop(pull_tx);
         drop(rebalance_tx);
-        worker::join_all(threads, JOIN_TIMEOUT, "consumer services");
+        worker::join_all_until(threads, deadline, "consumer services");
     }
 }
 
@@ -361,19 +360,22 @@ impl MQClientInstance {
     }
 
     /// Stops the timer, the consumer services and the remoting client, joining their
-    /// threads (never the calling one). Idempotent.
+    /// threads (never the calling one) under one deadline, `shutdown_timeout` from now:
+    /// a thread still running then (a stuck callback) is left behind with a warning.
+    /// Idempotent.
     fn stop_threads(&self) {
+        let deadline = Instant::now() + self.config.remoting.shutdown_timeout;
         // Take each out first: a guard held across the joins would deadlock with a
         // service thread that needs the same lock to finish its current step.
         let scheduler = self.scheduler.lock().take();
         if let Some(exec) = scheduler {
-            exec.shutdown();
+            exec.shutdown_until(deadline);
         }
         let services = self.services.lock().take();
         if let Some(services) = services {
-            services.stop();
+            services.stop(deadline);
         }
-        self.remoting().shutdown();
+        self.remoting().shutdown_until(deadline);
     }
 
     // --- registration ----------------------------------------------------------

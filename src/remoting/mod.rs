@@ -66,6 +66,10 @@ pub struct RemotingConfig {
     pub processor_queue: usize,
     /// How long to wait for the lock that serialises name-server connection set-up (Java 3 s).
     pub namesrv_lock_timeout: Duration,
+    /// How long a shutdown waits for all of this client's threads together (I/O thread,
+    /// processor and callback pools); a callback still running then keeps its thread and
+    /// the shutdown returns without it (10 s).
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for RemotingConfig {
@@ -82,6 +86,7 @@ impl Default for RemotingConfig {
             processor_threads: 4,
             processor_queue: 1024,
             namesrv_lock_timeout: Duration::from_millis(3000),
+            shutdown_timeout: JOIN_TIMEOUT,
         }
     }
 }
@@ -720,9 +725,15 @@ impl RemotingClient {
 
     // --- life cycle ------------------------------------------------------------
 
-    /// Fails everything pending, closes every connection and joins every thread.
-    /// Idempotent; also run by `Drop`.
+    /// Fails everything pending, closes every connection and joins every thread within
+    /// the configured `shutdown_timeout`. Idempotent; also run by `Drop`.
     pub fn shutdown(&self) {
+        self.shutdown_until(Instant::now() + self.shared.config.shutdown_timeout);
+    }
+
+    /// [`shutdown`](Self::shutdown) with the owner's deadline: the threads still running
+    /// at `deadline` (a callback that does not return) are left to end on their own.
+    pub fn shutdown_until(&self, deadline: Instant) {
         if !self.running.swap(false, Ordering::SeqCst) {
             return;
         }
@@ -730,12 +741,12 @@ impl RemotingClient {
         let _ = self.shared.submit(Command::Shutdown);
         let io_thread = self.io_thread.lock().take();
         if let Some(h) = io_thread {
-            h.join_until(Instant::now() + JOIN_TIMEOUT, "remoting client");
+            h.join_until(deadline, "remoting client");
         }
         // Callbacks queued by the failures above still run before the pools stop: every
         // accepted async request has had its callback queued by now.
-        self.shared.processor_pool.shutdown();
-        self.shared.callback_pool.shutdown();
+        self.shared.processor_pool.shutdown_until(deadline);
+        self.shared.callback_pool.shutdown_until(deadline);
         debug!("remoting client shut down");
     }
 

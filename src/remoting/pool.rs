@@ -2,10 +2,12 @@
 //!
 //! Jobs run inside `catch_unwind`, so a panicking user callback is logged and the worker
 //! lives on. `shutdown` lets every job queued before it finish and joins every thread
-//! (within `util::worker::JOIN_TIMEOUT`, never the calling one).
+//! (by the owner's deadline, `util::worker::JOIN_TIMEOUT` unless told otherwise; never
+//! the calling one).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crossbeam_channel::{unbounded, Sender};
 use parking_lot::Mutex;
@@ -115,8 +117,14 @@ impl ThreadPool {
     }
 
     /// Lets the jobs queued so far finish, then joins the workers (a job that shuts down
-    /// its own pool does not join itself). Idempotent.
+    /// its own pool does not join itself), within `JOIN_TIMEOUT`. Idempotent.
     pub fn shutdown(&self) {
+        self.shutdown_until(Instant::now() + JOIN_TIMEOUT);
+    }
+
+    /// [`shutdown`](Self::shutdown) by `deadline`: a worker still in a job then is left
+    /// to end on its own (a job the pool already took is never abandoned half-run).
+    pub fn shutdown_until(&self, deadline: Instant) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -125,7 +133,7 @@ impl ThreadPool {
         for _ in 0..workers.len() {
             let _ = self.sender.send(Msg::Stop);
         }
-        worker::join_all(workers, JOIN_TIMEOUT, &self.name);
+        worker::join_all_until(workers, deadline, &self.name);
     }
 }
 

@@ -93,7 +93,16 @@ impl Worker {
 
 /// Joins `workers` within `timeout` for all of them together, skipping the current thread.
 pub(crate) fn join_all(workers: impl IntoIterator<Item = Worker>, timeout: Duration, owner: &str) {
-    let deadline = Instant::now() + timeout;
+    join_all_until(workers, Instant::now() + timeout, owner);
+}
+
+/// Joins `workers` by `deadline`, skipping the current thread: how an owner with one
+/// shutdown bound for all its parts shares it among them.
+pub(crate) fn join_all_until(
+    workers: impl IntoIterator<Item = Worker>,
+    deadline: Instant,
+    owner: &str,
+) {
     for w in workers {
         w.join_until(deadline, owner);
     }
