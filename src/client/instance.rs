@@ -125,6 +125,9 @@ pub struct MQClientInstance {
 struct ConsumerServices {
     pull_tx: crossbeam_channel::Sender<Box<dyn PullTask>>,
     rebalance_tx: crossbeam_channel::Sender<()>,
+    /// Jobs for the rebalance thread between its rounds (see
+    /// [`MQClientInstance::run_on_rebalance_thread`]).
+    rebalance_jobs: crossbeam_channel::Sender<RebalanceJob>,
     delay: ScheduledExecutor,
     threads: Vec<Worker>,
 }
@@ -136,12 +139,14 @@ impl ConsumerServices {
         let ConsumerServices {
             pull_tx,
             rebalance_tx,
+            rebalance_jobs,
             delay,
             threads,
         } = self;
         delay.shutdown_until(deadline);
         drop(pull_tx);
         drop(rebalance_tx);
+        drop(rebalance_jobs);
         worker::join_all_until(threads, deadline, "consumer services");
     }
 }
@@ -149,6 +154,9 @@ impl ConsumerServices {
 /// How long the rebalance service waits between rounds (Java
 /// `rocketmq.client.rebalance.waitInterval`).
 pub const REBALANCE_WAIT_INTERVAL: Duration = Duration::from_secs(20);
+
+/// A job run on the rebalance thread between rounds.
+type RebalanceJob = Box<dyn FnOnce() + Send + 'static>;
 
 /// A broker address for pulls and offsets (Java `FindBrokerResult`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -810,6 +818,7 @@ impl MQClientInstance {
         let delay = ScheduledExecutor::new("rmq-pull-delay", 1)?;
         let (pull_tx, pull_rx) = crossbeam_channel::unbounded::<Box<dyn PullTask>>();
         let (rebalance_tx, rebalance_rx) = crossbeam_channel::bounded::<()>(1);
+        let (jobs_tx, jobs_rx) = crossbeam_channel::unbounded::<RebalanceJob>();
         // Both loops run each job under `run_caught`: a panicking job is logged and the
         // service goes on (every consumer of the instance depends on it).
         let pull = worker::spawn("rmq-pull", move || {
@@ -819,13 +828,24 @@ impl MQClientInstance {
         })
         .map_err(|e| Error::io("starting the pull service", e))?;
         let me = self.me.clone();
-        let rebalance = worker::spawn("rmq-rebalance", move || loop {
-            match rebalance_rx.recv_timeout(REBALANCE_WAIT_INTERVAL) {
-                Ok(()) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        let rebalance = worker::spawn("rmq-rebalance", move || {
+            // Jobs run between rounds and do not push the next periodic round back.
+            let mut next_round = Instant::now() + REBALANCE_WAIT_INTERVAL;
+            loop {
+                let wait = next_round.saturating_duration_since(Instant::now());
+                crossbeam_channel::select! {
+                    recv(rebalance_rx) -> r => if r.is_err() { return },
+                    recv(jobs_rx) -> job => {
+                        let Ok(job) = job else { return };
+                        worker::run_caught("a rebalance-thread job", job);
+                        continue;
+                    }
+                    default(wait) => {}
+                }
+                let Some(instance) = me.upgrade() else { return };
+                worker::run_caught("a rebalance round", || instance.do_rebalance());
+                next_round = Instant::now() + REBALANCE_WAIT_INTERVAL;
             }
-            let Some(instance) = me.upgrade() else { return };
-            worker::run_caught("a rebalance round", || instance.do_rebalance());
         });
         let threads = match rebalance {
             Ok(r) => vec![pull, r],
@@ -838,6 +858,7 @@ impl MQClientInstance {
         Ok(ConsumerServices {
             pull_tx,
             rebalance_tx,
+            rebalance_jobs: jobs_tx,
             delay,
             threads,
         })
@@ -885,6 +906,17 @@ impl MQClientInstance {
     }
 
     /// Wakes the rebalance service (Java `rebalanceImmediately`).
+    /// Runs `job` on the rebalance thread before its next round: for broker calls that
+    /// decide where a queue starts (Java runs `computePullFromWhere` there), which must
+    /// not hold up the pull-delay timer that every consumer's delayed pulls share. False
+    /// when the services are stopped (the job is dropped).
+    pub(crate) fn run_on_rebalance_thread(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        let guard = self.services.lock();
+        guard
+            .as_ref()
+            .is_some_and(|s| s.rebalance_jobs.send(Box::new(job)).is_ok())
+    }
+
     pub fn rebalance_immediately(&self) {
         if let Some(s) = self.services.lock().as_ref() {
             let _ = s.rebalance_tx.try_send(());

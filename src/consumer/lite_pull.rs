@@ -681,6 +681,49 @@ impl LitePullImpl {
         });
     }
 
+    /// Looks up where `mq` starts on the rebalance thread, as Java's
+    /// `computePullFromWhere` runs there: it is a broker call of up to 5 s, and this
+    /// method is reached from the pull-delay timer that every consumer's delayed pulls
+    /// share. The lookup that finds the offset starts the queue's pulls; a failed one
+    /// comes back through [`pull_once`](Self::pull_once) after
+    /// `pull_time_delay_when_exception`, so each queue and epoch has one chain of tries.
+    fn look_up_start_offset(&self, mq: MessageQueue, epoch: u64) {
+        let me = self.me.clone();
+        self.instance.run_on_rebalance_thread(move || {
+            let Some(c) = me.upgrade() else { return };
+            if !c.is_running() || !c.holds(&mq, epoch) {
+                return;
+            }
+            let found = compute_start_offset(
+                &c.instance,
+                c.store.as_ref(),
+                c.options.consume_from_where,
+                &mq,
+            );
+            let Some(off) = found else {
+                return c.schedule_pull(mq, epoch, c.options.pull_time_delay_when_exception);
+            };
+            let set = {
+                let mut q = c.queues.lock();
+                match q.get_mut(&mq) {
+                    Some(s) if s.epoch == epoch => {
+                        s.pull_offset.get_or_insert(off);
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if set {
+                c.schedule_pull(mq, epoch, Duration::ZERO);
+            }
+        });
+    }
+
+    /// Whether `mq` is still held at `epoch` (not dropped, reassigned or sought since).
+    fn holds(&self, mq: &MessageQueue, epoch: u64) -> bool {
+        self.queues.lock().get(mq).is_some_and(|s| s.epoch == epoch)
+    }
+
     /// One pull of `mq` if it is still ours at `epoch`; the callback schedules the next.
     fn pull_once(self: Arc<Self>, mq: MessageQueue, epoch: u64) {
         if !self.is_running() {
@@ -703,22 +746,8 @@ impl LitePullImpl {
         {
             return self.schedule_pull(mq, epoch, Duration::from_millis(50));
         }
-        let offset = match offset {
-            Some(off) => off,
-            None => match compute_start_offset(
-                &self.instance,
-                self.store.as_ref(),
-                o.consume_from_where,
-                &mq,
-            ) {
-                Some(off) => {
-                    if let Some(s) = self.queues.lock().get_mut(&mq) {
-                        s.pull_offset = Some(off);
-                    }
-                    off
-                }
-                None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
-            },
+        let Some(offset) = offset else {
+            return self.look_up_start_offset(mq, epoch);
         };
         let sub = self.rebalance.subscriptions.read().get(&mq.topic).cloned();
         let sub = match sub {
@@ -901,5 +930,94 @@ impl ConsumerInner for LitePullImpl {
         if self.is_running() && *self.mode.lock() == Some(Mode::Subscribe) {
             self.rebalance.do_rebalance(self, false);
         }
+    }
+}
+
+#[cfg(all(test, feature = "testkit"))]
+mod tests {
+    use super::*;
+    use crate::testkit::fault::{Fault, FaultPeer};
+
+    /// A name server that routes every topic to `broker` as `fake-broker` (4 queues).
+    fn namesrv_routing_to(broker: &str) -> FaultPeer {
+        let route = format!(
+            r#"{{"brokerDatas":[{{"brokerAddrs":{{"0":"{broker}"}},"brokerName":"fake-broker","cluster":"FakeCluster"}}],"filterServerTable":{{}},"queueDatas":[{{"brokerName":"fake-broker","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}}]}}"#
+        );
+        FaultPeer::start(Fault::Answer(route.into_bytes())).unwrap()
+    }
+
+    #[test]
+    fn failed_start_offset_lookups_are_retried_about_once_a_second_per_queue() {
+        use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+        use crate::testkit::fault::Responder;
+        use std::sync::atomic::AtomicUsize;
+
+        // A broker that refuses every offset query (as one refuses a group without rights).
+        let queries = Arc::new(AtomicUsize::new(0));
+        let counted = queries.clone();
+        let broker = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+            if req.code == RequestCode::QUERY_CONSUMER_OFFSET.0 {
+                counted.fetch_add(1, Ordering::SeqCst);
+                return RemotingCommand::response(ResponseCode::SYSTEM_ERROR, 0, None);
+            }
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
+        })))
+        .unwrap();
+        let namesrv = namesrv_routing_to(broker.addr());
+        let c = LitePullConsumer::builder("lp_refused_lookup")
+            .namesrv_addr(namesrv.addr())
+            .instance_name("lp-refused-lookup")
+            .start()
+            .unwrap();
+        let mqs: Vec<MessageQueue> = (0..4)
+            .map(|q| MessageQueue::new("lp_refused", "fake-broker", q))
+            .collect();
+        c.assign(&mqs).unwrap();
+        // Assigning the same queues again must not start a second chain of tries.
+        c.assign(&mqs).unwrap();
+        let from = queries.load(Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(4));
+        let tries = queries.load(Ordering::SeqCst) - from;
+        c.shutdown();
+        // Four queues, a try each per `pull_time_delay_when_exception` (1 s): about 16.
+        assert!(
+            tries >= 4,
+            "the failed lookups were not tried again ({tries})"
+        );
+        assert!(tries <= 24, "{tries} lookups in 4 s for 4 queues");
+        eprintln!("{tries} refused start-offset lookups in 4 s for 4 queues");
+    }
+
+    #[test]
+    fn start_offset_lookups_on_a_hung_broker_leave_the_pull_timer_free() {
+        let broker = FaultPeer::start(Fault::Silent).unwrap();
+        let namesrv = namesrv_routing_to(broker.addr());
+        let c = LitePullConsumer::builder("lp_hung_lookup")
+            .namesrv_addr(namesrv.addr())
+            .instance_name("lp-hung-lookup")
+            .api_timeout(Duration::from_millis(500))
+            .shutdown_timeout(Duration::from_secs(2))
+            .start()
+            .unwrap();
+        let mqs: Vec<MessageQueue> = (0..4)
+            .map(|q| MessageQueue::new("lp_hung", "fake-broker", q))
+            .collect();
+        c.assign(&mqs).unwrap();
+        // The four start-offset lookups (5 s each against the silent broker) are under way
+        // now; the timer that runs every consumer's delayed pulls must not wait for them.
+        std::thread::sleep(Duration::from_millis(300));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let asked = Instant::now();
+        c.inner
+            .instance
+            .schedule_later("probe", Duration::ZERO, move || {
+                let _ = tx.send(asked.elapsed());
+            });
+        let waited = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        c.shutdown();
+        assert!(
+            waited < Duration::from_secs(2),
+            "a delayed job waited {waited:?} behind the start-offset lookups"
+        );
     }
 }
