@@ -483,11 +483,28 @@ impl MQClientInstance {
         for p in self.producer_list() {
             topics.extend(p.publish_topics());
         }
+        self.forget_routes_not_in(&topics);
         for topic in topics {
             if let Err(e) = self.update_topic_route(&topic) {
                 debug!("route refresh of {topic}: {e}");
             }
         }
+    }
+
+    /// Drops the cached routes of topics no producer sends to and no consumer subscribes,
+    /// so that the table shrinks with use (Java's only grows); their brokers then go with
+    /// the offline-broker cleanup. A topic needed again is looked up again.
+    fn forget_routes_not_in(&self, in_use: &HashSet<String>) {
+        let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
+            return;
+        };
+        self.route_table.write().retain(|topic, _| {
+            let keep = in_use.contains(topic);
+            if !keep {
+                debug!("route of {topic}: no producer or consumer uses it; forgotten");
+            }
+            keep
+        });
     }
 
     /// Fetches the route of `topic` and, if it changed (or a user needs it), updates the

@@ -143,6 +143,10 @@ pub struct ProducerOptions {
     /// Avoid slow or failing brokers for a while (Java `sendLatencyFaultEnable`, false).
     #[doc(alias = "sendLatencyFaultEnable")]
     pub latency_fault_tolerance: bool,
+    /// A topic not sent to for this long leaves the producer's route cache, and its route
+    /// is no longer refreshed (10 min; Java keeps every topic forever). The next send to
+    /// it looks its route up again.
+    pub idle_topic_timeout: Duration,
 }
 
 impl Default for ProducerOptions {
@@ -158,6 +162,7 @@ impl Default for ProducerOptions {
             retry_when_not_stored: false,
             max_message_size: 4 * 1024 * 1024,
             latency_fault_tolerance: false,
+            idle_topic_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -199,6 +204,8 @@ impl ProducerBuilder {
         latency_fault_tolerance: bool;
         /// Retry on another broker when not stored OK (Java false).
         retry_when_not_stored: bool;
+        /// Forget a topic's route after this long without a send to it (10 min).
+        idle_topic_timeout: Duration;
     }
 
     /// Checks the configuration and creates a producer that is not started yet.

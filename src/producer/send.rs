@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,8 +78,34 @@ pub(super) struct ProducerImpl {
     options: ProducerOptions,
     state: Mutex<ServiceState>,
     instance: RwLock<Option<Arc<MQClientInstance>>>,
-    publish_table: RwLock<HashMap<String, Arc<TopicPublishInfo>>>,
+    publish_table: RwLock<HashMap<String, PublishEntry>>,
     fault: FaultStrategy,
+}
+
+/// A topic's publish info and when it was last sent to.
+struct PublishEntry {
+    info: Arc<TopicPublishInfo>,
+    /// Set by sends, cleared by the sweep that records `last_used`: read before it is
+    /// written, so concurrent sends to a busy topic do not all write one cache line.
+    used: AtomicBool,
+    /// Written under the table's write lock by the sweep.
+    last_used: Instant,
+}
+
+impl PublishEntry {
+    fn new(info: Arc<TopicPublishInfo>) -> Self {
+        PublishEntry {
+            info,
+            used: AtomicBool::new(true),
+            last_used: Instant::now(),
+        }
+    }
+
+    fn mark_used(&self) {
+        if !self.used.load(Ordering::Relaxed) {
+            self.used.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl ProducerImpl {
@@ -147,7 +174,7 @@ impl ProducerImpl {
         // Route refresh (job 2) starts from the auto-create topic's route.
         self.publish_table.write().insert(
             self.options.create_topic_key.clone(),
-            Arc::new(TopicPublishInfo::default()),
+            PublishEntry::new(Arc::new(TopicPublishInfo::default())),
         );
         if let Err(e) = instance.start() {
             instance.unregister_producer(&self.group);
@@ -334,24 +361,25 @@ impl ProducerImpl {
         instance: &MQClientInstance,
         topic: &str,
     ) -> Result<Arc<TopicPublishInfo>> {
-        if let Some(info) = self.publish_table.read().get(topic) {
-            if info.ok() {
-                return Ok(info.clone());
+        if let Some(e) = self.publish_table.read().get(topic) {
+            e.mark_used();
+            if e.info.ok() {
+                return Ok(e.info.clone());
             }
         }
         self.publish_table
             .write()
             .entry(topic.to_string())
-            .or_insert_with(|| Arc::new(TopicPublishInfo::default()));
+            .or_insert_with(|| PublishEntry::new(Arc::new(TopicPublishInfo::default())));
         let mut cause = None;
         if let Err(e) = instance.update_topic_route(topic) {
             if !MQClientInstance::is_topic_not_exist(&e) {
                 cause = Some(e);
             }
         }
-        if let Some(info) = self.publish_table.read().get(topic) {
-            if info.ok() || info.have_topic_router_info {
-                return Ok(info.clone());
+        if let Some(e) = self.publish_table.read().get(topic) {
+            if e.info.ok() || e.info.have_topic_router_info {
+                return Ok(e.info.clone());
             }
         }
         if let Err(e) = instance.update_topic_route_from_default(
@@ -363,7 +391,7 @@ impl ProducerImpl {
             }
         }
         match self.publish_table.read().get(topic) {
-            Some(info) if info.ok() => Ok(info.clone()),
+            Some(e) if e.info.ok() => Ok(e.info.clone()),
             _ => Err(match cause {
                 // The name server could not be asked: say that, not "no route".
                 Some(e) if e.kind().is_transport() => e.context(format!("no route info of topic {topic}")),
@@ -811,18 +839,88 @@ fn take_int(props: &mut Vec<(&str, &str)>, key: &str) -> Option<i32> {
 }
 
 impl ProducerInner for ProducerImpl {
+    /// The topics whose routes this producer needs refreshed, after forgetting those not
+    /// sent to for `idle_topic_timeout` (Java keeps every topic it ever sent to and asks
+    /// for its route every 30 s forever). The auto-create topic stays: sends to new
+    /// topics start from its route.
     fn publish_topics(&self) -> Vec<String> {
-        self.publish_table.read().keys().cloned().collect()
+        let now = Instant::now();
+        let idle = self.options.idle_topic_timeout;
+        let mut table = self.publish_table.write();
+        table.retain(|topic, e| {
+            if e.used.swap(false, Ordering::Relaxed) {
+                e.last_used = now;
+            }
+            let keep =
+                *topic == self.options.create_topic_key || now.duration_since(e.last_used) < idle;
+            if !keep {
+                debug!(
+                    "producer {}: no send to {topic} for {idle:?}; its route is no longer kept",
+                    self.group
+                );
+            }
+            keep
+        });
+        table.keys().cloned().collect()
     }
 
     fn is_publish_topic_need_update(&self, topic: &str) -> bool {
         self.publish_table
             .read()
             .get(topic)
-            .is_some_and(|i| !i.ok())
+            .is_some_and(|e| !e.info.ok())
     }
 
+    /// Takes a refreshed route for a topic this producer sends to. Routes of other
+    /// topics (a consumer's, on a shared instance) are not adopted, so that a topic
+    /// leaves the table once nobody sends to it.
     fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>) {
-        self.publish_table.write().insert(topic.to_string(), info);
+        if let Some(e) = self.publish_table.write().get_mut(topic) {
+            e.info = info;
+        }
+    }
+}
+
+#[cfg(all(test, feature = "testkit"))]
+mod tests {
+    use super::*;
+    use crate::client::validators::AUTO_CREATE_TOPIC_KEY_TOPIC;
+    use crate::testkit::fault::{Fault, FaultPeer};
+
+    #[test]
+    fn topics_nobody_sends_to_leave_the_publish_and_route_tables() {
+        // Every topic routes to one broker (never contacted: nothing is sent).
+        let route = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"c"}],"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
+        let namesrv = FaultPeer::start(Fault::Answer(route.as_bytes().to_vec())).unwrap();
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name("idle-topics")
+            .build();
+        let options = ProducerOptions {
+            idle_topic_timeout: Duration::from_millis(400),
+            ..ProducerOptions::default()
+        };
+        let p = ProducerImpl::new("idle_topics".into(), config, options).unwrap();
+        p.start().unwrap();
+        let instance = p.instance.read().clone().unwrap();
+        for topic in ["kept", "idle"] {
+            p.find_publish_info(&instance, topic).unwrap();
+        }
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(1500) {
+            // "kept" is sent to all along, "idle" never again; the refresh job runs.
+            p.find_publish_info(&instance, "kept").unwrap();
+            instance.update_topic_route_info_from_name_server();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let published = p.publish_topics();
+        let (kept, idle) = (instance.topic_route("kept"), instance.topic_route("idle"));
+        p.shutdown();
+        assert!(published.iter().any(|t| t == "kept"), "{published:?}");
+        assert!(!published.iter().any(|t| t == "idle"), "{published:?}");
+        assert!(kept.is_some(), "the route of a topic in use was dropped");
+        assert!(idle.is_none(), "the route of an idle topic is still kept");
+        // The auto-create topic's entry is kept: sends to new topics start from it.
+        assert!(published.iter().any(|t| t == AUTO_CREATE_TOPIC_KEY_TOPIC));
     }
 }
