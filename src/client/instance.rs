@@ -25,9 +25,12 @@ use super::route::{self, TopicPublishInfo};
 use super::validators::{AUTO_CREATE_TOPIC_KEY_TOPIC, CLIENT_INNER_PRODUCER_GROUP};
 use super::{http, manager};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::MessageQueue;
+use crate::message::{MessageExt, MessageQueue};
+use crate::protocol::consumer_admin::{
+    self, prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo,
+};
 use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
-use crate::protocol::{ResponseCode, TopicRouteData};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
 use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
@@ -61,6 +64,21 @@ pub(crate) trait ConsumerInner: Send + Sync {
     fn persist_consumer_offset(&self);
     fn adjust_thread_pool(&self);
     fn do_rebalance(&self);
+    /// What GET_CONSUMER_RUNNING_INFO shows of this consumer (Java
+    /// `MQConsumerInner.consumerRunningInfo`); the instance adds its own properties.
+    fn running_info(&self) -> ConsumerRunningInfo;
+    /// The offsets this consumer holds for `topic` (GET_CONSUMER_STATUS_FROM_CLIENT).
+    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64>;
+    /// Moves the held queues of `topic` that `offsets` names to those offsets
+    /// (RESET_CONSUMER_CLIENT_OFFSET, sent by `mqadmin resetOffsetByTime`).
+    fn reset_offset(&self, topic: &str, offsets: &HashMap<MessageQueue, i64>);
+    /// Runs the listener on `msg` and reports how it went (CONSUME_MESSAGE_DIRECTLY);
+    /// None when this consumer has no listener to run.
+    fn consume_message_directly(
+        &self,
+        msg: MessageExt,
+        broker_name: &str,
+    ) -> Option<ConsumeMessageDirectlyResult>;
 }
 
 /// A unit of work for the pull service (Java `PullRequest` as `PullMessageService` sees
@@ -149,6 +167,29 @@ impl ConsumerServices {
         drop(rebalance_jobs);
         worker::join_all_until(threads, deadline, "consumer services");
     }
+}
+
+/// The process's threads, one `id name` a line: what Java's thread dump is to an
+/// operator asking `consumerStatus -s`.
+fn thread_listing() -> String {
+    let mut out = String::from("Threads of this process (id name):\n");
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        out.push_str("(no /proc on this system)\n");
+        return out;
+    };
+    let mut names: Vec<(u64, String)> = tasks
+        .flatten()
+        .filter_map(|t| {
+            let id = t.file_name().to_str()?.parse().ok()?;
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            Some((id, name.trim_end().to_string()))
+        })
+        .collect();
+    names.sort();
+    for (id, name) in names {
+        out.push_str(&format!("{id} {name}\n"));
+    }
+    out
 }
 
 /// How long the rebalance service waits between rounds (Java
@@ -957,6 +998,23 @@ impl MQClientInstance {
     }
 
     fn register_processors(&self) {
+        // The admin tool's requests about a consumer, relayed by a broker (Java
+        // `ClientRemotingProcessor`). They run on the processor pool.
+        for code in [
+            RequestCode::GET_CONSUMER_RUNNING_INFO,
+            RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT,
+            RequestCode::RESET_CONSUMER_CLIENT_OFFSET,
+            RequestCode::CONSUME_MESSAGE_DIRECTLY,
+        ] {
+            let me = self.me.clone();
+            self.remoting().register_processor(
+                code,
+                Arc::new(move |addr: &str, req: RemotingCommand| {
+                    let i = me.upgrade()?;
+                    i.process_admin_request(addr, req)
+                }),
+            );
+        }
         let me = self.me.clone();
         self.remoting().register_processor(
             crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
@@ -973,6 +1031,113 @@ impl MQClientInstance {
                 None
             }),
         );
+    }
+
+    /// Answers one admin request about a consumer of this instance; `None` for a oneway
+    /// request (the offset reset).
+    fn process_admin_request(&self, addr: &str, req: RemotingCommand) -> Option<RemotingCommand> {
+        let ext = |k: &str| req.ext_fields.get(k).unwrap_or_default().to_string();
+        let code = RequestCode(req.code);
+        // The reset and the status name the group `group`, the others `consumerGroup`.
+        let group = match code {
+            RequestCode::RESET_CONSUMER_CLIENT_OFFSET
+            | RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT => ext("group"),
+            _ => ext("consumerGroup"),
+        };
+        let consumer = self.consumers.read().get(&group).cloned();
+        let Some(consumer) = consumer else {
+            if code == RequestCode::RESET_CONSUMER_CLIENT_OFFSET {
+                info!("broker {addr} resets offsets of group {group}, which is not here");
+                return None;
+            }
+            return Some(RemotingCommand::response(
+                ResponseCode::SYSTEM_ERROR,
+                req.opaque,
+                Some(format!(
+                    "The Consumer Group <{group}> not exist in this consumer"
+                )),
+            ));
+        };
+        let answer = |body: std::result::Result<Vec<u8>, crate::protocol::DecodeError>| {
+            Some(match body {
+                Ok(b) => {
+                    let mut r = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None);
+                    r.body = b;
+                    r
+                }
+                Err(e) => RemotingCommand::response(
+                    ResponseCode::SYSTEM_ERROR,
+                    req.opaque,
+                    Some(e.to_string()),
+                ),
+            })
+        };
+        match code {
+            RequestCode::GET_CONSUMER_RUNNING_INFO => {
+                let mut info = consumer.running_info();
+                self.add_running_info_properties(&mut info);
+                if ext("jstackEnable") == "true" {
+                    info.jstack = Some(thread_listing());
+                }
+                answer(info.encode())
+            }
+            RequestCode::GET_CONSUMER_STATUS_FROM_CLIENT => answer(
+                consumer_admin::encode_consumer_status(&consumer.offsets_of(&ext("topic"))),
+            ),
+            RequestCode::RESET_CONSUMER_CLIENT_OFFSET => {
+                let topic = ext("topic");
+                let offsets = match consumer_admin::decode_reset_offsets(&req.body) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        warn!("broker {addr}: an offset reset of {group} that cannot be read: {e}");
+                        return None;
+                    }
+                };
+                info!(
+                    "broker {addr} resets {} queue offsets of topic {topic} for group {group}",
+                    offsets.len()
+                );
+                consumer.reset_offset(&topic, &offsets);
+                None
+            }
+            RequestCode::CONSUME_MESSAGE_DIRECTLY => {
+                let msg = crate::message::decode_messages(&req.body, Default::default())
+                    .ok()
+                    .and_then(|v| v.into_iter().next());
+                let Some(msg) = msg else {
+                    return Some(RemotingCommand::response(
+                        ResponseCode::SYSTEM_ERROR,
+                        req.opaque,
+                        Some("the message to consume cannot be decoded".into()),
+                    ));
+                };
+                match consumer.consume_message_directly(msg, &ext("brokerName")) {
+                    Some(result) => answer(result.encode()),
+                    None => Some(RemotingCommand::response(
+                        ResponseCode::SYSTEM_ERROR,
+                        req.opaque,
+                        Some(format!(
+                            "The Consumer Group <{group}> not exist in this consumer"
+                        )),
+                    )),
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The properties Java's `MQClientInstance.consumerRunningInfo` adds.
+    fn add_running_info_properties(&self, info: &mut ConsumerRunningInfo) {
+        let p = &mut info.properties;
+        p.insert(
+            prop::NAMESERVER_ADDR.into(),
+            self.remoting().name_server_address_list().join(";"),
+        );
+        p.insert(
+            prop::CLIENT_VERSION.into(),
+            crate::protocol::CURRENT_VERSION.to_string(),
+        );
+        p.insert("clientId".into(), self.client_id.clone());
     }
 
     /// Java `findBrokerAddressInSubscribe`: the address of `broker_id` in `broker_name`,
@@ -1091,6 +1256,26 @@ fn with(
 
 #[cfg(test)]
 mod tests {
+    /// The admin requests of [`ConsumerInner`], for test consumers that never get them.
+    macro_rules! no_admin_answers {
+        () => {
+            fn running_info(&self) -> ConsumerRunningInfo {
+                ConsumerRunningInfo::default()
+            }
+            fn offsets_of(&self, _: &str) -> BTreeMap<MessageQueue, i64> {
+                BTreeMap::new()
+            }
+            fn reset_offset(&self, _: &str, _: &HashMap<MessageQueue, i64>) {}
+            fn consume_message_directly(
+                &self,
+                _: MessageExt,
+                _: &str,
+            ) -> Option<ConsumeMessageDirectlyResult> {
+                None
+            }
+        };
+    }
+
     use super::*;
     use crate::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel};
     use crate::protocol::{frame_len, RemotingCommand, DEFAULT_MAX_FRAME};
@@ -1196,6 +1381,7 @@ mod tests {
     }
 
     impl ConsumerInner for Probe {
+        no_admin_answers!();
         fn consumer_data(&self) -> ConsumerData {
             self.check("consumer_data");
             ConsumerData {
@@ -1307,6 +1493,7 @@ mod tests {
             }
             fn persist_consumer_offset(&self) {}
             fn adjust_thread_pool(&self) {}
+            no_admin_answers!();
             fn do_rebalance(&self) {
                 match &self.0 {
                     Some(tx) => tx.send("rebalanced").unwrap(),

@@ -6,7 +6,7 @@
 //! a consumed offset; `seek` moves the cursor and discards what was cached, commits write
 //! the consumed offsets to the group's offset store (the broker's in clustering mode).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -28,6 +28,7 @@ use crate::client::{
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
+use crate::protocol::consumer_admin::{prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo};
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData};
 
 /// Lite pull settings with Java's defaults (Java `DefaultLitePullConsumer` fields). Set
@@ -127,6 +128,8 @@ struct LitePullImpl {
     epochs: AtomicU64,
     state: Mutex<ServiceState>,
     last_commit: Mutex<Instant>,
+    /// When the consumer was created, ms since the epoch.
+    started_at: i64,
     me: Weak<LitePullImpl>,
 }
 
@@ -258,6 +261,7 @@ impl LitePullConsumerBuilder {
             epochs: AtomicU64::new(1),
             state: Mutex::new(ServiceState::CreateJust),
             last_commit: Mutex::new(Instant::now()),
+            started_at: crate::util::now_millis(),
             me: me.clone(),
         });
         Ok(LitePullConsumer { inner })
@@ -930,6 +934,85 @@ impl ConsumerInner for LitePullImpl {
         if self.is_running() && *self.mode.lock() == Some(Mode::Subscribe) {
             self.rebalance.do_rebalance(self, false);
         }
+    }
+
+    /// Java `DefaultLitePullConsumerImpl.consumerRunningInfo`.
+    fn running_info(&self) -> ConsumerRunningInfo {
+        let o = &self.options;
+        let mut info = ConsumerRunningInfo::default();
+        let p = &mut info.properties;
+        p.insert("consumerGroup".into(), self.group.clone());
+        p.insert("pullBatchSize".into(), o.pull_batch_size.to_string());
+        p.insert("autoCommit".into(), o.auto_commit.to_string());
+        p.insert(
+            prop::CONSUMER_START_TIMESTAMP.into(),
+            self.started_at.to_string(),
+        );
+        p.insert(prop::CONSUME_TYPE.into(), "CONSUME_ACTIVELY".into());
+        info.subscriptions = self
+            .rebalance
+            .subscriptions
+            .read()
+            .values()
+            .cloned()
+            .collect();
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .queues
+            .lock()
+            .iter()
+            .map(|(mq, s)| (mq.clone(), s.pq.clone()))
+            .collect();
+        for (mq, pq) in held {
+            let commit = match self.store.read_offset(&mq, ReadOffsetType::ReadFromMemory) {
+                ReadOffset::Found(o) => o,
+                _ => -1,
+            };
+            info.mq_table.insert(mq, pq.info(commit));
+        }
+        info
+    }
+
+    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        self.store
+            .offsets()
+            .into_iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .collect()
+    }
+
+    /// Seeks each named held queue and writes the offset through; what was polled from
+    /// before the reset is not committed.
+    fn reset_offset(&self, topic: &str, offsets: &HashMap<MessageQueue, i64>) {
+        let held: Vec<MessageQueue> = self
+            .queues
+            .lock()
+            .keys()
+            .filter(|mq| mq.topic == topic && offsets.contains_key(*mq))
+            .cloned()
+            .collect();
+        for mq in held {
+            let offset = offsets[&mq];
+            if let Err(e) = self.reset_queue(&mq, offset) {
+                warn!("{}: resetting {mq} to {offset}: {e}", self.group);
+                continue;
+            }
+            if let Err(e) = self.store.update_consume_offset_to_store(&mq, offset) {
+                warn!(
+                    "{}: writing the reset offset {offset} of {mq}: {e}",
+                    self.group
+                );
+            }
+            info!("{}: {mq} reset to offset {offset}", self.group);
+        }
+    }
+
+    /// A lite pull consumer has no listener (Java answers the same).
+    fn consume_message_directly(
+        &self,
+        _msg: MessageExt,
+        _broker_name: &str,
+    ) -> Option<ConsumeMessageDirectlyResult> {
+        None
     }
 }
 

@@ -13,6 +13,7 @@ mod process_queue;
 mod pull;
 mod push;
 mod rebalance;
+mod stats;
 mod subscription;
 
 use std::fmt;

@@ -354,18 +354,10 @@ impl LocalFileOffsetStore {
 
 /// `{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:5}}`.
 fn encode_offsets(table: &BTreeMap<MessageQueue, i64>) -> Result<String> {
-    let mut s = String::from("{\"offsetTable\":{");
-    for (i, (mq, off)) in table.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let key = serde_json::to_string(mq)
-            .map_err(|e| Error::invalid_argument(format!("encoding {mq}: {e}")))?;
-        s.push_str(&key);
-        s.push(':');
-        s.push_str(&off.to_string());
-    }
-    s.push_str("}}");
+    let mut s = String::from("{\"offsetTable\":");
+    json::object_key_map(&mut s, table.iter())
+        .map_err(|e| Error::invalid_argument(format!("encoding offsets: {e}")))?;
+    s.push('}');
     Ok(s)
 }
 

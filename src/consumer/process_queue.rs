@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::message::{property, MessageExt};
+use crate::protocol::consumer_admin::ProcessQueueInfo;
 
 /// A queue held longer than this without a pull is dropped and re-created by rebalance.
 pub const PULL_MAX_IDLE_TIME: Duration = Duration::from_secs(120);
@@ -58,6 +59,9 @@ pub struct ProcessQueue {
     /// Serialises orderly consumption of this queue.
     pub(crate) consume_lock: Mutex<()>,
     try_unlock_times: AtomicI64,
+    /// When messages were last consumed (removed or committed), ms since the epoch; 0
+    /// before the first. For the admin tool's "can't consume for a while".
+    last_consume_millis: AtomicI64,
 }
 
 impl Default for ProcessQueue {
@@ -70,6 +74,7 @@ impl Default for ProcessQueue {
             last_pull: Mutex::new(Instant::now()),
             consume_lock: Mutex::new(()),
             try_unlock_times: AtomicI64::new(0),
+            last_consume_millis: AtomicI64::new(0),
         }
     }
 }
@@ -161,6 +166,7 @@ impl ProcessQueue {
     /// Removes consumed messages; returns the offset to commit: the smallest offset still
     /// cached, or the highest seen + 1 when nothing is left (-1 if there was nothing).
     pub(crate) fn remove_messages(&self, offsets: impl IntoIterator<Item = i64>) -> i64 {
+        self.touch_consume();
         let mut g = self.inner.lock();
         if g.msgs.is_empty() {
             return -1;
@@ -176,6 +182,41 @@ impl ProcessQueue {
         match g.msgs.keys().next() {
             Some(first) => *first,
             None => g.queue_offset_max + 1,
+        }
+    }
+
+    fn touch_consume(&self) {
+        self.last_consume_millis
+            .store(crate::util::now_millis(), Ordering::Relaxed);
+    }
+
+    /// What the admin tool shows of this queue (Java `fillProcessQueueInfo`), with the
+    /// store's offset as `commit_offset`.
+    pub(crate) fn info(&self, commit_offset: i64) -> ProcessQueueInfo {
+        let now = crate::util::now_millis();
+        let millis_ago = |t: Instant| now - i64::try_from(t.elapsed().as_millis()).unwrap_or(now);
+        let (min, max, count, size) = {
+            let g = self.inner.lock();
+            (
+                g.msgs.keys().next().copied().unwrap_or(0),
+                g.msgs.keys().next_back().copied().unwrap_or(0),
+                g.msgs.len() + g.consuming.len(),
+                g.msg_size,
+            )
+        };
+        ProcessQueueInfo {
+            commit_offset,
+            cached_msg_min_offset: min,
+            cached_msg_max_offset: max,
+            cached_msg_count: i32::try_from(count).unwrap_or(i32::MAX),
+            cached_msg_size_in_mib: i32::try_from(size / (1024 * 1024)).unwrap_or(i32::MAX),
+            locked: self.is_locked(),
+            try_unlock_times: self.try_unlock_times.load(Ordering::Relaxed),
+            last_lock_timestamp: millis_ago(*self.last_lock.lock()),
+            droped: self.is_dropped(),
+            last_pull_timestamp: millis_ago(*self.last_pull.lock()),
+            last_consume_timestamp: self.last_consume_millis.load(Ordering::Relaxed),
+            ..ProcessQueueInfo::default()
         }
     }
 
@@ -225,6 +266,7 @@ impl ProcessQueue {
 
     /// Orderly: forgets the messages being consumed; returns the offset to commit.
     pub(crate) fn commit(&self) -> i64 {
+        self.touch_consume();
         let mut g = self.inner.lock();
         let Some((&last, _)) = g.consuming.last_key_value() else {
             return -1;

@@ -8,7 +8,7 @@
 //! the smallest offset still in flight. The pull thread and the I/O thread never wait
 //! for a listener.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -21,6 +21,7 @@ use super::pool::ConsumePool;
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullResult, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
+use super::stats::ConsumeStats;
 use super::{
     ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus,
     Listener, PushConsumerOptions,
@@ -28,6 +29,9 @@ use super::{
 use crate::client::{ConsumerInner, MQClientInstance, PullTask, ServiceState};
 use crate::error::{ErrorKind, Result};
 use crate::message::{property, MessageExt, MessageQueue};
+use crate::protocol::consumer_admin::{
+    self, prop, CmResult, ConsumeMessageDirectlyResult, ConsumerRunningInfo,
+};
 use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData, MessageModel};
 use crate::protocol::ResponseCode;
@@ -95,6 +99,11 @@ pub(crate) struct PushConsumerImpl {
     /// Serializes the periodic persist with shutdown's final one, so that an older
     /// snapshot never reaches the broker after the final offsets.
     persisting: Mutex<()>,
+    /// Pull and consume figures for the admin tool.
+    pub(crate) stats: ConsumeStats,
+    /// When the consumer was created, ms since the epoch (Java
+    /// `consumerStartTimestamp`).
+    started_at: i64,
 }
 
 impl PushConsumerImpl {
@@ -128,6 +137,8 @@ impl PushConsumerImpl {
             fallback_producer: RwLock::new(None),
             recording: RwLock::new(true),
             persisting: Mutex::new(()),
+            stats: ConsumeStats::default(),
+            started_at: crate::util::now_millis(),
         }))
     }
 
@@ -263,12 +274,16 @@ impl PushConsumerImpl {
             post_subscription: o.post_subscription_when_pull,
         };
         let me = self.clone();
+        let sent_at = Instant::now();
         let sent = pull::pull_async(
             &self.instance,
             self.routing.clone(),
             &self.group,
             &params,
-            move |r| me.on_pull_result(req, r),
+            move |r| {
+                me.stats.pulled(&req.mq.topic, sent_at.elapsed());
+                me.on_pull_result(req, r)
+            },
         );
         if let Err(e) = sent {
             // Not sent: the callback comes back and takes the failure as a failed pull
@@ -442,6 +457,7 @@ impl PushConsumerImpl {
         };
         self.prepare_for_listener(&mut msgs);
         let mut ctx = ConsumeConcurrentlyContext::new(mq);
+        let began = Instant::now();
         let status =
             catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
                 warn!(
@@ -465,7 +481,10 @@ impl PushConsumerImpl {
         let acked = match status {
             ConsumeStatus::Success => ack_index.map_or(msgs.len(), |i| i.saturating_add(1)),
             ConsumeStatus::ReconsumeLater => 0,
-        };
+        }
+        .min(msgs.len());
+        self.stats
+            .consumed(&mq.topic, acked, msgs.len() - acked, began.elapsed());
         let mut failed = Vec::new();
         for m in msgs.iter().skip(acked) {
             match self.options.message_model {
@@ -542,6 +561,7 @@ impl PushConsumerImpl {
             }
             self.prepare_for_listener(&mut msgs);
             let mut ctx = ConsumeOrderlyContext::new(mq.clone());
+            let consume_began = Instant::now();
             let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx)))
                 .unwrap_or_else(|_| {
                     warn!(
@@ -550,6 +570,12 @@ impl PushConsumerImpl {
                     );
                     ConsumeOrderlyStatus::Suspend
                 });
+            let (ok, failed) = match status {
+                ConsumeOrderlyStatus::Success => (msgs.len(), 0),
+                ConsumeOrderlyStatus::Suspend => (0, msgs.len()),
+            };
+            self.stats
+                .consumed(&mq.topic, ok, failed, consume_began.elapsed());
             if pq.is_dropped() {
                 return;
             }
@@ -861,5 +887,172 @@ impl ConsumerInner for PushConsumerImpl {
         if self.is_running() && !self.is_paused() {
             self.rebalance.do_rebalance(self, self.is_orderly());
         }
+    }
+
+    /// Java `DefaultMQPushConsumerImpl.consumerRunningInfo`.
+    fn running_info(&self) -> ConsumerRunningInfo {
+        let o = &self.options;
+        let mut info = ConsumerRunningInfo::default();
+        let p = &mut info.properties;
+        let mut put = |k: &str, v: String| {
+            p.insert(k.to_string(), v);
+        };
+        put("consumerGroup", self.group.clone());
+        put(
+            "messageModel",
+            format!("{:?}", o.message_model).to_uppercase(),
+        );
+        put(
+            "consumeFromWhere",
+            format!("{:?}", o.consume_from_where.wire()),
+        );
+        put("consumeThreadMin", o.consume_thread_min.to_string());
+        put("consumeThreadMax", o.consume_thread_max.to_string());
+        put("pullBatchSize", o.pull_batch_size.to_string());
+        put(
+            "consumeMessageBatchMaxSize",
+            o.consume_message_batch_max_size.to_string(),
+        );
+        put(
+            "pullThresholdForQueue",
+            o.pull_threshold_for_queue.to_string(),
+        );
+        put("pullInterval", o.pull_interval.as_millis().to_string());
+        put(prop::CONSUME_ORDERLY, self.is_orderly().to_string());
+        put(prop::THREADPOOL_CORE_SIZE, self.pool.size().to_string());
+        put(prop::CONSUMER_START_TIMESTAMP, self.started_at.to_string());
+        put(prop::CONSUME_TYPE, "CONSUME_PASSIVELY".to_string());
+        info.subscriptions = self
+            .rebalance
+            .subscriptions
+            .read()
+            .values()
+            .cloned()
+            .collect();
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .rebalance
+            .process_queues
+            .read()
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect();
+        for (mq, pq) in held {
+            let commit = match self
+                .offset_store
+                .read_offset(&mq, ReadOffsetType::ReadFromMemory)
+            {
+                ReadOffset::Found(o) => o,
+                _ => -1,
+            };
+            info.mq_table.insert(mq, pq.info(commit));
+        }
+        for topic in consumer_admin::topics_of(&info.subscriptions) {
+            let status = self.stats.read(&topic);
+            info.status_table.insert(topic, status);
+        }
+        info
+    }
+
+    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
+        self.offset_store
+            .offsets()
+            .into_iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .collect()
+    }
+
+    /// Java `MQClientInstance.resetOffset`: the held queues named are dropped (a listener
+    /// still running on one records nothing), their new offsets are written through to
+    /// the broker, and the rebalance starts them again from there at once. Java sleeps
+    /// 10 s between dropping and writing; dropped queues make that wait needless.
+    fn reset_offset(&self, topic: &str, offsets: &HashMap<MessageQueue, i64>) {
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>, i64)> = self
+            .rebalance
+            .process_queues
+            .read()
+            .iter()
+            .filter(|(mq, _)| mq.topic == topic)
+            .filter_map(|(mq, pq)| Some((mq.clone(), pq.clone(), *offsets.get(mq)?)))
+            .collect();
+        for (_, pq, _) in &held {
+            pq.set_dropped(true);
+        }
+        for (mq, pq, offset) in held {
+            self.offset_store.update_offset(&mq, offset, false);
+            if let Err(e) = self
+                .offset_store
+                .update_consume_offset_to_store(&mq, offset)
+            {
+                warn!(
+                    "{}: writing the reset offset {offset} of {mq}: {e}",
+                    self.group
+                );
+            }
+            if self.is_orderly_clustering() {
+                self.rebalance.unlock(&mq, true);
+            }
+            let removed = {
+                let mut table = self.rebalance.process_queues.write();
+                match table.get(&mq) {
+                    Some(current) if Arc::ptr_eq(current, &pq) => table.remove(&mq).is_some(),
+                    _ => false,
+                }
+            };
+            if removed {
+                info!("{}: {mq} reset to offset {offset}", self.group);
+            }
+        }
+        self.instance.rebalance_immediately();
+    }
+
+    /// Java `ConsumeMessageConcurrentlyService.consumeMessageDirectly` and its orderly
+    /// twin: the listener runs on this (processor) thread and its answer is reported;
+    /// nothing is acknowledged or retried.
+    fn consume_message_directly(
+        &self,
+        msg: MessageExt,
+        broker_name: &str,
+    ) -> Option<ConsumeMessageDirectlyResult> {
+        let mq = MessageQueue::new(msg.topic(), broker_name, msg.queue_id);
+        let mut msgs = vec![msg];
+        self.prepare_for_listener(&mut msgs);
+        let began = Instant::now();
+        let panic_text = |p: Box<dyn std::any::Any + Send>| {
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the listener panicked".to_string())
+        };
+        let (order, auto_commit, outcome) = match &self.listener {
+            Listener::Concurrently(l) => {
+                let mut ctx = ConsumeConcurrentlyContext::new(mq);
+                let r = catch_unwind(AssertUnwindSafe(|| l(&msgs, &mut ctx)));
+                let outcome = r.map(|s| match s {
+                    ConsumeStatus::Success => CmResult::Success,
+                    ConsumeStatus::ReconsumeLater => CmResult::Later,
+                });
+                (false, true, outcome)
+            }
+            Listener::Orderly(l) => {
+                let mut ctx = ConsumeOrderlyContext::new(mq);
+                let r = catch_unwind(AssertUnwindSafe(|| l(&msgs, &mut ctx)));
+                let outcome = r.map(|s| match s {
+                    ConsumeOrderlyStatus::Success => CmResult::Success,
+                    ConsumeOrderlyStatus::Suspend => CmResult::Later,
+                });
+                (true, true, outcome)
+            }
+        };
+        let (consume_result, remark) = match outcome {
+            Ok(r) => (r, String::new()),
+            Err(p) => (CmResult::ThrowException, panic_text(p)),
+        };
+        Some(ConsumeMessageDirectlyResult {
+            order,
+            auto_commit,
+            consume_result,
+            remark,
+            spent_time_mills: i64::try_from(began.elapsed().as_millis()).unwrap_or(i64::MAX),
+        })
     }
 }

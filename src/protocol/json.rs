@@ -24,6 +24,29 @@ pub fn parse_object_key<K: DeserializeOwned>(key: &str) -> Result<K, DecodeError
     serde_json::from_str(key).map_err(|e| DecodeError::new(format!("bad object map key: {e}")))
 }
 
+/// Writes a map whose keys are objects as fastjson does, each key as its JSON object:
+/// `{{"brokerName":"b","queueId":0,"topic":"T"}:5}`.
+pub fn object_key_map<'a, K, V>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'a K, &'a V)>,
+) -> Result<(), serde_json::Error>
+where
+    K: serde::Serialize + 'a,
+    V: serde::Serialize + 'a,
+{
+    out.push('{');
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k)?);
+        out.push(':');
+        out.push_str(&serde_json::to_string(v)?);
+    }
+    out.push('}');
+    Ok(())
+}
+
 #[derive(Clone, Copy)]
 enum Frame {
     Object { expect_key: bool },

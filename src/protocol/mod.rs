@@ -5,6 +5,7 @@
 
 mod codes;
 mod command;
+pub mod consumer_admin;
 mod ext;
 pub mod header;
 pub mod heartbeat;

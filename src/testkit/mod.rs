@@ -390,6 +390,81 @@ impl Cluster {
         &self.run_dir
     }
 
+    /// Runs the official admin tool of this cluster's version (`mqadmin`, main class
+    /// `MQAdminStartup` from the distribution's `rocketmq-tools` jar) with `args` and
+    /// `-n <name servers>`, and returns its standard output without the tool's own log
+    /// lines. It runs in a scratch directory under the run directory (`consumerStatus`
+    /// writes files there) and is killed after `timeout`. A non-zero exit is an error
+    /// carrying the output.
+    pub fn mqadmin(&self, args: &[&str], timeout: Duration) -> Result<String, TestkitError> {
+        let dir = self.run_dir.join("mqadmin");
+        std::fs::create_dir_all(&dir).map_err(|e| TestkitError::io("create", &dir, e))?;
+        let mut cmd = std::process::Command::new(&self.java);
+        cmd.current_dir(&dir)
+            .env("ROCKETMQ_HOME", &self.home)
+            .arg("-Xmx128m")
+            .arg(format!("-Duser.home={}", dir.display()))
+            .arg(format!("-Drocketmq.home.dir={}", self.home.display()))
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
+            .args(args)
+            .arg("-n")
+            .arg(self.namesrv_addr())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let command = format!("mqadmin {}", args.join(" "));
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| TestkitError::io("run mqadmin", &self.java, e))?;
+        // Read both pipes on their own threads, so a chatty tool never blocks on a full pipe.
+        let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut out = String::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_string(&mut out);
+                }
+                out
+            })
+        };
+        let stdout = read(child.stdout.take().map(|p| Box::new(p) as _));
+        let stderr = read(child.stderr.take().map(|p| Box::new(p) as _));
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(TestkitError::Timeout {
+                        what: command,
+                        waited: timeout,
+                        log_dir: self.log_dir.clone(),
+                        log_tail: String::new(),
+                    });
+                }
+                Err(e) => return Err(TestkitError::io("wait for mqadmin", &self.java, e)),
+            }
+        };
+        let out = stdout.join().unwrap_or_default();
+        let err = stderr.join().unwrap_or_default();
+        let out: String = out
+            .lines()
+            .filter(|l| !l.contains("|-INFO") && !l.contains("logback"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        if !status.success() {
+            return Err(TestkitError::InvalidArgument(format!(
+                "{command} exited with {status}:\n{out}{err}"
+            )));
+        }
+        Ok(out)
+    }
+
     /// Stops a broker's JVM: SIGTERM, and SIGKILL if it has not exited after 5 s.
     /// A no-op for a broker that is already stopped.
     pub fn stop_broker(&mut self, name: &str) -> Result<(), TestkitError> {

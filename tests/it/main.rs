@@ -1,4 +1,5 @@
 //! Integration tests: one binary, one shared real RocketMQ cluster (see `cluster.rs`).
+mod admin_tool;
 mod async_send;
 mod cluster;
 mod consumer;
