@@ -398,13 +398,20 @@ impl Cluster {
     /// carrying the output.
     pub fn mqadmin(&self, args: &[&str], timeout: Duration) -> Result<String, TestkitError> {
         let dir = self.run_dir.join("mqadmin");
-        std::fs::create_dir_all(&dir).map_err(|e| TestkitError::io("create", &dir, e))?;
+        // 4.9's tool reads `<home>/conf/logback_tools.xml` and does nothing without it;
+        // its own logging is not wanted here.
+        let conf = dir.join("home").join("conf");
+        std::fs::create_dir_all(&conf).map_err(|e| TestkitError::io("create", &conf, e))?;
+        let logback = conf.join("logback_tools.xml");
+        std::fs::write(&logback, "<configuration><root level=\"OFF\"/></configuration>\n")
+            .map_err(|e| TestkitError::io("write", &logback, e))?;
+        let home = dir.join("home");
         let mut cmd = std::process::Command::new(&self.java);
         cmd.current_dir(&dir)
-            .env("ROCKETMQ_HOME", &self.home)
+            .env("ROCKETMQ_HOME", &home)
             .arg("-Xmx128m")
             .arg(format!("-Duser.home={}", dir.display()))
-            .arg(format!("-Drocketmq.home.dir={}", self.home.display()))
+            .arg(format!("-Drocketmq.home.dir={}", home.display()))
             .arg("-cp")
             .arg(&self.classpath)
             .arg("org.apache.rocketmq.tools.command.MQAdminStartup")
@@ -457,9 +464,10 @@ impl Cluster {
             .filter(|l| !l.contains("|-INFO") && !l.contains("logback"))
             .map(|l| format!("{l}\n"))
             .collect();
-        if !status.success() {
+        // The tool exits 0 when a command fails; it prints the exception instead.
+        if !status.success() || err.contains("SubCommandException") {
             return Err(TestkitError::InvalidArgument(format!(
-                "{command} exited with {status}:\n{out}{err}"
+                "{command} failed ({status}):\n{out}{err}"
             )));
         }
         Ok(out)

@@ -892,3 +892,36 @@ fn an_ack_index_retries_exactly_the_messages_after_it() {
     }
     assert!(sent.iter().all(|id| count(id) >= 1), "lost: {d:?}");
 }
+
+/// NOTIFY_CONSUMER_IDS_CHANGED: when a second member joins, the broker tells the first,
+/// which rebalances at once instead of at its next 20 s round.
+#[test]
+fn a_member_joining_makes_the_others_rebalance_well_before_the_periodic_round() {
+    let topic = cluster::topic("notify_ids", 4);
+    let group = cluster::unique("notify_ids_g");
+    // Queues of the topic only: the group's retry queue goes to one of the two as well.
+    let held = |c: &PushConsumer| {
+        c.assigned_queues()
+            .iter()
+            .filter(|mq| mq.topic() == topic)
+            .count()
+    };
+    let (c1, _) = recording(&group, &topic);
+    wait_for("c1 holding all 4 queues", Duration::from_secs(60), || {
+        held(&c1) == 4
+    });
+    // c1's own rebalance rounds now run 20 s apart; c2's start is what the broker notifies.
+    let joined = Instant::now();
+    let (c2, _) = recording(&group, &topic);
+    wait_for("the 2/2 split", Duration::from_secs(60), || {
+        held(&c1) == 2 && held(&c2) == 2
+    });
+    let took = joined.elapsed();
+    eprintln!("the first member gave up its queues {took:?} after the second joined");
+    assert!(
+        took < Duration::from_secs(10),
+        "the split took {took:?}: the first member waited for its periodic rebalance"
+    );
+    c2.shutdown();
+    c1.shutdown();
+}
