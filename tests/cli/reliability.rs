@@ -5,7 +5,7 @@
 //!
 //! Sizes scale with `RMQ_RELIABILITY_SCALE` (default 1, the reduced size CI runs); the
 //! full-size run for RELIABILITY.md is
-//! `RMQ_RELIABILITY_SCALE=10 cargo test --features cli --test cli reliability -- --nocapture --test-threads 1`.
+//! `RMQ_RELIABILITY_SCALE=10 cargo test --test cli reliability -- --nocapture --test-threads 1`.
 //! Each test prints a small table of its figures.
 
 use std::collections::{HashMap, HashSet};
