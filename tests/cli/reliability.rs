@@ -168,14 +168,31 @@ fn wait_for_members(group: &str, n: usize) {
     }
 }
 
-/// Sends `n` messages from `threads` threads; counts acknowledged ids into `acked`.
-fn send_in_background(
-    topic: &str,
-    n: usize,
-    threads: usize,
-    acked: Arc<Mutex<HashSet<String>>>,
-    failed: Arc<AtomicUsize>,
-) -> JoinHandle<()> {
+/// What the sending threads share with the test.
+struct Sends {
+    acked: Mutex<HashSet<String>>,
+    failed: AtomicUsize,
+    /// Messages with an index below this may be sent; the others wait for it to grow.
+    allowed: AtomicUsize,
+}
+
+impl Sends {
+    fn new(allowed: usize) -> Arc<Sends> {
+        Arc::new(Sends {
+            acked: Mutex::new(HashSet::new()),
+            failed: AtomicUsize::new(0),
+            allowed: AtomicUsize::new(allowed),
+        })
+    }
+
+    /// Sends that have an answer, acknowledged or failed.
+    fn done(&self) -> usize {
+        self.acked.lock().unwrap().len() + self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// Sends `n` messages from `threads` threads, as far as `sends.allowed` lets them.
+fn send_in_background(topic: &str, n: usize, threads: usize, sends: Arc<Sends>) -> JoinHandle<()> {
     let producer = Producer::builder(unique("cli_rel_producer"))
         .namesrv_addr(namesrv())
         .start()
@@ -184,16 +201,19 @@ fn send_in_background(
     std::thread::spawn(move || {
         std::thread::scope(|s| {
             for t in 0..threads {
-                let (producer, topic, acked, failed) = (&producer, &topic, &acked, &failed);
+                let (producer, topic, sends) = (&producer, &topic, &sends);
                 s.spawn(move || {
                     for i in (t..n).step_by(threads) {
+                        while i >= sends.allowed.load(Ordering::SeqCst) {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
                         let msg = Message::new(topic.as_str(), format!("m{i}").into_bytes());
                         match producer.send(&msg) {
                             Ok(r) => {
-                                acked.lock().unwrap().insert(r.msg_id().to_string());
+                                sends.acked.lock().unwrap().insert(r.msg_id().to_string());
                             }
                             Err(_) => {
-                                failed.fetch_add(1, Ordering::Relaxed);
+                                sends.failed.fetch_add(1, Ordering::Relaxed);
                             }
                         }
                     }
@@ -289,10 +309,10 @@ fn reliability_a_group_of_consumer_processes_loses_nothing_when_one_is_sigkilled
         .collect();
     wait_for_members(&group, 3);
 
-    let acked = Arc::new(Mutex::new(HashSet::new()));
-    let failed = Arc::new(AtomicUsize::new(0));
-    let sender = send_in_background(&topic, n, 16, acked.clone(), failed.clone());
-    let sent = || acked.lock().unwrap().len() + failed.load(Ordering::Relaxed);
+    // The last third waits until the added process is in the group.
+    let sends = Sends::new(2 * n / 3);
+    let sender = send_in_background(&topic, n, 16, sends.clone());
+    let sent = || sends.done();
 
     // Kill one process a third of the way, once it has printed some of its share.
     wait_while_progressing("sends and consumer 2", || {
@@ -307,17 +327,19 @@ fn reliability_a_group_of_consumer_processes_loses_nothing_when_one_is_sigkilled
     let victim_pid = victim.pid();
     let killed = victim.kill();
     let killed_at = sent();
-    // A new process two thirds of the way, while messages still come.
+    // A new process two thirds of the way; the rest is sent once it is in the group.
     wait_while_progressing("sends", || (sent() >= 2 * n / 3, sent()));
     let added_at = sent();
     procs.push(ConsumerProcess::start(
         "consumer 4",
         &[&[topic.as_str()][..], &args].concat(),
     ));
+    wait_for_members(&group, 3);
+    sends.allowed.store(n, Ordering::SeqCst);
     sender.join().expect("sender");
     let sending = started.elapsed();
-    let acked = std::mem::take(&mut *acked.lock().unwrap());
-    let failed = failed.load(Ordering::Relaxed);
+    let acked = std::mem::take(&mut *sends.acked.lock().unwrap());
+    let failed = sends.failed.load(Ordering::Relaxed);
 
     let alive: Vec<&ConsumerProcess> = procs.iter().collect();
     let seen = wait_until_all_printed(&acked, &alive, &killed);
@@ -380,12 +402,11 @@ fn reliability_a_lite_pull_process_killed_in_a_batch_repeats_only_what_it_had_no
     let first_life = 600;
     let topic = created_topic(8);
     let group = unique("cli_rel_lite");
-    let acked = Arc::new(Mutex::new(HashSet::new()));
-    let failed = Arc::new(AtomicUsize::new(0));
-    send_in_background(&topic, n, 4, acked.clone(), failed.clone())
+    let sends = Sends::new(n);
+    send_in_background(&topic, n, 4, sends.clone())
         .join()
         .expect("sender");
-    let acked = std::mem::take(&mut *acked.lock().unwrap());
+    let acked = std::mem::take(&mut *sends.acked.lock().unwrap());
     let started = Instant::now();
 
     let common = [
