@@ -1,15 +1,18 @@
 //! The `rmq` binary end to end, against one real RocketMQ cluster shared by this test
-//! binary. Every test uses its own topic.
+//! binary. Every test uses its own topic. `reliability` SIGKILLs consumer processes.
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::{Message, Producer};
 use serde_json::Value;
+
+#[path = "cli/reliability.rs"]
+mod reliability;
 
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
@@ -186,8 +189,12 @@ fn bad_input_sends_nothing() {
     assert_eq!(stored(&topic, 0), 0);
 }
 
-/// Benchmarks run one at a time: each one alone can saturate a small machine.
-static ONE_BENCH_AT_A_TIME: Mutex<()> = Mutex::new(());
+/// Benchmarks and the reliability scenarios run one at a time: each one alone can
+/// saturate a small machine. The guard is held for the whole test.
+fn one_heavy_test_at_a_time() -> MutexGuard<'static, ()> {
+    static ONE: Mutex<()> = Mutex::new(());
+    ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn bench(args: &[&str]) -> Value {
     bench_of("produce", args)
@@ -195,9 +202,7 @@ fn bench(args: &[&str]) -> Value {
 
 /// Runs `rmq bench KIND ARGS` and returns its JSON summary.
 fn bench_of(kind: &str, args: &[&str]) -> Value {
-    let _one = ONE_BENCH_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one = one_heavy_test_at_a_time();
     let mut all = vec!["bench", kind];
     all.extend_from_slice(args);
     let out = rmq(&all);
@@ -347,6 +352,13 @@ fn send_all(topic: &str, messages: &[(&[u8], &str)]) -> Vec<String> {
     ids
 }
 
+/// Sends `n` messages with bodies `m0`, `m1`, ... and tag `T`; returns their msgIds.
+fn send_numbered(topic: &str, n: usize) -> Vec<String> {
+    let bodies: Vec<String> = (0..n).map(|i| format!("m{i}")).collect();
+    let sent: Vec<(&[u8], &str)> = bodies.iter().map(|b| (b.as_bytes(), "T")).collect();
+    send_all(topic, &sent)
+}
+
 /// Runs `rmq consume`; returns the message lines and checks the summary line.
 fn consume(args: &[&str]) -> Vec<Value> {
     let mut all = vec!["consume"];
@@ -361,6 +373,13 @@ fn consume(args: &[&str]) -> Vec<Value> {
         "{lines:?}"
     );
     lines
+}
+
+/// `rmq consume TOPIC --group GROUP` with the whitespace-separated `extra` arguments.
+fn consume_in(topic: &str, group: &str, extra: &str) -> Vec<Value> {
+    let mut args = vec![topic, "--group", group];
+    args.extend(extra.split_whitespace());
+    consume(&args)
 }
 
 fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
@@ -479,9 +498,7 @@ fn consume_times_out_on_an_empty_topic_with_consumed_zero() {
 #[test]
 fn consume_stops_at_the_count_and_leaves_the_rest_to_the_group() {
     let topic = created_topic(2);
-    let bodies: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
-    let sent: Vec<(&[u8], &str)> = bodies.iter().map(|b| (b.as_bytes(), "T")).collect();
-    let ids = send_all(&topic, &sent);
+    let ids = send_numbered(&topic, 10);
     let group = unique("cli_consume_rest");
     let first = consume(&[&topic, "--group", &group, "--count", "3", "--from", "first"]);
     assert_eq!(first.len(), 3);
@@ -506,6 +523,18 @@ fn consume_rejects_bad_arguments() {
         &["consume", "T", "--group", "g", "--count", "0"],
         &["consume", "T", "--group", "g", "--from", "middle"],
         &["consume", "bad topic", "--group", "g", "--timeout", "1"],
+        &["consume", "T", "--group", "g", "--lite-pull", "--orderly"],
+        &[
+            "consume",
+            "T",
+            "--group",
+            "g",
+            "--lite-pull",
+            "--sql",
+            "a > 1",
+        ],
+        &["consume", "T", "--group", "g", "--delay", "0"],
+        &["consume", "T", "--group", "g", "--delay", "soon"],
     ] {
         let out = rmq(args);
         assert!(!out.status.success(), "{args:?}");
@@ -517,6 +546,102 @@ fn consume_rejects_bad_arguments() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn consume_lite_pull_stops_at_the_count_and_leaves_exactly_the_rest_to_the_group() {
+    let topic = created_topic(2);
+    let ids = send_numbered(&topic, 12);
+    let group = unique("cli_consume_lite");
+    let first = consume_in(
+        &topic,
+        &group,
+        "--lite-pull --count 5 --from first --timeout 60",
+    );
+    assert_eq!(first.len(), 5, "{first:?}");
+    // The count fell inside a polled batch: the queue was moved back to the first message
+    // not printed before the commit, so the rest comes next time, and nothing printed.
+    let rest = consume_in(&topic, &group, "--lite-pull --count 7 --timeout 60");
+    let all: Vec<&str> = first
+        .iter()
+        .chain(&rest)
+        .map(|l| l["msgId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sorted(all),
+        sorted(ids.iter().map(String::as_str).collect()),
+        "each message exactly once"
+    );
+    assert!(first
+        .iter()
+        .chain(&rest)
+        .all(|l| l["topic"] == topic.as_str() && l["queue"]["broker"] == "broker-a"));
+}
+
+#[test]
+fn consume_timing_out_in_the_middle_of_a_backlog_leaves_the_rest_to_the_group() {
+    let topic = created_topic(4);
+    // Sync sends: on a broker that has just started, a thousand async sends in flight
+    // can time out.
+    let s = bench(&["--topic", &topic, "--count", "3000", "--threads", "4"]);
+    check_summary(&s, 3000);
+    let group = unique("cli_consume_backlog");
+    // The timeout falls while listeners are busy: shutdown runs while the main thread
+    // goes on printing, and the process ends soon after the timeout.
+    let started = Instant::now();
+    let first = consume(&[
+        &topic,
+        "--group",
+        &group,
+        "--from",
+        "first",
+        "--timeout",
+        "2",
+    ]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(30), "shutdown took {took:?}");
+    let rest = consume_in(&topic, &group, "--timeout 10");
+    let mut ids: Vec<&str> = first
+        .iter()
+        .chain(&rest)
+        .map(|l| l["msgId"].as_str().unwrap())
+        .collect();
+    let lines = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(
+        ids.len(),
+        3000,
+        "first {}, rest {}",
+        first.len(),
+        rest.len()
+    );
+    eprintln!(
+        "consume: {} then {} of 3000 in {took:?}, {} duplicates",
+        first.len(),
+        rest.len(),
+        lines - ids.len()
+    );
+}
+
+#[test]
+fn consume_lite_pull_times_out_on_an_empty_topic_with_consumed_zero() {
+    let topic = created_topic(1);
+    let group = unique("cli_consume_lite_empty");
+    let started = Instant::now();
+    let out = rmq(&[
+        "consume",
+        &topic,
+        "--group",
+        &group,
+        "--lite-pull",
+        "--timeout",
+        "2",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout_lines(&out), [serde_json::json!({"consumed": 0})]);
+    assert!(started.elapsed() >= Duration::from_secs(2));
+    assert!(stderr(&out).contains("lite pull"), "{}", stderr(&out));
 }
 
 /// Sends 1000 messages with `rmq bench produce` to a new topic of 4 queues, drains them

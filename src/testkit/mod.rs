@@ -49,6 +49,16 @@ pub fn fetch_jars(version: &str) -> Result<PathBuf, TestkitError> {
     Ok(work_dir.join("dist").join(version))
 }
 
+/// The size factor of fault and reliability tests: `RMQ_RELIABILITY_SCALE` when it is a
+/// positive integer, else 1 (the reduced size `cargo test` runs; 10 is the full size).
+pub fn reliability_scale() -> usize {
+    std::env::var("RMQ_RELIABILITY_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(1)
+}
+
 /// Decides readiness instead of the default check (every broker registered at every name
 /// server, asked through this crate's client): called with the name server
 /// address list (`"127.0.0.1:p1;127.0.0.1:p2"`) and the brokers expected to be up

@@ -1,30 +1,48 @@
-//! `rmq consume`: a push consumer that prints every message it receives.
+//! `rmq consume`: a consumer process that prints every message it receives.
 //!
-//! stdout gets one JSON line per message and a final `{"consumed":N}` line. The consume
-//! threads only render lines; the main thread is the one writer of stdout, so lines never
-//! interleave. With `--count N` exactly N messages are printed and acknowledged: a listener
-//! that gets a message beyond the count holds it until shutdown has dropped its queue, so
-//! the consumer discards the answer and the message stays unacknowledged for the group
-//! (rather than being acknowledged unseen or sent to the retry topic).
+//! stdout gets one JSON line per message and a final `{"consumed":N}` line. A message is
+//! acknowledged only after its line is written and flushed, so a process killed at any
+//! moment has printed everything its group will not deliver again: a kill can cause
+//! duplicates, never a gap in the output. The fault tests count on that.
+//!
+//! The push consumer (default): the consume threads only render lines and hand them to
+//! the main thread, the one writer of stdout (so lines never interleave), then wait until
+//! it says they are out before the listener returns success. With `--count N` exactly N
+//! messages are printed and acknowledged: a listener that gets a message beyond the
+//! count holds it until shutdown has dropped its queue, so the consumer discards the
+//! answer and the message stays unacknowledged for the group (rather than being
+//! acknowledged unseen or sent to the retry topic).
+//!
+//! `--lite-pull`: a lite pull consumer with auto-commit, polled by the main thread, which
+//! prints a batch before it polls again (the next poll is what commits a batch). When
+//! the count is reached (or stdout breaks) in the middle of a batch, the queue is moved
+//! back to the first message not printed, so the commit at shutdown leaves it to the
+//! group.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, ValueEnum};
-use crossbeam_channel::{unbounded, Receiver, Sender};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use rocketmq_blocking::client::validators::check_topic;
 use rocketmq_blocking::protocol::SerializeType;
-use rocketmq_blocking::{ConsumeFromWhere, MessageModel, MessageSelector};
+use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, MessageModel, MessageSelector};
 use rocketmq_blocking::{MessageExt, MessageQueue, PushConsumer};
 
 use crate::{namesrv, parse_seconds, push_consumer, CliResult};
 
 /// How often a listener holding a message beyond `--count` checks whether its queue is gone.
 const RELEASE_POLL: Duration = Duration::from_millis(20);
+
+/// Longest single `poll` of the lite pull loop, so that the deadline is checked often.
+const POLL_SLICE: Duration = Duration::from_millis(500);
+
+/// Most listener hand-overs the printer writes with one flush.
+const PRINT_GROUP: usize = 256;
 
 #[derive(clap::Args)]
 pub(crate) struct ConsumeArgs {
@@ -51,6 +69,14 @@ pub(crate) struct ConsumeArgs {
     /// Orderly: one thread per queue at a time, in queue order.
     #[arg(long)]
     orderly: bool,
+    /// A lite pull consumer with auto-commit (Java `DefaultLitePullConsumer`) instead of a
+    /// push consumer: each polled batch is printed before the next poll commits it.
+    #[arg(long, conflicts_with_all = ["orderly", "sql"])]
+    lite_pull: bool,
+    /// Wait this long after printing each message before acknowledging it (a slow
+    /// consumer; the fault tests kill one in the middle of a batch).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    delay: Option<Duration>,
     /// Where a group without stored offsets starts.
     #[arg(long, value_enum, default_value_t = StartAt::Last)]
     from: StartAt,
@@ -77,43 +103,35 @@ impl From<StartAt> for ConsumeFromWhere {
 pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult {
     let began = Instant::now();
     check_topic(&args.topic)?;
-    let selector = match (&args.expr, &args.sql) {
-        (_, Some(sql)) if sql.trim().is_empty() => return Err("--sql must not be blank".into()),
-        (_, Some(sql)) => MessageSelector::by_sql(sql.as_str()),
-        (Some(expr), None) => MessageSelector::by_tag(expr.as_str()),
-        (None, None) => MessageSelector::by_tag("*"),
-    };
+    if args.sql.as_deref().is_some_and(|sql| sql.trim().is_empty()) {
+        return Err("--sql must not be blank".into());
+    }
     let addr = namesrv(namesrv_arg)?;
-    let model = if args.broadcast {
+    let deadline = args.timeout.map(|t| began + t);
+    let out = Printer::new(BufWriter::new(std::io::stdout().lock()));
+    let out = if args.lite_pull {
+        run_lite_pull(&addr, &args, deadline, out)?
+    } else {
+        run_push(&addr, &args, deadline, out)?
+    };
+    if let Some(e) = out.broken {
+        return Err(format!("cannot write to stdout: {e}").into());
+    }
+    let mut w = out.out;
+    writeln!(w, "{{\"consumed\":{}}}", out.printed)?;
+    w.flush()?;
+    Ok(())
+}
+
+fn message_model(args: &ConsumeArgs) -> MessageModel {
+    if args.broadcast {
         MessageModel::Broadcasting
     } else {
         MessageModel::Clustering
-    };
+    }
+}
 
-    let (lines_tx, lines) = unbounded();
-    let sink = Arc::new(Sink {
-        count: args.count,
-        claimed: AtomicU64::new(0),
-        lines: lines_tx,
-        consumer: OnceLock::new(),
-    });
-    let listener = {
-        let sink = sink.clone();
-        move |msgs: &[MessageExt], mq: &MessageQueue| sink.deliver(msgs, mq)
-    };
-    let consumer = push_consumer(
-        &addr,
-        &args.group,
-        SerializeType::from_env(),
-        args.orderly,
-        listener,
-    )
-    .subscribe_with(&args.topic, selector)
-    .message_model(model)
-    .consume_from_where(args.from.into())
-    .start()?;
-    let consumer = Arc::new(consumer);
-    let _ = sink.consumer.set(Arc::downgrade(&consumer));
+fn announce(args: &ConsumeArgs) {
     eprintln!(
         "rmq: consuming {} as {} ({}{}, new groups start from the {} offset)",
         args.topic,
@@ -123,50 +141,185 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         } else {
             "clustering"
         },
-        if args.orderly { ", orderly" } else { "" },
+        if args.orderly {
+            ", orderly"
+        } else if args.lite_pull {
+            ", lite pull"
+        } else {
+            ""
+        },
         if args.from == StartAt::First {
             "first"
         } else {
             "last"
         },
     );
+}
 
-    let deadline = args.timeout.map(|t| began + t);
-    let mut out = Printer {
-        out: std::io::stdout().lock(),
-        printed: 0,
-        broken: None,
+fn run_push<W: Write>(
+    addr: &str,
+    args: &ConsumeArgs,
+    deadline: Option<Instant>,
+    mut out: Printer<W>,
+) -> Result<Printer<W>, Box<dyn std::error::Error>> {
+    let selector = match (&args.expr, &args.sql) {
+        (_, Some(sql)) => MessageSelector::by_sql(sql.as_str()),
+        (Some(expr), None) => MessageSelector::by_tag(expr.as_str()),
+        (None, None) => MessageSelector::by_tag("*"),
     };
-    while args.count.map_or(true, |n| out.printed < n) && out.broken.is_none() {
-        match next_line(&lines, deadline) {
-            Some(line) => out.print(&line),
+    let (lines_tx, lines) = unbounded();
+    let sink = Arc::new(Sink {
+        count: args.count,
+        delay: args.delay,
+        claimed: AtomicU64::new(0),
+        lines: lines_tx,
+        consumer: OnceLock::new(),
+    });
+    let listener = {
+        let sink = sink.clone();
+        move |msgs: &[MessageExt], mq: &MessageQueue| sink.deliver(msgs, mq)
+    };
+    let consumer = push_consumer(
+        addr,
+        &args.group,
+        SerializeType::from_env(),
+        args.orderly,
+        listener,
+    )
+    .subscribe_with(&args.topic, selector)
+    .message_model(message_model(args))
+    .consume_from_where(args.from.into())
+    .start()?;
+    let consumer = Arc::new(consumer);
+    let _ = sink.consumer.set(Arc::downgrade(&consumer));
+    announce(args);
+
+    while !out.done(args.count) {
+        match next_lines(&lines, deadline) {
+            Some(first) => out.print_group(first, &lines),
             None => break, // the timeout
         }
     }
-    consumer.shutdown();
-    // Listeners that were running during the shutdown may have rendered lines since; their
-    // messages were claimed, so they are printed too.
-    while let Ok(line) = lines.try_recv() {
-        if out.broken.is_some() {
-            break;
+    shut_down_while_printing(&consumer, &lines, &mut out)?;
+    Ok(out)
+}
+
+/// Shuts the push consumer down on another thread while this one goes on printing:
+/// listeners that were running wait for their lines to be out, and shutdown stops
+/// recording offsets only after the consume pool has stopped. What they hand over after
+/// shutdown is printed too (their messages were claimed), though no longer acknowledged.
+fn shut_down_while_printing<W: Write>(
+    consumer: &PushConsumer,
+    lines: &Receiver<Lines>,
+    out: &mut Printer<W>,
+) -> std::io::Result<()> {
+    std::thread::scope(|scope| {
+        let (stopped_tx, stopped) = bounded::<()>(0);
+        std::thread::Builder::new()
+            .name("rmq-shutdown".into())
+            .spawn_scoped(scope, move || {
+                consumer.shutdown();
+                drop(stopped_tx);
+            })?;
+        loop {
+            select! {
+                recv(lines) -> first => match first {
+                    Ok(first) => out.print_group(first, lines),
+                    Err(_) => break,
+                },
+                recv(stopped) -> _ => break,
+            }
         }
-        out.print(&line);
+        Ok::<(), std::io::Error>(())
+    })?;
+    while let Ok(first) = lines.try_recv() {
+        out.print_group(first, lines);
     }
-    if let Some(e) = out.broken {
-        return Err(format!("cannot write to stdout: {e}").into());
-    }
-    writeln!(out.out, "{{\"consumed\":{}}}", out.printed)?;
     Ok(())
 }
 
-/// The next rendered line, or `None` once `deadline` passed (the sink holds a sender,
-/// so the channel never disconnects while the consumer lives).
-fn next_line(lines: &Receiver<String>, deadline: Option<Instant>) -> Option<String> {
+/// The next hand-over of a listener, or `None` once `deadline` passed (the sink holds a
+/// sender, so the channel never disconnects while the consumer lives).
+fn next_lines(lines: &Receiver<Lines>, deadline: Option<Instant>) -> Option<Lines> {
     match deadline {
         Some(d) => lines.recv_deadline(d).ok(),
         // Without a deadline this waits until the process is killed.
         None => lines.recv().ok(),
     }
+}
+
+fn run_lite_pull<W: Write>(
+    addr: &str,
+    args: &ConsumeArgs,
+    deadline: Option<Instant>,
+    mut out: Printer<W>,
+) -> Result<Printer<W>, Box<dyn std::error::Error>> {
+    let consumer = LitePullConsumer::builder(&args.group)
+        .namesrv_addr(addr)
+        .serialize_type(SerializeType::from_env())
+        .message_model(message_model(args))
+        .consume_from_where(args.from.into())
+        .subscribe(&args.topic, args.expr.as_deref().unwrap_or("*"))
+        .start()?;
+    announce(args);
+    let mut rest: Option<MessageExt> = None;
+    while rest.is_none() && !out.done(args.count) {
+        let slice = deadline.map_or(POLL_SLICE, |d| {
+            d.saturating_duration_since(Instant::now()).min(POLL_SLICE)
+        });
+        if slice.is_zero() {
+            break;
+        }
+        // Auto-commit: this poll commits what the previous ones returned, all printed.
+        let batch = consumer.poll_timeout(slice)?;
+        rest = print_batch(&mut out, batch, args.count, args.delay);
+    }
+    if let Some(m) = rest {
+        // The shutdown commits where polling got to; move the queue back first, so that
+        // what was not printed stays with the group.
+        let mq = m.message_queue();
+        if let Err(e) = consumer.seek(&mq, m.queue_offset()) {
+            // A commit now would skip messages nobody printed: leave as a killed process
+            // would, and the group gets them again from the last commit.
+            eprintln!(
+                "rmq: cannot move {mq} back to offset {}: {e}; exiting without a commit",
+                m.queue_offset()
+            );
+            let _ = out.out.flush();
+            std::process::exit(1);
+        }
+    }
+    consumer.shutdown();
+    Ok(out)
+}
+
+/// Prints a polled batch, one flushed line per message; returns the first message not
+/// printed (the count was reached or stdout broke), if any.
+fn print_batch<W: Write>(
+    out: &mut Printer<W>,
+    batch: Vec<MessageExt>,
+    count: Option<u64>,
+    delay: Option<Duration>,
+) -> Option<MessageExt> {
+    for m in batch {
+        if out.done(count) {
+            return Some(m);
+        }
+        out.print(&[render(&m, &m.message_queue())]);
+        if out.broken.is_some() {
+            return Some(m);
+        }
+        if let Some(d) = delay {
+            std::thread::sleep(d);
+        }
+    }
+    None
+}
+
+/// A listener's rendered messages, and where the printer answers whether they are out.
+struct Lines {
+    lines: Vec<String>,
+    printed: Sender<bool>,
 }
 
 /// The one writer of stdout.
@@ -178,10 +331,50 @@ struct Printer<W: Write> {
 }
 
 impl<W: Write> Printer<W> {
-    fn print(&mut self, line: &str) {
-        match writeln!(self.out, "{line}").and_then(|()| self.out.flush()) {
-            Ok(()) => self.printed += 1,
-            Err(e) => self.broken = Some(e),
+    fn new(out: W) -> Self {
+        Printer {
+            out,
+            printed: 0,
+            broken: None,
+        }
+    }
+
+    /// Whether printing is over: the count is reached or stdout is broken.
+    fn done(&self, count: Option<u64>) -> bool {
+        self.broken.is_some() || count.is_some_and(|n| self.printed >= n)
+    }
+
+    /// Writes and flushes `lines`; whether they are out.
+    fn print(&mut self, lines: &[String]) -> bool {
+        if self.broken.is_some() {
+            return false;
+        }
+        let written = lines
+            .iter()
+            .try_for_each(|l| writeln!(self.out, "{l}"))
+            .and_then(|()| self.out.flush());
+        match written {
+            Ok(()) => {
+                self.printed += lines.len() as u64;
+                true
+            }
+            Err(e) => {
+                self.broken = Some(e);
+                false
+            }
+        }
+    }
+
+    /// Prints `first` and whatever other listeners have handed over by now with one
+    /// flush, then tells each of them whether its lines are out.
+    fn print_group(&mut self, first: Lines, more: &Receiver<Lines>) {
+        let mut group = vec![first];
+        group.extend(more.try_iter().take(PRINT_GROUP - 1));
+        let all: Vec<String> = group.iter_mut().flat_map(|g| g.lines.drain(..)).collect();
+        let out = self.print(&all);
+        for g in group {
+            // A listener that gave up waiting has nothing left to answer.
+            let _ = g.printed.send(out);
         }
     }
 }
@@ -189,26 +382,46 @@ impl<W: Write> Printer<W> {
 /// What the listener shares with the main thread.
 struct Sink {
     count: Option<u64>,
+    delay: Option<Duration>,
     /// Messages taken for printing so far; never more than `count`.
     claimed: AtomicU64,
-    lines: Sender<String>,
+    lines: Sender<Lines>,
     /// Set right after the start; listeners may run before that.
     consumer: OnceLock<Weak<PushConsumer>>,
 }
 
 impl Sink {
-    /// The listener: renders and hands over each message it may take; a message beyond
-    /// the count is held back (see the module docs).
+    /// The listener: renders each message it may take, hands them to the printer and
+    /// succeeds once they are printed; a message beyond the count, or lines that could
+    /// not be printed, are held back (see the module docs).
     fn deliver(&self, msgs: &[MessageExt], mq: &MessageQueue) -> bool {
+        let mut lines = Vec::with_capacity(msgs.len());
         for m in msgs {
             if !self.claim() {
-                self.wait_until_released(mq);
-                return false;
+                break;
             }
-            // The receiver lives until the end of `run`, after the consumer is shut down.
-            let _ = self.lines.send(render(m, mq));
+            lines.push(render(m, mq));
+        }
+        let taken = lines.len();
+        if taken > 0 && !self.print(lines) {
+            self.wait_until_released(mq);
+            return false;
+        }
+        if let Some(d) = self.delay {
+            std::thread::sleep(d * taken as u32);
+        }
+        if taken < msgs.len() {
+            self.wait_until_released(mq);
+            return false;
         }
         true
+    }
+
+    /// Hands `lines` to the printer and waits for them to be written and flushed.
+    fn print(&self, lines: Vec<String>) -> bool {
+        let (printed, answer) = bounded(1);
+        // The receiver lives until the end of `run`, after the consumer is shut down.
+        self.lines.send(Lines { lines, printed }).is_ok() && answer.recv() == Ok(true)
     }
 
     /// Takes one of the `count` slots; always succeeds without a count.
@@ -228,8 +441,9 @@ impl Sink {
     }
 
     /// Returns once the consumer no longer holds `mq`: after that the consumer ignores
-    /// what the listener answers. The count was reached, so the main thread is shutting
-    /// the consumer down, which drops every queue before it waits for the listeners.
+    /// what the listener answers. The count was reached (or stdout broke), so the main
+    /// thread is shutting the consumer down, which drops every queue at its end; it does
+    /// not wait for running listeners (`await_termination_when_shutdown` is 0).
     fn wait_until_released(&self, mq: &MessageQueue) {
         loop {
             if let Some(weak) = self.consumer.get() {
@@ -386,6 +600,7 @@ mod tests {
     fn sink(count: Option<u64>) -> Sink {
         Sink {
             count,
+            delay: None,
             claimed: AtomicU64::new(0),
             lines: unbounded().0,
             consumer: OnceLock::new(),
@@ -411,32 +626,142 @@ mod tests {
         assert!(sink(None).claim());
     }
 
+    struct Closed;
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
     #[test]
     fn a_writer_that_fails_stops_the_printer() {
-        struct Closed;
-        impl Write for Closed {
-            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
-                Err(std::io::ErrorKind::BrokenPipe.into())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut p = Printer {
-            out: Vec::new(),
-            printed: 0,
-            broken: None,
-        };
-        p.print("a");
-        p.print("b");
-        assert_eq!((p.printed, p.out.as_slice()), (2, &b"a\nb\n"[..]));
-        let mut p = Printer {
-            out: Closed,
-            printed: 0,
-            broken: None,
-        };
-        p.print("a");
+        let mut p = Printer::new(Vec::new());
+        assert!(p.print(&strings(&["a"])));
+        assert!(p.print(&strings(&["b", "c"])));
+        assert_eq!((p.printed, p.out.as_slice()), (3, &b"a\nb\nc\n"[..]));
+        assert!(!p.done(None) && p.done(Some(3)));
+        let mut p = Printer::new(Closed);
+        assert!(!p.print(&strings(&["a"])));
         assert_eq!(p.printed, 0);
-        assert!(p.broken.is_some());
+        assert!(p.broken.is_some() && p.done(None));
+    }
+
+    /// A sink whose listener calls go to the returned receiver, on a consumer that is
+    /// already gone (so a held-back message is released at once).
+    fn sink_with_printer(count: Option<u64>) -> (Arc<Sink>, Receiver<Lines>) {
+        let (lines, rx) = unbounded();
+        let consumer = OnceLock::new();
+        let _ = consumer.set(Weak::new());
+        let s = Sink {
+            count,
+            delay: None,
+            claimed: AtomicU64::new(0),
+            lines,
+            consumer,
+        };
+        (Arc::new(s), rx)
+    }
+
+    /// Calls the listener on another thread; its answer comes on the returned receiver.
+    fn deliver_in_background(s: &Arc<Sink>, msgs: Vec<MessageExt>) -> Receiver<bool> {
+        let (tx, rx) = bounded(1);
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let mq = MessageQueue::new("T", "broker-a", 3);
+            let _ = tx.send(s.deliver(&msgs, &mq));
+        });
+        rx
+    }
+
+    #[test]
+    fn a_listener_succeeds_only_once_its_lines_are_printed_and_flushed() {
+        let (s, handed) = sink_with_printer(None);
+        let answer = deliver_in_background(&s, vec![message(b"one"), message(b"two")]);
+        let first = handed.recv_timeout(Duration::from_secs(10)).unwrap();
+        // Nothing is printed yet, so the message must not be acknowledged yet: a kill now
+        // would lose it from the output.
+        assert!(answer.recv_timeout(Duration::from_millis(300)).is_err());
+        let mut p = Printer::new(Vec::new());
+        p.print_group(first, &handed);
+        assert_eq!(answer.recv_timeout(Duration::from_secs(10)), Ok(true));
+        assert_eq!(p.printed, 2);
+        assert_eq!(String::from_utf8_lossy(&p.out).lines().count(), 2);
+    }
+
+    #[test]
+    fn lines_that_cannot_be_printed_are_not_acknowledged() {
+        let (s, handed) = sink_with_printer(None);
+        let answer = deliver_in_background(&s, vec![message(b"one")]);
+        let mut p = Printer::new(Closed);
+        p.print_group(
+            handed.recv_timeout(Duration::from_secs(10)).unwrap(),
+            &handed,
+        );
+        assert_eq!(answer.recv_timeout(Duration::from_secs(10)), Ok(false));
+        // A printer that is gone answers no one: the listener does not wait forever.
+        let answer = deliver_in_background(&s, vec![message(b"two")]);
+        drop(handed);
+        assert_eq!(answer.recv_timeout(Duration::from_secs(10)), Ok(false));
+    }
+
+    #[test]
+    fn the_printer_answers_every_listener_of_a_group() {
+        let (s, handed) = sink_with_printer(Some(3));
+        let answers: Vec<_> = (0..4)
+            .map(|_| deliver_in_background(&s, vec![message(b"m")]))
+            .collect();
+        let mut p = Printer::new(Vec::new());
+        while p.printed < 3 {
+            let first = handed.recv_timeout(Duration::from_secs(10)).unwrap();
+            p.print_group(first, &handed);
+        }
+        let mut got: Vec<bool> = answers
+            .iter()
+            .map(|a| a.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        got.sort();
+        // The fourth is beyond the count: held back, never printed.
+        assert_eq!(got, [false, true, true, true]);
+        assert_eq!(p.printed, 3);
+        assert!(handed.try_recv().is_err());
+    }
+
+    fn at(offset: i64) -> MessageExt {
+        let mut m = MessageExt::default();
+        m.set_stored(
+            rocketmq_blocking::Message::new("T", format!("m{offset}").into_bytes()),
+            "broker-a",
+            1,
+            offset,
+            0,
+        );
+        m
+    }
+
+    #[test]
+    fn a_lite_pull_batch_stops_at_the_count_and_names_the_first_message_not_printed() {
+        let mut p = Printer::new(Vec::new());
+        let batch = || (10..15).map(at).collect::<Vec<_>>();
+        assert!(print_batch(&mut p, batch(), Some(7), None).is_none());
+        let rest = print_batch(&mut p, batch(), Some(7), None).expect("the count came first");
+        assert_eq!((rest.queue_offset(), p.printed), (12, 7));
+        let text = String::from_utf8_lossy(&p.out).into_owned();
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last["queueOffset"], 11);
+        assert_eq!(
+            last["queue"],
+            serde_json::json!({"broker": "broker-a", "queueId": 1})
+        );
+
+        let mut p = Printer::new(Closed);
+        let rest = print_batch(&mut p, batch(), None, None).expect("stdout broke");
+        assert_eq!((rest.queue_offset(), p.printed), (10, 0));
     }
 }
