@@ -252,6 +252,12 @@ pub struct PushConsumerOptions {
     /// returned by then.
     #[doc(alias = "awaitTerminationMillisWhenShutdown")]
     pub await_termination_when_shutdown: Duration,
+    /// A concurrent listener still running on a batch after this long has the batch's
+    /// messages sent back for retry and taken off its queue, so that the queue's offset
+    /// moves on (Java `consumeTimeout`, 15 min). The listener is not interrupted; what it
+    /// returns later no longer counts for those messages. Orderly listeners are not timed.
+    #[doc(alias = "consumeTimeout")]
+    pub consume_timeout: Duration,
 }
 
 impl Default for PushConsumerOptions {
@@ -274,6 +280,7 @@ impl Default for PushConsumerOptions {
             pull_time_delay_when_exception: Duration::from_millis(1000),
             offset_store_dir: default_local_offset_dir(),
             await_termination_when_shutdown: Duration::ZERO,
+            consume_timeout: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -468,6 +475,10 @@ impl PushConsumerBuilder {
         /// [`PushConsumer::shutdown`].
         #[doc(alias = "awaitTerminationMillisWhenShutdown")]
         await_termination_when_shutdown: Duration;
+        /// How long a concurrent listener may run before its messages are retried (Java
+        /// `consumeTimeout`, 15 min).
+        #[doc(alias = "consumeTimeout")]
+        consume_timeout: Duration;
     }
 
     /// [`build`](Self::build) and [`PushConsumer::start`].
@@ -496,6 +507,11 @@ impl PushConsumerBuilder {
                 "consume threads must satisfy 1 <= min ({}) <= max ({}) <= 1000",
                 o.consume_thread_min, o.consume_thread_max
             )));
+        }
+        if o.consume_timeout < Duration::from_secs(1) {
+            return Err(Error::invalid_argument(
+                "consume_timeout must be at least 1 s",
+            ));
         }
         if !(1..=1024).contains(&o.pull_batch_size)
             || !(1..=1024).contains(&o.consume_message_batch_max_size)
@@ -623,6 +639,7 @@ impl PushConsumer {
         }
         *c.state.lock() = ServiceState::Running;
         c.start_lock_timer()?;
+        c.start_consume_timeout_check();
         let topics: Vec<String> = c.rebalance.subscriptions.read().keys().cloned().collect();
         let mut missing = Vec::new();
         for t in topics {

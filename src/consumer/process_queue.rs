@@ -7,8 +7,9 @@
 //! (concurrently, lite pull) and keeps the messages themselves only where it hands them out
 //! (orderly).
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -20,6 +21,9 @@ use crate::protocol::consumer_admin::ProcessQueueInfo;
 pub const PULL_MAX_IDLE_TIME: Duration = Duration::from_secs(120);
 /// A broker lock older than this is not trusted for orderly consumption.
 pub const REBALANCE_LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(30);
+
+/// A concurrent batch in its listener: when it started, and its messages.
+type InFlight = (Instant, Arc<Vec<MessageExt>>);
 
 /// One pulled message not yet consumed.
 struct Cached {
@@ -62,6 +66,10 @@ pub struct ProcessQueue {
     /// When messages were last consumed (removed or committed), ms since the epoch; 0
     /// before the first. For the admin tool's "can't consume for a while".
     last_consume_millis: AtomicI64,
+    /// Concurrent batches handed to a listener that has not returned: id → when it
+    /// started and the messages, for the consume timeout (Java `cleanExpiredMsg`).
+    in_flight: Mutex<HashMap<u64, InFlight>>,
+    next_batch: AtomicU64,
 }
 
 impl Default for ProcessQueue {
@@ -75,6 +83,8 @@ impl Default for ProcessQueue {
             consume_lock: Mutex::new(()),
             try_unlock_times: AtomicI64::new(0),
             last_consume_millis: AtomicI64::new(0),
+            in_flight: Mutex::new(HashMap::new()),
+            next_batch: AtomicU64::new(0),
         }
     }
 }
@@ -183,6 +193,45 @@ impl ProcessQueue {
             Some(first) => *first,
             None => g.queue_offset_max + 1,
         }
+    }
+
+    /// A listener starts on `msgs`; returns the batch's id for [`end_batch`](Self::end_batch).
+    pub(crate) fn begin_batch(&self, msgs: Arc<Vec<MessageExt>>) -> u64 {
+        let id = self.next_batch.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.lock().insert(id, (Instant::now(), msgs));
+        id
+    }
+
+    /// The listener of batch `id` returned; false if the batch had expired (its messages
+    /// were taken by [`take_expired`](Self::take_expired)).
+    pub(crate) fn end_batch(&self, id: u64) -> bool {
+        self.in_flight.lock().remove(&id).is_some()
+    }
+
+    /// The batches whose listener has run for longer than `timeout`, with those of their
+    /// messages that are still cached (not consumed since). Once each of them is sent
+    /// back, [`end_batch`](Self::end_batch) forgets the batch, and its listener, when it
+    /// returns, no longer decides about them.
+    pub(crate) fn expired_batches(&self, timeout: Duration) -> Vec<(u64, Vec<MessageExt>)> {
+        let expired: Vec<(u64, Arc<Vec<MessageExt>>)> = self
+            .in_flight
+            .lock()
+            .iter()
+            .filter(|(_, (started, _))| started.elapsed() > timeout)
+            .map(|(id, (_, msgs))| (*id, msgs.clone()))
+            .collect();
+        let g = self.inner.lock();
+        expired
+            .into_iter()
+            .map(|(id, batch)| {
+                let cached = batch
+                    .iter()
+                    .filter(|m| g.msgs.contains_key(&m.queue_offset))
+                    .cloned()
+                    .collect();
+                (id, cached)
+            })
+            .collect()
     }
 
     fn touch_consume(&self) {

@@ -184,6 +184,72 @@ impl PushConsumerImpl {
         Ok(())
     }
 
+    /// Starts the consume-timeout check (Java `cleanExpireMsg`, every `consume_timeout`):
+    /// concurrent consumers only. The timer only hands the check to the rebalance thread,
+    /// since sending messages back is network work and the consume pool may be full of
+    /// the very listeners that hang.
+    pub(crate) fn start_consume_timeout_check(&self) {
+        if self.is_orderly() {
+            return;
+        }
+        let me = self.me.clone();
+        self.instance
+            .schedule_later("consume-timeout", self.options.consume_timeout, move || {
+                let Some(c) = me.upgrade() else { return };
+                if !c.is_running() {
+                    return;
+                }
+                let weak = c.me.clone();
+                c.instance.run_on_rebalance_thread(move || {
+                    if let Some(c) = weak.upgrade() {
+                        c.clean_expired_messages();
+                    }
+                });
+                c.start_consume_timeout_check();
+            });
+    }
+
+    /// Sends back every cached message whose listener has run past `consume_timeout`
+    /// and takes it off its queue, so the queue's offset can move past it.
+    fn clean_expired_messages(&self) {
+        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .rebalance
+            .process_queues
+            .read()
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect();
+        for (mq, pq) in held {
+            if pq.is_dropped() {
+                continue;
+            }
+            for (batch, msgs) in pq.expired_batches(self.options.consume_timeout) {
+                let mut all_sent = true;
+                for m in msgs {
+                    warn!(
+                        "{}: the listener has run on {} of {mq} for more than {:?}; sending it back",
+                        self.group,
+                        m.msg_id(),
+                        self.options.consume_timeout
+                    );
+                    // Java sends it back with delay level 3 (10 s).
+                    if !self.send_message_back(&m, 3, &mq) {
+                        // Kept in the queue, and the batch kept: the next check tries again.
+                        all_sent = false;
+                        continue;
+                    }
+                    let offset = pq.remove_messages([m.queue_offset]);
+                    if offset >= 0 && !pq.is_dropped() {
+                        self.record_offset(&mq, offset, true);
+                    }
+                }
+                if all_sent {
+                    pq.end_batch(batch);
+                }
+            }
+        }
+    }
+
     pub(crate) fn stop_lock_timer(&self) {
         let timer = self.lock_timer.lock().take();
         if let Some(t) = timer {
@@ -456,6 +522,8 @@ impl PushConsumerImpl {
             return;
         };
         self.prepare_for_listener(&mut msgs);
+        let msgs = Arc::new(msgs);
+        let batch = pq.begin_batch(msgs.clone());
         let mut ctx = ConsumeConcurrentlyContext::new(mq);
         let began = Instant::now();
         let status =
@@ -468,6 +536,14 @@ impl PushConsumerImpl {
                 );
                 ConsumeStatus::ReconsumeLater
             });
+        if !pq.end_batch(batch) {
+            // Past the consume timeout: its messages were sent back and left the queue.
+            debug!(
+                "{}: a listener returned after the consume timeout",
+                self.group
+            );
+            return;
+        }
         // The queue moved into the context to save a copy per consume task; take it back.
         let ConsumeConcurrentlyContext {
             message_queue: mq,

@@ -413,8 +413,11 @@ impl Cluster {
         let conf = dir.join("home").join("conf");
         std::fs::create_dir_all(&conf).map_err(|e| TestkitError::io("create", &conf, e))?;
         let logback = conf.join("logback_tools.xml");
-        std::fs::write(&logback, "<configuration><root level=\"OFF\"/></configuration>\n")
-            .map_err(|e| TestkitError::io("write", &logback, e))?;
+        std::fs::write(
+            &logback,
+            "<configuration><root level=\"OFF\"/></configuration>\n",
+        )
+        .map_err(|e| TestkitError::io("write", &logback, e))?;
         let home = dir.join("home");
         let mut cmd = std::process::Command::new(&self.java);
         cmd.current_dir(&dir)

@@ -925,3 +925,52 @@ fn a_member_joining_makes_the_others_rebalance_well_before_the_periodic_round() 
     c2.shutdown();
     c1.shutdown();
 }
+
+/// Java `consumeTimeout` (`cleanExpiredMsg`): a message whose listener runs past the
+/// consume timeout is sent back for retry and leaves the process queue, so one hung
+/// listener no longer pins its queue's offset.
+#[test]
+fn a_listener_past_the_consume_timeout_has_its_message_retried_and_the_offset_moves_on() {
+    let topic = cluster::topic("consume_timeout", 1);
+    let group = cluster::unique("consume_timeout_g");
+    let p = producer();
+    for i in 0..3 {
+        p.send(&Message::new(&topic, format!("t{i}"))).unwrap();
+    }
+    let mq = p.fetch_publish_message_queues(&topic).unwrap()[0].clone();
+    let (release, released) = crossbeam_channel::unbounded::<()>();
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let began = Instant::now();
+    let c = consumer(&group, &topic)
+        .consume_timeout(Duration::from_secs(2))
+        .listener(move |msgs, _| {
+            s.lock().extend(msgs.iter().cloned());
+            // The first delivery of t0 hangs (until the test ends); its retry does not.
+            if msgs[0].body() == b"t0" && msgs[0].reconsume_times() == 0 {
+                let _ = released.recv_timeout(Duration::from_secs(120));
+            }
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    wait_for("t0 retried", Duration::from_secs(60), || {
+        seen.lock()
+            .iter()
+            .any(|m| m.body() == b"t0" && m.reconsume_times() == 1)
+    });
+    let retried_after = began.elapsed();
+    // The queue's offset moves past the hung message to the end (3).
+    wait_for(
+        "the offset past the hung message",
+        Duration::from_secs(30),
+        || c.offsets().get(&mq).copied() == Some(3),
+    );
+    eprintln!("the hung message came again {retried_after:?} after the start");
+    let _ = release.send(());
+    c.shutdown();
+    let bodies: Vec<Vec<u8>> = seen.lock().iter().map(|m| m.body().to_vec()).collect();
+    for b in [&b"t1"[..], b"t2"] {
+        assert!(bodies.iter().any(|x| x == b), "{b:?} never came");
+    }
+}
