@@ -190,7 +190,7 @@ pub use consumer::{
     MessageSelector, PushConsumer, PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
 };
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
-pub use message::{Message, MessageExt, MessageQueue};
+pub use message::{CompressionType, Message, MessageExt, MessageQueue};
 pub use producer::{
     JavaHashCode, MessageQueueSelector, Producer, ProducerBuilder, ProducerOptions,
     SelectMessageQueueByHash, SendAsyncError, SendFuture, SendResult, SendStatus,

@@ -10,7 +10,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
@@ -385,16 +385,17 @@ fn decode_record(
     }
     let mut message =
         if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 && !stored.is_empty() {
-            check_zlib(sys_flag)?;
+            let kind = CompressionType::of_flag(sys_flag)?;
             let inflated = if *inflate_budget < opts.max_body_len {
-                inflate(stored, *inflate_budget, || {
+                kind.decompress_capped(stored, *inflate_budget, || {
                     format!(
                         "the {} bytes left of the {} allowed for all bodies",
                         *inflate_budget, opts.max_total_body_len
                     )
                 })?
             } else {
-                decompress(stored, opts.max_body_len)?
+                let max = opts.max_body_len;
+                kind.decompress_capped(stored, max, || format!("{max} bytes"))?
             };
             *inflate_budget -= inflated.len();
             Message::empty(topic, inflated)
@@ -444,14 +445,111 @@ fn read_host(r: &mut Reader<'_>, v6: bool) -> Result<SocketAddr, DecodeError> {
     Ok(SocketAddr::new(ip, port))
 }
 
-/// zlib is compression type 3, and 0 for senders before 4.9.4.
-fn check_zlib(flag: i32) -> Result<(), DecodeError> {
-    match (flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
-        0 | 3 => Ok(()),
-        1 => Err(DecodeError::new("unsupported compression LZ4")),
-        2 => Err(DecodeError::new("unsupported compression ZSTD")),
-        n => Err(DecodeError::new(format!("unknown compression type {n}"))),
+/// How a body is compressed (Java 5.x `CompressionType`): bits 8–10 of `sysFlag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum CompressionType {
+    /// A zlib stream (RFC 1950), as every Java client writes; type 3, or 0 from clients
+    /// before 4.9.4.
+    #[default]
+    Zlib,
+    /// An LZ4 frame (Java `LZ4FrameOutputStream`); type 1.
+    Lz4,
+    /// A Zstandard frame (Java `ZstdOutputStream`); type 2.
+    Zstd,
+}
+
+impl CompressionType {
+    /// The type a compressed message's `sysFlag` names.
+    pub fn of_flag(flag: i32) -> Result<Self, DecodeError> {
+        match (flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
+            0 | 3 => Ok(CompressionType::Zlib),
+            1 => Ok(CompressionType::Lz4),
+            2 => Ok(CompressionType::Zstd),
+            n => Err(DecodeError::new(format!("unknown compression type {n}"))),
+        }
     }
+
+    /// The `sysFlag` bits of this type.
+    pub fn flag(self) -> i32 {
+        match self {
+            CompressionType::Zlib => sys_flag::COMPRESSION_ZLIB,
+            CompressionType::Lz4 => sys_flag::COMPRESSION_LZ4,
+            CompressionType::Zstd => sys_flag::COMPRESSION_ZSTD,
+        }
+    }
+
+    /// Compresses `body`; `level` matters to zlib only (0..=9). LZ4 writes a frame at
+    /// lz4-java's default; Zstandard its fastest level, which Java's decoder reads like
+    /// any other.
+    pub fn compress(self, body: &[u8], level: u32) -> Vec<u8> {
+        match self {
+            CompressionType::Zlib => compress(body, level),
+            CompressionType::Lz4 => {
+                let mut enc =
+                    lz4_flex::frame::FrameEncoder::new(Vec::with_capacity(body.len() / 2 + 64));
+                // Writes to a Vec cannot fail; an empty result would be refused by any
+                // decoder rather than pass as a corrupt body.
+                enc.write_all(body)
+                    .map_err(|_| ())
+                    .and_then(|()| enc.finish().map_err(|_| ()))
+                    .unwrap_or_default()
+            }
+            CompressionType::Zstd => {
+                ruzstd::encoding::compress_to_vec(body, ruzstd::encoding::CompressionLevel::Fastest)
+            }
+        }
+    }
+
+    /// Decompresses `data`, failing when it is corrupt or truncated or would exceed
+    /// `max_len` bytes (`cap` describes that limit in the error).
+    fn decompress_capped(
+        self,
+        data: &[u8],
+        max_len: usize,
+        cap: impl FnOnce() -> String,
+    ) -> Result<Vec<u8>, DecodeError> {
+        if data.is_empty() {
+            // A compressor always writes a header; lz4_flex would read nothing as nothing.
+            return Err(DecodeError::new(format!("empty {self:?} body")));
+        }
+        let out = match self {
+            CompressionType::Zlib => return inflate(data, max_len, cap),
+            CompressionType::Lz4 => read_at_most(
+                &mut lz4_flex::frame::FrameDecoder::new(data),
+                max_len,
+                "LZ4",
+            )?,
+            CompressionType::Zstd => {
+                let mut d = ruzstd::decoding::StreamingDecoder::new(data)
+                    .map_err(|e| DecodeError::new(format!("corrupt Zstandard body: {e}")))?;
+                read_at_most(&mut d, max_len, "Zstandard")?
+            }
+        };
+        if out.len() > max_len {
+            return Err(DecodeError::new(format!(
+                "decompressed body exceeds {}",
+                cap()
+            )));
+        }
+        Ok(out)
+    }
+
+    /// Decompresses a body of this type, failing past `max_len` bytes.
+    pub fn decompress(self, data: &[u8], max_len: usize) -> Result<Vec<u8>, DecodeError> {
+        self.decompress_capped(data, max_len, || format!("{max_len} bytes"))
+    }
+}
+
+/// Reads `r` to its end, but never more than `max_len + 1` bytes: one byte past the cap
+/// tells "too big" from "exactly the cap" without inflating a bomb.
+fn read_at_most(r: &mut dyn Read, max_len: usize, what: &str) -> Result<Vec<u8>, DecodeError> {
+    let limit = u64::try_from(max_len).unwrap_or(u64::MAX).saturating_add(1);
+    let mut out = Vec::with_capacity(max_len.min(64 * 1024));
+    r.take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| DecodeError::new(format!("corrupt {what} body: {e}")))?;
+    Ok(out)
 }
 
 fn lossy_utf8(b: &[u8]) -> String {
@@ -479,8 +577,8 @@ fn body_crc32(data: &[u8]) -> i32 {
 /// Differences from Java, each so that the output always decodes: TOTALSIZE and BODYCRC
 /// are computed rather than copied from `store_size`/`body_crc`; the host bits of
 /// `sys_flag` follow the addresses; a topic longer than 127 bytes gets the V2 magic code.
-/// With [`sys_flag::COMPRESSED`] set, the body is zlib-compressed at level 5 and a
-/// compression type other than zlib is replaced by [`sys_flag::COMPRESSION_ZLIB`].
+/// With [`sys_flag::COMPRESSED`] set, the body is compressed with the type the flag names
+/// (zlib at level 5 for type 0 or 3; an unknown type is replaced by zlib).
 ///
 /// Fails with `InvalidArgument` when the properties exceed 32767 bytes, the topic 32767
 /// bytes, or the record 2 GiB.
@@ -493,10 +591,11 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
         flag |= sys_flag::STOREHOST_V6;
     }
     let body: Cow<'_, [u8]> = if flag & sys_flag::COMPRESSED != 0 {
-        if check_zlib(flag).is_err() {
+        let kind = CompressionType::of_flag(flag).unwrap_or_else(|_| {
             flag = (flag & !sys_flag::COMPRESSION_TYPE_MASK) | sys_flag::COMPRESSION_ZLIB;
-        }
-        Cow::Owned(compress(m.body(), DEFAULT_COMPRESS_LEVEL))
+            CompressionType::Zlib
+        });
+        Cow::Owned(kind.compress(m.body(), DEFAULT_COMPRESS_LEVEL))
     } else {
         Cow::Borrowed(m.body())
     };

@@ -30,8 +30,9 @@ pub(crate) use codec::decode_messages_shared;
 pub use codec::{
     compress, create_offset_msg_id, decode_batch, decode_messages, decode_messages_lenient,
     decode_offset_msg_id, decompress, encode_batch, encode_message_ext, properties_to_string,
-    string_to_properties, DecodeOptions, Decoded, SkippedRecord, DEFAULT_COMPRESS_LEVEL,
-    DEFAULT_MAX_BODY_LEN, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
+    string_to_properties, CompressionType, DecodeOptions, Decoded, SkippedRecord,
+    DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_BODY_LEN, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
 };
 use properties::Properties;
 pub use queue::MessageQueue;

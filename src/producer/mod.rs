@@ -28,7 +28,7 @@ use crossbeam_channel::Receiver;
 use crate::client::MQClientInstance;
 use crate::client::{ClientConfig, ClientConfigBuilder};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{Message, MessageQueue};
+use crate::message::{CompressionType, Message, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
 use send::ProducerImpl;
@@ -125,6 +125,10 @@ pub struct ProducerOptions {
     pub compress_over: usize,
     /// zlib level 0..=9 (Java `rocketmq.message.compressLevel`, 5).
     pub compress_level: u32,
+    /// How bodies are compressed (Java 5.x `compressType`, zlib). LZ4 and Zstandard
+    /// bodies are read by Java 5.x consumers and this crate's, not by Java 4.x ones.
+    #[doc(alias = "compressType")]
+    pub compress_type: CompressionType,
     /// Extra attempts of a sync send, on another broker where there is one (Java
     /// `retryTimesWhenSendFailed`, 2).
     #[doc(alias = "retryTimesWhenSendFailed")]
@@ -157,6 +161,7 @@ impl Default for ProducerOptions {
             send_timeout: Duration::from_millis(3000),
             compress_over: 4096,
             compress_level: 5,
+            compress_type: CompressionType::Zlib,
             retries: 2,
             async_retries: 2,
             retry_when_not_stored: false,
@@ -196,6 +201,8 @@ impl ProducerBuilder {
         compress_over: usize;
         /// zlib level 0..=9 (Java 5).
         compress_level: u32;
+        /// zlib (default), LZ4 or Zstandard (Java 5.x `compressType`).
+        compress_type: CompressionType;
         /// Largest body (Java 4 MiB).
         max_message_size: usize;
         /// Queues of auto-created topics (Java 4).

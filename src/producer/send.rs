@@ -260,8 +260,9 @@ impl ProducerImpl {
         }
         let mut flag_bits = 0;
         let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_over {
-            flag_bits |= sys_flag::COMPRESSED | sys_flag::COMPRESSION_ZLIB;
-            Cow::Owned(message::compress(msg.body(), self.options.compress_level))
+            let kind = self.options.compress_type;
+            flag_bits |= sys_flag::COMPRESSED | kind.flag();
+            Cow::Owned(kind.compress(msg.body(), self.options.compress_level))
         } else {
             Cow::Borrowed(msg.body())
         };
