@@ -2,7 +2,8 @@
 //! one broker group of two nodes (`broker-a`, `broker-a-1`) whose master the controller
 //! elects. The master is SIGKILLed while a producer sends and a push consumer consumes; the
 //! controller promotes the other node, and both clients must follow it through route
-//! refresh. Every acknowledged send must be consumed (counted by message id).
+//! refresh. Every acknowledged send must be consumed (counted by message id). The old
+//! master, restarted with its store, must come back as a slave.
 //!
 //! The cluster is this binary's own; its one test prints a table of figures. Reduced size
 //! by default, full size with `RMQ_RELIABILITY_SCALE=10 cargo test --test controller --
@@ -158,6 +159,27 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
     c.shutdown();
     p.shutdown();
 
+    // The old master comes back with its store: the controller makes it a slave.
+    cluster
+        .start_broker(&killed_node)
+        .expect("restart the old master");
+    let restarted = Instant::now();
+    let mut rejoined_at = None;
+    let rejoined = eventually(Duration::from_secs(60), || {
+        let slave = admin.cluster_info().ok().and_then(|info| {
+            let group = info.broker_addr_table.get(GROUP)?;
+            let as_slave = group
+                .broker_addrs
+                .iter()
+                .any(|(id, a)| *id != 0 && *a == old_master);
+            Some(as_slave && group.master_addr() == new_master.as_deref())
+        });
+        if slave == Some(true) {
+            rejoined_at = Some(Instant::now());
+        }
+        slave == Some(true)
+    });
+
     let seen = consumed.lock();
     let counts: HashMap<String, usize> = seen.iter().map(|(k, v)| (k.clone(), v.0)).collect();
     let (lost, duplicates) = lost_and_duplicates(&acked, &counts);
@@ -186,6 +208,10 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
                 "kill → first message sent after the kill consumed",
                 secs(killed, consumption_back),
             ),
+            (
+                "old master restarted → listed as a slave",
+                secs(restarted, rejoined_at),
+            ),
         ],
     );
     assert!(all, "not every acknowledged send was consumed");
@@ -199,4 +225,5 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
         consumption_back.is_some(),
         "nothing sent after the kill was consumed"
     );
+    assert!(rejoined, "the old master did not come back as a slave");
 }
