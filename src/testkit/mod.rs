@@ -949,6 +949,39 @@ mod tests {
     }
 
     #[test]
+    fn controller_mode_configs_name_the_controllers() {
+        let controller = config::EmbeddedController {
+            peers: "n0-127.0.0.1:20001",
+            self_id: "n0",
+        };
+        let ns = config::namesrv_properties(20000, Path::new("/n"), Some(&controller));
+        for line in [
+            "enableControllerInNamesrv=true\n",
+            "controllerDLegerPeers=n0-127.0.0.1:20001\n",
+            "controllerDLegerSelfId=n0\n",
+            "controllerStorePath=/n/controller\n",
+        ] {
+            assert!(ns.contains(line), "{line} in {ns}");
+        }
+        let kind = config::BrokerKind::Controlled {
+            controllers: "127.0.0.1:20001".into(),
+        };
+        let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &kind, &[]);
+        for line in [
+            "enableControllerMode=true\n",
+            "controllerAddr=127.0.0.1:20001\n",
+            "allAckInSyncStateSet=true\n",
+        ] {
+            assert!(conf.contains(line), "{line} in {conf}");
+        }
+        let err = Cluster::builder()
+            .version("4.9.7")
+            .controller_mode(1)
+            .validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+    }
+
+    #[test]
     fn a_slave_conf_names_its_id_role_and_master() {
         let slave = config::BrokerKind::Slave { id: 1 };
         let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &slave, &[]);
