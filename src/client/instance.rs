@@ -199,6 +199,9 @@ pub const REBALANCE_WAIT_INTERVAL: Duration = Duration::from_secs(20);
 /// A job run on the rebalance thread between rounds.
 type RebalanceJob = Box<dyn FnOnce() + Send + 'static>;
 
+/// The broker id of a group's master (Java `MixAll.MASTER_ID`).
+pub(crate) const MASTER_ID: i64 = 0;
+
 /// A broker address for pulls and offsets (Java `FindBrokerResult`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FindBrokerResult {
@@ -570,8 +573,8 @@ impl MQClientInstance {
         let needed = self.is_need_update_topic_route_info(topic);
         let route = self.fetch_and_store_route(topic, default_queue_nums, needed)?;
         match route {
-            Some(route) => {
-                self.publish_route(topic, route);
+            Some((route, new_addr)) => {
+                self.publish_route(topic, route, new_addr);
                 Ok(true)
             }
             None => Ok(false),
@@ -579,13 +582,14 @@ impl MQClientInstance {
     }
 
     /// Under the name-server lock: fetches the route of `topic` and, if it changed (or
-    /// `needed`), stores it and the broker addresses. Returns the stored route.
+    /// `needed`), stores it and the broker addresses. Returns the stored route and
+    /// whether it names an address the instance did not know for a broker name it knew.
     fn fetch_and_store_route(
         &self,
         topic: &str,
         default_queue_nums: Option<i32>,
         needed: bool,
-    ) -> Result<Option<TopicRouteData>> {
+    ) -> Result<Option<(TopicRouteData, bool)>> {
         let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
             return Err(Error::timeout(crate::TimeoutPhase::Lock, LOCK_TIMEOUT)
                 .context(format!("route refresh of {topic}")));
@@ -616,24 +620,33 @@ impl MQClientInstance {
             return Ok(None);
         }
         info!("route of topic {topic} changed: {route:?}");
-        {
+        let new_addr = {
             let mut brokers = self.broker_addr_table.write();
+            // Only for a broker name already known: a first route is followed by the
+            // heartbeat of whoever starts, and a new name by the rebalance that adds its
+            // queues.
+            let known = |addr: &String| brokers.values().any(|m| m.values().any(|a| a == addr));
+            let new_addr = route.broker_datas.iter().any(|bd| {
+                brokers.contains_key(&bd.broker_name) && bd.broker_addrs.values().any(|a| !known(a))
+            });
             for bd in &route.broker_datas {
                 brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
             }
-        }
+            new_addr
+        };
         self.route_table
             .write()
             .insert(topic.to_string(), route.clone());
-        Ok(Some(route))
+        Ok(Some((route, new_addr)))
     }
 
     /// Hands `route` to every producer and consumer, with no lock held (Java does this
     /// under its name-server lock). A concurrent refresh may have stored a newer route and
     /// handed it out before this call gets here, so after handing out, the stored route is
     /// compared with what was handed out and, if it differs, handed out too: the last
-    /// update any user receives is the stored route.
-    fn publish_route(&self, topic: &str, mut route: TopicRouteData) {
+    /// update any user receives is the stored route. `new_addr`: the route names a broker
+    /// address the instance did not know.
+    fn publish_route(&self, topic: &str, mut route: TopicRouteData, mut new_addr: bool) {
         loop {
             let mut publish = route::to_publish_info(topic, &route);
             publish.have_topic_router_info = true;
@@ -642,15 +655,18 @@ impl MQClientInstance {
             for p in self.producer_list() {
                 p.update_topic_publish_info(topic, publish.clone());
             }
+            let consumers = self.consumer_list();
             let mut queues_added = false;
-            for c in self.consumer_list() {
+            for c in &consumers {
                 queues_added |= c.update_topic_subscribe_info(topic, &subscribe);
             }
-            // A broker came (back) for a subscribed topic: register with it (a heartbeat on
-            // the timer, not on whoever refreshed the route) and take its queues now. Java
-            // waits for the next heartbeat (30 s) and rebalance (20 s), and a restarted
-            // broker refuses pulls of a group it does not know until then.
-            if queues_added {
+            // A broker came (back) for a subscribed topic, or an address it did not know
+            // serves a group it has (a master restarted while its slave stayed, a slave
+            // promoted by the controller): register with it (a heartbeat on the timer, not
+            // on whoever refreshed the route) and rebalance now. Java waits for the next
+            // heartbeat (30 s) and rebalance (20 s), and such a broker refuses pulls of a
+            // group it does not know (SUBSCRIPTION_NOT_EXIST) until then.
+            if queues_added || (new_addr && !consumers.is_empty()) {
                 self.request_heartbeat();
                 self.rebalance_immediately();
             }
@@ -658,6 +674,8 @@ impl MQClientInstance {
                 Some(stored) if *stored != route => route = stored.clone(),
                 _ => return,
             }
+            // The refresh that stored the newer route reports its own new addresses.
+            new_addr = false;
         }
     }
 
@@ -1512,13 +1530,10 @@ mod tests {
         instance.shutdown();
     }
 
+    /// A route of one queue on broker "b" at `addrs` (broker id, address).
     #[cfg(feature = "testkit")]
-    #[test]
-    fn a_requested_heartbeat_goes_out_on_the_timer_not_on_the_calling_thread() {
-        use crate::testkit::fault::{Fault, FaultPeer};
-        // A broker that takes 1.5 s to answer anything.
-        let broker = FaultPeer::start(Fault::SlowAnswer(Duration::from_millis(1500))).unwrap();
-        let route = TopicRouteData {
+    fn route_of_b(addrs: &[(i64, &str)]) -> TopicRouteData {
+        TopicRouteData {
             queue_datas: vec![QueueData {
                 broker_name: "b".into(),
                 read_queue_nums: 1,
@@ -1529,10 +1544,19 @@ mod tests {
             broker_datas: vec![BrokerData {
                 cluster: "c".into(),
                 broker_name: "b".into(),
-                broker_addrs: [(0, broker.addr().to_string())].into_iter().collect(),
+                broker_addrs: addrs.iter().map(|(i, a)| (*i, a.to_string())).collect(),
             }],
             ..Default::default()
-        };
+        }
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_requested_heartbeat_goes_out_on_the_timer_not_on_the_calling_thread() {
+        use crate::testkit::fault::{Fault, FaultPeer};
+        // A broker that takes 1.5 s to answer anything.
+        let broker = FaultPeer::start(Fault::SlowAnswer(Duration::from_millis(1500))).unwrap();
+        let route = route_of_b(&[(0, broker.addr())]);
         let config = ClientConfig::builder()
             .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
             .instance_name(unique("hb_request"))
@@ -1562,6 +1586,58 @@ mod tests {
             "the heartbeat went out, on one connection"
         );
         instance.producers.write().clear();
+        instance.shutdown();
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_new_address_for_a_known_broker_gets_a_heartbeat_at_once() {
+        use crate::testkit::fault::{Fault, FaultPeer, Responder};
+        let ok = || {
+            Fault::Respond(Responder::new(|_| {
+                RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
+            }))
+        };
+        let (master, slave) = (
+            FaultPeer::start(ok()).unwrap(),
+            FaultPeer::start(ok()).unwrap(),
+        );
+        let route_with = |addrs: &[(i64, &str)]| serde_json::to_vec(&route_of_b(addrs)).unwrap();
+        // The name server answers with whatever route `current` holds.
+        let current = Arc::new(Mutex::new(route_with(&[(1, slave.addr())])));
+        let answer = current.clone();
+        let namesrv = FaultPeer::start(Fault::Respond(Responder::new(move |_| {
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
+                .with_body(answer.lock().clone())
+        })))
+        .unwrap();
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name(unique("new_addr"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        let probe = Arc::new(Probe::default());
+        assert!(instance.register_consumer("cg", probe.clone()));
+        assert!(instance.update_topic_route("T").unwrap());
+        // The periodic heartbeat's first round (1 s after start) reaches the slave; the next
+        // is 30 s away.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while slave.accepted() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(slave.accepted(), 1, "the first periodic heartbeat");
+        // The master comes back (or a slave is promoted): its address is new for "b".
+        *current.lock() = route_with(&[(0, master.addr()), (1, slave.addr())]);
+        assert!(instance.update_topic_route("T").unwrap());
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while master.accepted() == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Without it the heartbeat waits for the 30 s period, and the broker refuses the
+        // group's pulls (SUBSCRIPTION_NOT_EXIST) until then.
+        assert_eq!(master.accepted(), 1, "a heartbeat went to the new address");
+        instance.consumers.write().clear();
         instance.shutdown();
     }
 

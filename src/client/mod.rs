@@ -13,6 +13,6 @@ pub mod validators;
 pub(crate) use api::expect_success;
 pub use api::{MQClientAPI, TopicConfig};
 pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
-pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask};
+pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
 pub use route::{next_send_index, to_publish_info, to_subscribe_info, TopicPublishInfo};

@@ -11,7 +11,7 @@ use log::{debug, info, warn};
 use parking_lot::Mutex;
 
 use super::ConsumeFromWhere;
-use crate::client::MQClientInstance;
+use crate::client::{MQClientInstance, MASTER_ID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageQueue;
 use crate::protocol::json;
@@ -109,26 +109,29 @@ impl RemoteBrokerOffsetStore {
         }
     }
 
-    fn master_addr(&self, mq: &MessageQueue) -> Result<String> {
-        if let Some(a) = self
+    /// Where the group's offsets of `mq` are read and written (Java 4.9
+    /// `RemoteBrokerOffsetStore`): the master, else, once a fresh route still has no
+    /// master, any broker of the group, so a slave keeps the offsets while its master is
+    /// down (the master gets them again with the first persist after it is back).
+    fn offset_addr(&self, mq: &MessageQueue) -> Result<String> {
+        let found = self
             .instance
-            .find_broker_address_in_publish(&mq.broker_name)
-        {
-            return Ok(a);
-        }
-        let _ = self.instance.update_topic_route(&mq.topic);
-        self.instance
-            .find_broker_address_in_publish(&mq.broker_name)
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NoRoute,
-                    format!("the broker {} does not exist", mq.broker_name),
-                )
-            })
+            .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, true)
+            .or_else(|| {
+                let _ = self.instance.update_topic_route(&mq.topic);
+                self.instance
+                    .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, false)
+            });
+        found.map(|f| f.addr).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NoRoute,
+                format!("the broker {} does not exist", mq.broker_name),
+            )
+        })
     }
 
     fn push(&self, mq: &MessageQueue, offset: i64, oneway: bool) -> Result<()> {
-        let addr = self.master_addr(mq)?;
+        let addr = self.offset_addr(mq)?;
         self.instance.api().update_consumer_offset(
             &addr,
             &self.group,
@@ -153,7 +156,7 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         if let Some(r) = read_memory(&self.table, mq, ty) {
             return r;
         }
-        let addr = match self.master_addr(mq) {
+        let addr = match self.offset_addr(mq) {
             Ok(a) => a,
             Err(e) => {
                 warn!("reading the offset of {mq}: {e}");

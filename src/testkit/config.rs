@@ -53,8 +53,21 @@ fn prop(out: &mut String, key: &str, value: &str) {
     out.push('\n');
 }
 
-/// Name server configuration; `dir` holds its kv and persisted config.
-pub(crate) fn namesrv_properties(port: u16, dir: &Path) -> String {
+/// An embedded controller (5.x `enableControllerInNamesrv`): one peer of a DLedger group.
+pub(crate) struct EmbeddedController<'a> {
+    /// Every peer, `n0-127.0.0.1:p0;n1-127.0.0.1:p1` (Java `controllerDLegerPeers`).
+    pub(crate) peers: &'a str,
+    /// This peer's id in `peers` (`n0`, ...).
+    pub(crate) self_id: &'a str,
+}
+
+/// Name server configuration; `dir` holds its kv and persisted config, and the store of
+/// its embedded controller, if it runs one.
+pub(crate) fn namesrv_properties(
+    port: u16,
+    dir: &Path,
+    controller: Option<&EmbeddedController<'_>>,
+) -> String {
     let mut s = String::from("# written by rocketmq-testkit\n");
     prop(&mut s, "listenPort", &port.to_string());
     // 5.x only; 4.9.x has no such key and binds the wildcard address.
@@ -72,7 +85,37 @@ pub(crate) fn namesrv_properties(port: u16, dir: &Path) -> String {
         "configStorePath",
         &dir.join("namesrv.properties").to_string_lossy(),
     );
+    if let Some(c) = controller {
+        // 5.x `ControllerConfig`, read from the same file when the name server embeds
+        // the controller; it listens on its peer address in `controllerDLegerPeers`.
+        prop(&mut s, "enableControllerInNamesrv", "true");
+        prop(&mut s, "controllerDLegerGroup", "testkit");
+        prop(&mut s, "controllerDLegerPeers", c.peers);
+        prop(&mut s, "controllerDLegerSelfId", c.self_id);
+        prop(
+            &mut s,
+            "controllerStorePath",
+            &dir.join("controller").to_string_lossy(),
+        );
+        // The DLedger log's mapped files are 1 GiB by default.
+        prop(&mut s, "mappedFileSize", "8388608");
+    }
     s
+}
+
+/// What a broker is in its group.
+pub(crate) enum BrokerKind {
+    /// `brokerId` 0, `ASYNC_MASTER`.
+    Master,
+    /// `brokerId` `id`, `SLAVE`. It learns its master's HA address from the name
+    /// server's answer to its registration: a `haMasterAddress` in the config is lost in
+    /// 5.3.3 (`BrokerController.initialize` hands it to an HA client that
+    /// `DefaultMessageStore.start` has not created yet, and then stops asking the name
+    /// server), so the slave would never replicate.
+    Slave { id: i64 },
+    /// 5.x controller mode: the controllers at `controllers` (`;`-separated) give the
+    /// broker its id and role; it starts as a slave, as in Apache's quick-start configs.
+    Controlled { controllers: String },
 }
 
 /// Broker configuration; `extra` comes last so callers can override our defaults.
@@ -81,13 +124,15 @@ pub(crate) fn broker_conf(
     port: u16,
     namesrv_addr: &str,
     store: &Path,
+    kind: &BrokerKind,
     extra: &[(String, String)],
 ) -> String {
     let mut s = String::from("# written by rocketmq-testkit\n");
     let store_s = store.to_string_lossy();
     let commitlog = store.join("commitlog");
     let port_s = port.to_string();
-    let defaults: [(&str, &str); 18] = [
+    let ha_port = (u32::from(port) + 1).to_string();
+    let defaults: [(&str, &str); 19] = [
         ("brokerClusterName", "DefaultCluster"),
         ("brokerName", name),
         ("brokerId", "0"),
@@ -95,6 +140,8 @@ pub(crate) fn broker_conf(
         // HA address; 5.x otherwise advertises the machine's first non-loopback address.
         ("brokerIP2", "127.0.0.1"),
         ("listenPort", &port_s),
+        // 4.9.x always takes listenPort + 1; 5.x a set value, else the same.
+        ("haListenPort", &ha_port),
         // 5.x: the remoting servers bind loopback only (the HA port stays wildcard).
         ("bindAddress", "127.0.0.1"),
         ("namesrvAddr", namesrv_addr),
@@ -112,6 +159,23 @@ pub(crate) fn broker_conf(
     ];
     for (k, v) in defaults {
         prop(&mut s, k, v);
+    }
+    match kind {
+        BrokerKind::Master => {}
+        BrokerKind::Slave { id } => {
+            prop(&mut s, "brokerId", &id.to_string());
+            prop(&mut s, "brokerRole", "SLAVE");
+        }
+        BrokerKind::Controlled { controllers } => {
+            // The controller assigns the id (5.x persists it in the store).
+            prop(&mut s, "brokerId", "-1");
+            prop(&mut s, "brokerRole", "SLAVE");
+            prop(&mut s, "enableControllerMode", "true");
+            prop(&mut s, "controllerAddr", controllers);
+            // A send is acknowledged once every replica of the sync state set has it,
+            // so a promoted slave has every acknowledged message.
+            prop(&mut s, "allAckInSyncStateSet", "true");
+        }
     }
     for (k, v) in extra {
         prop(&mut s, k, v);

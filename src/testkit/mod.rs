@@ -1,5 +1,6 @@
-//! Test support: launches a real Apache RocketMQ cluster (name servers and master
-//! brokers) on loopback from the released jars on Maven Central.
+//! Test support: launches a real Apache RocketMQ cluster (name servers, master brokers,
+//! their slaves, or 5.x controller-mode groups with the controller embedded in the name
+//! servers) on loopback from the released jars on Maven Central.
 //!
 //! This module owns everything about those JVMs: fetching the jars of a version once
 //! into a shared cache (`<work_dir>/dist/<version>`), a fresh run directory per cluster
@@ -8,6 +9,11 @@
 //! restarting brokers, and making sure no JVM outlives the test process (see
 //! `process.rs`: each JVM runs under a watchdog shell). Run directories of dead processes
 //! are removed at the next start; the jar cache is kept.
+//!
+//! Broker nodes are named after their group: `broker-a` is the first node of group
+//! `broker-a` (its master, unless a controller decided otherwise), `broker-a-1` the second
+//! (the slave with `brokerId` 1), and so on. Every per-broker call ([`Cluster::kill_broker`],
+//! [`Cluster::start_broker`], ...) takes a node name.
 //!
 //! ```no_run
 //! use rocketmq_blocking::testkit::Cluster;
@@ -68,6 +74,25 @@ pub fn reliability_scale() -> usize {
 pub type ReadinessCheck =
     Box<dyn Fn(&str, &[(String, String)]) -> Result<bool, String> + Send + Sync>;
 
+/// One broker node as [`Cluster::broker_nodes`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BrokerNode {
+    /// The node's name, for [`Cluster::kill_broker`] and the other per-broker calls.
+    pub name: String,
+    /// Its `brokerName` (the group it belongs to).
+    pub broker_name: String,
+    /// 0 for a group's first node, else the slave's `brokerId` (in controller mode the
+    /// controllers assign the ids; this is only the node's place in its group).
+    pub broker_id: i64,
+    /// `"127.0.0.1:port"`.
+    pub addr: String,
+    /// Its HA port, `"127.0.0.1:port"`.
+    pub ha_addr: String,
+    /// Whether its JVM is running.
+    pub running: bool,
+}
+
 /// The RocketMQ release started unless another is asked for.
 pub const DEFAULT_VERSION: &str = "5.3.3";
 const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -84,6 +109,8 @@ pub struct ClusterBuilder {
     version: String,
     name_servers: usize,
     brokers: usize,
+    slaves: usize,
+    controllers: usize,
     broker_config: Vec<(String, String)>,
     work_dir: Option<PathBuf>,
     readiness: Option<ReadinessCheck>,
@@ -97,6 +124,8 @@ impl std::fmt::Debug for ClusterBuilder {
             .field("version", &self.version)
             .field("name_servers", &self.name_servers)
             .field("brokers", &self.brokers)
+            .field("slaves", &self.slaves)
+            .field("controllers", &self.controllers)
             .field("broker_config", &self.broker_config)
             .field("work_dir", &self.work_dir)
             .field("readiness", &self.readiness.as_ref().map(|_| "custom"))
@@ -111,6 +140,8 @@ impl Default for ClusterBuilder {
             version: DEFAULT_VERSION.to_string(),
             name_servers: 1,
             brokers: 1,
+            slaves: 0,
+            controllers: 0,
             broker_config: Vec::new(),
             work_dir: None,
             readiness: None,
@@ -138,6 +169,29 @@ impl ClusterBuilder {
     /// `DefaultCluster` (default 1).
     pub fn brokers(mut self, n: usize) -> Self {
         self.brokers = n;
+        self
+    }
+
+    /// Slaves per master (default 0): `broker-a-1` ... `broker-a-<n>`, with the master's
+    /// `brokerName`, `brokerId` 1 ... n, `brokerRole=SLAVE`, their own ports (HA port
+    /// included) and store, replicating from the master's HA port. In controller mode,
+    /// the number of nodes besides the first in each group.
+    ///
+    /// A 5.x slave refuses pulls (SYSTEM_BUSY) unless `slaveReadEnable=true`; 4.9.x
+    /// serves them either way.
+    pub fn slaves(mut self, n: usize) -> Self {
+        self.slaves = n;
+        self
+    }
+
+    /// 5.x controller mode with `n` controllers (0, the default, turns it off): the first
+    /// `n` name servers embed one (`enableControllerInNamesrv`, one DLedger group; the
+    /// name-server count is raised to `n` if lower), and every broker node runs with
+    /// `enableControllerMode=true`, `brokerId=-1`, `allAckInSyncStateSet=true`, so the
+    /// controllers elect each group's master and promote a slave when it dies. Readiness
+    /// then also waits for a master in every group. Use with [`slaves`](Self::slaves).
+    pub fn controller_mode(mut self, n: usize) -> Self {
+        self.controllers = n;
         self
     }
 
@@ -204,6 +258,7 @@ impl ClusterBuilder {
         config::write_logback(&home)?;
 
         // From here on, dropping `cluster` on an error path stops whatever started.
+        let name_servers = self.name_servers.max(self.controllers);
         let mut cluster = Cluster {
             version: self.version,
             run_dir,
@@ -214,10 +269,11 @@ impl ClusterBuilder {
             namesrvs: Vec::new(),
             brokers: Vec::new(),
             broker_extra: self.broker_config,
-            readiness: Some(
-                self.readiness
-                    .unwrap_or_else(remoting::registered_at_every_name_server),
-            ),
+            slaves: self.slaves,
+            controllers: self.controllers,
+            readiness: Some(self.readiness.unwrap_or_else(|| {
+                remoting::registered_at_every_name_server(self.controllers > 0)
+            })),
             start_timeout: self.start_timeout,
             readiness_timeout: self.readiness_timeout,
         };
@@ -225,8 +281,8 @@ impl ClusterBuilder {
         let deadline = started + cluster.start_timeout;
 
         let mut launches = Vec::new();
-        for i in 0..self.name_servers {
-            let idx = cluster.add_node(Role::Namesrv, format!("namesrv-{i}"))?;
+        for i in 0..name_servers {
+            let idx = cluster.add_node(Role::Namesrv, format!("namesrv-{i}"), String::new(), 0)?;
             launches.push(cluster.launch(Role::Namesrv, idx)?);
         }
         // The cluster-level check waits for the broker phase, unless there is none.
@@ -237,11 +293,13 @@ impl ClusterBuilder {
         // after every name server accepts connections.
         let mut launches = Vec::new();
         for i in 0..self.brokers {
-            let idx = cluster.add_node(Role::Broker, broker_name(i))?;
-            launches.push(cluster.launch(Role::Broker, idx)?);
+            for idx in cluster.add_group(&broker_name(i))? {
+                launches.push(cluster.launch(Role::Broker, idx)?);
+            }
         }
         if self.brokers > 0 {
             cluster.await_ready(&mut launches, deadline, true, true)?;
+            cluster.reregister_slaves();
         }
 
         info!(
@@ -264,6 +322,12 @@ impl ClusterBuilder {
         if !ok_version {
             return Err(TestkitError::InvalidArgument(format!(
                 "bad version {:?}",
+                self.version
+            )));
+        }
+        if self.controllers > 0 && self.version.starts_with("4.") {
+            return Err(TestkitError::InvalidArgument(format!(
+                "controller mode needs RocketMQ 5, not {}",
                 self.version
             )));
         }
@@ -302,7 +366,13 @@ impl Role {
 /// One name server or broker: its identity is stable across restarts.
 struct Node {
     role: Role,
+    /// The node's own name (`namesrv-0`, `broker-a`, `broker-a-1`): logs, directories.
     name: String,
+    /// A broker's `brokerName` (its group).
+    group: String,
+    /// A broker's place in its group: 0 for the master (the first node, in controller
+    /// mode), else the slave's `brokerId`.
+    ordinal: i64,
     port: u16,
     /// `<run>/<name>`: config file and pid file.
     dir: PathBuf,
@@ -312,6 +382,11 @@ struct Node {
 impl Node {
     fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Where a name server's embedded controller listens (a port reserved with it).
+    fn controller_addr(&self) -> String {
+        format!("127.0.0.1:{}", u32::from(self.port) + 1)
     }
 
     fn ports(&self) -> Vec<u16> {
@@ -337,6 +412,8 @@ pub struct Cluster {
     namesrvs: Vec<Node>,
     brokers: Vec<Node>,
     broker_extra: Vec<(String, String)>,
+    slaves: usize,
+    controllers: usize,
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
@@ -369,15 +446,41 @@ impl Cluster {
         self.namesrvs.iter().map(Node::addr).collect()
     }
 
-    /// Every broker of the cluster, stopped ones included: `(name, "127.0.0.1:port")`.
+    /// The first node of every broker group (the masters, without controller mode),
+    /// stopped ones included: `(name, "127.0.0.1:port")`.
     pub fn broker_addrs(&self) -> Vec<(String, String)> {
         self.brokers
             .iter()
+            .filter(|b| b.ordinal == 0)
             .map(|b| (b.name.clone(), b.addr()))
             .collect()
     }
 
-    /// Whether the named broker's JVM is running (not stopped through this handle).
+    /// Every broker node, slaves included, stopped ones too.
+    pub fn broker_nodes(&self) -> Vec<BrokerNode> {
+        self.brokers
+            .iter()
+            .map(|b| BrokerNode {
+                name: b.name.clone(),
+                broker_name: b.group.clone(),
+                broker_id: b.ordinal,
+                addr: b.addr(),
+                ha_addr: format!("127.0.0.1:{}", u32::from(b.port) + 1),
+                running: b.process.is_some(),
+            })
+            .collect()
+    }
+
+    /// The controllers' addresses (`"127.0.0.1:port"`), empty without controller mode.
+    pub fn controller_addrs(&self) -> Vec<String> {
+        self.namesrvs
+            .iter()
+            .take(self.controllers)
+            .map(Node::controller_addr)
+            .collect()
+    }
+
+    /// Whether the named broker node's JVM is running (not stopped through this handle).
     pub fn is_broker_running(&self, name: &str) -> bool {
         self.brokers
             .iter()
@@ -589,17 +692,24 @@ impl Cluster {
         let deadline = Instant::now() + self.start_timeout;
         let mut launches = vec![self.launch(Role::Broker, idx)?];
         // Same ports are a must here, so a port race is not retried.
-        self.await_ready(&mut launches, deadline, false, true)
+        self.await_ready(&mut launches, deadline, false, true)?;
+        // A slave started while its master was down has no HA address yet.
+        self.reregister_slaves();
+        Ok(())
     }
 
-    /// Starts one more broker (the next free name: `broker-c` after a and b) in the
-    /// cluster and waits until it is ready. Returns its name.
+    /// Starts one more broker group (the next free name: `broker-c` after a and b; its
+    /// slaves too, if the cluster has them) and waits until it is ready. Returns its name.
     pub fn add_broker(&mut self) -> Result<String, TestkitError> {
-        let name = broker_name(self.brokers.len());
-        let idx = self.add_node(Role::Broker, name.clone())?;
+        let groups = self.brokers.iter().filter(|b| b.ordinal == 0).count();
+        let name = broker_name(groups);
         let deadline = Instant::now() + self.start_timeout;
-        let mut launches = vec![self.launch(Role::Broker, idx)?];
+        let mut launches = Vec::new();
+        for idx in self.add_group(&name)? {
+            launches.push(self.launch(Role::Broker, idx)?);
+        }
         self.await_ready(&mut launches, deadline, true, true)?;
+        self.reregister_slaves();
         Ok(name)
     }
 
@@ -654,6 +764,19 @@ impl Cluster {
         Ok(())
     }
 
+    /// Registers the nodes of broker group `name`: its first node and its slaves.
+    fn add_group(&mut self, name: &str) -> Result<Vec<usize>, TestkitError> {
+        (0..=self.slaves)
+            .map(|k| {
+                let node = match k {
+                    0 => name.to_string(),
+                    k => format!("{name}-{k}"),
+                };
+                self.add_node(Role::Broker, node, name.to_string(), k as i64)
+            })
+            .collect()
+    }
+
     fn broker_index(&self, name: &str) -> Result<usize, TestkitError> {
         self.brokers
             .iter()
@@ -684,7 +807,13 @@ impl Cluster {
     }
 
     /// Registers a new node with fresh ports (not started yet).
-    fn add_node(&mut self, role: Role, name: String) -> Result<usize, TestkitError> {
+    fn add_node(
+        &mut self,
+        role: Role,
+        name: String,
+        group: String,
+        ordinal: i64,
+    ) -> Result<usize, TestkitError> {
         let port = ports::pick(role.port_offsets())?;
         let dir = self.run_dir.join(&name);
         fs::create_dir_all(&dir).map_err(|e| TestkitError::io("create node dir", &dir, e))?;
@@ -692,6 +821,8 @@ impl Cluster {
         nodes.push(Node {
             role,
             name,
+            group,
+            ordinal,
             port,
             dir,
             process: None,
@@ -705,14 +836,38 @@ impl Cluster {
         let name = node.name.clone();
         let conf = node.conf_path();
         let text = match role {
-            Role::Namesrv => config::namesrv_properties(node.port, &node.dir),
-            Role::Broker => config::broker_conf(
-                &name,
-                node.port,
-                &self.namesrv_addr(),
-                &self.run_dir.join(format!("store-{name}")),
-                &self.broker_extra,
-            ),
+            Role::Namesrv if idx < self.controllers => {
+                let peers: Vec<String> = self.namesrvs[..self.controllers]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| format!("n{i}-{}", n.controller_addr()))
+                    .collect();
+                let controller = config::EmbeddedController {
+                    peers: &peers.join(";"),
+                    self_id: &format!("n{idx}"),
+                };
+                config::namesrv_properties(node.port, &node.dir, Some(&controller))
+            }
+            Role::Namesrv => config::namesrv_properties(node.port, &node.dir, None),
+            Role::Broker => {
+                let kind = if self.controllers > 0 {
+                    config::BrokerKind::Controlled {
+                        controllers: self.controller_addrs().join(";"),
+                    }
+                } else if node.ordinal == 0 {
+                    config::BrokerKind::Master
+                } else {
+                    config::BrokerKind::Slave { id: node.ordinal }
+                };
+                config::broker_conf(
+                    &node.group,
+                    node.port,
+                    &self.namesrv_addr(),
+                    &self.run_dir.join(format!("store-{name}")),
+                    &kind,
+                    &self.broker_extra,
+                )
+            }
         };
         config::write(&conf, &text)?;
 
@@ -874,10 +1029,67 @@ mod tests {
     #[test]
     fn broker_conf_lets_callers_override() {
         let extra = vec![("autoCreateTopicEnable".to_string(), "false".to_string())];
-        let conf = config::broker_conf("broker-a", 20000, "127.0.0.1:1", Path::new("/s"), &extra);
+        let conf = config::broker_conf(
+            "broker-a",
+            20000,
+            "127.0.0.1:1",
+            Path::new("/s"),
+            &config::BrokerKind::Master,
+            &extra,
+        );
         let first = conf.find("autoCreateTopicEnable=true");
         let last = conf.find("autoCreateTopicEnable=false");
         assert!(first.is_some() && last > first);
         assert!(conf.contains("storePathCommitLog=/s/commitlog\n"));
+        assert!(conf.contains("haListenPort=20001\n"));
+    }
+
+    #[test]
+    fn controller_mode_configs_name_the_controllers() {
+        let controller = config::EmbeddedController {
+            peers: "n0-127.0.0.1:20001",
+            self_id: "n0",
+        };
+        let ns = config::namesrv_properties(20000, Path::new("/n"), Some(&controller));
+        for line in [
+            "enableControllerInNamesrv=true\n",
+            "controllerDLegerPeers=n0-127.0.0.1:20001\n",
+            "controllerDLegerSelfId=n0\n",
+            "controllerStorePath=/n/controller\n",
+        ] {
+            assert!(ns.contains(line), "{line} in {ns}");
+        }
+        let kind = config::BrokerKind::Controlled {
+            controllers: "127.0.0.1:20001".into(),
+        };
+        let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &kind, &[]);
+        for line in [
+            "enableControllerMode=true\n",
+            "controllerAddr=127.0.0.1:20001\n",
+            "allAckInSyncStateSet=true\n",
+        ] {
+            assert!(conf.contains(line), "{line} in {conf}");
+        }
+        let err = Cluster::builder()
+            .version("4.9.7")
+            .controller_mode(1)
+            .validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn a_slave_conf_names_its_id_role_and_master() {
+        let slave = config::BrokerKind::Slave { id: 1 };
+        let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &slave, &[]);
+        let last = |key: &str| {
+            conf.lines()
+                .filter_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .next_back()
+                .map(str::to_string)
+        };
+        assert_eq!(last("brokerName").as_deref(), Some("broker-a"));
+        assert_eq!(last("brokerId").as_deref(), Some("1"));
+        assert_eq!(last("brokerRole").as_deref(), Some("SLAVE"));
+        assert_eq!(last("haListenPort").as_deref(), Some("20011"));
     }
 }

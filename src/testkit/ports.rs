@@ -23,8 +23,9 @@ const HIGH: u16 = 32_000;
 static RESERVED: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Offsets from `listenPort` of every port the process binds.
-pub(crate) const NAMESRV_OFFSETS: &[i32] = &[0];
+/// Offsets from `listenPort` of every port the process binds. A name server's second
+/// port is its embedded controller's, reserved whether it runs one or not.
+pub(crate) const NAMESRV_OFFSETS: &[i32] = &[0, 1];
 pub(crate) const BROKER_OFFSETS: &[i32] = &[-2, 0, 1];
 
 fn random_u64() -> u64 {

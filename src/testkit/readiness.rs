@@ -63,7 +63,7 @@ impl Cluster {
                             .brokers
                             .iter()
                             .filter(|b| b.process.is_some())
-                            .map(|b| (b.name.clone(), b.addr()))
+                            .map(|b| (b.group.clone(), b.addr()))
                             .collect();
                         match check(&self.namesrv_addr(), &expected) {
                             Ok(ready) => ready,
@@ -181,16 +181,39 @@ impl Cluster {
         }
         launch.last_nudge = Some(Instant::now());
         let broker = &self.brokers[launch.idx];
+        match self.nudge(broker.port) {
+            Ok(()) => info!("{} booted but had not registered; asked it to", broker.name),
+            Err(e) => warn!("{}: registration nudge failed: {e}", broker.name),
+        }
+    }
+
+    /// Asks the broker at `port` to register again (see [`remoting`]).
+    fn nudge(&self, port: u16) -> Result<(), String> {
         let permission = self
             .broker_extra
             .iter()
             .rev()
             .find(|(k, _)| k == "brokerPermission")
             .map_or("6", |(_, v)| v.as_str());
-        let addr = SocketAddr::from(([127, 0, 0, 1], broker.port));
-        match remoting::nudge_registration(&addr, permission) {
-            Ok(()) => info!("{} booted but had not registered; asked it to", broker.name),
-            Err(e) => warn!("{}: registration nudge failed: {e}", broker.name),
+        remoting::nudge_registration(&SocketAddr::from(([127, 0, 0, 1], port)), permission)
+    }
+
+    /// Has every running slave (without controller mode) register again once the masters
+    /// are registered: a slave learns its master's HA address only from the name server's
+    /// answer to a registration, and one that registered before its master did would
+    /// otherwise wait for its next periodic registration (30 s) to start replicating.
+    pub(super) fn reregister_slaves(&self) {
+        if self.controllers > 0 {
+            return;
+        }
+        for b in self
+            .brokers
+            .iter()
+            .filter(|b| b.ordinal > 0 && b.process.is_some())
+        {
+            if let Err(e) = self.nudge(b.port) {
+                warn!("{}: registration nudge failed: {e}", b.name);
+            }
         }
     }
 

@@ -33,9 +33,11 @@ pub(crate) fn nudge_registration(addr: &SocketAddr, permission: &str) -> Result<
     expect_success(&response).map_err(|e| e.to_string())
 }
 
-/// The default readiness check: every expected broker is registered, with its address as
-/// master, at every name server (GET_BROKER_CLUSTER_INFO through our own client).
-pub(crate) fn registered_at_every_name_server() -> ReadinessCheck {
+/// The default readiness check: every expected broker is registered, with its address
+/// (under any broker id: a slave's is 1 and up), at every name server
+/// (GET_BROKER_CLUSTER_INFO through our own client). With `require_master` (controller
+/// mode, where the controllers pick the master), every expected group also has one.
+pub(crate) fn registered_at_every_name_server(require_master: bool) -> ReadinessCheck {
     let admins: Mutex<HashMap<String, Admin>> = Mutex::new(HashMap::new());
     Box::new(move |namesrv, expected| {
         let mut admins = admins.lock();
@@ -48,12 +50,12 @@ pub(crate) fn registered_at_every_name_server() -> ReadinessCheck {
             };
             let info = admin.cluster_info().map_err(|e| format!("{ns}: {e}"))?;
             for (name, addr) in expected {
-                let registered = info
-                    .broker_addr_table
-                    .get(name)
-                    .and_then(|b| b.master_addr())
-                    .is_some_and(|a| a == addr);
-                if !registered {
+                let Some(group) = info.broker_addr_table.get(name) else {
+                    return Ok(false);
+                };
+                if !group.broker_addrs.values().any(|a| a == addr)
+                    || (require_master && group.master_addr().is_none())
+                {
                     return Ok(false);
                 }
             }

@@ -5,6 +5,9 @@
 //! The cluster is this binary's own (2 name servers, brokers `broker-a` and `broker-b`,
 //! `autoCreateTopicEnable=false`). Some tests stop and start brokers, so every test holds
 //! [`cluster::serial`] for its whole run.
+#[path = "../support/failover.rs"]
+mod failover;
+
 mod address_server;
 mod cluster;
 mod fault;

@@ -4,7 +4,6 @@
 //! so they always run against their own throw-away cluster. `RMQ_TEST_VERSION` picks the
 //! RocketMQ release (default: the testkit's default).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
@@ -48,15 +47,7 @@ pub fn cluster() -> &'static Mutex<Cluster> {
     CLUSTER.get_or_init(|| Mutex::new(start()))
 }
 
-/// A name unique in this test run: `<prefix>_<pid>_<n>`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
+pub use crate::failover::unique;
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
 pub fn topic(prefix: &str, queues: u32) -> String {

@@ -1,4 +1,7 @@
 //! Integration tests: one binary, one shared real RocketMQ cluster (see `cluster.rs`).
+#[path = "../support/failover.rs"]
+mod failover;
+
 mod admin_tool;
 mod async_send;
 mod cluster;

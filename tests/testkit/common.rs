@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use rocketmq_blocking::Admin;
 
@@ -45,19 +44,7 @@ pub fn all_registered(namesrv_addr: &str, brokers: &[(String, String)]) -> Resul
     Ok(true)
 }
 
-/// Polls `cond` every 200 ms for up to `timeout`.
-pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+pub use crate::failover::eventually;
 
 /// Processes (other than this one) whose command line mentions `dir`: the watchdog
 /// shells and JVMs of a run.

@@ -1,4 +1,7 @@
 //! The testkit's own tests: real clusters of several shapes and versions, crash safety.
+#[path = "../support/failover.rs"]
+mod failover;
+
 mod common;
 mod errors;
 mod lifecycle;
