@@ -188,7 +188,7 @@ impl Cluster {
             .find(|(k, _)| k == "brokerPermission")
             .map_or("6", |(_, v)| v.as_str());
         let addr = SocketAddr::from(([127, 0, 0, 1], broker.port));
-        match remoting::nudge_registration(&addr, permission) {
+        match remoting::nudge_registration(&addr, permission, self.acl_admin()) {
             Ok(()) => info!("{} booted but had not registered; asked it to", broker.name),
             Err(e) => warn!("{}: registration nudge failed: {e}", broker.name),
         }
