@@ -37,11 +37,21 @@ pub const G_RETRY: &str = "acl_retry_group";
 pub const G_LITE: &str = "acl_lite_group";
 pub const G_JAVA_TO_RUST: &str = "acl_java_to_rust";
 pub const G_RUST_TO_JAVA: &str = "acl_rust_to_java";
+pub const G_CLI: &str = "acl_cli_group";
+pub const G_SECRETS: &str = "acl_secrets_group";
 pub const G_NOSUB: &str = "acl_nosub_group";
 pub const G_SUB: &str = "acl_sub_group";
 
 const APP_TOPICS: [&str; 5] = [T_APP, T_RETRY, T_LITE, T_JAVA_TO_RUST, T_RUST_TO_JAVA];
-const APP_GROUPS: [&str; 5] = [G_PUSH, G_RETRY, G_LITE, G_JAVA_TO_RUST, G_RUST_TO_JAVA];
+const APP_GROUPS: [&str; 7] = [
+    G_PUSH,
+    G_RETRY,
+    G_LITE,
+    G_JAVA_TO_RUST,
+    G_RUST_TO_JAVA,
+    G_CLI,
+    G_SECRETS,
+];
 
 /// One ACL cluster.
 pub struct Env {
