@@ -30,6 +30,8 @@ pub const T_RETRY: &str = "AclRetryTopic";
 pub const T_LITE: &str = "AclLiteTopic";
 pub const T_JAVA_TO_RUST: &str = "AclJavaToRust";
 pub const T_RUST_TO_JAVA: &str = "AclRustToJava";
+/// Only wrongly signed sends go here: its offsets must not move.
+pub const T_WRONG: &str = "AclWrongSecretTopic";
 pub const T_PUB: &str = "AclPubOnlyTopic";
 pub const T_SUB: &str = "AclSubOnlyTopic";
 pub const G_PUSH: &str = "acl_push_group";
@@ -42,7 +44,14 @@ pub const G_SECRETS: &str = "acl_secrets_group";
 pub const G_NOSUB: &str = "acl_nosub_group";
 pub const G_SUB: &str = "acl_sub_group";
 
-const APP_TOPICS: [&str; 5] = [T_APP, T_RETRY, T_LITE, T_JAVA_TO_RUST, T_RUST_TO_JAVA];
+const APP_TOPICS: [&str; 6] = [
+    T_APP,
+    T_RETRY,
+    T_LITE,
+    T_JAVA_TO_RUST,
+    T_RUST_TO_JAVA,
+    T_WRONG,
+];
 const APP_GROUPS: [&str; 7] = [
     G_PUSH,
     G_RETRY,
