@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::RpcHook;
 use rocketmq_blocking::{
-    ConsumeFromWhere, ConsumeStatus, Credentials, ErrorKind, LitePullConsumer, Message, Producer,
-    PushConsumer, PushConsumerBuilder, ReconsumeDelay, TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Credentials, ErrorKind, LitePullConsumer, Message,
+    MessageQueue, Producer, PushConsumer, PushConsumerBuilder, ReconsumeDelay, TopicConfig,
 };
 
 use crate::env::*;
@@ -396,27 +396,78 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
     consumer.shutdown();
     assert!(t.elapsed() < Duration::from_secs(15), "shutdown hung");
 
-    // A lite pull consumer without SUB polls nothing and keeps answering.
+    carrier.shutdown();
+
+    // A lite pull consumer with assigned queues sends no heartbeat subscription, so its
+    // pulls themselves reach the broker and are refused; each queue's next pull waits
+    // `pull_time_delay_when_exception` (1 s), so it does not spin either.
+    let instance = unique("acl_nosub_lite");
+    let carrier = Producer::builder(unique("acl_nosub_pg"))
+        .namesrv_addr(&env.namesrv)
+        .credentials(credentials(PUB_ONLY))
+        .instance_name(&instance)
+        .start()
+        .expect("a producer starts");
+    let counter = Arc::new(RequestCounter::default());
+    carrier
+        .client_instance()
+        .expect("a running producer has an instance")
+        .remoting()
+        .register_rpc_hook(counter.clone());
     let lite = LitePullConsumer::builder(G_NOSUB)
         .namesrv_addr(&env.namesrv)
         .credentials(credentials(PUB_ONLY))
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .subscribe(T_PUB, "*")
-        .start();
-    match lite {
-        Ok(lite) => {
-            let mut got = 0;
-            for _ in 0..4 {
-                match lite.poll_timeout(Duration::from_millis(500)) {
-                    Ok(batch) => got += batch.len(),
-                    Err(e) => eprintln!("{} lite poll without SUB: {e}", env.version),
-                }
-            }
-            assert_eq!(got, 0, "{}: polled without SUB", env.version);
-            lite.shutdown();
+        .instance_name(&instance)
+        .start()
+        .expect("a lite pull consumer starts");
+    let route = admin_of(&env.namesrv, credentials(ADMIN))
+        .topic_route(T_PUB)
+        .expect("the route");
+    let queues: Vec<MessageQueue> = route
+        .queue_datas
+        .iter()
+        .flat_map(|q| (0..q.read_queue_nums).map(|i| MessageQueue::new(T_PUB, &q.broker_name, i)))
+        .collect();
+    lite.assign(&queues).expect("assign");
+    for mq in &queues {
+        if let Err(e) = lite.seek(mq, 0) {
+            eprintln!("{} lite seek without SUB: {e}", env.version);
         }
-        Err(e) => eprintln!("{} lite pull start without SUB: {e}", env.version),
     }
+    let t = Instant::now();
+    let mut got = 0;
+    while t.elapsed() < window {
+        match lite.poll_timeout(Duration::from_millis(500)) {
+            Ok(batch) => got += batch.len(),
+            Err(e) => panic!("{}: poll failed instead of waiting: {e}", env.version),
+        }
+    }
+    lite.shutdown();
+    let counts = counter.sent.lock().clone();
+    let pulls = counts
+        .get(&RequestCode::PULL_MESSAGE.0)
+        .copied()
+        .unwrap_or(0);
+    let total: usize = counts.values().sum();
+    eprintln!(
+        "{} lite pull without SUB: {total} requests in {}s ({pulls} pulls over {} queues), {got} messages",
+        env.version,
+        window.as_secs(),
+        queues.len()
+    );
+    for ((request, code, remark), n) in counter.refused.lock().iter() {
+        eprintln!(
+            "{} lite pull without SUB: {:?} refused {n}x: code {code}, remark {remark:?}",
+            env.version,
+            RequestCode(*request)
+        );
+    }
+    assert_eq!(got, 0, "{}: polled without SUB", env.version);
+    assert!(
+        pulls <= 20 * queues.len() && total <= 200,
+        "{}: {total} requests ({pulls} pulls) in {window:?}: the refused consumer spins",
+        env.version
+    );
     carrier.shutdown();
 }
 
