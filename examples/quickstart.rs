@@ -2,7 +2,9 @@
 //!
 //! With `NAMESRV_ADDR` set, it uses that cluster. Without it, it starts a local Apache
 //! RocketMQ name server and broker (the jars come from Maven Central; JDK 17 and Maven are
-//! needed) and stops them at the end.
+//! needed) and stops them at the end. On a cluster that enforces ACL, set
+//! `RMQ_ACCESS_KEY` and `RMQ_SECRET_KEY` (an account that may create topics) and every
+//! client signs its requests.
 //!
 //! ```sh
 //! cargo run --example quickstart
@@ -13,8 +15,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
-use rocketmq_blocking::Admin;
 use rocketmq_blocking::TopicConfig;
+use rocketmq_blocking::{Admin, Credentials};
 use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
 use rocketmq_blocking::{Message, Producer};
 
@@ -44,14 +46,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
 
+    // ACL credentials from the environment, when the cluster enforces ACL.
+    let credentials = match (
+        std::env::var("RMQ_ACCESS_KEY"),
+        std::env::var("RMQ_SECRET_KEY"),
+    ) {
+        (Ok(ak), Ok(sk)) if !ak.is_empty() => Some(Credentials::new(ak, sk)),
+        _ => None,
+    };
+
     let topic = format!("QuickstartTopic_{}", std::process::id());
-    let admin = Admin::new(&namesrv)?;
+    let mut admin = Admin::builder().namesrv_addr(&namesrv);
+    if let Some(c) = &credentials {
+        admin = admin.credentials(c.clone());
+    }
+    let admin = admin.build()?;
     let brokers = admin.create_topic(&TopicConfig::new(&topic, 4))?;
     println!("created topic {topic} on {brokers:?}");
 
-    let producer = Producer::builder("quickstart_producer")
-        .namesrv_addr(&namesrv)
-        .start()?;
+    let mut producer = Producer::builder("quickstart_producer").namesrv_addr(&namesrv);
+    if let Some(c) = &credentials {
+        producer = producer.credentials(c.clone());
+    }
+    let producer = producer.start()?;
     let n = 100;
     let t = Instant::now();
     let mut results = Vec::with_capacity(n);
@@ -89,8 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let group = format!("quickstart_consumer_{}_{now_ms}", std::process::id());
     let (tx, rx) = mpsc::channel::<String>();
     let t = Instant::now();
-    let consumer = PushConsumer::builder(&group)
-        .namesrv_addr(&namesrv)
+    let mut consumer = PushConsumer::builder(&group).namesrv_addr(&namesrv);
+    if let Some(c) = credentials {
+        consumer = consumer.credentials(c);
+    }
+    let consumer = consumer
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {

@@ -115,6 +115,7 @@
 //! | `SendStatus.SEND_OK` | [`SendStatus::Ok`] |
 //! | `MessageExt.getMsgId()` (`MessageClientExt`) | [`MessageExt::msg_id`] |
 //! | `MQClientException`, `MQBrokerException`, `RemotingException` | [`Error`] with its [`ErrorKind`] |
+//! | `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to a client's constructor | [`Credentials`] on its builder (`.credentials(...)`) |
 //!
 //! Rustdoc's search finds the Java names too: items carry them as aliases.
 //!
@@ -198,3 +199,4 @@ pub use producer::{
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };
+pub use remoting::Credentials;

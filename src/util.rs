@@ -81,6 +81,18 @@ macro_rules! client_setters {
             self
         }
 
+        /// Signs every request with these credentials, for clusters that enforce ACL
+        /// (Java `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to the
+        /// client's constructor). Set before start, so the first route query and heartbeat
+        /// are signed too. Clients sharing one client instance (same client id) must use
+        /// the same credentials: a second client with other ones (or none) is refused
+        /// with a [`Config`]($crate::ErrorKind::Config) error when it gets the instance
+        /// (producer: `start`; consumers: `build`).
+        pub fn credentials(mut self, credentials: $crate::Credentials) -> Self {
+            self.client = self.client.credentials(credentials);
+            self
+        }
+
         /// Header encoding of requests (Java `rocketmq.serialize.type`; default JSON).
         pub fn serialize_type(mut self, ty: $crate::SerializeType) -> Self {
             self.client = self.client.serialize_type(ty);

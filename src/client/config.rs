@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::protocol::{LanguageCode, SerializeType};
-use crate::remoting::RemotingConfig;
+use crate::remoting::{Credentials, RemotingConfig};
 
 /// The instance name Java replaces with `<pid>#<nanos>` for producers and clustering consumers.
 pub const DEFAULT_INSTANCE_NAME: &str = "DEFAULT";
@@ -99,6 +99,11 @@ impl ClientConfig {
     /// Timeout of route, heartbeat and other control calls (Java `mqClientApiTimeout`).
     pub fn mq_client_api_timeout(&self) -> Duration {
         self.mq_client_api_timeout
+    }
+
+    /// The credentials requests are signed with, if any.
+    pub fn credentials(&self) -> Option<&Credentials> {
+        self.remoting.credentials.as_ref()
     }
 
     /// Remoting settings.
@@ -274,6 +279,12 @@ impl ClientConfigBuilder {
     /// Header encoding of requests (Java `rocketmq.serialize.type`; default JSON).
     pub fn serialize_type(mut self, ty: SerializeType) -> Self {
         self.config.remoting.serialize_type = ty;
+        self
+    }
+
+    /// Credentials every request is signed with (ACL); see [`Credentials`].
+    pub fn credentials(mut self, credentials: Credentials) -> Self {
+        self.config.remoting.credentials = Some(credentials);
         self
     }
 

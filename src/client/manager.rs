@@ -10,7 +10,8 @@ use parking_lot::Mutex;
 
 use super::config::ClientConfig;
 use super::instance::{MQClientInstance, ServiceState};
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+use crate::remoting::Credentials;
 
 /// Client id → instance. No strong reference to an instance is ever dropped while this
 /// lock is held: dropping the last one runs the instance's `Drop`, which takes the lock.
@@ -22,6 +23,10 @@ fn table() -> &'static Mutex<HashMap<String, Weak<MQClientInstance>>> {
 /// The instance for `config`'s client id, created on first use (Java
 /// `MQClientManager.getOrCreateMQClientInstance`). Clients with the same id share it; an
 /// instance that is shut down or failed to start is replaced by a new one.
+///
+/// The instance signs with the credentials it was created with, so a client asking for a
+/// live instance with other credentials (or none where it has some) is a `Config` error:
+/// it would otherwise sign silently as the first one.
 pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInstance>> {
     let id = config.client_id();
     // Declared before the guard so that it is dropped after it (see `table`).
@@ -30,7 +35,21 @@ pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInsta
     t.retain(|_, w| w.strong_count() > 0);
     if let Some(i) = t.get(&id).and_then(Weak::upgrade) {
         match i.state() {
-            ServiceState::CreateJust | ServiceState::Running => return Ok(i),
+            ServiceState::CreateJust | ServiceState::Running => {
+                if i.config().credentials() != config.credentials() {
+                    drop(t);
+                    return Err(Error::new(
+                        ErrorKind::Config,
+                        format!(
+                            "client instance {id} already runs with {}; give this client \
+                             another instance name to use {}",
+                            describe(i.config().credentials()),
+                            describe(config.credentials())
+                        ),
+                    ));
+                }
+                return Ok(i);
+            }
             ServiceState::ShutdownAlready | ServiceState::StartFailed => stale = Some(i),
         }
     }
@@ -39,6 +58,14 @@ pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInsta
     drop(t);
     drop(stale);
     Ok(instance)
+}
+
+/// Credentials as an error message may name them: the access key only.
+fn describe(credentials: Option<&Credentials>) -> String {
+    match credentials {
+        Some(c) => format!("the credentials of access key {:?}", c.access_key()),
+        None => "no credentials".to_string(),
+    }
 }
 
 /// Forgets `instance` (called by its shutdown, a failed start and its `Drop`); a newer
@@ -120,6 +147,27 @@ mod tests {
         assert!(!in_table(&config), "a dead entry stayed in the table");
         // Its Drop stopped the remoting client (and with it the I/O thread).
         assert!(refused(), "the remoting client still runs");
+    }
+
+    #[test]
+    fn clients_of_one_instance_with_other_credentials_are_a_config_error() {
+        let plain = config("creds");
+        let mut signed = plain.clone();
+        signed.remoting.credentials = Some(Credentials::new("ak", "first-secret"));
+        let mut other = plain.clone();
+        other.remoting.credentials = Some(Credentials::new("ak", "second-secret"));
+        let instance = get_or_create_instance(&signed).unwrap();
+        let same = get_or_create_instance(&signed.clone()).unwrap();
+        assert!(Arc::ptr_eq(&instance, &same));
+        for config in [&plain, &other] {
+            let Err(e) = get_or_create_instance(config) else {
+                panic!("an instance with other credentials was shared");
+            };
+            assert_eq!(e.kind(), crate::ErrorKind::Config, "{e}");
+            let text = format!("{e} {e:?}");
+            assert!(text.contains("access key \"ak\""), "{text}");
+            assert!(!text.contains("secret"), "{text}");
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! Invariant: an `invoke_async` that returns `Ok` runs its callback exactly once; one that
 //! returns `Err` gives the callback back unrun.
 
+pub mod acl;
 mod io;
 mod oneshot;
 #[doc(hidden)]
@@ -33,6 +34,7 @@ use crate::protocol::{RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_F
 use crate::util;
 use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
+pub use acl::Credentials;
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
 
@@ -70,6 +72,9 @@ pub struct RemotingConfig {
     /// processor and callback pools); a callback still running then keeps its thread and
     /// the shutdown returns without it (10 s).
     pub shutdown_timeout: Duration,
+    /// Signs every request with these (Java `AclClientRPCHook`), after the RPC hooks and
+    /// right before encoding. `Debug` redacts the secret.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for RemotingConfig {
@@ -87,6 +92,7 @@ impl Default for RemotingConfig {
             processor_queue: 1024,
             namesrv_lock_timeout: Duration::from_millis(3000),
             shutdown_timeout: JOIN_TIMEOUT,
+            credentials: None,
         }
     }
 }
@@ -765,7 +771,11 @@ impl RemotingClient {
         }
     }
 
+    /// Signs (when credentials are set: last, after the hooks) and encodes `request`.
     fn encode(&self, request: &mut RemotingCommand) -> Result<Vec<u8>> {
+        if let Some(credentials) = &self.shared.config.credentials {
+            acl::sign(credentials, request)?;
+        }
         request.serialize_type = self.shared.config.serialize_type;
         let frame = request.to_frame();
         if frame.len() - 4 > self.shared.config.max_frame {

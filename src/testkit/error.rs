@@ -18,6 +18,15 @@ pub enum TestkitError {
         /// The last lines of its combined output.
         output_tail: String,
     },
+    /// The official admin tool (`mqadmin`) failed, e.g. creating an ACL user.
+    Tool {
+        /// The subcommand that was run (its arguments are left out: they hold secrets).
+        command: String,
+        /// How it exited.
+        status: String,
+        /// The last lines of its output.
+        output_tail: String,
+    },
     /// A file-system or process-spawn operation failed.
     Io {
         /// What we were doing.
@@ -74,6 +83,11 @@ impl fmt::Display for TestkitError {
                 f,
                 "maven failed to fetch the RocketMQ jars ({status}): {command}\n{output_tail}"
             ),
+            TestkitError::Tool {
+                command,
+                status,
+                output_tail,
+            } => write!(f, "{command} failed ({status})\n{output_tail}"),
             TestkitError::Io { what, path, source } => {
                 write!(f, "{what} failed for {}: {source}", path.display())
             }

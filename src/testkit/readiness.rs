@@ -195,7 +195,11 @@ impl Cluster {
             .rev()
             .find(|(k, _)| k == "brokerPermission")
             .map_or("6", |(_, v)| v.as_str());
-        remoting::nudge_registration(&SocketAddr::from(([127, 0, 0, 1], port)), permission)
+        remoting::nudge_registration(
+            &SocketAddr::from(([127, 0, 0, 1], port)),
+            permission,
+            self.acl_admin(),
+        )
     }
 
     /// Has every running slave (without controller mode) register again once the masters

@@ -17,14 +17,23 @@ use super::ReadinessCheck;
 use crate::admin::Admin;
 use crate::client::expect_success;
 use crate::protocol::{RemotingCommand, RequestCode};
-use crate::remoting::{RemotingClient, RemotingConfig};
+use crate::remoting::{Credentials, RemotingClient, RemotingConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Asks the broker at `addr` to set `brokerPermission` (to its current value), which
 /// re-registers it with every name server it knows to be available.
-pub(crate) fn nudge_registration(addr: &SocketAddr, permission: &str) -> Result<(), String> {
-    let client = RemotingClient::new(RemotingConfig::default()).map_err(|e| e.to_string())?;
+/// On a cluster that enforces ACL the request is signed as its admin.
+pub(crate) fn nudge_registration(
+    addr: &SocketAddr,
+    permission: &str,
+    credentials: Option<Credentials>,
+) -> Result<(), String> {
+    let config = RemotingConfig {
+        credentials,
+        ..RemotingConfig::default()
+    };
+    let client = RemotingClient::new(config).map_err(|e| e.to_string())?;
     let request = RemotingCommand::request(RequestCode::UPDATE_BROKER_CONFIG)
         .with_body(format!("brokerPermission={permission}\n").into_bytes());
     let response = client

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
-use rocketmq_blocking::Admin;
 
 use crate::{CliResult, ClusterAction};
 
@@ -143,7 +142,7 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             let Some(s) = read_state() else {
                 return Err("no cluster is running".into());
             };
-            let info = Admin::new(&s.namesrv_addr)?.cluster_info()?;
+            let info = crate::admin(&s.namesrv_addr)?.cluster_info()?;
             let brokers: std::collections::BTreeMap<_, _> = info
                 .broker_addr_table
                 .iter()

@@ -1,7 +1,9 @@
 //! `rmq`: a command-line tool over rocketmq-blocking.
 //!
-//! The name-server address comes from `-n` or `NAMESRV_ADDR`, as the Java tools read it.
-//! Errors are one line on stderr and a non-zero exit.
+//! The name-server address comes from `-n` or `NAMESRV_ADDR`, as the Java tools read it;
+//! credentials for clusters that enforce ACL from `--access-key`/`--secret-key` or
+//! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY` (every subcommand signs with them). Errors are one
+//! line on stderr and a non-zero exit.
 
 mod bench;
 mod bench_consume;
@@ -11,13 +13,14 @@ mod send;
 mod stats;
 
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rocketmq_blocking::protocol::SerializeType;
-use rocketmq_blocking::Admin;
 use rocketmq_blocking::ProducerBuilder;
 use rocketmq_blocking::TopicConfig;
+use rocketmq_blocking::{Admin, Credentials};
 use rocketmq_blocking::{ConsumeOrderlyStatus, ConsumeStatus, PushConsumer, PushConsumerBuilder};
 use rocketmq_blocking::{MessageExt, MessageQueue, Producer};
 
@@ -31,6 +34,21 @@ struct Cli {
     /// Name-server addresses, `;`-separated.
     #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR", global = true)]
     namesrv: Option<String>,
+    /// Access key for clusters that enforce ACL (5.x: the user name); needs --secret-key.
+    #[arg(long, env = "RMQ_ACCESS_KEY", global = true)]
+    access_key: Option<String>,
+    /// Secret key for clusters that enforce ACL (5.x: the password). Prefer the
+    /// environment variable: a flag shows in the process list.
+    #[arg(long, env = "RMQ_SECRET_KEY", hide_env_values = true, global = true)]
+    secret_key: Option<String>,
+    /// Security token, signed and sent with the keys.
+    #[arg(
+        long,
+        env = "RMQ_SECURITY_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    security_token: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -175,11 +193,48 @@ fn main() -> ExitCode {
 
 type CliResult = Result<(), Box<dyn std::error::Error>>;
 
+/// The credentials every client of this run signs with (set once, from the arguments).
+static CREDENTIALS: OnceLock<Option<Credentials>> = OnceLock::new();
+
+fn credentials() -> Option<Credentials> {
+    CREDENTIALS.get().cloned().flatten()
+}
+
+/// Both keys or neither; a token only with them.
+fn credentials_of(cli: &Cli) -> Result<Option<Credentials>, String> {
+    let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    match (nonempty(&cli.access_key), nonempty(&cli.secret_key)) {
+        (Some(ak), Some(sk)) => {
+            let c = Credentials::new(ak, sk);
+            Ok(Some(match nonempty(&cli.security_token) {
+                Some(token) => c.with_security_token(token),
+                None => c,
+            }))
+        }
+        (None, None) if nonempty(&cli.security_token).is_none() => Ok(None),
+        (None, None) => Err("--security-token needs --access-key and --secret-key".into()),
+        (Some(_), None) => Err("--access-key needs --secret-key (or RMQ_SECRET_KEY)".into()),
+        (None, Some(_)) => Err("--secret-key needs --access-key (or RMQ_ACCESS_KEY)".into()),
+    }
+}
+
+/// An admin client on the given name servers, signing with the run's credentials; it
+/// connects on first use.
+fn admin(namesrv: &str) -> Result<Admin, rocketmq_blocking::Error> {
+    let builder = Admin::builder().namesrv_addr(namesrv);
+    match credentials() {
+        Some(c) => builder.credentials(c),
+        None => builder,
+    }
+    .build()
+}
+
 fn run(cli: Cli) -> CliResult {
+    let _ = CREDENTIALS.set(credentials_of(&cli)?);
     match cli.command {
         Command::Cluster { action } => cluster::run(action),
         Command::Route { topic } => {
-            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
+            let admin = admin(&namesrv(&cli.namesrv)?)?;
             let route = admin.topic_route(&topic)?;
             println!("{}", serde_json::to_string_pretty(&route)?);
             Ok(())
@@ -188,7 +243,7 @@ fn run(cli: Cli) -> CliResult {
             action: TopicAction::Create { topic, queues },
         } => {
             check_queues(queues)?;
-            let admin = Admin::new(&namesrv(&cli.namesrv)?)?;
+            let admin = admin(&namesrv(&cli.namesrv)?)?;
             let brokers = admin.create_topic(&TopicConfig::new(&topic, queues))?;
             println!(
                 "{}",
@@ -239,9 +294,12 @@ fn start_producer(
     encoding: SerializeType,
     tune: impl FnOnce(ProducerBuilder) -> ProducerBuilder,
 ) -> Result<Producer, rocketmq_blocking::Error> {
-    let builder = Producer::builder(group)
+    let mut builder = Producer::builder(group)
         .namesrv_addr(namesrv)
         .serialize_type(encoding);
+    if let Some(c) = credentials() {
+        builder = builder.credentials(c);
+    }
     tune(builder).start()
 }
 
@@ -256,9 +314,12 @@ fn push_consumer(
     orderly: bool,
     listener: impl Fn(&[MessageExt], &MessageQueue) -> bool + Send + Sync + 'static,
 ) -> PushConsumerBuilder {
-    let builder = PushConsumer::builder(group)
+    let mut builder = PushConsumer::builder(group)
         .namesrv_addr(namesrv)
         .serialize_type(encoding);
+    if let Some(c) = credentials() {
+        builder = builder.credentials(c);
+    }
     if orderly {
         builder.orderly_listener(move |msgs, ctx| {
             if listener(msgs, ctx.message_queue()) {
