@@ -198,3 +198,4 @@ pub use producer::{
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };
+pub use remoting::TlsConfig;

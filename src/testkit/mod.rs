@@ -27,8 +27,10 @@ mod ports;
 mod process;
 mod readiness;
 mod remoting;
+mod tls;
 
 pub use error::TestkitError;
+pub use tls::{TlsFiles, TlsOptions};
 
 use std::ffi::OsString;
 use std::fs;
@@ -79,6 +81,7 @@ pub struct ClusterBuilder {
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
+    tls: Option<TlsOptions>,
 }
 
 impl std::fmt::Debug for ClusterBuilder {
@@ -91,6 +94,7 @@ impl std::fmt::Debug for ClusterBuilder {
             .field("work_dir", &self.work_dir)
             .field("readiness", &self.readiness.as_ref().map(|_| "custom"))
             .field("start_timeout", &self.start_timeout)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -106,6 +110,7 @@ impl Default for ClusterBuilder {
             readiness: None,
             start_timeout: DEFAULT_START_TIMEOUT,
             readiness_timeout: None,
+            tls: None,
         }
     }
 }
@@ -166,6 +171,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// Name servers and brokers with TLS (default: TLS disabled). A new CA, a server and
+    /// a client certificate are generated under the run directory
+    /// ([`Cluster::tls_files`]); [`Cluster::client_tls`] is what a client needs, and the
+    /// launcher's own readiness check uses it too.
+    pub fn tls(mut self, options: TlsOptions) -> Self {
+        self.tls = Some(options);
+        self
+    }
+
     /// Fetches the jars if needed, starts the name servers, then the brokers, and
     /// waits until the cluster is ready.
     pub fn start(self) -> Result<Cluster, TestkitError> {
@@ -192,6 +206,11 @@ impl ClusterBuilder {
             fs::create_dir_all(dir).map_err(|e| TestkitError::io("create run dir", dir, e))?;
         }
         config::write_logback(&home)?;
+        let tls = match self.tls {
+            Some(options) => Some(tls::ClusterTls::create(options, &run_dir.join("tls"))?),
+            None => None,
+        };
+        let client_tls = tls.as_ref().map(|t| t.files.client_config());
 
         // From here on, dropping `cluster` on an error path stops whatever started.
         let mut cluster = Cluster {
@@ -206,10 +225,11 @@ impl ClusterBuilder {
             broker_extra: self.broker_config,
             readiness: Some(
                 self.readiness
-                    .unwrap_or_else(remoting::registered_at_every_name_server),
+                    .unwrap_or_else(|| remoting::registered_at_every_name_server(client_tls)),
             ),
             start_timeout: self.start_timeout,
             readiness_timeout: self.readiness_timeout,
+            tls,
         };
         let started = Instant::now();
         let deadline = started + cluster.start_timeout;
@@ -330,6 +350,7 @@ pub struct Cluster {
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
+    tls: Option<tls::ClusterTls>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -377,6 +398,22 @@ impl Cluster {
     /// The RocketMQ version this cluster runs.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The CA and certificates of a cluster started with [`ClusterBuilder::tls`].
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref().map(|t| &t.files)
+    }
+
+    /// The TLS settings of a cluster started with [`ClusterBuilder::tls`].
+    pub fn tls_options(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref().map(|t| &t.options)
+    }
+
+    /// What a client of this cluster passes to its builder's `tls`: trust the cluster's
+    /// CA and present its client certificate. `None` without TLS.
+    pub fn client_tls(&self) -> Option<crate::TlsConfig> {
+        self.tls_files().map(TlsFiles::client_config)
     }
 
     /// Directory of the JVMs' logs: `<name>.log` (logback) and `<name>.out`
@@ -635,6 +672,10 @@ impl Cluster {
         let log_file = self.log_file(&name);
         let out_file = self.out_file(&name);
         let mut args = config::jvm_options(heap, max_heap, &self.run_dir, &self.home, &log_file);
+        if let Some(tls) = &self.tls {
+            // After the defaults: the last `-D` of a key wins.
+            args.extend(tls.jvm_properties());
+        }
         args.push("-cp".into());
         args.push(self.classpath.clone());
         args.push(main_class.into());

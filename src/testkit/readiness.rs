@@ -188,7 +188,8 @@ impl Cluster {
             .find(|(k, _)| k == "brokerPermission")
             .map_or("6", |(_, v)| v.as_str());
         let addr = SocketAddr::from(([127, 0, 0, 1], broker.port));
-        match remoting::nudge_registration(&addr, permission) {
+        let tls = self.client_tls();
+        match remoting::nudge_registration(&addr, permission, tls) {
             Ok(()) => info!("{} booted but had not registered; asked it to", broker.name),
             Err(e) => warn!("{}: registration nudge failed: {e}", broker.name),
         }

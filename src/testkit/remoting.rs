@@ -18,13 +18,22 @@ use crate::admin::Admin;
 use crate::client::expect_success;
 use crate::protocol::{RemotingCommand, RequestCode};
 use crate::remoting::{RemotingClient, RemotingConfig};
+use crate::TlsConfig;
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Asks the broker at `addr` to set `brokerPermission` (to its current value), which
 /// re-registers it with every name server it knows to be available.
-pub(crate) fn nudge_registration(addr: &SocketAddr, permission: &str) -> Result<(), String> {
-    let client = RemotingClient::new(RemotingConfig::default()).map_err(|e| e.to_string())?;
+pub(crate) fn nudge_registration(
+    addr: &SocketAddr,
+    permission: &str,
+    tls: Option<TlsConfig>,
+) -> Result<(), String> {
+    let config = RemotingConfig {
+        tls,
+        ..RemotingConfig::default()
+    };
+    let client = RemotingClient::new(config).map_err(|e| e.to_string())?;
     let request = RemotingCommand::request(RequestCode::UPDATE_BROKER_CONFIG)
         .with_body(format!("brokerPermission={permission}\n").into_bytes());
     let response = client
@@ -35,13 +44,18 @@ pub(crate) fn nudge_registration(addr: &SocketAddr, permission: &str) -> Result<
 
 /// The default readiness check: every expected broker is registered, with its address as
 /// master, at every name server (GET_BROKER_CLUSTER_INFO through our own client).
-pub(crate) fn registered_at_every_name_server() -> ReadinessCheck {
+/// With TLS, it connects with `tls`.
+pub(crate) fn registered_at_every_name_server(tls: Option<TlsConfig>) -> ReadinessCheck {
     let admins: Mutex<HashMap<String, Admin>> = Mutex::new(HashMap::new());
     Box::new(move |namesrv, expected| {
         let mut admins = admins.lock();
         for ns in namesrv.split(';').filter(|s| !s.is_empty()) {
             if !admins.contains_key(ns) {
-                admins.insert(ns.to_string(), Admin::new(ns).map_err(|e| e.to_string())?);
+                let mut builder = Admin::builder().namesrv_addr(ns);
+                if let Some(tls) = &tls {
+                    builder = builder.tls(tls.clone());
+                }
+                admins.insert(ns.to_string(), builder.build().map_err(|e| e.to_string())?);
             }
             let Some(admin) = admins.get(ns) else {
                 return Ok(false);
