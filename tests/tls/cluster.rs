@@ -7,24 +7,31 @@ use std::time::{Duration, Instant};
 use rocketmq_blocking::testkit::{Cluster, TlsOptions};
 use rocketmq_blocking::{Admin, TlsConfig, TopicConfig};
 
-static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+/// The start's outcome, kept either way: a cluster that failed to start fails every test
+/// at once instead of being started again by each.
+static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
 
 /// The shared cluster: enforcing, client certificates required.
 pub fn cluster() -> &'static Cluster {
-    CLUSTER.get_or_init(|| {
+    let started = CLUSTER.get_or_init(|| {
         let _ = env_logger::builder().is_test(true).try_init();
         let mut b = Cluster::builder()
             .brokers(1)
             .tls(TlsOptions::enforcing().require_client_cert(true))
+            // Each JVM builds its TLS contexts at boot, slow on two loaded cores.
+            .start_timeout(Duration::from_secs(300))
             // Two cores shared with builds: give the send queue time rather than shed load.
             .broker_config("waitTimeMillsInSendQueue", "5000")
             .broker_config("osPageCacheBusyTimeOutMills", "5000");
         if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
             b = b.version(&v);
         }
-        b.start()
-            .unwrap_or_else(|e| panic!("could not start the TLS test cluster: {e}"))
-    })
+        b.start().map_err(|e| e.to_string())
+    });
+    match started {
+        Ok(c) => c,
+        Err(e) => panic!("could not start the TLS test cluster: {e}"),
+    }
 }
 
 pub fn namesrv() -> String {

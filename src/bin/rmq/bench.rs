@@ -16,7 +16,6 @@ use clap::{value_parser, ValueEnum};
 use parking_lot::{Condvar, Mutex};
 use rocketmq_blocking::client::validators::check_send_topic;
 use rocketmq_blocking::remoting::{Permit, Semaphore};
-use rocketmq_blocking::Admin;
 use rocketmq_blocking::ProducerOptions;
 use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Message, Producer, SendResult};
@@ -139,7 +138,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
 
     if args.create_topic {
         let brokers =
-            Admin::new(&addr)?.create_topic(&TopicConfig::new(&args.topic, args.queues))?;
+            crate::admin(&addr)?.create_topic(&TopicConfig::new(&args.topic, args.queues))?;
         eprintln!(
             "rmq: topic {} created on {}",
             args.topic,

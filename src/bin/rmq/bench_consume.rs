@@ -76,12 +76,15 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         Progress::start(recorder.clone(), Counting::Consumed)
     };
     let (cpu, rss) = if args.lite_pull {
-        let consumer = LitePullConsumer::builder(&args.group)
+        let mut builder = LitePullConsumer::builder(&args.group)
             .namesrv_addr(&addr)
             .serialize_type(args.serialize.into())
             .consume_from_where(ConsumeFromWhere::FirstOffset)
-            .subscribe(&args.topic, "*")
-            .start()?;
+            .subscribe(&args.topic, "*");
+        if let Some(t) = crate::tls() {
+            builder = builder.tls(t);
+        }
+        let consumer = builder.start()?;
         let progress = announce()?;
         let polled = poll_until_done(&consumer, &tally, &done, deadline);
         stop(progress, || consumer.shutdown(), polled)?
