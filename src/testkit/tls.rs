@@ -217,3 +217,50 @@ impl ClusterTls {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_jvms_get_java_s_tls_keys_for_the_asked_mode() {
+        let dir = std::env::temp_dir().join(format!("rmq-testkit-tls-{}", std::process::id()));
+        for (options, mode, client_auth) in [
+            (TlsOptions::enforcing(), "enforcing", "none"),
+            (
+                TlsOptions::permissive().require_client_cert(true),
+                "permissive",
+                "require",
+            ),
+        ] {
+            let tls = ClusterTls::create(options, &dir.join(mode)).unwrap();
+            let props = fs::read_to_string(&tls.config_file).unwrap();
+            for line in [
+                "tls.test.mode.enable=false".to_string(),
+                format!("tls.server.need.client.auth={client_auth}"),
+                format!("tls.server.certPath={}", tls.files.server_cert.display()),
+                format!("tls.server.keyPath={}", tls.files.server_key.display()),
+                format!("tls.server.trustCertPath={}", tls.files.ca_cert.display()),
+                format!("tls.client.certPath={}", tls.files.client_cert.display()),
+                format!("tls.client.keyPath={}", tls.files.client_key.display()),
+                format!("tls.client.trustCertPath={}", tls.files.ca_cert.display()),
+            ] {
+                assert!(props.lines().any(|l| l == line), "{line} in\n{props}");
+            }
+            let args: Vec<String> = tls
+                .jvm_properties()
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            assert!(
+                args.contains(&format!("-Dtls.server.mode={mode}")),
+                "{args:?}"
+            );
+            assert!(args.contains(&"-Dtls.enable=true".to_string()), "{args:?}");
+            // Java reads the server key as PKCS#8 only.
+            let key = fs::read_to_string(&tls.files.server_key).unwrap();
+            assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "{key}");
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
