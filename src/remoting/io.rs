@@ -42,6 +42,11 @@ const READ_CHUNK: usize = 64 * 1024;
 /// WouldBlock", but a peer that writes without pause would then hold the loop forever: a
 /// socket that reached this cap is read again on the next turn, after the others.
 const MAX_READS_PER_TURN: usize = 16;
+/// A TLS socket's turn is bounded by bytes, the plain turn's worth: rustls reads at most
+/// about one record (16 KiB) per call. The read count is capped too, against a peer that
+/// trickles bytes.
+const MAX_TLS_BYTES_PER_TURN: usize = MAX_READS_PER_TURN * READ_CHUNK;
+const MAX_TLS_READS_PER_TURN: usize = 16 * MAX_READS_PER_TURN;
 /// Largest number of queued frames handed to one `writev`.
 const MAX_IOV: usize = 64;
 /// How often idle connections are looked for when nothing else wakes the loop.
@@ -549,9 +554,9 @@ impl IoLoop {
                 return;
             };
             let handshaking = matches!(state, ConnState::Handshaking { .. });
-            let mut reads = 0;
+            let (mut reads, mut bytes) = (0, 0);
             loop {
-                if reads == MAX_READS_PER_TURN {
+                if reads == MAX_TLS_READS_PER_TURN || bytes >= MAX_TLS_BYTES_PER_TURN {
                     if !self.still_readable.contains(&token) {
                         self.still_readable.push(token);
                     }
@@ -567,7 +572,7 @@ impl IoLoop {
                         });
                         break;
                     }
-                    Ok(_) => {}
+                    Ok(n) => bytes += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {

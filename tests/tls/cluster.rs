@@ -47,6 +47,8 @@ pub fn admin() -> Admin {
     Admin::builder()
         .namesrv_addr(namesrv())
         .tls(tls())
+        // The JVMs share two loaded cores with builds.
+        .timeout(Duration::from_secs(30))
         .build()
         .expect("admin")
 }
