@@ -9,14 +9,18 @@
 //! ```sh
 //! cargo run --example quickstart
 //! ```
+//!
+//! TLS: `RMQ_TLS=1` starts the local cluster with TLS enforced (or, with `NAMESRV_ADDR`,
+//! uses TLS verified against the system's roots); `RMQ_TLS_CA=ca.pem` trusts that CA
+//! instead, `RMQ_TLS_CERT` and `RMQ_TLS_KEY` add a client certificate.
 
 use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::testkit::{Cluster, TlsOptions};
 use rocketmq_blocking::TopicConfig;
-use rocketmq_blocking::{Admin, Credentials};
+use rocketmq_blocking::{Admin, Credentials, TlsConfig};
 use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
 use rocketmq_blocking::{Message, Producer};
 
@@ -26,25 +30,43 @@ const CONSUME_TIMEOUT: Duration = Duration::from_secs(60);
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
 
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     // Keep the cluster alive until the end of main when we started it.
-    let (namesrv, _cluster) = match std::env::var("NAMESRV_ADDR") {
-        Ok(addr) if !addr.trim().is_empty() => {
+    let (namesrv, tls, _cluster) = match env("NAMESRV_ADDR") {
+        Some(addr) => {
             println!("using the cluster at NAMESRV_ADDR={addr}");
-            (addr, None)
+            let wanted = ["RMQ_TLS", "RMQ_TLS_CA", "RMQ_TLS_CERT"]
+                .iter()
+                .any(|k| env(k).is_some());
+            let mut tls = wanted.then(TlsConfig::new);
+            if let Some(ca) = env("RMQ_TLS_CA") {
+                tls = tls.map(|t| t.ca_file(ca));
+            }
+            if let (Some(cert), Some(key)) = (env("RMQ_TLS_CERT"), env("RMQ_TLS_KEY")) {
+                tls = tls.map(|t| t.client_cert(cert, key));
+            }
+            (addr, tls, None)
         }
-        _ => {
+        None => {
             println!("NAMESRV_ADDR is not set: starting a local RocketMQ cluster (first run downloads the jars)...");
             let t = Instant::now();
-            let cluster = Cluster::builder().start()?;
+            let mut builder = Cluster::builder();
+            if env("RMQ_TLS").is_some() {
+                builder = builder.tls(TlsOptions::enforcing());
+            }
+            let cluster = builder.start()?;
             println!(
                 "cluster up in {:.1} s: NAMESRV_ADDR={} (RocketMQ {})",
                 t.elapsed().as_secs_f64(),
                 cluster.namesrv_addr(),
                 cluster.version()
             );
-            (cluster.namesrv_addr(), Some(cluster))
+            (cluster.namesrv_addr(), cluster.client_tls(), Some(cluster))
         }
     };
+    if let Some(tls) = &tls {
+        println!("with TLS: {tls:?}");
+    }
 
     // ACL credentials from the environment, when the cluster enforces ACL.
     let credentials = match (
@@ -60,6 +82,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(c) = &credentials {
         admin = admin.credentials(c.clone());
     }
+    if let Some(tls) = &tls {
+        admin = admin.tls(tls.clone());
+    }
     let admin = admin.build()?;
     let brokers = admin.create_topic(&TopicConfig::new(&topic, 4))?;
     println!("created topic {topic} on {brokers:?}");
@@ -67,6 +92,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut producer = Producer::builder("quickstart_producer").namesrv_addr(&namesrv);
     if let Some(c) = &credentials {
         producer = producer.credentials(c.clone());
+    }
+    if let Some(tls) = &tls {
+        producer = producer.tls(tls.clone());
     }
     let producer = producer.start()?;
     let n = 100;
@@ -109,6 +137,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut consumer = PushConsumer::builder(&group).namesrv_addr(&namesrv);
     if let Some(c) = credentials {
         consumer = consumer.credentials(c);
+    }
+    if let Some(tls) = &tls {
+        consumer = consumer.tls(tls.clone());
     }
     let consumer = consumer
         .subscribe(&topic, "*")

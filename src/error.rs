@@ -37,6 +37,10 @@ pub enum ErrorKind {
     /// The client is not configured for the call (no name-server address, for one);
     /// retrying does not help until the configuration changes.
     Config,
+    /// The TLS layer failed: the handshake was refused (an untrusted or wrong
+    /// certificate, no client certificate where the server requires one), or the peer
+    /// sent something that is not TLS. [`Error::addr`] names the peer.
+    Tls,
 }
 
 /// Which part of a call ran out of time.
@@ -115,6 +119,10 @@ impl Error {
 
     pub(crate) fn closed(addr: &str, why: impl Into<String>) -> Self {
         Error::new(ErrorKind::ConnectionClosed, why).with_addr(addr)
+    }
+
+    pub(crate) fn tls(addr: &str, why: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::Tls, format!("TLS: {why}")).with_addr(addr)
     }
 
     /// An error for a response whose code was not the expected one.
@@ -209,7 +217,12 @@ impl Error {
     /// is worth another attempt, usually on another broker).
     pub fn is_retriable(&self) -> bool {
         match self.inner.kind {
-            ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed => true,
+            // A TLS failure is a transport failure too: another broker may be configured
+            // right, as with a refused connection.
+            ErrorKind::Timeout
+            | ErrorKind::Connect
+            | ErrorKind::ConnectionClosed
+            | ErrorKind::Tls => true,
             ErrorKind::Response => self.inner.code.is_some_and(|c| {
                 matches!(
                     c,

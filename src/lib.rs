@@ -77,6 +77,20 @@
 //! [orderly listener](PushConsumerBuilder::orderly_listener): one call per queue at a time,
 //! with the queue locked at the broker while this consumer holds it.
 //!
+//! # TLS
+//!
+//! A cluster that requires TLS (Java servers with `tls.server.mode=enforcing`) needs a
+//! [`TlsConfig`] on every builder (`tls`); it covers the name servers and the brokers. The
+//! handshake runs on the I/O thread like every other byte, bounded by the connect timeout:
+//!
+//! ```no_run
+//! use rocketmq_blocking::{Producer, TlsConfig};
+//!
+//! let tls = TlsConfig::new().ca_file("ca.pem").client_cert("client.pem", "client.key");
+//! let producer = Producer::builder("g").namesrv_addr("10.0.0.1:9876").tls(tls).start()?;
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
 //! # Errors
 //!
 //! Every fallible call returns [`Error`]: [`kind`](Error::kind) says what failed,
@@ -116,6 +130,8 @@
 //! | `MessageExt.getMsgId()` (`MessageClientExt`) | [`MessageExt::msg_id`] |
 //! | `MQClientException`, `MQBrokerException`, `RemotingException` | [`Error`] with its [`ErrorKind`] |
 //! | `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to a client's constructor | [`Credentials`] on its builder (`.credentials(...)`) |
+//! | `setUseTLS(true)`, `tls.client.trustCertPath`, `tls.client.certPath` / `keyPath` | `tls(`[`TlsConfig`]`)` with [`ca_file`](TlsConfig::ca_file), [`client_cert`](TlsConfig::client_cert) |
+//! | `tls.test.mode.enable=true` (trust any server) | [`TlsConfig::danger_accept_any_server_certificate`] |
 //!
 //! Rustdoc's search finds the Java names too: items carry them as aliases.
 //!
@@ -200,3 +216,4 @@ pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };
 pub use remoting::Credentials;
+pub use remoting::TlsConfig;

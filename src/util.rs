@@ -144,7 +144,17 @@ macro_rules! client_setters {
             self
         }
 
-        /// TCP connect timeout (Java `connectTimeoutMillis`, 3 s).
+        /// TLS on every connection, to name servers and brokers (Java `useTLS`, off by
+        /// default; see [`TlsConfig`]($crate::TlsConfig)). The connect timeout bounds the
+        /// TCP connect and the handshake together.
+        #[doc(alias = "useTLS")]
+        pub fn tls(mut self, tls: $crate::TlsConfig) -> Self {
+            self.client = self.client.tls(tls);
+            self
+        }
+
+        /// TCP connect timeout, with the TLS handshake when TLS is on (Java
+        /// `connectTimeoutMillis`, 3 s).
         #[doc(alias = "connectTimeoutMillis")]
         pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
             self.client = self.client.connect_timeout(timeout);

@@ -288,7 +288,13 @@ impl ClientConfigBuilder {
         self
     }
 
-    /// TCP connect timeout.
+    /// TLS on every connection (default off).
+    pub fn tls(mut self, tls: crate::remoting::TlsConfig) -> Self {
+        self.config.remoting.tls = Some(tls);
+        self
+    }
+
+    /// TCP connect timeout (with the TLS handshake when TLS is on).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.remoting.connect_timeout = timeout;
         self

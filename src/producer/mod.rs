@@ -590,11 +590,11 @@ impl<A: JavaHashCode + ?Sized> MessageQueueSelector<A> for SelectMessageQueueByH
 }
 
 impl ErrorKind {
-    /// Whether errors of this kind come from the transport (connect, closed, timeout).
+    /// Whether errors of this kind come from the transport (connect, closed, timeout, TLS).
     pub(crate) fn is_transport(self) -> bool {
         matches!(
             self,
-            ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed
+            ErrorKind::Timeout | ErrorKind::Connect | ErrorKind::ConnectionClosed | ErrorKind::Tls
         )
     }
 }

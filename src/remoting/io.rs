@@ -5,6 +5,12 @@
 //! it needs no lock: a response completes its waiter by filling a one-value slot (sync,
 //! which never waits) or by queueing the callback on the callback pool (async). It never
 //! blocks on a caller and never runs user code.
+//!
+//! With TLS, each connection also owns a `rustls::ClientConnection`: the loop moves
+//! records between it and the socket (`read_tls`/`write_tls`, both non-blocking), hands
+//! it plaintext frames to encrypt, and takes decrypted bytes from it into the same frame
+//! parser. A connection counts as connected (and its queued frames go out) only once the
+//! handshake is done; the connect deadline covers the TCP connect and the handshake.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, IoSlice, Read, Write};
@@ -36,6 +42,11 @@ const READ_CHUNK: usize = 64 * 1024;
 /// WouldBlock", but a peer that writes without pause would then hold the loop forever: a
 /// socket that reached this cap is read again on the next turn, after the others.
 const MAX_READS_PER_TURN: usize = 16;
+/// A TLS socket's turn is bounded by bytes, the plain turn's worth: rustls reads at most
+/// about one record (16 KiB) per call. The read count is capped too, against a peer that
+/// trickles bytes.
+const MAX_TLS_BYTES_PER_TURN: usize = MAX_READS_PER_TURN * READ_CHUNK;
+const MAX_TLS_READS_PER_TURN: usize = 16 * MAX_READS_PER_TURN;
 /// Largest number of queued frames handed to one `writev`.
 const MAX_IOV: usize = 64;
 /// How often idle connections are looked for when nothing else wakes the loop.
@@ -105,6 +116,10 @@ pub(crate) enum Command {
 enum CloseReason {
     ConnectFailed(String),
     ConnectTimeout(Duration),
+    /// TCP connected, the TLS handshake unfinished at the connect deadline.
+    HandshakeTimeout(Duration),
+    /// The TLS layer failed (handshake refused, alert received, not TLS at all).
+    Tls(String),
     Closed(String),
     Shutdown,
 }
@@ -118,6 +133,10 @@ impl CloseReason {
             CloseReason::ConnectTimeout(d) => {
                 Error::timeout(TimeoutPhase::Connect, *d).with_addr(addr)
             }
+            CloseReason::HandshakeTimeout(d) => Error::timeout(TimeoutPhase::Connect, *d)
+                .context("TLS handshake unfinished")
+                .with_addr(addr),
+            CloseReason::Tls(why) => Error::tls(addr, why),
             CloseReason::Closed(why) => Error::closed(addr, why.clone()),
             CloseReason::Shutdown => {
                 Error::state("the remoting client is shut down").with_addr(addr)
@@ -135,14 +154,25 @@ struct WriteItem {
 }
 
 enum ConnState {
-    Connecting { deadline: Instant },
+    Connecting {
+        deadline: Instant,
+    },
+    /// TCP is up, the TLS handshake runs; same deadline as the connect.
+    Handshaking {
+        deadline: Instant,
+    },
     Connected,
 }
 
 struct Conn {
     addr: String,
     stream: TcpStream,
+    /// The TLS session, when TLS is on.
+    tls: Option<Box<rustls::ClientConnection>>,
     state: ConnState,
+    /// Whether the peer ever sent a byte: a plain connection closed before that is what
+    /// a server that requires TLS does, and the error says so.
+    received: bool,
     rbuf: Vec<u8>,
     rstart: usize,
     wq: VecDeque<WriteItem>,
@@ -260,7 +290,9 @@ impl IoLoop {
             next = next.min(d);
         }
         for c in self.conns.values() {
-            if let ConnState::Connecting { deadline } = c.state {
+            if let ConnState::Connecting { deadline } | ConnState::Handshaking { deadline } =
+                c.state
+            {
                 next = next.min(deadline);
             }
         }
@@ -276,7 +308,9 @@ impl IoLoop {
                             ConnState::Connected => {
                                 let _ = reply.try_send(Ok(()));
                             }
-                            ConnState::Connecting { .. } => c.connect_waiters.push(reply),
+                            ConnState::Connecting { .. } | ConnState::Handshaking { .. } => {
+                                c.connect_waiters.push(reply)
+                            }
                         }
                     }
                 }
@@ -341,6 +375,15 @@ impl IoLoop {
         if let Some(&t) = self.by_addr.get(addr) {
             return Ok(t);
         }
+        let tls = match &self.shared.tls {
+            Some(config) => {
+                let name = super::tls::server_name(addr)?;
+                let conn = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(|e| Error::tls(addr, e))?;
+                Some(Box::new(conn))
+            }
+            None => None,
+        };
         let mut stream = TcpStream::connect(sock).map_err(|e| Error::connect(addr, e))?;
         let token = Token(self.next_token);
         self.next_token += 1;
@@ -354,9 +397,11 @@ impl IoLoop {
             Conn {
                 addr: addr.to_string(),
                 stream,
+                tls,
                 state: ConnState::Connecting {
                     deadline: now + self.shared.config.connect_timeout,
                 },
+                received: false,
                 rbuf: Vec::new(),
                 rstart: 0,
                 wq: VecDeque::new(),
@@ -420,12 +465,18 @@ impl IoLoop {
             if let Err(e) = c.stream.set_nodelay(true) {
                 debug!("TCP_NODELAY on {}: {e}", c.addr);
             }
-            c.state = ConnState::Connected;
             c.last_active = Instant::now();
-            debug!("connected to {}", c.addr);
-            self.shared.connected.write().insert(c.addr.clone());
-            for w in c.connect_waiters.drain(..) {
-                let _ = w.try_send(Ok(()));
+            if c.tls.is_some() {
+                // The ClientHello goes out with the flush; usable once the handshake ends.
+                c.state = ConnState::Handshaking {
+                    deadline: match c.state {
+                        ConnState::Connecting { deadline } => deadline,
+                        _ => Instant::now() + self.shared.config.connect_timeout,
+                    },
+                };
+                debug!("connected to {}; TLS handshake", c.addr);
+            } else {
+                self.established(token);
             }
             self.flush(token);
             if !self.conns.contains_key(&token) {
@@ -440,7 +491,143 @@ impl IoLoop {
         }
     }
 
+    /// The connection is usable: connect waiters are told, and queued frames go out with
+    /// the caller's next flush.
+    fn established(&mut self, token: Token) {
+        let Some(c) = self.conns.get_mut(&token) else {
+            return;
+        };
+        c.state = ConnState::Connected;
+        debug!("connection to {} established", c.addr);
+        self.shared.connected.write().insert(c.addr.clone());
+        for w in c.connect_waiters.drain(..) {
+            let _ = w.try_send(Ok(()));
+        }
+    }
+
+    /// After TLS records moved: sends what rustls wants to send (handshake messages,
+    /// alerts) and, once the handshake is over, establishes the connection.
+    fn tls_progress(&mut self, token: Token) {
+        let Some(c) = self.conns.get(&token) else {
+            return;
+        };
+        let Some(tls) = c.tls.as_deref() else {
+            return;
+        };
+        let done = matches!(c.state, ConnState::Handshaking { .. }) && !tls.is_handshaking();
+        let wants_write = tls.wants_write();
+        if done {
+            self.established(token);
+        }
+        if done || wants_write {
+            self.flush(token);
+        }
+    }
+
     fn read(&mut self, token: Token) {
+        let tls = self.conns.get(&token).is_some_and(|c| c.tls.is_some());
+        if tls {
+            self.read_tls(token);
+            self.tls_progress(token);
+        } else {
+            self.read_plain(token);
+        }
+    }
+
+    /// Reads TLS records, decrypts them and parses the plaintext into frames.
+    fn read_tls(&mut self, token: Token) {
+        let max_frame = self.shared.config.max_frame;
+        let mut frames = Vec::new();
+        let mut failure = None;
+        if let Some(c) = self.conns.get_mut(&token) {
+            let Conn {
+                stream,
+                tls: Some(tls),
+                state,
+                rbuf,
+                rstart,
+                last_active,
+                received,
+                ..
+            } = c
+            else {
+                return;
+            };
+            let handshaking = matches!(state, ConnState::Handshaking { .. });
+            let (mut reads, mut bytes) = (0, 0);
+            loop {
+                if reads == MAX_TLS_READS_PER_TURN || bytes >= MAX_TLS_BYTES_PER_TURN {
+                    if !self.still_readable.contains(&token) {
+                        self.still_readable.push(token);
+                    }
+                    break;
+                }
+                reads += 1;
+                match tls.read_tls(stream) {
+                    Ok(0) => {
+                        failure = Some(if handshaking {
+                            CloseReason::Tls("handshake failed: closed by peer".into())
+                        } else {
+                            CloseReason::Closed("closed by peer".into())
+                        });
+                        break;
+                    }
+                    Ok(n) => bytes += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        failure = Some(if handshaking {
+                            CloseReason::Tls(format!("handshake failed: read failed: {e}"))
+                        } else {
+                            CloseReason::Closed(format!("read failed: {e}"))
+                        });
+                        break;
+                    }
+                }
+                *last_active = Instant::now();
+                *received = true;
+                if let Err(e) = tls.process_new_packets() {
+                    // Tell the peer why (the alert rustls queued), best effort.
+                    let _ = tls.write_tls(stream);
+                    failure = Some(CloseReason::Tls(e.to_string()));
+                    break;
+                }
+                // Take every decrypted byte; parse after each chunk, as for plain reads.
+                loop {
+                    match tls.reader().read(&mut self.scratch) {
+                        Ok(0) => {
+                            failure =
+                                Some(CloseReason::Closed("closed by peer (close_notify)".into()));
+                            break;
+                        }
+                        Ok(n) => {
+                            rbuf.extend_from_slice(&self.scratch[..n]);
+                            if let Err(why) = parse_frames(rbuf, rstart, max_frame, &mut frames) {
+                                failure = Some(CloseReason::Closed(why));
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => {
+                            failure = Some(CloseReason::Closed(format!("TLS read failed: {e}")));
+                            break;
+                        }
+                    }
+                }
+                if failure.is_some() {
+                    break;
+                }
+            }
+        }
+        for cmd in frames {
+            self.dispatch(token, cmd);
+        }
+        if let Some(reason) = failure {
+            self.close(token, reason);
+        }
+    }
+
+    fn read_plain(&mut self, token: Token) {
         let max_frame = self.shared.config.max_frame;
         let mut frames = Vec::new();
         let mut failure = None;
@@ -456,14 +643,23 @@ impl IoLoop {
                 reads += 1;
                 match c.stream.read(&mut self.scratch) {
                     Ok(0) => {
-                        failure = Some(CloseReason::Closed("closed by peer".into()));
+                        failure = Some(CloseReason::Closed(if c.received {
+                            "closed by peer".into()
+                        } else {
+                            // Java's servers in TLS "enforcing" mode close a plain
+                            // connection at its first bytes.
+                            "closed by peer before it sent anything (a server that requires TLS does this to a client without TLS)".into()
+                        }));
                         break;
                     }
                     Ok(n) => {
                         c.last_active = Instant::now();
+                        c.received = true;
                         c.rbuf.extend_from_slice(&self.scratch[..n]);
                         // Parse after every read so the buffer holds at most one frame.
-                        if let Err(why) = parse_frames(c, max_frame, &mut frames) {
+                        if let Err(why) =
+                            parse_frames(&mut c.rbuf, &mut c.rstart, max_frame, &mut frames)
+                        {
                             failure = Some(CloseReason::Closed(why));
                             break;
                         }
@@ -490,14 +686,38 @@ impl IoLoop {
         let Some(c) = self.conns.get_mut(&token) else {
             return;
         };
+        let connected = matches!(c.state, ConnState::Connected);
         let mut failure = None;
-        while !c.wq.is_empty() {
+        loop {
+            // TLS: first the records rustls holds (handshake, alerts, encrypted frames);
+            // more plaintext goes in only once they are all on the socket, so rustls
+            // never buffers more than one batch.
+            if let Some(tls) = c.tls.as_deref_mut() {
+                match write_tls_records(tls, &mut c.stream) {
+                    Ok(true) => c.last_active = Instant::now(),
+                    Ok(false) => break,
+                    Err(reason) => {
+                        failure = Some(reason);
+                        break;
+                    }
+                }
+                if !connected {
+                    break;
+                }
+            }
+            if c.wq.is_empty() {
+                break;
+            }
             let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(c.wq.len().min(MAX_IOV));
             for (i, item) in c.wq.iter().take(MAX_IOV).enumerate() {
                 let start = if i == 0 { c.woff } else { 0 };
                 slices.push(IoSlice::new(&item.frame[start..]));
             }
-            match c.stream.write_vectored(&slices) {
+            let written = match c.tls.as_deref_mut() {
+                Some(tls) => tls.writer().write_vectored(&slices),
+                None => c.stream.write_vectored(&slices),
+            };
+            match written {
                 Ok(0) => {
                     failure = Some(CloseReason::Closed("socket accepted no bytes".into()));
                     break;
@@ -531,11 +751,19 @@ impl IoLoop {
             }
         }
         if let Some(reason) = failure {
+            // A TLS connection that fails before its handshake ended failed the handshake.
+            let reason = match reason {
+                CloseReason::Closed(why) if c.tls.is_some() && !connected => {
+                    CloseReason::Tls(format!("handshake failed: {why}"))
+                }
+                other => other,
+            };
             self.close(token, reason);
             return;
         }
         // Ask for writable events only while something waits to be written.
-        let want = !c.wq.is_empty();
+        let tls_pending = c.tls.as_deref().is_some_and(|t| t.wants_write());
+        let want = tls_pending || (connected && !c.wq.is_empty());
         if want != c.writable_interest {
             let interest = if want {
                 Interest::READABLE | Interest::WRITABLE
@@ -671,6 +899,9 @@ impl IoLoop {
                 ConnState::Connecting { deadline } if deadline <= now => {
                     to_close.push((*t, CloseReason::ConnectTimeout(connect_timeout)))
                 }
+                ConnState::Handshaking { deadline } if deadline <= now => {
+                    to_close.push((*t, CloseReason::HandshakeTimeout(connect_timeout)))
+                }
                 ConnState::Connected
                     if now.duration_since(c.last_active) >= idle && !self.pending.has_token(*t) =>
                 {
@@ -764,14 +995,33 @@ impl IoLoop {
     }
 }
 
+/// Writes the records rustls holds to the socket: `Ok(true)` when all are written,
+/// `Ok(false)` when the socket is full.
+fn write_tls_records(
+    tls: &mut rustls::ClientConnection,
+    stream: &mut TcpStream,
+) -> Result<bool, CloseReason> {
+    while tls.wants_write() {
+        match tls.write_tls(stream) {
+            Ok(0) => return Err(CloseReason::Closed("socket accepted no bytes".into())),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(CloseReason::Closed(format!("write failed: {e}"))),
+        }
+    }
+    Ok(true)
+}
+
 /// Splits complete frames off the front of the connection's read buffer.
 fn parse_frames(
-    c: &mut Conn,
+    rbuf: &mut Vec<u8>,
+    rstart: &mut usize,
     max_frame: usize,
     out: &mut Vec<RemotingCommand>,
 ) -> Result<(), String> {
     loop {
-        let avail = &c.rbuf[c.rstart..];
+        let avail = &rbuf[*rstart..];
         let n = match frame_len(avail, max_frame) {
             Ok(Some(n)) => n,
             Ok(None) => break,
@@ -779,20 +1029,20 @@ fn parse_frames(
         };
         if avail.len() < 4 + n {
             // Reserve what the frame needs (bounded by max_frame) to avoid regrowth.
-            c.rbuf.reserve(4 + n - avail.len());
+            rbuf.reserve(4 + n - avail.len());
             break;
         }
         let cmd =
             RemotingCommand::decode(&avail[4..4 + n]).map_err(|e| format!("bad frame: {e}"))?;
-        c.rstart += 4 + n;
+        *rstart += 4 + n;
         out.push(cmd);
     }
-    if c.rstart == c.rbuf.len() {
-        c.rbuf.clear();
-        c.rstart = 0;
-    } else if c.rstart > 0 && c.rstart >= c.rbuf.len() / 2 {
-        c.rbuf.drain(..c.rstart);
-        c.rstart = 0;
+    if *rstart == rbuf.len() {
+        rbuf.clear();
+        *rstart = 0;
+    } else if *rstart > 0 && *rstart >= rbuf.len() / 2 {
+        rbuf.drain(..*rstart);
+        *rstart = 0;
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ mod oneshot;
 pub mod pending;
 mod pool;
 mod semaphore;
+mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -37,8 +38,39 @@ use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 pub use acl::Credentials;
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
+pub use tls::TlsConfig;
 
 use io::{Command, IoLoop, PendingRequest, Waiter};
+
+/// The error of a name-server choice that failed on every address: when they all failed
+/// alike (refused, timed out, TLS), the last error with its kind, phase and address, so
+/// that a TLS or timeout failure is not reported as a mere connect error.
+fn no_name_server(mut failures: Vec<Error>) -> Error {
+    let alike = failures.windows(2).all(|w| w[0].kind() == w[1].kind());
+    let listed = |failures: &[Error]| {
+        failures
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match failures.pop() {
+        Some(last) if alike && failures.is_empty() => {
+            last.context("no name server could be reached")
+        }
+        Some(last) if alike => {
+            let others = listed(&failures);
+            last.context(format!("no name server could be reached [{others}]"))
+        }
+        last => {
+            failures.extend(last);
+            Error::new(
+                ErrorKind::Connect,
+                format!("no name server could be reached [{}]", listed(&failures)),
+            )
+        }
+    }
+}
 
 /// Settings of the remoting client (Java `NettyClientConfig` plus the system properties
 /// `NettySystemConfig` reads). `Default` gives Java's defaults.
@@ -75,6 +107,9 @@ pub struct RemotingConfig {
     /// Signs every request with these (Java `AclClientRPCHook`), after the RPC hooks and
     /// right before encoding. `Debug` redacts the secret.
     pub credentials: Option<Credentials>,
+    /// TLS on every connection (Java `useTLS`, off); `connect_timeout` bounds the TCP
+    /// connect and the handshake together.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for RemotingConfig {
@@ -93,6 +128,7 @@ impl Default for RemotingConfig {
             namesrv_lock_timeout: Duration::from_millis(3000),
             shutdown_timeout: JOIN_TIMEOUT,
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -147,6 +183,8 @@ pub(crate) struct Shared {
     /// Bytes of frames queued on connections and not yet wholly written (kept by the I/O
     /// thread; for diagnostics and the bounded-memory tests).
     queued_bytes: AtomicUsize,
+    /// Built once from `config.tls` (its files read at start, not per connection).
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Shared {
@@ -304,6 +342,11 @@ pub struct RemotingClient {
 impl RemotingClient {
     /// Starts the I/O thread and the pools.
     pub fn new(config: RemotingConfig) -> Result<Self> {
+        let tls = config
+            .tls
+            .as_ref()
+            .map(TlsConfig::client_config)
+            .transpose()?;
         let poll = Poll::new().map_err(|e| Error::io("creating the poll instance", e))?;
         let waker = Waker::new(poll.registry(), io::WAKER)
             .map_err(|e| Error::io("creating the waker", e))?;
@@ -324,6 +367,7 @@ impl RemotingClient {
             callback_pool,
             processor_pool,
             queued_bytes: AtomicUsize::new(0),
+            tls,
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
         let io_thread = worker::spawn("rmq-io", move || io_loop.run())
@@ -667,7 +711,10 @@ impl RemotingClient {
         let left = deadline.saturating_duration_since(Instant::now());
         let result = self.invoke_sync(&addr, request, left);
         if let Err(e) = &result {
-            if matches!(e.kind(), ErrorKind::Connect | ErrorKind::ConnectionClosed) {
+            if matches!(
+                e.kind(),
+                ErrorKind::Connect | ErrorKind::ConnectionClosed | ErrorKind::Tls
+            ) {
                 let mut st = self.namesrv.lock();
                 if st.chosen.as_deref() == Some(addr.as_str()) {
                     st.chosen = None;
@@ -717,16 +764,13 @@ impl RemotingClient {
                     self.namesrv.lock().chosen = Some(addr.clone());
                     return Ok(addr.clone());
                 }
-                Err(e) => failures.push(format!("{addr}: {e}")),
+                Err(e) => failures.push(e),
             }
             if Instant::now() >= deadline {
                 break;
             }
         }
-        Err(Error::new(
-            ErrorKind::Connect,
-            format!("no name server could be reached [{}]", failures.join("; ")),
-        ))
+        Err(no_name_server(failures))
     }
 
     // --- life cycle ------------------------------------------------------------

@@ -414,3 +414,23 @@ fn with_credentials_every_request_is_signed_after_the_hooks_ran() {
     }
     c.shutdown();
 }
+
+#[test]
+fn a_name_server_choice_that_failed_alike_everywhere_keeps_the_kind() {
+    let tls = |a: &str| Error::tls(a, "invalid peer certificate: UnknownIssuer");
+    let e = no_name_server(vec![tls("a:1")]);
+    assert_eq!(e.kind(), ErrorKind::Tls);
+    assert_eq!(e.addr(), Some("a:1"));
+    let e = no_name_server(vec![tls("a:1"), tls("b:2")]);
+    assert_eq!(e.kind(), ErrorKind::Tls);
+    let s = e.to_string();
+    assert!(s.contains("a:1") && s.contains("b:2"), "{s}");
+    let timeout = Error::timeout(TimeoutPhase::Connect, Duration::from_secs(3)).with_addr("c:3");
+    let e = no_name_server(vec![timeout]);
+    assert_eq!(e.timeout_phase(), Some(TimeoutPhase::Connect));
+    // Mixed failures: a connect error listing them all.
+    let e = no_name_server(vec![tls("a:1"), Error::closed("b:2", "reset")]);
+    assert_eq!(e.kind(), ErrorKind::Connect);
+    let s = e.to_string();
+    assert!(s.contains("a:1") && s.contains("b:2"), "{s}");
+}

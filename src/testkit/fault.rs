@@ -18,8 +18,11 @@ use crate::protocol::{frame_len, RemotingCommand, ResponseCode, DEFAULT_MAX_FRAM
 /// How the peer misbehaves.
 #[derive(Debug, Clone)]
 pub enum Fault {
-    /// Reads requests, never answers.
+    /// Reads requests, never answers. To a TLS client: a handshake that stalls.
     Silent,
+    /// Writes these bytes as soon as it accepts, before reading anything, then reads and
+    /// never answers: hostile bytes where a TLS client waits for the ServerHello.
+    Greet(Vec<u8>),
     /// Answers every request with these bytes instead of a frame.
     Garbage(Vec<u8>),
     /// Answers with a length prefix claiming this many bytes (bigger than any limit).
@@ -158,6 +161,11 @@ fn serve(
     responses: &Mutex<Vec<RemotingCommand>>,
 ) {
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    if let Fault::Greet(bytes) = &fault {
+        if stream.write_all(bytes).is_err() {
+            return;
+        }
+    }
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     while !stop.load(Ordering::SeqCst) {
@@ -181,7 +189,7 @@ fn serve(
             let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None)
                 .with_body(b"ok".to_vec());
             let result = match &fault {
-                Fault::Silent => Ok(()),
+                Fault::Silent | Fault::Greet(_) => Ok(()),
                 Fault::Garbage(bytes) => stream.write_all(bytes),
                 Fault::OversizedLength(n) => stream.write_all(&n.to_be_bytes()),
                 Fault::TruncatedThenClose(n) => {

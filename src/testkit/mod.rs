@@ -34,9 +34,11 @@ mod ports;
 mod process;
 mod readiness;
 mod remoting;
+mod tls;
 
 pub use acl::{AclAccount, AclPerm};
 pub use error::TestkitError;
+pub use tls::{TlsFiles, TlsOptions};
 
 use std::ffi::OsString;
 use std::fs;
@@ -119,6 +121,7 @@ pub struct ClusterBuilder {
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
     acl: Vec<AclAccount>,
+    tls: Option<TlsOptions>,
 }
 
 impl std::fmt::Debug for ClusterBuilder {
@@ -134,6 +137,7 @@ impl std::fmt::Debug for ClusterBuilder {
             .field("readiness", &self.readiness.as_ref().map(|_| "custom"))
             .field("start_timeout", &self.start_timeout)
             .field("acl", &self.acl)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +156,7 @@ impl Default for ClusterBuilder {
             start_timeout: DEFAULT_START_TIMEOUT,
             readiness_timeout: None,
             acl: Vec::new(),
+            tls: None,
         }
     }
 }
@@ -246,6 +251,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// Name servers and brokers with TLS (default: TLS disabled). A new CA, a server and
+    /// a client certificate are generated under the run directory
+    /// ([`Cluster::tls_files`]); [`Cluster::client_tls`] is what a client needs, and the
+    /// launcher's own readiness check uses it too.
+    pub fn tls(mut self, options: TlsOptions) -> Self {
+        self.tls = Some(options);
+        self
+    }
+
     /// Fetches the jars if needed, starts the name servers, then the brokers, and
     /// waits until the cluster is ready.
     pub fn start(self) -> Result<Cluster, TestkitError> {
@@ -279,6 +293,11 @@ impl ClusterBuilder {
             None => Vec::new(),
         };
         broker_extra.extend(self.broker_config);
+        let tls = match self.tls {
+            Some(options) => Some(tls::ClusterTls::create(options, &run_dir.join("tls"))?),
+            None => None,
+        };
+        let client_tls = tls.as_ref().map(|t| t.files.client_config());
 
         // From here on, dropping `cluster` on an error path stops whatever started.
         let name_servers = self.name_servers.max(self.controllers);
@@ -296,10 +315,11 @@ impl ClusterBuilder {
             slaves: self.slaves,
             controllers: self.controllers,
             readiness: Some(self.readiness.unwrap_or_else(|| {
-                remoting::registered_at_every_name_server(self.controllers > 0)
+                remoting::registered_at_every_name_server(self.controllers > 0, client_tls)
             })),
             start_timeout: self.start_timeout,
             readiness_timeout: self.readiness_timeout,
+            tls,
         };
         let started = Instant::now();
         let deadline = started + cluster.start_timeout;
@@ -456,6 +476,7 @@ pub struct Cluster {
     readiness: Option<ReadinessCheck>,
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
+    tls: Option<tls::ClusterTls>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -537,6 +558,22 @@ impl Cluster {
     /// The RocketMQ version this cluster runs.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The CA and certificates of a cluster started with [`ClusterBuilder::tls`].
+    pub fn tls_files(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref().map(|t| &t.files)
+    }
+
+    /// The TLS settings of a cluster started with [`ClusterBuilder::tls`].
+    pub fn tls_options(&self) -> Option<&TlsOptions> {
+        self.tls.as_ref().map(|t| &t.options)
+    }
+
+    /// What a client of this cluster passes to its builder's `tls`: trust the cluster's
+    /// CA and present its client certificate. `None` without TLS.
+    pub fn client_tls(&self) -> Option<crate::TlsConfig> {
+        self.tls_files().map(TlsFiles::client_config)
     }
 
     /// Directory of the JVMs' logs: `<name>.log` (logback) and `<name>.out`
@@ -933,6 +970,10 @@ impl Cluster {
         let log_file = self.log_file(&name);
         let out_file = self.out_file(&name);
         let mut args = config::jvm_options(heap, max_heap, &self.run_dir, &self.home, &log_file);
+        if let Some(tls) = &self.tls {
+            // After the defaults: the last `-D` of a key wins.
+            args.extend(tls.jvm_properties());
+        }
         args.push("-cp".into());
         args.push(self.classpath.clone());
         args.push(main_class.into());

@@ -199,6 +199,7 @@ impl Cluster {
             &SocketAddr::from(([127, 0, 0, 1], port)),
             permission,
             self.acl_admin(),
+            self.client_tls(),
         )
     }
 

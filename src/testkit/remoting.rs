@@ -18,19 +18,23 @@ use crate::admin::Admin;
 use crate::client::expect_success;
 use crate::protocol::{RemotingCommand, RequestCode};
 use crate::remoting::{Credentials, RemotingClient, RemotingConfig};
+use crate::TlsConfig;
 
 const TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Asks the broker at `addr` to set `brokerPermission` (to its current value), which
 /// re-registers it with every name server it knows to be available.
-/// On a cluster that enforces ACL the request is signed as its admin.
+/// On a cluster that enforces ACL the request is signed as its admin; with TLS it
+/// connects with `tls`.
 pub(crate) fn nudge_registration(
     addr: &SocketAddr,
     permission: &str,
     credentials: Option<Credentials>,
+    tls: Option<TlsConfig>,
 ) -> Result<(), String> {
     let config = RemotingConfig {
         credentials,
+        tls,
         ..RemotingConfig::default()
     };
     let client = RemotingClient::new(config).map_err(|e| e.to_string())?;
@@ -46,13 +50,21 @@ pub(crate) fn nudge_registration(
 /// (under any broker id: a slave's is 1 and up), at every name server
 /// (GET_BROKER_CLUSTER_INFO through our own client). With `require_master` (controller
 /// mode, where the controllers pick the master), every expected group also has one.
-pub(crate) fn registered_at_every_name_server(require_master: bool) -> ReadinessCheck {
+/// With TLS, it connects with `tls`.
+pub(crate) fn registered_at_every_name_server(
+    require_master: bool,
+    tls: Option<TlsConfig>,
+) -> ReadinessCheck {
     let admins: Mutex<HashMap<String, Admin>> = Mutex::new(HashMap::new());
     Box::new(move |namesrv, expected| {
         let mut admins = admins.lock();
         for ns in namesrv.split(';').filter(|s| !s.is_empty()) {
             if !admins.contains_key(ns) {
-                admins.insert(ns.to_string(), Admin::new(ns).map_err(|e| e.to_string())?);
+                let mut builder = Admin::builder().namesrv_addr(ns);
+                if let Some(tls) = &tls {
+                    builder = builder.tls(tls.clone());
+                }
+                admins.insert(ns.to_string(), builder.build().map_err(|e| e.to_string())?);
             }
             let Some(admin) = admins.get(ns) else {
                 return Ok(false);

@@ -81,9 +81,7 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
             .serialize_type(args.serialize.into())
             .consume_from_where(ConsumeFromWhere::FirstOffset)
             .subscribe(&args.topic, "*");
-        if let Some(c) = crate::credentials() {
-            builder = builder.credentials(c);
-        }
+        builder = crate::secured!(builder);
         let consumer = builder.start()?;
         let progress = announce()?;
         let polled = poll_until_done(&consumer, &tally, &done, deadline);

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::testkit::{Cluster, TlsOptions};
 
 use crate::{CliResult, ClusterAction};
 
@@ -25,12 +25,47 @@ fn stop_file() -> PathBuf {
     state_dir().join("stop")
 }
 
+/// `rmq cluster start --tls-mode`: how the cluster's servers take TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TlsMode {
+    /// TLS only (`tls.server.mode=enforcing`).
+    Enforcing,
+    /// TLS and plain connections both (`tls.server.mode=permissive`).
+    Permissive,
+}
+
+impl TlsMode {
+    fn name(self) -> &'static str {
+        match self {
+            TlsMode::Enforcing => "enforcing",
+            TlsMode::Permissive => "permissive",
+        }
+    }
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct State {
     pid: u32,
     namesrv_addr: String,
     version: String,
     log_dir: String,
+    /// With TLS: the flags a client needs (`--tls-ca ... --tls-cert ... --tls-key ...`).
+    #[serde(default)]
+    tls_flags: Option<Vec<String>>,
+}
+
+/// The client flags of a TLS cluster, printed for the user and kept in the state.
+fn tls_flags(cluster: &Cluster) -> Option<Vec<String>> {
+    let files = cluster.tls_files()?;
+    let p = |path: &std::path::Path| path.display().to_string();
+    Some(vec![
+        "--tls-ca".into(),
+        p(&files.ca_cert),
+        "--tls-cert".into(),
+        p(&files.client_cert),
+        "--tls-key".into(),
+        p(&files.client_key),
+    ])
 }
 
 fn read_state() -> Option<State> {
@@ -48,6 +83,7 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             version,
             brokers,
             namesrvs,
+            tls_mode,
         } => {
             if let Some(s) = read_state() {
                 println!("NAMESRV_ADDR={}", s.namesrv_addr);
@@ -58,10 +94,15 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             let _ = std::fs::remove_file(state_file());
             let _ = std::fs::remove_file(stop_file());
             let log = std::fs::File::create(state_dir().join("holder.log"))?;
-            let mut child = std::process::Command::new(std::env::current_exe()?)
+            let mut command = std::process::Command::new(std::env::current_exe()?);
+            command
                 .args(["cluster", "run", "--version", &version])
                 .args(["--brokers", &brokers.to_string()])
-                .args(["--namesrvs", &namesrvs.to_string()])
+                .args(["--namesrvs", &namesrvs.to_string()]);
+            if let Some(mode) = tls_mode {
+                command.args(["--tls-mode", mode.name()]);
+            }
+            let mut child = command
                 .stdin(std::process::Stdio::null())
                 .stdout(log.try_clone()?)
                 .stderr(log)
@@ -74,6 +115,9 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
                         "rmq: cluster running (RocketMQ {}, logs in {})",
                         s.version, s.log_dir
                     );
+                    if let Some(flags) = &s.tls_flags {
+                        eprintln!("rmq: TLS clients need: {}", flags.join(" "));
+                    }
                     return Ok(());
                 }
                 if let Some(status) = child.try_wait()? {
@@ -91,17 +135,24 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             version,
             brokers,
             namesrvs,
+            tls_mode,
         } => {
-            let mut cluster = Cluster::builder()
+            let mut builder = Cluster::builder()
                 .version(&version)
                 .brokers(brokers)
-                .name_servers(namesrvs)
-                .start()?;
+                .name_servers(namesrvs);
+            builder = match tls_mode {
+                Some(TlsMode::Enforcing) => builder.tls(TlsOptions::enforcing()),
+                Some(TlsMode::Permissive) => builder.tls(TlsOptions::permissive()),
+                None => builder,
+            };
+            let mut cluster = builder.start()?;
             let state = State {
                 pid: std::process::id(),
                 namesrv_addr: cluster.namesrv_addr(),
                 version,
                 log_dir: cluster.log_dir().display().to_string(),
+                tls_flags: tls_flags(&cluster),
             };
             let tmp = state_file().with_extension("tmp");
             std::fs::write(&tmp, serde_json::to_vec(&state)?)?;
@@ -142,7 +193,19 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             let Some(s) = read_state() else {
                 return Err("no cluster is running".into());
             };
-            let info = crate::admin(&s.namesrv_addr)?.cluster_info()?;
+            // A TLS cluster is asked with its own client certificate unless flags say else.
+            let admin = match (crate::tls(), &s.tls_flags) {
+                (None, Some(flags)) if flags.len() == 6 => rocketmq_blocking::Admin::builder()
+                    .namesrv_addr(&s.namesrv_addr)
+                    .tls(
+                        rocketmq_blocking::TlsConfig::new()
+                            .ca_file(&flags[1])
+                            .client_cert(&flags[3], &flags[5]),
+                    )
+                    .build()?,
+                _ => crate::admin(&s.namesrv_addr)?,
+            };
+            let info = admin.cluster_info()?;
             let brokers: std::collections::BTreeMap<_, _> = info
                 .broker_addr_table
                 .iter()
@@ -152,7 +215,7 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
                 "{}",
                 serde_json::json!({
                     "namesrvAddr": s.namesrv_addr, "pid": s.pid, "version": s.version,
-                    "logDir": s.log_dir, "brokers": brokers,
+                    "logDir": s.log_dir, "brokers": brokers, "tlsFlags": s.tls_flags,
                 })
             );
             Ok(())

@@ -2,8 +2,8 @@
 //!
 //! The name-server address comes from `-n` or `NAMESRV_ADDR`, as the Java tools read it;
 //! credentials for clusters that enforce ACL from `--access-key`/`--secret-key` or
-//! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY` (every subcommand signs with them). Errors are one
-//! line on stderr and a non-zero exit.
+//! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY` (every subcommand signs with them), and TLS from the
+//! global `--tls*` flags. Errors are one line on stderr and a non-zero exit.
 
 mod bench;
 mod bench_consume;
@@ -12,6 +12,7 @@ mod consume;
 mod send;
 mod stats;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use rocketmq_blocking::protocol::SerializeType;
 use rocketmq_blocking::ProducerBuilder;
+use rocketmq_blocking::TlsConfig;
 use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Admin, Credentials};
 use rocketmq_blocking::{ConsumeOrderlyStatus, ConsumeStatus, PushConsumer, PushConsumerBuilder};
@@ -49,9 +51,99 @@ struct Cli {
         global = true
     )]
     security_token: Option<String>,
+    #[command(flatten)]
+    tls: TlsArgs,
     #[command(subcommand)]
     command: Command,
 }
+
+/// TLS to name servers and brokers (global: before or after the subcommand). Explicit
+/// ids keep them apart from the subcommands' own arguments (`send --key` is a message key).
+#[derive(clap::Args, Debug, Default, PartialEq, Eq)]
+struct TlsArgs {
+    /// Use TLS, verifying servers against the system's roots (implied by the other
+    /// `--tls-*` flags).
+    #[arg(long = "tls", id = "tls_on", global = true)]
+    on: bool,
+    /// Trust the CA certificates in this PEM file instead of the system's roots.
+    #[arg(long = "tls-ca", id = "tls_ca", value_name = "PEM", global = true)]
+    ca: Option<PathBuf>,
+    /// Client certificate chain (PEM) for servers that require one; needs --tls-key.
+    #[arg(
+        long = "tls-cert",
+        id = "tls_cert",
+        value_name = "PEM",
+        global = true,
+        requires = "tls_key"
+    )]
+    cert: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert.
+    #[arg(
+        long = "tls-key",
+        id = "tls_key",
+        value_name = "PEM",
+        global = true,
+        requires = "tls_cert"
+    )]
+    key: Option<PathBuf>,
+    /// Verify the certificate chain only, not that it names the server's address (what
+    /// the Java client does).
+    #[arg(long = "tls-chain-only", id = "tls_chain_only", global = true)]
+    chain_only: bool,
+    /// Accept ANY server certificate (Java's TLS test mode): encrypted, not authenticated.
+    #[arg(
+        long = "tls-insecure",
+        id = "tls_insecure",
+        global = true,
+        conflicts_with = "tls_ca"
+    )]
+    insecure: bool,
+}
+
+impl TlsArgs {
+    fn config(&self) -> Option<TlsConfig> {
+        let wanted = self.on || self.ca.is_some() || self.cert.is_some() || self.insecure;
+        if !wanted {
+            return None;
+        }
+        let mut tls = if self.insecure {
+            TlsConfig::danger_accept_any_server_certificate()
+        } else {
+            TlsConfig::new()
+        };
+        if let Some(ca) = &self.ca {
+            tls = tls.ca_file(ca);
+        }
+        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+            tls = tls.client_cert(cert, key);
+        }
+        Some(tls.verify_server_name(!self.chain_only))
+    }
+}
+
+/// The TLS settings of this run, from the global flags; set once in `main` before any
+/// command runs, read by every client the commands build.
+static TLS: OnceLock<Option<TlsConfig>> = OnceLock::new();
+
+fn tls() -> Option<TlsConfig> {
+    TLS.get().cloned().flatten()
+}
+
+/// A client builder with the run's credentials and TLS settings, if any: every client
+/// the commands build goes through this.
+macro_rules! secured {
+    ($builder:expr) => {{
+        let mut builder = $builder;
+        if let Some(c) = $crate::credentials() {
+            builder = builder.credentials(c);
+        }
+        if let Some(t) = $crate::tls() {
+            builder = builder.tls(t);
+        }
+        builder
+    }};
+}
+pub(crate) use secured;
 
 #[derive(Subcommand)]
 enum Command {
@@ -91,6 +183,10 @@ enum ClusterAction {
         /// Number of name servers.
         #[arg(long, default_value_t = 1)]
         namesrvs: usize,
+        /// Start name servers and brokers with TLS, certificates generated for the run
+        /// (the paths are printed for `--tls-ca`, `--tls-cert`, `--tls-key`).
+        #[arg(long = "tls-mode", id = "tls_mode", value_enum)]
+        tls_mode: Option<cluster::TlsMode>,
     },
     /// Stop the background cluster.
     Stop,
@@ -110,6 +206,8 @@ enum ClusterAction {
         brokers: usize,
         #[arg(long)]
         namesrvs: usize,
+        #[arg(long = "tls-mode", id = "tls_mode", value_enum)]
+        tls_mode: Option<cluster::TlsMode>,
     },
 }
 
@@ -167,7 +265,10 @@ fn main() -> ExitCode {
     stats::mark_process_start();
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+        Ok(cli) => {
+            let _ = TLS.set(cli.tls.config());
+            cli
+        }
         Err(e) if !e.use_stderr() => e.exit(), // --help and --version
         Err(e) => {
             // clap's usage errors span several lines; scripts and tests expect one.
@@ -218,15 +319,10 @@ fn credentials_of(cli: &Cli) -> Result<Option<Credentials>, String> {
     }
 }
 
-/// An admin client on the given name servers, signing with the run's credentials; it
+/// An admin client on the given name servers, with the run's credentials and TLS; it
 /// connects on first use.
 fn admin(namesrv: &str) -> Result<Admin, rocketmq_blocking::Error> {
-    let builder = Admin::builder().namesrv_addr(namesrv);
-    match credentials() {
-        Some(c) => builder.credentials(c),
-        None => builder,
-    }
-    .build()
+    secured!(Admin::builder().namesrv_addr(namesrv)).build()
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -297,9 +393,7 @@ fn start_producer(
     let mut builder = Producer::builder(group)
         .namesrv_addr(namesrv)
         .serialize_type(encoding);
-    if let Some(c) = credentials() {
-        builder = builder.credentials(c);
-    }
+    builder = secured!(builder);
     tune(builder).start()
 }
 
@@ -317,9 +411,7 @@ fn push_consumer(
     let mut builder = PushConsumer::builder(group)
         .namesrv_addr(namesrv)
         .serialize_type(encoding);
-    if let Some(c) = credentials() {
-        builder = builder.credentials(c);
-    }
+    builder = secured!(builder);
     if orderly {
         builder.orderly_listener(move |msgs, ctx| {
             if listener(msgs, ctx.message_queue()) {
@@ -342,6 +434,90 @@ fn push_consumer(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // Catches clashing ids, long names and broken `requires`/`conflicts_with`.
+        Cli::command().debug_assert();
+    }
+
+    /// Every subcommand, parsed with every TLS flag before and after it.
+    #[test]
+    fn every_subcommand_takes_the_global_tls_flags() {
+        let subcommands: &[&[&str]] = &[
+            &["route", "T"],
+            &["topic", "create", "T", "--queues", "2"],
+            &["send", "T", "--body", "b", "--key", "k1", "--tag", "A"],
+            &["consume", "T", "--group", "g", "--count", "1"],
+            &["bench", "produce", "--topic", "T", "--count", "10"],
+            &[
+                "bench", "consume", "--topic", "T", "--group", "g", "--count", "1",
+            ],
+            &["cluster", "start", "--tls-mode", "enforcing"],
+            &["cluster", "status"],
+            &["cluster", "stop"],
+            &["cluster", "fetch"],
+        ];
+        let flags = [
+            "--tls-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "c.key",
+            "--tls-chain-only",
+        ];
+        let expected = TlsArgs {
+            on: false,
+            ca: Some("ca.pem".into()),
+            cert: Some("c.pem".into()),
+            key: Some("c.key".into()),
+            chain_only: true,
+            insecure: false,
+        };
+        for sub in subcommands {
+            for before in [true, false] {
+                let mut argv = vec!["rmq", "-n", "127.0.0.1:9876"];
+                if before {
+                    argv.extend(flags);
+                    argv.extend(*sub);
+                } else {
+                    argv.extend(*sub);
+                    argv.extend(flags);
+                }
+                let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                assert_eq!(cli.tls, expected, "{argv:?}");
+                assert!(cli.tls.config().is_some());
+            }
+            let mut argv = vec!["rmq", "--tls-insecure"];
+            argv.extend(*sub);
+            let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let tls = cli.tls.config().expect("TLS on");
+            assert!(tls.accepts_any_server_certificate());
+        }
+        // `send --key` stays the message key.
+        let cli = Cli::try_parse_from(["rmq", "send", "T", "--body", "b", "--key", "k1"]).unwrap();
+        assert_eq!(cli.tls, TlsArgs::default());
+        assert!(cli.tls.config().is_none());
+        let Command::Send(args) = cli.command else {
+            panic!("not send")
+        };
+        assert_eq!(args.keys, vec!["k1".to_string()]);
+    }
+
+    #[test]
+    fn tls_flags_that_cannot_go_together_are_usage_errors() {
+        for bad in [
+            &["rmq", "--tls-cert", "c.pem", "route", "T"][..],
+            &["rmq", "--tls-key", "c.key", "route", "T"],
+            &["rmq", "--tls-insecure", "--tls-ca", "ca.pem", "route", "T"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
+        let cli = Cli::try_parse_from(["rmq", "--tls", "route", "T"]).unwrap();
+        assert!(!cli.tls.config().unwrap().accepts_any_server_certificate());
+    }
 
     #[test]
     fn seconds_are_positive_and_may_be_fractional() {

@@ -29,7 +29,7 @@ pub(crate) struct SendArgs {
     tag: Option<String>,
     /// Message key (`KEYS`); repeat for several.
     #[arg(long = "key", value_name = "KEY")]
-    keys: Vec<String>,
+    pub(crate) keys: Vec<String>,
     /// User property; repeat for several.
     #[arg(long = "prop", value_name = "K=V", value_parser = parse_prop)]
     props: Vec<(String, String)>,
