@@ -76,9 +76,11 @@ pub(crate) fn namesrv_properties(port: u16, dir: &Path) -> String {
 }
 
 /// Broker configuration; `extra` comes last so callers can override our defaults.
+/// `advertised` is the `host:port` the broker registers with the name servers.
 pub(crate) fn broker_conf(
     name: &str,
     port: u16,
+    advertised: &str,
     namesrv_addr: &str,
     store: &Path,
     extra: &[(String, String)],
@@ -87,11 +89,15 @@ pub(crate) fn broker_conf(
     let store_s = store.to_string_lossy();
     let commitlog = store.join("commitlog");
     let port_s = port.to_string();
+    let advertised_ip = advertised
+        .rsplit_once(':')
+        .map_or("127.0.0.1", |(ip, _)| ip);
     let defaults: [(&str, &str); 18] = [
         ("brokerClusterName", "DefaultCluster"),
         ("brokerName", name),
         ("brokerId", "0"),
-        ("brokerIP1", "127.0.0.1"),
+        // What clients are given: `brokerIP1:listenPort` (5.x `getBrokerAddr`).
+        ("brokerIP1", advertised_ip),
         // HA address; 5.x otherwise advertises the machine's first non-loopback address.
         ("brokerIP2", "127.0.0.1"),
         ("listenPort", &port_s),
