@@ -424,6 +424,11 @@ impl IoLoop {
             c.last_active = Instant::now();
             debug!("connected to {}", c.addr);
             self.shared.connected.write().insert(c.addr.clone());
+            let listener = self.shared.connect_listener.read().clone();
+            if let Some(listener) = listener {
+                let addr = c.addr.clone();
+                self.shared.callback_pool.execute(move || listener(&addr));
+            }
             for w in c.connect_waiters.drain(..) {
                 let _ = w.try_send(Ok(()));
             }
