@@ -2,9 +2,8 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::{Mutex, MutexGuard};
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
@@ -12,6 +11,8 @@ use rocketmq_blocking::remoting::RpcHook;
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::TopicConfig;
+
+pub use crate::counting::{eventually, unique};
 
 pub const BROKER_A: &str = "broker-a";
 pub const BROKER_B: &str = "broker-b";
@@ -69,16 +70,6 @@ pub fn admin() -> Admin {
     Admin::new(&namesrv()).expect("admin client")
 }
 
-/// A name unique in this test run: `<prefix>_<pid>_<n>`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
 pub fn topic_on_both(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
@@ -86,20 +77,6 @@ pub fn topic_on_both(prefix: &str, queues: u32) -> String {
         .create_topic(&TopicConfig::new(&name, queues))
         .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
     name
-}
-
-/// Polls `cond` every 50 ms for up to `timeout`; true as soon as it holds.
-pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Restarts a broker on drop if it is not running, so a failing test leaves the cluster

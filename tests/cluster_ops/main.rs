@@ -7,6 +7,8 @@
 //! [`cluster::serial`] for its whole run.
 mod address_server;
 mod cluster;
+#[path = "../common/counting.rs"]
+mod counting;
 mod fault;
 mod heartbeat;
 mod lifecycle;

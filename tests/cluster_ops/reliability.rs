@@ -16,11 +16,11 @@ use parking_lot::Mutex;
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::RpcHook;
 use rocketmq_blocking::{
-    ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer, Message, MessageQueue,
-    Producer, PushConsumer,
+    ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, Message, Producer, PushConsumer,
 };
 
 use crate::cluster::{self, RestartOnDrop, BROKER_A};
+use crate::counting::{self, scale};
 
 /// The time of the last send attempt (retries included) to one broker address.
 struct LastAttempt {
@@ -57,42 +57,9 @@ impl RpcHook for LastAttempt {
 /// Offsets in the order a listener saw them, per (broker, queue id).
 type OffsetsByQueue = HashMap<(String, i32), Vec<i64>>;
 
-fn scale() -> usize {
-    std::env::var("RMQ_RELIABILITY_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s| s > 0)
-        .unwrap_or(1)
-}
-
-/// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout` passes;
-/// returns how often each message id was seen.
+/// [`counting::read_back`] from this binary's cluster.
 fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> HashMap<String, usize> {
-    let p = Producer::builder(cluster::unique("pg_readback"))
-        .namesrv_addr(cluster::namesrv())
-        .start()
-        .unwrap();
-    let queues: Vec<MessageQueue> = p.fetch_publish_message_queues(topic).unwrap();
-    p.shutdown();
-    let c = LitePullConsumer::builder(cluster::unique("cg_readback"))
-        .namesrv_addr(cluster::namesrv())
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .auto_commit(false)
-        .start()
-        .unwrap();
-    c.assign(&queues).unwrap();
-    for q in &queues {
-        c.seek_to_begin(q).unwrap();
-    }
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline && !want.iter().all(|id| seen.contains_key(id)) {
-        for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
-        }
-    }
-    c.shutdown();
-    seen
+    counting::read_back(&cluster::namesrv(), topic, want, timeout)
 }
 
 #[test]

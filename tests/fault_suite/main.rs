@@ -9,20 +9,21 @@
 //! `RMQ_RELIABILITY_SCALE=10 cargo test --test fault_suite -- --nocapture`.
 //! Each test prints a small table of its figures. The tests disturb the shared cluster,
 //! so each holds [`serial`] for its whole run.
+#[path = "../common/counting.rs"]
+mod counting;
 mod cut;
 mod stall;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
 use rocketmq_blocking::testkit::proxy::TcpProxy;
 use rocketmq_blocking::testkit::Cluster;
-use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, LitePullConsumer, MessageQueue, Producer, TopicConfig,
-};
+use rocketmq_blocking::{Admin, TopicConfig};
+
+pub use counting::{eventually, scale, unique};
 
 pub const BROKER_A: &str = "broker-a";
 pub const BROKER_B: &str = "broker-b";
@@ -78,22 +79,9 @@ impl Drop for ForwardOnDrop {
     }
 }
 
-pub fn scale() -> usize {
-    std::env::var("RMQ_RELIABILITY_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s| s > 0)
-        .unwrap_or(1)
-}
-
-/// A name unique in this test run: `<prefix>_<pid>_<n>`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
+/// [`counting::read_back`] from this binary's cluster.
+pub fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> HashMap<String, usize> {
+    counting::read_back(&namesrv(), topic, want, timeout)
 }
 
 /// Creates a fresh topic with `queues` queues on both brokers.
@@ -106,20 +94,6 @@ pub fn topic_on_both(prefix: &str, queues: u32) -> String {
     name
 }
 
-/// Polls `cond` every 50 ms for up to `timeout`; true as soon as it holds.
-pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// This process's resident set size in KiB (`VmRSS` of `/proc/self/status`).
 pub fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -130,44 +104,6 @@ pub fn rss_kib() -> u64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         })
         .unwrap_or(0)
-}
-
-/// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout`
-/// passes; returns how often each message id was seen.
-pub fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> HashMap<String, usize> {
-    let p = Producer::builder(unique("pg_readback"))
-        .namesrv_addr(namesrv())
-        .start()
-        .unwrap();
-    let queues: Vec<MessageQueue> = p.fetch_publish_message_queues(topic).unwrap();
-    p.shutdown();
-    let c = LitePullConsumer::builder(unique("cg_readback"))
-        .namesrv_addr(namesrv())
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .auto_commit(false)
-        .start()
-        .unwrap();
-    c.assign(&queues).unwrap();
-    for q in &queues {
-        c.seek_to_begin(q).unwrap();
-    }
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline && !want.iter().all(|id| seen.contains_key(id)) {
-        for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
-        }
-    }
-    // Whatever else is stored (sends that failed at the client but reached the broker)
-    // comes in the polls after the last wanted id; give them a moment.
-    let quiet_until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < quiet_until {
-        for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
-        }
-    }
-    c.shutdown();
-    seen
 }
 
 /// What a read-back found: acknowledged ids missing, extra copies, and ids stored though

@@ -4,13 +4,14 @@
 //! so they always run against their own throw-away cluster. `RMQ_TEST_VERSION` picks the
 //! RocketMQ release (default: the testkit's default).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::TopicConfig;
+
+pub use crate::counting::unique;
 
 static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
 static NAMESRV: OnceLock<String> = OnceLock::new();
@@ -46,16 +47,6 @@ pub fn namesrv() -> &'static str {
 pub fn cluster() -> &'static Mutex<Cluster> {
     namesrv();
     CLUSTER.get_or_init(|| Mutex::new(start()))
-}
-
-/// A name unique in this test run: `<prefix>_<pid>_<n>`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
 }
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.

@@ -2,6 +2,8 @@
 mod async_send;
 mod cluster;
 mod consumer;
+#[path = "../common/counting.rs"]
+mod counting;
 mod faults;
 mod producer;
 mod push_shutdown;
