@@ -43,7 +43,9 @@ pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 /// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout`
-/// passes; returns how often each message id was seen.
+/// passes; returns, per message id, how many copies are stored: distinct (broker, queue,
+/// offset) places, so a batch the reader itself happens to get twice (a pull racing the
+/// seek to the beginning) is not taken for a duplicate the producer made.
 pub fn read_back(
     namesrv: &str,
     topic: &str,
@@ -66,21 +68,26 @@ pub fn read_back(
     for q in &queues {
         c.seek_to_begin(q).unwrap();
     }
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline && !want.iter().all(|id| seen.contains_key(id)) {
+    let mut places: HashMap<String, HashSet<(String, i32, i64)>> = HashMap::new();
+    let poll = |places: &mut HashMap<String, HashSet<(String, i32, i64)>>| {
         for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
+            let place = (m.broker_name().to_string(), m.queue_id(), m.queue_offset());
+            places
+                .entry(m.msg_id().to_string())
+                .or_default()
+                .insert(place);
         }
+    };
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline && !want.iter().all(|id| places.contains_key(id)) {
+        poll(&mut places);
     }
     // Whatever else is stored (sends that failed at the client but reached the broker)
     // comes in the polls after the last wanted id; give them a moment.
     let quiet_until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < quiet_until {
-        for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
-        }
+        poll(&mut places);
     }
     c.shutdown();
-    seen
+    places.into_iter().map(|(id, p)| (id, p.len())).collect()
 }
