@@ -860,6 +860,13 @@ mod tests {
         assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
         let err = Cluster::builder().broker_config("a\nb", "1").validate();
         assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        // 4.x binds every address: no proxy could take the advertised one.
+        let err = Cluster::builder()
+            .version("4.9.7")
+            .broker_proxies(true)
+            .validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        assert!(Cluster::builder().broker_proxies(true).validate().is_ok());
     }
 
     #[test]
@@ -883,5 +890,20 @@ mod tests {
         let last = conf.find("autoCreateTopicEnable=false");
         assert!(first.is_some() && last > first);
         assert!(conf.contains("storePathCommitLog=/s/commitlog\n"));
+    }
+
+    #[test]
+    fn a_proxied_broker_binds_loopback_and_advertises_its_proxy() {
+        let conf = config::broker_conf(
+            "broker-a",
+            20000,
+            "127.0.0.2:20000",
+            "127.0.0.1:1",
+            Path::new("/s"),
+            &[],
+        );
+        assert!(conf.contains("brokerIP1=127.0.0.2\n"));
+        assert!(conf.contains("bindAddress=127.0.0.1\n"));
+        assert!(conf.contains("listenPort=20000\n"));
     }
 }
