@@ -35,6 +35,8 @@ pub const MAX_CONNECTIONS: usize = 256;
 pub const MAX_HELD: usize = 256;
 const CHUNK: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Keeps `Instant + delay` far from overflowing.
+const MAX_DELAY: Duration = Duration::from_secs(3600);
 
 /// Which way bytes flow through the proxy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,9 +209,10 @@ impl TcpProxy {
         s.black_hole.store(false, Ordering::SeqCst);
     }
 
-    /// Holds every chunk read (up to 16 KiB) for `delay` before writing it on, in both
-    /// directions; `Duration::ZERO` ends the delay.
+    /// Holds every chunk read (up to 16 KiB) for `delay` (at most an hour) before writing
+    /// it on, in both directions; `Duration::ZERO` ends the delay.
     pub fn set_delay(&self, delay: Duration) {
+        let delay = delay.min(MAX_DELAY);
         let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
         self.shared
             .switches
@@ -764,7 +767,7 @@ mod tests {
         c.write_all(b"x").unwrap();
         assert_eq!(read_for(&mut c, 1, Duration::from_secs(10)), b"x");
         p.stall(Direction::Both);
-        p.set_delay(Duration::from_secs(60));
+        p.set_delay(Duration::MAX);
         let began = Instant::now();
         p.shutdown();
         assert!(
