@@ -95,6 +95,8 @@ const ROUTE_INITIAL_DELAY: Duration = Duration::from_millis(10);
 const HEARTBEAT_INITIAL_DELAY: Duration = Duration::from_millis(1000);
 const PERSIST_INITIAL_DELAY: Duration = Duration::from_secs(10);
 const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
+/// The least time between two heartbeats that new broker connections ask for.
+const CONNECT_HEARTBEAT_SPACING: Duration = Duration::from_secs(1);
 
 /// The shared client core (Java `MQClientInstance`).
 ///
@@ -299,6 +301,7 @@ impl MQClientInstance {
                 *self.scheduler.lock() = Some(exec);
                 *self.services.lock() = Some(services);
                 self.register_processors();
+                self.register_connect_listener();
                 *state = ServiceState::Running;
                 info!("client instance {} started", self.client_id);
                 Ok(())
@@ -758,12 +761,17 @@ impl MQClientInstance {
     /// on the callback pool (a pull answered SUBSCRIPTION_NOT_LATEST) must not block on the
     /// network. Requests made before it goes out are served by that one heartbeat.
     pub(crate) fn request_heartbeat(&self) {
+        self.request_heartbeat_in(Duration::ZERO);
+    }
+
+    /// [`request_heartbeat`](Self::request_heartbeat), sent after `delay`.
+    fn request_heartbeat_in(&self, delay: Duration) {
         if self.heartbeat_requested.swap(true, Ordering::AcqRel) {
             return;
         }
         let me = self.me.clone();
         let scheduled = self.scheduler.lock().as_ref().map(|s| {
-            s.schedule_once("heartbeat-now", Duration::ZERO, move || {
+            s.schedule_once("heartbeat-now", delay, move || {
                 with(&me, |i| {
                     i.heartbeat_requested.store(false, Ordering::Release);
                     i.send_heartbeat_to_all_brokers_waiting();
@@ -1013,6 +1021,39 @@ impl MQClientInstance {
                 c.do_rebalance()
             });
         }
+    }
+
+    /// Java 5.x `onChannelActive`: a new connection to a broker gets a heartbeat at once
+    /// (requested, so it goes out on the timer). A broker forgets a client's consumers and
+    /// producers when a connection of the client closes, and until it hears from it again
+    /// refuses the group's pulls (SUBSCRIPTION_NOT_EXIST); without this, a connection
+    /// lost and made again stopped consumption until the next periodic heartbeat (30 s).
+    /// These heartbeats are spaced by `CONNECT_HEARTBEAT_SPACING`: a peer that accepts
+    /// and closes every connection (a proxy whose broker is down) would otherwise make
+    /// each heartbeat's own connection ask for the next one, without pause.
+    fn register_connect_listener(&self) {
+        let me = self.me.clone();
+        let last: Mutex<Option<Instant>> = Mutex::new(None);
+        self.remoting().set_connect_listener(move |addr| {
+            let Some(i) = me.upgrade() else { return };
+            let is_broker = i
+                .broker_addr_table
+                .read()
+                .values()
+                .any(|m| m.values().any(|a| a == addr));
+            if !is_broker {
+                return;
+            }
+            let now = Instant::now();
+            let at = {
+                let mut last = last.lock();
+                let at = last.map_or(now, |t| (t + CONNECT_HEARTBEAT_SPACING).max(now));
+                *last = Some(at);
+                at
+            };
+            debug!("new connection to broker {addr}: heartbeat");
+            i.request_heartbeat_in(at - now);
+        });
     }
 
     fn register_processors(&self) {
@@ -1686,5 +1727,97 @@ mod tests {
         );
         instance.shutdown();
         assert_eq!(instance.state(), ServiceState::ShutdownAlready);
+    }
+
+    #[cfg(feature = "testkit")]
+    /// A client instance with producer `pg` whose route of `T` leads to `broker`.
+    fn instance_routed_to(broker: &str, name: &str) -> (Arc<MQClientInstance>, Arc<Probe>) {
+        let route = TopicRouteData {
+            queue_datas: vec![QueueData {
+                broker_name: "b".into(),
+                read_queue_nums: 1,
+                write_queue_nums: 1,
+                perm: 6,
+                ..Default::default()
+            }],
+            broker_datas: vec![BrokerData {
+                cluster: "c".into(),
+                broker_name: "b".into(),
+                broker_addrs: [(0, broker.to_string())].into_iter().collect(),
+            }],
+            ..Default::default()
+        };
+        let config = ClientConfig::builder()
+            .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
+            .instance_name(unique(name))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        let probe = Arc::new(Probe::default());
+        assert!(instance.register_producer("pg", probe.clone()));
+        assert!(instance.update_topic_route("T").unwrap());
+        (instance, probe)
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_new_connection_to_a_broker_gets_a_heartbeat_at_once() {
+        use crate::protocol::RequestCode;
+        use crate::testkit::fault::{Fault, FaultPeer, Responder};
+        let heartbeats = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = heartbeats.clone();
+        let broker = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+            if req.request_code() == RequestCode::HEART_BEAT {
+                h.fetch_add(1, Ordering::SeqCst);
+            }
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
+        })))
+        .unwrap();
+        let (instance, _probe) = instance_routed_to(broker.addr(), "hb_connect");
+        let count = || heartbeats.load(Ordering::SeqCst);
+        let wait_for_more_than = |n: usize| {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while count() <= n && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            count() > n
+        };
+        // The first periodic heartbeat (1 s after start) opens the connection.
+        assert!(wait_for_more_than(0));
+        std::thread::sleep(Duration::from_secs(2));
+        let before = count();
+        // The connection is lost and made again by the next request: a broker forgets a
+        // client whose connection closed, so the new one needs a heartbeat now, not at
+        // the next periodic one (30 s away).
+        instance.remoting().close_connection(broker.addr(), "test");
+        let _ = instance.remoting().invoke_sync(
+            broker.addr(),
+            RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO),
+            Duration::from_secs(3),
+        );
+        assert!(
+            wait_for_more_than(before),
+            "no heartbeat on the new connection"
+        );
+        instance.producers.write().clear();
+        instance.shutdown();
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_broker_that_closes_every_connection_gets_about_one_heartbeat_a_second() {
+        use crate::testkit::fault::{Fault, FaultPeer};
+        let broker = FaultPeer::start(Fault::CloseOnRequest).unwrap();
+        let (instance, _probe) = instance_routed_to(broker.addr(), "hb_storm");
+        instance.request_heartbeat();
+        std::thread::sleep(Duration::from_secs(3));
+        // Each heartbeat connects, which asks for the next one: spaced, not a storm.
+        let connections = broker.accepted();
+        assert!(
+            (1..=8).contains(&connections),
+            "{connections} connections in 3 s"
+        );
+        instance.producers.write().clear();
+        instance.shutdown();
     }
 }

@@ -500,6 +500,11 @@ impl IoLoop {
         c.state = ConnState::Connected;
         debug!("connection to {} established", c.addr);
         self.shared.connected.write().insert(c.addr.clone());
+        let listener = self.shared.connect_listener.read().clone();
+        if let Some(listener) = listener {
+            let addr = c.addr.clone();
+            self.shared.callback_pool.execute(move || listener(&addr));
+        }
         for w in c.connect_waiters.drain(..) {
             let _ = w.try_send(Ok(()));
         }

@@ -185,7 +185,12 @@ pub(crate) struct Shared {
     queued_bytes: AtomicUsize,
     /// Built once from `config.tls` (its files read at start, not per connection).
     tls: Option<Arc<rustls::ClientConfig>>,
+    /// Told the address of every connection once it is established, on the callback pool.
+    connect_listener: RwLock<Option<ConnectListener>>,
 }
+
+/// What [`RemotingClient::set_connect_listener`] installs.
+pub type ConnectListener = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Shared {
     /// Hands a command to the I/O thread, waking it only when it may be asleep; gives the
@@ -368,6 +373,7 @@ impl RemotingClient {
             processor_pool,
             queued_bytes: AtomicUsize::new(0),
             tls,
+            connect_listener: RwLock::new(None),
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
         let io_thread = worker::spawn("rmq-io", move || io_loop.run())
@@ -404,6 +410,13 @@ impl RemotingClient {
         let mut list = Vec::clone(&hooks);
         list.push(hook);
         *hooks = Arc::new(list);
+    }
+
+    /// Calls `listener` with the address of every connection once it is established
+    /// (Java's `ChannelEventListener.onChannelActive`), on the callback pool: the I/O
+    /// thread only queues the call. Replaces the listener set before.
+    pub fn set_connect_listener(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
+        *self.shared.connect_listener.write() = Some(Arc::new(listener));
     }
 
     /// Bytes of frames queued for writing and not yet wholly written, over all connections.

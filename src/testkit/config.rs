@@ -119,9 +119,11 @@ pub(crate) enum BrokerKind {
 }
 
 /// Broker configuration; `extra` comes last so callers can override our defaults.
+/// `advertised` is the `host:port` the broker registers with the name servers.
 pub(crate) fn broker_conf(
     name: &str,
     port: u16,
+    advertised: &str,
     namesrv_addr: &str,
     store: &Path,
     kind: &BrokerKind,
@@ -132,11 +134,15 @@ pub(crate) fn broker_conf(
     let commitlog = store.join("commitlog");
     let port_s = port.to_string();
     let ha_port = (u32::from(port) + 1).to_string();
+    let advertised_ip = advertised
+        .rsplit_once(':')
+        .map_or("127.0.0.1", |(ip, _)| ip);
     let defaults: [(&str, &str); 19] = [
         ("brokerClusterName", "DefaultCluster"),
         ("brokerName", name),
         ("brokerId", "0"),
-        ("brokerIP1", "127.0.0.1"),
+        // What clients are given: `brokerIP1:listenPort` (5.x `getBrokerAddr`).
+        ("brokerIP1", advertised_ip),
         // HA address; 5.x otherwise advertises the machine's first non-loopback address.
         ("brokerIP2", "127.0.0.1"),
         ("listenPort", &port_s),

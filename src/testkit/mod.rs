@@ -32,6 +32,7 @@ pub mod fault;
 mod logs;
 mod ports;
 mod process;
+pub mod proxy;
 mod readiness;
 mod remoting;
 mod tls;
@@ -49,6 +50,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use log::{info, warn};
 
 use process::{JvmProcess, JvmSpec};
+use proxy::TcpProxy;
 use readiness::Launch;
 
 /// Downloads the jars of `version` into the default cache if they are not there yet
@@ -105,6 +107,9 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 const LOG_TAIL_LINES: usize = 30;
 /// Starts retried with new ports when a JVM lost a port race with another process.
 const PORT_ATTEMPTS: usize = 3;
+/// Brokers bind 127.0.0.1; with proxies they advertise this address, where only their
+/// proxy listens (Linux routes all of 127.0.0.0/8 to the loopback interface).
+const PROXY_HOST: [u8; 4] = [127, 0, 0, 2];
 
 static RUN_SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -122,6 +127,7 @@ pub struct ClusterBuilder {
     readiness_timeout: Option<Duration>,
     acl: Vec<AclAccount>,
     tls: Option<TlsOptions>,
+    broker_proxies: bool,
 }
 
 impl std::fmt::Debug for ClusterBuilder {
@@ -138,6 +144,7 @@ impl std::fmt::Debug for ClusterBuilder {
             .field("start_timeout", &self.start_timeout)
             .field("acl", &self.acl)
             .field("tls", &self.tls)
+            .field("broker_proxies", &self.broker_proxies)
             .finish_non_exhaustive()
     }
 }
@@ -157,6 +164,7 @@ impl Default for ClusterBuilder {
             readiness_timeout: None,
             acl: Vec::new(),
             tls: None,
+            broker_proxies: false,
         }
     }
 }
@@ -260,6 +268,18 @@ impl ClusterBuilder {
         self
     }
 
+    /// Puts a [`TcpProxy`] in front of every broker (default off), so that every client
+    /// connection to a broker crosses its proxy and a test can delay, stall, black-hole
+    /// or cut them ([`Cluster::broker_proxy`]). A broker then binds `127.0.0.1:<port>`
+    /// and advertises `127.0.0.2:<port>` (`brokerIP1`) to the name servers, and only its
+    /// proxy listens there; [`Cluster::broker_addrs`] gives the advertised addresses.
+    /// The VIP channel (`<port> - 2`) and HA port are not proxied. Needs RocketMQ 5.x:
+    /// 4.x brokers have no `bindAddress` and take the port on every address.
+    pub fn broker_proxies(mut self, on: bool) -> Self {
+        self.broker_proxies = on;
+        self
+    }
+
     /// Fetches the jars if needed, starts the name servers, then the brokers, and
     /// waits until the cluster is ready.
     pub fn start(self) -> Result<Cluster, TestkitError> {
@@ -320,6 +340,7 @@ impl ClusterBuilder {
             start_timeout: self.start_timeout,
             readiness_timeout: self.readiness_timeout,
             tls,
+            broker_proxies: self.broker_proxies,
         };
         let started = Instant::now();
         let deadline = started + cluster.start_timeout;
@@ -387,6 +408,13 @@ impl ClusterBuilder {
                 self.version
             )));
         }
+        if self.broker_proxies && self.version.starts_with("4.") {
+            return Err(TestkitError::InvalidArgument(format!(
+                "broker proxies need RocketMQ 5.x: a {} broker binds its port on every \
+                 address (no bindAddress), so no proxy can listen on its advertised one",
+                self.version
+            )));
+        }
         if self.name_servers == 0 {
             return Err(TestkitError::InvalidArgument(
                 "at least one name server is needed".into(),
@@ -434,11 +462,29 @@ struct Node {
     /// `<run>/<name>`: config file and pid file.
     dir: PathBuf,
     process: Option<JvmProcess>,
+    /// Whether clients reach it through a proxy on `PROXY_HOST` (brokers only).
+    proxied: bool,
+    /// The proxy, once the node was first launched; it lives across restarts.
+    proxy: Option<TcpProxy>,
 }
 
 impl Node {
+    /// The address clients are given: the advertised one, behind the proxy if any.
     fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        if self.proxied {
+            let [a, b, c, d] = PROXY_HOST;
+            format!("{a}.{b}.{c}.{d}:{}", self.port)
+        } else {
+            format!("127.0.0.1:{}", self.port)
+        }
+    }
+
+    /// Whether every port of the node can be bound again. With a proxy listening on
+    /// the advertised address the wildcard check would always fail, so the node's own
+    /// loopback address is checked (which any of the JVM's sockets still blocks).
+    fn ports_free(&self, timeout: Duration) -> bool {
+        let ip = if self.proxied { "127.0.0.1" } else { "0.0.0.0" };
+        ports::wait_free_on(ip, &self.ports(), timeout)
     }
 
     /// Where a name server's embedded controller listens (a port reserved with it).
@@ -477,6 +523,7 @@ pub struct Cluster {
     start_timeout: Duration,
     readiness_timeout: Option<Duration>,
     tls: Option<tls::ClusterTls>,
+    broker_proxies: bool,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -506,8 +553,9 @@ impl Cluster {
         self.namesrvs.iter().map(Node::addr).collect()
     }
 
-    /// The first node of every broker group (the masters, without controller mode),
-    /// stopped ones included: `(name, "127.0.0.1:port")`.
+    /// Every broker of the cluster, stopped ones included: `(name, "127.0.0.1:port")`,
+    /// or `(name, "127.0.0.2:port")`, its proxy, with
+    /// [`broker_proxies`](ClusterBuilder::broker_proxies).
     pub fn broker_addrs(&self) -> Vec<(String, String)> {
         self.brokers
             .iter()
@@ -538,6 +586,18 @@ impl Cluster {
             .take(self.controllers)
             .map(Node::controller_addr)
             .collect()
+    }
+
+    /// The proxy in front of the named broker (see
+    /// [`broker_proxies`](ClusterBuilder::broker_proxies)). It outlives the broker's
+    /// restarts, with its switches as they are.
+    pub fn broker_proxy(&self, name: &str) -> Result<&TcpProxy, TestkitError> {
+        let idx = self.broker_index(name)?;
+        self.brokers[idx].proxy.as_ref().ok_or_else(|| {
+            TestkitError::InvalidArgument(format!(
+                "broker {name} has no proxy (ClusterBuilder::broker_proxies)"
+            ))
+        })
     }
 
     /// Whether the named broker node's JVM is running (not stopped through this handle).
@@ -737,7 +797,7 @@ impl Cluster {
         }
         for &i in &stopped {
             let ports = self.namesrvs[i].ports();
-            if !ports::wait_free(&ports, self.start_timeout) {
+            if !self.namesrvs[i].ports_free(self.start_timeout) {
                 return Err(TestkitError::Timeout {
                     what: format!("ports {ports:?} of name server {i} to become free"),
                     waited: self.start_timeout,
@@ -765,7 +825,7 @@ impl Cluster {
         }
         let ports = self.brokers[idx].ports();
         let wait = self.start_timeout;
-        if !ports::wait_free(&ports, wait) {
+        if !self.brokers[idx].ports_free(wait) {
             return Err(TestkitError::Timeout {
                 what: format!("ports {ports:?} of {name} to become free"),
                 waited: wait,
@@ -901,6 +961,7 @@ impl Cluster {
         let port = ports::pick(role.port_offsets())?;
         let dir = self.run_dir.join(&name);
         fs::create_dir_all(&dir).map_err(|e| TestkitError::io("create node dir", &dir, e))?;
+        let proxied = role == Role::Broker && self.broker_proxies;
         let nodes = self.nodes_mut(role);
         nodes.push(Node {
             role,
@@ -910,12 +971,42 @@ impl Cluster {
             port,
             dir,
             process: None,
+            proxied,
+            proxy: None,
         });
         Ok(nodes.len() - 1)
     }
 
+    /// Starts the node's proxy if it has none yet on its current port (a port race
+    /// retried with new ports needs a new one).
+    fn ensure_proxy(&mut self, role: Role, idx: usize) -> Result<(), TestkitError> {
+        let node = &mut self.nodes_mut(role)[idx];
+        if !node.proxied
+            || node
+                .proxy
+                .as_ref()
+                .is_some_and(|p| p.listen_addr().port() == node.port)
+        {
+            return Ok(());
+        }
+        // The old one (if any) first: it may hold the port the new one needs.
+        node.proxy = None;
+        let listen = std::net::SocketAddr::from((PROXY_HOST, node.port));
+        let upstream = std::net::SocketAddr::from(([127, 0, 0, 1], node.port));
+        let proxy = TcpProxy::start(listen, upstream).map_err(|e| {
+            TestkitError::io(
+                format!("start the proxy of {} on {listen}", node.name),
+                &node.dir,
+                e,
+            )
+        })?;
+        node.proxy = Some(proxy);
+        Ok(())
+    }
+
     /// Writes the node's config and spawns its JVM.
     fn launch(&mut self, role: Role, idx: usize) -> Result<Launch, TestkitError> {
+        self.ensure_proxy(role, idx)?;
         let node = &self.nodes(role)[idx];
         let name = node.name.clone();
         let conf = node.conf_path();
@@ -946,6 +1037,7 @@ impl Cluster {
                 config::broker_conf(
                     &node.group,
                     node.port,
+                    &node.addr(),
                     &self.namesrv_addr(),
                     &self.run_dir.join(format!("store-{name}")),
                     &kind,
@@ -1106,6 +1198,13 @@ mod tests {
         assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
         let err = Cluster::builder().broker_config("a\nb", "1").validate();
         assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        // 4.x binds every address: no proxy could take the advertised one.
+        let err = Cluster::builder()
+            .version("4.9.7")
+            .broker_proxies(true)
+            .validate();
+        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
+        assert!(Cluster::builder().broker_proxies(true).validate().is_ok());
     }
 
     #[test]
@@ -1120,6 +1219,7 @@ mod tests {
         let conf = config::broker_conf(
             "broker-a",
             20000,
+            "127.0.0.1:20000",
             "127.0.0.1:1",
             Path::new("/s"),
             &config::BrokerKind::Master,
@@ -1150,7 +1250,15 @@ mod tests {
         let kind = config::BrokerKind::Controlled {
             controllers: "127.0.0.1:20001".into(),
         };
-        let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &kind, &[]);
+        let conf = config::broker_conf(
+            "broker-a",
+            20010,
+            "127.0.0.1:20010",
+            "ns",
+            Path::new("/s"),
+            &kind,
+            &[],
+        );
         for line in [
             "enableControllerMode=true\n",
             "controllerAddr=127.0.0.1:20001\n",
@@ -1168,7 +1276,15 @@ mod tests {
     #[test]
     fn a_slave_conf_names_its_id_role_and_master() {
         let slave = config::BrokerKind::Slave { id: 1 };
-        let conf = config::broker_conf("broker-a", 20010, "ns", Path::new("/s"), &slave, &[]);
+        let conf = config::broker_conf(
+            "broker-a",
+            20010,
+            "127.0.0.1:20010",
+            "ns",
+            Path::new("/s"),
+            &slave,
+            &[],
+        );
         let last = |key: &str| {
             conf.lines()
                 .filter_map(|l| l.strip_prefix(key)?.strip_prefix('='))
@@ -1179,5 +1295,21 @@ mod tests {
         assert_eq!(last("brokerId").as_deref(), Some("1"));
         assert_eq!(last("brokerRole").as_deref(), Some("SLAVE"));
         assert_eq!(last("haListenPort").as_deref(), Some("20011"));
+    }
+
+    #[test]
+    fn a_proxied_broker_binds_loopback_and_advertises_its_proxy() {
+        let conf = config::broker_conf(
+            "broker-a",
+            20000,
+            "127.0.0.2:20000",
+            "127.0.0.1:1",
+            Path::new("/s"),
+            &config::BrokerKind::Master,
+            &[],
+        );
+        assert!(conf.contains("brokerIP1=127.0.0.2\n"));
+        assert!(conf.contains("bindAddress=127.0.0.1\n"));
+        assert!(conf.contains("listenPort=20000\n"));
     }
 }

@@ -51,9 +51,14 @@ pub(crate) fn ports_of(base: u16, offsets: &[i32]) -> Option<Vec<u16>> {
 /// True when every port can be bound on the wildcard address right now (which also
 /// fails when something listens on 127.0.0.1 with that port).
 pub(crate) fn all_free(ports: &[u16]) -> bool {
+    all_free_on("0.0.0.0", ports)
+}
+
+/// True when every port can be bound on `ip` right now.
+fn all_free_on(ip: &str, ports: &[u16]) -> bool {
     let mut held = Vec::with_capacity(ports.len());
     for &p in ports {
-        match TcpListener::bind(("0.0.0.0", p)) {
+        match TcpListener::bind((ip, p)) {
             Ok(l) => held.push(l),
             Err(_) => return false,
         }
@@ -92,11 +97,11 @@ pub(crate) fn release(base: u16, offsets: &[i32]) {
     }
 }
 
-/// Waits until every port can be bound again (a stopped JVM's sockets are gone).
-pub(crate) fn wait_free(ports: &[u16], timeout: Duration) -> bool {
+/// Waits until every port can be bound again on `ip` (a stopped JVM's sockets are gone).
+pub(crate) fn wait_free_on(ip: &str, ports: &[u16], timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     loop {
-        if all_free(ports) {
+        if all_free_on(ip, ports) {
             return true;
         }
         if Instant::now() >= deadline {

@@ -12,6 +12,8 @@ use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::TopicConfig;
 
+pub use crate::counting::{eventually, unique};
+
 pub const BROKER_A: &str = "broker-a";
 pub const BROKER_B: &str = "broker-b";
 
@@ -67,8 +69,6 @@ pub fn broker_addr(name: &str) -> String {
 pub fn admin() -> Admin {
     Admin::new(&namesrv()).expect("admin client")
 }
-
-pub use crate::failover::{eventually, unique};
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
 pub fn topic_on_both(prefix: &str, queues: u32) -> String {

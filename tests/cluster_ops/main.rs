@@ -10,6 +10,8 @@ mod failover;
 
 mod address_server;
 mod cluster;
+#[path = "../common/counting.rs"]
+mod counting;
 mod fault;
 mod heartbeat;
 mod lifecycle;

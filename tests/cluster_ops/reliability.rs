@@ -20,12 +20,7 @@ use rocketmq_blocking::{
 };
 
 use crate::cluster::{self, RestartOnDrop, BROKER_A};
-use crate::failover::scale;
-
-/// [`crate::failover::read_back`] on this binary's cluster.
-fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> HashMap<String, usize> {
-    crate::failover::read_back(&cluster::namesrv(), topic, want, timeout)
-}
+use crate::counting::{self, scale};
 
 /// The time of the last send attempt (retries included) to one broker address.
 struct LastAttempt {
@@ -61,6 +56,11 @@ impl RpcHook for LastAttempt {
 
 /// Offsets in the order a listener saw them, per (broker, queue id).
 type OffsetsByQueue = HashMap<(String, i32), Vec<i64>>;
+
+/// [`counting::read_back`] from this binary's cluster.
+fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> HashMap<String, usize> {
+    counting::read_back(&cluster::namesrv(), topic, want, timeout)
+}
 
 #[test]
 fn reliability_kill_a_broker_under_64_thread_sync_sends_loses_nothing_acknowledged() {

@@ -11,6 +11,8 @@ use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::TopicConfig;
 
+pub use crate::counting::unique;
+
 static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
 static NAMESRV: OnceLock<String> = OnceLock::new();
 
@@ -46,8 +48,6 @@ pub fn cluster() -> &'static Mutex<Cluster> {
     namesrv();
     CLUSTER.get_or_init(|| Mutex::new(start()))
 }
-
-pub use crate::failover::unique;
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
 pub fn topic(prefix: &str, queues: u32) -> String {

@@ -6,6 +6,8 @@ mod admin_tool;
 mod async_send;
 mod cluster;
 mod consumer;
+#[path = "../common/counting.rs"]
+mod counting;
 mod faults;
 mod producer;
 mod push_shutdown;
