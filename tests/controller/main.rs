@@ -9,6 +9,8 @@
 //! by default, full size with `RMQ_RELIABILITY_SCALE=10 cargo test --test controller --
 //! --nocapture`.
 
+#[path = "../common/counting.rs"]
+mod counting;
 #[path = "../support/failover.rs"]
 mod failover;
 

@@ -7,6 +7,8 @@
 //! by default, full size with `RMQ_RELIABILITY_SCALE=10 cargo test --test master_slave --
 //! --nocapture`; `RMQ_TEST_VERSION=4.9.7` runs it against 4.9.7.
 
+#[path = "../common/counting.rs"]
+mod counting;
 #[path = "../support/failover.rs"]
 mod failover;
 

@@ -1,50 +1,20 @@
-//! What the failover binaries (`tests/master_slave`, `tests/controller`) share: the scale,
-//! names, polling, a hook that logs pulls per broker address, the read-back that counts
-//! messages by id, and the table each scenario prints.
+//! What the failover binaries (`tests/master_slave`, `tests/controller`) share beyond
+//! `tests/common/counting.rs` (the scale, names, polling and the read-back, re-exported
+//! here): a hook that logs pulls per broker address, the loss count and the table each
+//! scenario prints.
 #![allow(dead_code)]
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::{RemotingClient, RpcHook};
-use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, MessageQueue, Producer};
 
-/// `RMQ_RELIABILITY_SCALE` (default 1: the reduced size of `cargo test`; 10 is full size).
-pub fn scale() -> usize {
-    std::env::var("RMQ_RELIABILITY_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .filter(|&s| s > 0)
-        .unwrap_or(1)
-}
-
-/// A name unique in this test run: `<prefix>_<pid>_<n>`.
-pub fn unique(prefix: &str) -> String {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}_{}_{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// Polls `cond` every 50 ms for up to `timeout`; true as soon as it holds.
-pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+// Not every binary uses every one of them.
+#[allow(unused_imports)]
+pub use crate::counting::{eventually, read_back, scale, unique};
 
 /// Every PULL_MESSAGE request a client sends, with its target, queue id, offset and time.
 #[derive(Default)]
@@ -93,44 +63,6 @@ impl RpcHook for PullLog {
                 .push((addr.to_string(), q as i32, o, Instant::now()));
         }
     }
-}
-
-/// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout` passes;
-/// returns how often each message id was seen.
-pub fn read_back(
-    namesrv: &str,
-    topic: &str,
-    want: &HashSet<String>,
-    timeout: Duration,
-) -> HashMap<String, usize> {
-    let p = Producer::builder(unique("pg_readback"))
-        .namesrv_addr(namesrv)
-        .start()
-        .expect("read-back producer");
-    let queues: Vec<MessageQueue> = p.fetch_publish_message_queues(topic).expect("queues");
-    p.shutdown();
-    let c = LitePullConsumer::builder(unique("cg_readback"))
-        .namesrv_addr(namesrv)
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .auto_commit(false)
-        .start()
-        .expect("read-back consumer");
-    c.assign(&queues).expect("assign");
-    for q in &queues {
-        c.seek_to_begin(q).expect("seek");
-    }
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline && !want.iter().all(|id| seen.contains_key(id)) {
-        for m in c
-            .poll_timeout(Duration::from_millis(500))
-            .unwrap_or_default()
-        {
-            *seen.entry(m.msg_id().to_string()).or_default() += 1;
-        }
-    }
-    c.shutdown();
-    seen
 }
 
 /// `(lost, duplicates)` of `seen` against `want`.

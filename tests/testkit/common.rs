@@ -44,7 +44,7 @@ pub fn all_registered(namesrv_addr: &str, brokers: &[(String, String)]) -> Resul
     Ok(true)
 }
 
-pub use crate::failover::eventually;
+pub use crate::counting::eventually;
 
 /// Processes (other than this one) whose command line mentions `dir`: the watchdog
 /// shells and JVMs of a run.

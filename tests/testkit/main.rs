@@ -1,6 +1,6 @@
 //! The testkit's own tests: real clusters of several shapes and versions, crash safety.
-#[path = "../support/failover.rs"]
-mod failover;
+#[path = "../common/counting.rs"]
+mod counting;
 
 mod common;
 mod errors;
