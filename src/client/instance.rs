@@ -1660,6 +1660,8 @@ mod tests {
         instance.start().unwrap();
         let probe = Arc::new(Probe::default());
         assert!(instance.register_consumer("cg", probe.clone()));
+        // A producer of "T" keeps the route in use (routes nobody uses are forgotten).
+        assert!(instance.register_producer("pg", probe.clone()));
         assert!(instance.update_topic_route("T").unwrap());
         // The periodic heartbeat's first round (1 s after start) reaches the slave; the next
         // is 30 s away.
@@ -1679,6 +1681,7 @@ mod tests {
         // group's pulls (SUBSCRIPTION_NOT_EXIST) until then.
         assert_eq!(master.accepted(), 1, "a heartbeat went to the new address");
         instance.consumers.write().clear();
+        instance.producers.write().clear();
         instance.shutdown();
     }
 
