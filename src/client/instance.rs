@@ -1735,21 +1735,7 @@ mod tests {
     #[cfg(feature = "testkit")]
     /// A client instance with producer `pg` whose route of `T` leads to `broker`.
     fn instance_routed_to(broker: &str, name: &str) -> (Arc<MQClientInstance>, Arc<Probe>) {
-        let route = TopicRouteData {
-            queue_datas: vec![QueueData {
-                broker_name: "b".into(),
-                read_queue_nums: 1,
-                write_queue_nums: 1,
-                perm: 6,
-                ..Default::default()
-            }],
-            broker_datas: vec![BrokerData {
-                cluster: "c".into(),
-                broker_name: "b".into(),
-                broker_addrs: [(0, broker.to_string())].into_iter().collect(),
-            }],
-            ..Default::default()
-        };
+        let route = route_of_b(&[(0, broker)]);
         let config = ClientConfig::builder()
             .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
             .instance_name(unique(name))

@@ -16,7 +16,9 @@ use log::{info, warn};
 use parking_lot::Mutex;
 
 use super::allocate::AllocateStrategy;
-use super::offset_store::{compute_start_offset, OffsetStore, ReadOffset, ReadOffsetType};
+use super::offset_store::{
+    compute_start_offset, offsets_of_topic, queue_infos, OffsetStore, ReadOffset, ReadOffsetType,
+};
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
@@ -962,22 +964,12 @@ impl ConsumerInner for LitePullImpl {
             .iter()
             .map(|(mq, s)| (mq.clone(), s.pq.clone()))
             .collect();
-        for (mq, pq) in held {
-            let commit = match self.store.read_offset(&mq, ReadOffsetType::ReadFromMemory) {
-                ReadOffset::Found(o) => o,
-                _ => -1,
-            };
-            info.mq_table.insert(mq, pq.info(commit));
-        }
+        info.mq_table = queue_infos(self.store.as_ref(), held);
         info
     }
 
     fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        self.store
-            .offsets()
-            .into_iter()
-            .filter(|(mq, _)| mq.topic == topic)
-            .collect()
+        offsets_of_topic(self.store.as_ref(), topic)
     }
 
     /// Seeks each named held queue and writes the offset through; what was polled from

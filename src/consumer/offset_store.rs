@@ -10,10 +10,12 @@ use std::time::Duration;
 use log::{debug, info, warn};
 use parking_lot::Mutex;
 
+use super::process_queue::ProcessQueue;
 use super::ConsumeFromWhere;
 use crate::client::{MQClientInstance, MASTER_ID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageQueue;
+use crate::protocol::consumer_admin::ProcessQueueInfo;
 use crate::protocol::json;
 
 const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
@@ -528,6 +530,36 @@ pub(crate) fn open_store(
     };
     store.load()?;
     Ok(store)
+}
+
+/// What the admin tool shows of held queues: each one's process-queue info, with the
+/// offset `store` holds for it in memory (-1 when none) as its commit offset.
+pub(crate) fn queue_infos(
+    store: &dyn OffsetStore,
+    held: Vec<(MessageQueue, Arc<ProcessQueue>)>,
+) -> BTreeMap<MessageQueue, ProcessQueueInfo> {
+    held.into_iter()
+        .map(|(mq, pq)| {
+            let commit = match store.read_offset(&mq, ReadOffsetType::ReadFromMemory) {
+                ReadOffset::Found(o) => o,
+                _ => -1,
+            };
+            let info = pq.info(commit);
+            (mq, info)
+        })
+        .collect()
+}
+
+/// The offsets `store` holds for the queues of `topic`.
+pub(crate) fn offsets_of_topic(
+    store: &dyn OffsetStore,
+    topic: &str,
+) -> BTreeMap<MessageQueue, i64> {
+    store
+        .offsets()
+        .into_iter()
+        .filter(|(mq, _)| mq.topic == topic)
+        .collect()
 }
 
 /// Java `computePullFromWhereWithException`: the stored offset, else the start position

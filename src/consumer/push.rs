@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use log::{debug, info, warn};
 use parking_lot::{Mutex, RwLock};
 
-use super::offset_store::{OffsetStore, ReadOffset, ReadOffsetType};
+use super::offset_store::{offsets_of_topic, queue_infos, OffsetStore, ReadOffset, ReadOffsetType};
 use super::pool::ConsumePool;
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullResult, PullRouting, PullStatus};
@@ -212,13 +212,7 @@ impl PushConsumerImpl {
     /// Sends back every cached message whose listener has run past `consume_timeout`
     /// and takes it off its queue, so the queue's offset can move past it.
     fn clean_expired_messages(&self) {
-        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
-            .rebalance
-            .process_queues
-            .read()
-            .iter()
-            .map(|(mq, pq)| (mq.clone(), pq.clone()))
-            .collect();
+        let held = self.rebalance.held_queues();
         for (mq, pq) in held {
             if pq.is_dropped() {
                 continue;
@@ -1005,23 +999,8 @@ impl ConsumerInner for PushConsumerImpl {
             .values()
             .cloned()
             .collect();
-        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
-            .rebalance
-            .process_queues
-            .read()
-            .iter()
-            .map(|(mq, pq)| (mq.clone(), pq.clone()))
-            .collect();
-        for (mq, pq) in held {
-            let commit = match self
-                .offset_store
-                .read_offset(&mq, ReadOffsetType::ReadFromMemory)
-            {
-                ReadOffset::Found(o) => o,
-                _ => -1,
-            };
-            info.mq_table.insert(mq, pq.info(commit));
-        }
+        let held = self.rebalance.held_queues();
+        info.mq_table = queue_infos(self.offset_store.as_ref(), held);
         for topic in consumer_admin::topics_of(&info.subscriptions) {
             let status = self.stats.read(&topic);
             info.status_table.insert(topic, status);
@@ -1030,11 +1009,7 @@ impl ConsumerInner for PushConsumerImpl {
     }
 
     fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        self.offset_store
-            .offsets()
-            .into_iter()
-            .filter(|(mq, _)| mq.topic == topic)
-            .collect()
+        offsets_of_topic(self.offset_store.as_ref(), topic)
     }
 
     /// Java `MQClientInstance.resetOffset`: the held queues named are dropped (a listener

@@ -120,6 +120,15 @@ impl RebalanceImpl {
     }
 
     /// One round over every subscribed topic.
+    /// The held queues and their process queues, copied out of the table's lock.
+    pub(crate) fn held_queues(&self) -> Vec<(MessageQueue, Arc<ProcessQueue>)> {
+        self.process_queues
+            .read()
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect()
+    }
+
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
         let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
         for topic in &topics {
