@@ -7,6 +7,7 @@
 #   PAIRS=1 COUNT=2000 CONSUME_COUNT=20000 benches/compare-java.sh        # smoke run, minutes
 #   WORKLOADS="push litepull" CONSUME_COUNT=200000 benches/compare-java.sh
 #   NAMESRV_ADDR=127.0.0.1:9876 benches/compare-java.sh       # an existing cluster
+#   TLS=both WORKLOADS="sync64 async" benches/compare-java.sh # the cost of TLS, both clients
 #
 # Workloads (WORKLOADS, default all but oneway):
 #   sync1 sync8 sync64  sync send, 1/8/64 threads, COUNT messages (sync1: COUNT_SYNC1)
@@ -27,6 +28,13 @@
 # thread, 10000-12000 on 64 threads or async, on a loaded 2-core machine): the JIT counts
 # calls, so the warm-up is a number of sends rather than a share of each run. WARMUP=0
 # measures from the first send, as before warm-ups existed.
+#
+# TLS (off): "both" runs every workload four ways, java rust java-tls rust-tls, alternating in
+# that order; "only" runs the TLS two. The cluster the script starts then takes TLS and plain
+# connections both (`rmq cluster start --tls-mode permissive`). Both clients encrypt without
+# authenticating the server, as the Java client's default TLS "test mode" does: Java with
+# -Dtls.enable=true, rmq with --tls-insecure. Summary adds Rust/Java over TLS and TLS/plain
+# for each client.
 #
 # Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
 # CONSUME_COUNT (1000000),
@@ -62,6 +70,13 @@ BATCH_THREADS=${BATCH_THREADS:-64}
 CONSUME_THREADS=${CONSUME_THREADS:-20}
 CONSUME_TIMEOUT=${CONSUME_TIMEOUT:-600}
 WORKLOADS=${WORKLOADS:-"sync1 sync8 sync64 async batch push litepull"}
+TLS=${TLS:-off}
+case $TLS in
+    off) SIDES="java rust" ;;
+    both) SIDES="java rust java-tls rust-tls" ;;
+    only) SIDES="java-tls rust-tls" ;;
+    *) echo "compare-java: TLS is off, both or only (not $TLS)" >&2; exit 1 ;;
+esac
 TOPIC=${TOPIC:-CompareJava}
 JAVA_HEAP=${JAVA_HEAP:-512m}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -122,7 +137,10 @@ if [ -z "${NAMESRV_ADDR:-}" ]; then
     BROKER_WAIT_MS=${BROKER_WAIT_MS-5000}
     CLUSTER_STATE=$(mktemp -d /tmp/compare-java-cluster.XXXXXX)
     log "starting a cluster (state in $CLUSTER_STATE)"
-    line=$(RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster start | grep '^NAMESRV_ADDR=')
+    tls_mode=()
+    [ "$TLS" = off ] || tls_mode=(--tls-mode permissive)
+    line=$(RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster start "${tls_mode[@]}" \
+        | grep '^NAMESRV_ADDR=')
     NAMESRV_ADDR=${line#NAMESRV_ADDR=}
     CLUSTER_LOGS=$(RMQ_CLUSTER_STATE_DIR=$CLUSTER_STATE "$RMQ" cluster status \
         | python3 -c 'import json, sys; print(json.load(sys.stdin)["logDir"])')
@@ -177,7 +195,9 @@ fi
 STAMP=$(date +%s)
 # run SIDE WORKLOAD PAIR: one client run under /usr/bin/time; appends a row to rows.tsv.
 run() {
-    local side=$1 workload=$2 pair=$3
+    local side=$1 workload=$2 pair=$3 tls=false
+    local client=${side%-tls}
+    [ "$client" = "$side" ] || tls=true
     local base=$RUNS/$workload-$pair-$side
     local count=$COUNT threads=64 warmup=0 cmd
     case $workload in
@@ -192,9 +212,13 @@ run() {
         push | litepull) ;;
         *) warmup=$WARMUP ;;
     esac
-    local group=cmp_${workload}_${side}_${pair}_$STAMP
-    if [ "$side" = java ]; then
-        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP" -cp "$JAVA_CP")
+    local group=cmp_${workload}_${side//-/_}_${pair}_$STAMP
+    if [ "$client" = java ]; then
+        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP")
+        # ClientConfig.useTLS defaults to this property; with no trust store configured the
+        # client runs in TLS test mode (any server certificate).
+        $tls && cmd+=(-Dtls.enable=true)
+        cmd+=(-cp "$JAVA_CP")
         case $workload in
             push | litepull)
                 local mode=push
@@ -230,6 +254,7 @@ run() {
                     *) cmd+=(--mode sync) ;;
                 esac ;;
         esac
+        $tls && cmd+=(--tls-insecure)
     fi
     local status=0 t0
     t0=$(date +%s%N)
@@ -244,15 +269,17 @@ run() {
     echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java"
     echo "rust client: $RUST_VERSION (rmq bench, release)"
     echo "broker: one, NAMESRV_ADDR=$NAMESRV_ADDR; producers to $TOPIC, consumers drain $BACKLOG (8 queues each)"
-    echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1) after a warm-up of $WARMUP (not measured), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS pairs per workload, Java first"
+    echo "tls: $TLS (sides: $SIDES)"
+    echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1) after a warm-up of $WARMUP (not measured), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS rounds per workload ($SIDES, in that order)"
 } >"$OUT/meta.txt"
 cat "$OUT/meta.txt"
 echo
 python3 "$REPORT" header >"$OUT/rows.tsv"
 for workload in $WORKLOADS; do
     for pair in $(seq 1 "$PAIRS"); do
-        run java "$workload" "$pair"
-        run rust "$workload" "$pair"
+        for side in $SIDES; do
+            run "$side" "$workload" "$pair"
+        done
     done
 done
 echo

@@ -5,8 +5,9 @@
   compare_report.py row --base B ...       turns one client run (B.out: the client's JSON
                                            summary as its last JSON line, B.time: GNU time's
                                            "%U %S %M %e") into a row of rows.tsv and a console line
-  compare_report.py summary --out DIR      medians and Rust/Java ratios on stdout and in
-                                           DIR/summary.md, the SVG plot of the sync workloads;
+  compare_report.py summary --out DIR      medians and ratios (Rust/Java; with TLS runs also
+                                           TLS/plain) on stdout and in DIR/summary.md, the
+                                           SVG plot of the sync workloads (plain runs);
                                            exit status 1 if any row failed
   compare_report.py acked FILE             messages acknowledged in a run's output
   compare_report.py brokers < ROUTE_JSON   the broker addresses of a route
@@ -115,7 +116,7 @@ def cmd_row(a):
     with open(a.rows, "a") as f:
         f.write("\t".join(cells) + "\n")
     v = dict(zip(COLUMNS, cells))
-    print(f"{a.workload:<8} pair {a.pair} {a.side:<4}  tps {v['tps']:>8}  p50 {v['p50_ms']:>8}"
+    print(f"{a.workload:<8} pair {a.pair} {a.side:<8}  tps {v['tps']:>8}  p50 {v['p50_ms']:>8}"
           f"  p99 {v['p99_ms']:>9}  max {v['max_ms']:>9} ms  cpu {v['cpu_s']:>6} s"
           f" {v['cpu_us_per_msg']:>6} us/msg (total {v['cpu_total_s']:>6} s)"
           f"  rss {v['rss_MiB']:>4} MiB  wall {v['wall_s']:>6} s  first {v['first_ms']:>5} ms"
@@ -156,14 +157,15 @@ def median_of(rows, workload, side, column):
     return statistics.median(vals) if vals else None
 
 
-def summarise(rows):
-    """(workload, figure, java median, rust median, ratio) for every figure measured."""
+def summarise(rows, base="java", other="rust"):
+    """(workload, figure, base median, other median, ratio other/base) for every figure
+    measured on either side."""
     table = []
     workloads = [w for w in ORDER if any(r["workload"] == w for r in rows)]
     for w in workloads:
         for column, spec in FIGURES:
-            j = median_of(rows, w, "java", column)
-            r = median_of(rows, w, "rust", column)
+            j = median_of(rows, w, base, column)
+            r = median_of(rows, w, other, column)
             if j is None and r is None:
                 continue
             ratio = f"{r / j:.2f}" if j and r is not None else NA
@@ -171,39 +173,54 @@ def summarise(rows):
     return table
 
 
+# The comparisons summary makes, when both sides ran: (base, other, title). The TLS sides
+# (compare-java.sh TLS=both|only) are the same clients over TLS against the same broker.
+COMPARISONS = [
+    ("java", "rust", "Java client vs rocketmq-blocking"),
+    ("java-tls", "rust-tls", "Over TLS: Java client vs rocketmq-blocking"),
+    ("rust", "rust-tls", "The cost of TLS for rocketmq-blocking (TLS / plain)"),
+    ("java", "java-tls", "The cost of TLS for the Java client (TLS / plain)"),
+]
+
+
 def cmd_summary(a):
     out = Path(a.out)
     rows = read_rows(out / "rows.tsv")
     meta = (out / "meta.txt").read_text().splitlines() if (out / "meta.txt").exists() else []
-    table = summarise(rows)
+    sides = {r["side"] for r in rows}
     failed = [r for r in rows if r["status"] != "ok"]
-
-    print("medians over successful runs (ratio = rust / java; for tps higher is better, "
-          "for the rest lower is better)")
-    print(f"{'workload':<9}{'figure':<15}{'java':>12}{'rust':>12}{'ratio':>8}")
-    for w, fig, j, r, ratio in table:
-        print(f"{w:<9}{fig:<15}{j:>12}{r:>12}{ratio:>8}")
 
     md = ["# Java client vs rocketmq-blocking", ""]
     md += [f"- {line}" for line in meta]
-    md += ["", "Medians over successful runs. Ratio = Rust / Java: for TPS higher is better, "
-           "for the rest lower is better. Producers send a warm-up first (same producer, "
-           "threads and window); tps, latency (per send call), cpu_s (user+sys CPU seconds the "
-           "client reads from the OS at the start and end of that phase) and cpu_us_per_msg "
-           "(cpu_s per message, µs) are of the measured phase after it (consumers: not "
-           "measured). cpu_total_s is the whole client process's CPU (GNU time), rss_MiB its "
-           "peak; wall_s and first_ms (first acknowledgement, of the warm-up if any, or first "
-           "message) count from just before exec (JVM start included); duplicates are "
-           "redeliveries of an offset.", "",
-           "| workload | figure | Java | Rust | Rust/Java |", "|---|---|---:|---:|---:|"]
-    md += [f"| {w} | {fig} | {j} | {r} | {ratio} |" for w, fig, j, r, ratio in table]
+    md += ["", "Medians over successful runs. Ratio = second column / first: for TPS higher "
+           "is better, for the rest lower is better. Producers send a warm-up first (same "
+           "producer, threads and window); tps, latency (per send call), cpu_s (user+sys CPU "
+           "seconds the client reads from the OS at the start and end of that phase) and "
+           "cpu_us_per_msg (cpu_s per message, µs) are of the measured phase after it "
+           "(consumers: not measured). cpu_total_s is the whole client process's CPU (GNU "
+           "time), rss_MiB its peak; wall_s and first_ms (first acknowledgement, of the "
+           "warm-up if any, or first message) count from just before exec (JVM start "
+           "included); duplicates are redeliveries of an offset."]
+    for base, other, title in COMPARISONS:
+        if base not in sides or other not in sides:
+            continue
+        table = summarise(rows, base, other)
+        print(f"{title}: medians over successful runs (ratio = {other} / {base}; for tps "
+              "higher is better, for the rest lower is better)")
+        print(f"{'workload':<9}{'figure':<15}{base:>12}{other:>12}{'ratio':>8}")
+        for w, fig, j, r, ratio in table:
+            print(f"{w:<9}{fig:<15}{j:>12}{r:>12}{ratio:>8}")
+        print()
+        md += ["", f"## {title}", "",
+               f"| workload | figure | {base} | {other} | {other}/{base} |",
+               "|---|---|---:|---:|---:|"]
+        md += [f"| {w} | {fig} | {j} | {r} | {ratio} |" for w, fig, j, r, ratio in table]
     if failed:
         md += ["", "Failed runs:", ""]
         md += [f"- {r['workload']} pair {r['pair']} {r['side']}: {r['status']}" for r in failed]
     (out / "summary.md").write_text("\n".join(md) + "\n")
 
     plotted = plot(rows, out / "throughput-vs-threads.svg")
-    print()
     print(f"rows: {out / 'rows.tsv'}")
     print(f"summary: {out / 'summary.md'}")
     if plotted:
