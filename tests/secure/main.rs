@@ -20,3 +20,5 @@ mod acl;
 mod cli;
 mod env;
 mod interop;
+#[path = "../common/java.rs"]
+mod java;
