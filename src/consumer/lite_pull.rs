@@ -200,6 +200,13 @@ impl LitePullConsumerBuilder {
         self
     }
 
+    /// [`subscribe`](Self::subscribe) with a tag or SQL92 selector (Java
+    /// `subscribe(topic, MessageSelector)`; SQL92 needs `enablePropertyFilter` on the broker).
+    pub fn subscribe_with(mut self, topic: impl Into<String>, selector: MessageSelector) -> Self {
+        self.subscriptions.push((topic.into(), selector));
+        self
+    }
+
     /// Queue allocation strategy for `subscribe` (default averagely).
     pub fn allocate_strategy(mut self, s: impl AllocateStrategy + 'static) -> Self {
         self.strategy = Some(Box::new(s));

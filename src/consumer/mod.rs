@@ -227,6 +227,15 @@ pub struct PushConsumerOptions {
     pub pull_threshold_for_queue: usize,
     /// Pause pulls of a queue with more cached MiB (Java 100).
     pub pull_threshold_size_for_queue_mib: u64,
+    /// Cached messages per topic: when set, each held queue of a topic gets an equal share
+    /// (at least 1) in place of `pull_threshold_for_queue`, recomputed at every rebalance
+    /// (Java `pullThresholdForTopic`, -1: unset).
+    #[doc(alias = "pullThresholdForTopic")]
+    pub pull_threshold_for_topic: Option<usize>,
+    /// Cached MiB per topic, shared the same way in place of
+    /// `pull_threshold_size_for_queue_mib` (Java `pullThresholdSizeForTopic`, -1: unset).
+    #[doc(alias = "pullThresholdSizeForTopic")]
+    pub pull_threshold_size_for_topic_mib: Option<u64>,
     /// Pause between pulls of a queue (Java 0).
     pub pull_interval: Duration,
     /// Messages per listener call (Java 1).
@@ -271,6 +280,8 @@ impl Default for PushConsumerOptions {
             consume_concurrently_max_span: 2000,
             pull_threshold_for_queue: 1000,
             pull_threshold_size_for_queue_mib: 100,
+            pull_threshold_for_topic: None,
+            pull_threshold_size_for_topic_mib: None,
             pull_interval: Duration::ZERO,
             consume_message_batch_max_size: 1,
             pull_batch_size: 32,
@@ -447,6 +458,22 @@ impl PushConsumerBuilder {
         self
     }
 
+    /// Cached messages per topic, shared among its held queues (Java
+    /// `pullThresholdForTopic`); see [`PushConsumerOptions::pull_threshold_for_topic`].
+    #[doc(alias = "pullThresholdForTopic")]
+    pub fn pull_threshold_for_topic(mut self, messages: usize) -> Self {
+        self.options.pull_threshold_for_topic = Some(messages);
+        self
+    }
+
+    /// Cached MiB per topic, shared among its held queues (Java
+    /// `pullThresholdSizeForTopic`).
+    #[doc(alias = "pullThresholdSizeForTopic")]
+    pub fn pull_threshold_size_for_topic_mib(mut self, mib: u64) -> Self {
+        self.options.pull_threshold_size_for_topic_mib = Some(mib);
+        self
+    }
+
     crate::util::option_setters! {
         /// Clustering or broadcasting.
         message_model: MessageModel;
@@ -468,6 +495,8 @@ impl PushConsumerBuilder {
         suspend_time: Duration;
         /// Cached messages per queue before pulls pause.
         pull_threshold_for_queue: usize;
+        /// Cached MiB per queue before pulls pause.
+        pull_threshold_size_for_queue_mib: u64;
         /// Directory of broadcasting offsets.
         offset_store_dir: PathBuf;
         /// How long shutdown waits for running listeners (Java
@@ -667,6 +696,86 @@ impl PushConsumer {
             instance.client_id()
         );
         Ok(())
+    }
+
+    /// Subscribes to one more topic, before or after start (Java `subscribe` on a running
+    /// consumer): a running consumer fetches the route, sends its heartbeat and rebalances
+    /// at once. Subscribing again to a topic replaces its expression.
+    pub fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<()> {
+        self.subscribe_with(topic, MessageSelector::by_tag(tag_expression))
+    }
+
+    /// [`subscribe`](Self::subscribe) with a tag or SQL92 selector.
+    pub fn subscribe_with(&self, topic: &str, selector: MessageSelector) -> Result<()> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        let ns = c.instance.config().namespace();
+        let wrapped = namespace::wrap(ns.as_deref(), topic);
+        let sub = subscription::build_subscription_data(&wrapped, &selector)?;
+        c.rebalance
+            .subscriptions
+            .write()
+            .insert(wrapped.clone(), sub);
+        if *c.state.lock() == ServiceState::Running {
+            if let Err(e) = c.instance.update_topic_route(&wrapped) {
+                log::warn!("{}: route of {wrapped}: {e}", c.group);
+            }
+            c.instance.send_heartbeat_to_all_brokers_with_lock();
+            c.instance.rebalance_immediately();
+        }
+        Ok(())
+    }
+
+    /// Stops consuming `topic` (Java `unsubscribe`): its queues are dropped at the next
+    /// rebalance, which a running consumer starts at once, with their offsets persisted.
+    pub fn unsubscribe(&self, topic: &str) -> Result<()> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        let ns = c.instance.config().namespace();
+        let wrapped = namespace::wrap(ns.as_deref(), topic);
+        if c.rebalance.subscriptions.write().remove(&wrapped).is_none() {
+            return Err(Error::invalid_argument(format!(
+                "the consumer {} does not subscribe to {topic}",
+                c.group
+            )));
+        }
+        if *c.state.lock() == ServiceState::Running {
+            c.instance.send_heartbeat_to_all_brokers_with_lock();
+            c.instance.rebalance_immediately();
+        }
+        Ok(())
+    }
+
+    /// Sends a consumed message back to the broker for redelivery to the group after
+    /// `delay_level` (Java `sendMessageBack`: 1..=18 are the broker's delay levels, 0 lets
+    /// the broker choose from the message's reconsume count); past the group's maximum
+    /// reconsume times the broker moves it to the DLQ. Falls back to a send to the retry
+    /// topic, as Java does. For a message this consumer received: it goes to the broker
+    /// that delivered it.
+    pub fn send_message_back(&self, msg: &MessageExt, delay_level: i32) -> Result<()> {
+        let c = &self.inner;
+        if *c.state.lock() != ServiceState::Running {
+            return Err(Error::state(format!(
+                "the push consumer {} is not running",
+                c.group
+            )));
+        }
+        let mq = MessageQueue::new(msg.topic(), msg.broker_name(), msg.queue_id());
+        c.send_message_back(msg, delay_level, &mq)
+    }
+
+    /// Topics subscribed (with namespace), the group's retry topic included.
+    pub fn subscriptions(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .inner
+            .rebalance
+            .subscriptions
+            .read()
+            .keys()
+            .cloned()
+            .collect();
+        topics.sort();
+        topics
     }
 
     /// The consumer group (with namespace).

@@ -104,6 +104,29 @@ pub(crate) struct PushConsumerImpl {
     /// When the consumer was created, ms since the epoch (Java
     /// `consumerStartTimestamp`).
     started_at: i64,
+    /// Per-queue (messages, MiB) limits of topics with a per-topic threshold, from the
+    /// last rebalance: the topic's threshold divided by the queues held of it.
+    topic_queue_limits: RwLock<HashMap<String, (usize, u64)>>,
+}
+
+/// Java `RebalancePushImpl.messageQueueChanged`: a per-topic threshold is shared equally
+/// by the `held` queues of the topic (at least 1 each); `None` without per-topic
+/// thresholds. Unlike Java, which overwrites the one per-queue setting for all topics,
+/// each topic keeps its own share.
+fn topic_queue_limits(o: &PushConsumerOptions, held: usize) -> Option<(usize, u64)> {
+    if o.pull_threshold_for_topic.is_none() && o.pull_threshold_size_for_topic_mib.is_none() {
+        return None;
+    }
+    let share = |total: u64| (total / held.max(1) as u64).max(1);
+    let count = o
+        .pull_threshold_for_topic
+        .map_or(o.pull_threshold_for_queue, |t| {
+            usize::try_from(share(t as u64)).unwrap_or(usize::MAX)
+        });
+    let mib = o
+        .pull_threshold_size_for_topic_mib
+        .map_or(o.pull_threshold_size_for_queue_mib, share);
+    Some((count, mib))
 }
 
 impl PushConsumerImpl {
@@ -139,6 +162,7 @@ impl PushConsumerImpl {
             persisting: Mutex::new(()),
             stats: ConsumeStats::default(),
             started_at: crate::util::now_millis(),
+            topic_queue_limits: RwLock::new(HashMap::new()),
         }))
     }
 
@@ -227,7 +251,7 @@ impl PushConsumerImpl {
                         self.options.consume_timeout
                     );
                     // Java sends it back with delay level 3 (10 s).
-                    if !self.send_message_back(&m, 3, &mq) {
+                    if self.send_message_back(&m, 3, &mq).is_err() {
                         // Kept in the queue, and the batch kept: the next check tries again.
                         all_sent = false;
                         continue;
@@ -253,6 +277,26 @@ impl PushConsumerImpl {
 
     // --- pulling ------------------------------------------------------------------
 
+    /// The (messages, MiB) a queue of `topic` may cache before its pulls pause.
+    fn queue_limits(&self, topic: &str) -> (usize, u64) {
+        let o = &self.options;
+        match self.topic_queue_limits.read().get(topic) {
+            Some(&limits) => limits,
+            None => (
+                o.pull_threshold_for_queue,
+                o.pull_threshold_size_for_queue_mib,
+            ),
+        }
+    }
+
+    fn update_topic_limits(&self, topic: &str, held: usize) {
+        if let Some(limits) = topic_queue_limits(&self.options, held) {
+            self.topic_queue_limits
+                .write()
+                .insert(topic.to_string(), limits);
+        }
+    }
+
     fn later(&self, req: PullRequest, delay: Duration) {
         self.instance.execute_pull_request_later(req, delay);
     }
@@ -271,10 +315,11 @@ impl PushConsumerImpl {
             return self.later(req, SUSPENDED_DELAY);
         }
         let o = &self.options;
-        if pq.msg_count() > o.pull_threshold_for_queue {
+        let (count_limit, mib_limit) = self.queue_limits(&req.mq.topic);
+        if pq.msg_count() > count_limit {
             return self.later(req, FLOW_CONTROL_DELAY);
         }
-        if pq.msg_size() / (1024 * 1024) > o.pull_threshold_size_for_queue_mib {
+        if pq.msg_size() / (1024 * 1024) > mib_limit {
             return self.later(req, FLOW_CONTROL_DELAY);
         }
         if !self.is_orderly() {
@@ -566,7 +611,10 @@ impl PushConsumerImpl {
                     )
                 }
                 MessageModel::Clustering => {
-                    if !self.send_message_back(m, reconsume_delay.wire(), &mq) {
+                    if self
+                        .send_message_back(m, reconsume_delay.wire(), &mq)
+                        .is_err()
+                    {
                         let mut m = m.clone();
                         m.reconsume_times += 1;
                         failed.push(m);
@@ -723,8 +771,13 @@ impl PushConsumerImpl {
     }
 
     /// CONSUMER_SEND_MSG_BACK, falling back to a send to `%RETRY%<group>` (Java
-    /// `sendMessageBack`). True when the message is in the broker's hands again.
-    fn send_message_back(&self, m: &MessageExt, delay_level: i32, mq: &MessageQueue) -> bool {
+    /// `sendMessageBack`). `Ok` when the message is in the broker's hands again.
+    pub(crate) fn send_message_back(
+        &self,
+        m: &MessageExt,
+        delay_level: i32,
+        mq: &MessageQueue,
+    ) -> Result<()> {
         let addr = self
             .instance
             .find_broker_address_in_publish(&mq.broker_name)
@@ -744,14 +797,21 @@ impl PushConsumerImpl {
             .api()
             .consumer_send_message_back(&addr, &header, SEND_BACK_TIMEOUT)
         {
-            Ok(()) => true,
+            Ok(()) => Ok(()),
             Err(e) => {
                 warn!(
                     "{}: send-back of {} failed ({e}); sending to the retry topic",
                     self.group,
                     m.msg_id()
                 );
-                self.send_back_as_normal_message(m, mq)
+                if self.send_back_as_normal_message(m, mq) {
+                    Ok(())
+                } else {
+                    Err(e.context(format!(
+                        "send-back of {} (the send to the retry topic failed too)",
+                        m.msg_id()
+                    )))
+                }
             }
         }
     }
@@ -856,8 +916,9 @@ impl RebalanceHooks for PushConsumerImpl {
         &self,
         topic: &str,
         _all: &HashSet<MessageQueue>,
-        _mine: &HashSet<MessageQueue>,
+        mine: &HashSet<MessageQueue>,
     ) {
+        self.update_topic_limits(topic, mine.len());
         // A new subscription version tells the broker to take the fresh heartbeat.
         if let Some(sub) = self.rebalance.subscriptions.write().get_mut(topic) {
             sub.sub_version = crate::util::now_millis();
@@ -1105,5 +1166,30 @@ impl ConsumerInner for PushConsumerImpl {
             remark,
             spent_time_mills: i64::try_from(began.elapsed().as_millis()).unwrap_or(i64::MAX),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_threshold_is_shared_by_the_queues_held_of_the_topic() {
+        let mut o = PushConsumerOptions::default();
+        assert_eq!(
+            topic_queue_limits(&o, 4),
+            None,
+            "no per-topic threshold set"
+        );
+        o.pull_threshold_for_topic = Some(100);
+        assert_eq!(topic_queue_limits(&o, 4), Some((25, 100)));
+        assert_eq!(topic_queue_limits(&o, 3), Some((33, 100)));
+        // More queues than messages: each still pulls; no queue held: the whole budget.
+        assert_eq!(topic_queue_limits(&o, 1000), Some((1, 100)));
+        assert_eq!(topic_queue_limits(&o, 0), Some((100, 100)));
+        o.pull_threshold_size_for_topic_mib = Some(10);
+        assert_eq!(topic_queue_limits(&o, 4), Some((25, 2)));
+        o.pull_threshold_for_topic = None;
+        assert_eq!(topic_queue_limits(&o, 20), Some((1000, 1)));
     }
 }

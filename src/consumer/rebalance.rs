@@ -143,9 +143,14 @@ impl RebalanceImpl {
             .cloned()
             .collect();
         for mq in stale {
-            let removed = self.process_queues.write().remove(&mq);
-            if let Some(pq) = removed {
-                pq.set_dropped(true);
+            let Some(pq) = self.process_queues.read().get(&mq).cloned() else {
+                continue;
+            };
+            pq.set_dropped(true);
+            // As for a queue given away: its offset is persisted first (Java 4.9 only
+            // drops it, and a later subscriber of the group re-reads what this one consumed).
+            if hooks.remove_unnecessary_message_queue(&mq, &pq) {
+                self.process_queues.write().remove(&mq);
                 info!(
                     "{}: dropped {mq}, its topic is no longer subscribed",
                     self.group

@@ -341,6 +341,17 @@ impl Producer {
             .send_batch(msgs, self.inner.options().send_timeout)
     }
 
+    /// [`send_batch`](Self::send_batch) within `timeout` (retries included).
+    pub fn send_batch_timeout(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
+        self.inner.send_batch(msgs, timeout)
+    }
+
+    /// Sends a batch to one queue of its topic, once (no retry).
+    pub fn send_batch_to_queue(&self, msgs: &[Message], mq: &MessageQueue) -> Result<SendResult> {
+        self.inner
+            .send_batch_to_queue(msgs, mq, self.inner.options().send_timeout)
+    }
+
     /// Sends without waiting; `callback` runs on the callback pool with the result.
     ///
     /// The contract, as crossbeam's `send` and rdkafka's `BaseProducer::send` have it:
@@ -360,8 +371,41 @@ impl Producer {
         msg: Message,
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> std::result::Result<(), SendAsyncError> {
+        let timeout = self.inner.options().send_timeout;
         self.inner
-            .send_async(msg, self.inner.options().send_timeout, Box::new(callback))
+            .send_async(msg, None, timeout, Box::new(callback))
+    }
+
+    /// [`send_async`](Self::send_async) to one queue: the same contract, and re-sends after
+    /// a transport failure go to the same queue.
+    pub fn send_async_to_queue(
+        &self,
+        msg: Message,
+        mq: &MessageQueue,
+        callback: impl FnOnce(Result<SendResult>) + Send + 'static,
+    ) -> std::result::Result<(), SendAsyncError> {
+        let timeout = self.inner.options().send_timeout;
+        self.inner
+            .send_async(msg, Some(mq), timeout, Box::new(callback))
+    }
+
+    /// [`send_async`](Self::send_async) to the queue `selector` picks (ordered messages);
+    /// the selector runs on the caller's thread before anything is queued.
+    pub fn send_async_with_selector<A: ?Sized>(
+        &self,
+        msg: Message,
+        selector: &impl MessageQueueSelector<A>,
+        arg: &A,
+        callback: impl FnOnce(Result<SendResult>) + Send + 'static,
+    ) -> std::result::Result<(), SendAsyncError> {
+        let mq = match self
+            .inner
+            .select_queue(&msg, |mqs| selector.select(mqs, &msg, arg))
+        {
+            Ok(mq) => mq,
+            Err(e) => return Err(SendAsyncError::new(e, msg)),
+        };
+        self.send_async_to_queue(msg, &mq, callback)
     }
 
     /// [`send_async`](Self::send_async) with a handle to wait on instead of a callback;
@@ -374,6 +418,7 @@ impl Producer {
         let timeout = self.inner.options().send_timeout;
         self.inner.send_async(
             msg,
+            None,
             timeout,
             Box::new(move |r| {
                 let _ = tx.send(r);
@@ -385,6 +430,24 @@ impl Producer {
     /// Sends once, expecting no answer; returns when the request is queued for writing.
     pub fn send_oneway(&self, msg: &Message) -> Result<()> {
         self.inner.send_oneway(msg)
+    }
+
+    /// Sends once to one queue, expecting no answer.
+    pub fn send_oneway_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<()> {
+        self.inner.send_oneway_to_queue(msg, mq)
+    }
+
+    /// Sends once to the queue `selector` picks, expecting no answer.
+    pub fn send_oneway_with_selector<A: ?Sized>(
+        &self,
+        msg: &Message,
+        selector: &impl MessageQueueSelector<A>,
+        arg: &A,
+    ) -> Result<()> {
+        let mq = self
+            .inner
+            .select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
+        self.inner.send_oneway_to_queue(msg, &mq)
     }
 
     /// Writable queues of `topic`, from the name server.

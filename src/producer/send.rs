@@ -648,19 +648,44 @@ impl ProducerImpl {
         mq: &MessageQueue,
         timeout: Duration,
     ) -> Result<SendResult> {
-        if mq.topic != msg.topic() {
-            return Err(Error::invalid_argument(format!(
-                "the message topic {} differs from the queue's topic {}",
-                msg.topic(),
-                mq.topic
-            )));
-        }
-        let instance = self.instance()?;
+        check_queue_topic(msg.topic(), mq)?;
         let p = self.prepare(msg)?;
+        self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
+            .ok_or_else(|| Error::state("sync send returned no result"))
+    }
+
+    /// Sends to `mq` once, expecting no answer (Java `sendOneway(msg, mq)`).
+    pub(super) fn send_oneway_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<()> {
+        check_queue_topic(msg.topic(), mq)?;
+        let p = self.prepare(msg)?;
+        self.send_prepared_to_queue(&p, mq, Mode::Oneway, self.options.send_timeout)
+            .map(|_| ())
+    }
+
+    /// Sends a batch to `mq` once (Java `send(Collection, mq)`).
+    pub(super) fn send_batch_to_queue(
+        &self,
+        msgs: &[Message],
+        mq: &MessageQueue,
+        timeout: Duration,
+    ) -> Result<SendResult> {
+        let p = self.prepare_batch(msgs)?;
+        check_queue_topic(&p.user_topic, mq)?;
+        self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
+            .ok_or_else(|| Error::state("sync send returned no result"))
+    }
+
+    fn send_prepared_to_queue(
+        &self,
+        p: &Prepared<'_>,
+        mq: &MessageQueue,
+        mode: Mode,
+        timeout: Duration,
+    ) -> Result<Option<SendResult>> {
+        let instance = self.instance()?;
         let mut target = mq.clone();
         target.topic = p.topic.clone();
-        self.send_kernel(&instance, &p, &target, Mode::Sync, timeout)?
-            .ok_or_else(|| Error::state("sync send returned no result"))
+        self.send_kernel(&instance, p, &target, mode, timeout)
     }
 
     /// The queue `select` picks among the topic's queues (topic without namespace).
@@ -686,14 +711,16 @@ impl ProducerImpl {
     }
 
     /// Queues an async send. On `Ok`, `callback` runs exactly once; on `Err`, it has not
-    /// run, never will, and `msg` comes back with the error.
+    /// run, never will, and `msg` comes back with the error. With `queue`, every attempt goes
+    /// to that queue (Java `send(msg, mq, callback)` re-sends to the same broker).
     pub(super) fn send_async(
         self: &Arc<Self>,
         msg: Message,
+        queue: Option<&MessageQueue>,
         timeout: Duration,
         callback: SendCallback,
     ) -> std::result::Result<(), SendAsyncError> {
-        match self.queue_async(&msg, timeout, callback) {
+        match self.queue_async(&msg, queue, timeout, callback) {
             Ok(()) => Ok(()),
             Err(error) => Err(SendAsyncError::new(error, msg)),
         }
@@ -702,19 +729,31 @@ impl ProducerImpl {
     fn queue_async(
         self: &Arc<Self>,
         msg: &Message,
+        queue: Option<&MessageQueue>,
         timeout: Duration,
         callback: SendCallback,
     ) -> Result<()> {
+        if let Some(mq) = queue {
+            check_queue_topic(msg.topic(), mq)?;
+        }
         let instance = self.instance()?;
         let begin = Instant::now();
         let p = Arc::new(self.prepare(msg)?.into_owned());
         let info = self.find_publish_info(&instance, &p.topic)?;
-        let mq = self.fault.select(&info, None).ok_or_else(|| {
-            Error::new(
-                ErrorKind::NoRoute,
-                format!("no writable queue of topic {}", p.user_topic),
-            )
-        })?;
+        let pinned = queue.map(|mq| {
+            let mut mq = mq.clone();
+            mq.topic = p.topic.clone();
+            mq
+        });
+        let mq = match &pinned {
+            Some(mq) => mq.clone(),
+            None => self.fault.select(&info, None).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("no writable queue of topic {}", p.user_topic),
+                )
+            })?,
+        };
         let attempt = AsyncAttempt {
             producer: self.clone(),
             instance,
@@ -723,10 +762,22 @@ impl ProducerImpl {
             begin,
             timeout,
             retries_left: self.options.async_retries,
+            pinned: pinned.is_some(),
         };
         // Not queued: the callback is dropped unrun; the caller gets the message back.
         attempt.send(mq, callback).map_err(|(e, _callback)| e)
     }
+}
+
+/// A message for `mq` must be of its topic (both without namespace).
+fn check_queue_topic(topic: &str, mq: &MessageQueue) -> Result<()> {
+    if mq.topic != topic {
+        return Err(Error::invalid_argument(format!(
+            "the message topic {topic} differs from the queue's topic {}",
+            mq.topic
+        )));
+    }
+    Ok(())
 }
 
 /// One async send and what it needs to re-send after a transport failure (Java
@@ -739,6 +790,8 @@ struct AsyncAttempt {
     begin: Instant,
     timeout: Duration,
     retries_left: u32,
+    /// Sent to a queue the caller chose: retries go to the same queue.
+    pinned: bool,
 }
 
 impl AsyncAttempt {
@@ -810,7 +863,12 @@ impl InvokeCallback for InFlight {
             }
             Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
                 producer.fault.update(&mq.broker_name, latency, true);
-                let Some(next) = producer.fault.select(&attempt.info, Some(&mq.broker_name)) else {
+                let next = if attempt.pinned {
+                    Some(mq.clone())
+                } else {
+                    producer.fault.select(&attempt.info, Some(&mq.broker_name))
+                };
+                let Some(next) = next else {
                     callback(Err(e));
                     return;
                 };

@@ -493,7 +493,7 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
     c.shutdown();
 }
 
-fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
+pub(crate) fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
     use rocketmq_blocking::LitePullConsumer;
     LitePullConsumer::builder(group)
         .namesrv_addr(cluster::namesrv())

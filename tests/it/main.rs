@@ -6,6 +6,7 @@ mod admin_tool;
 mod async_send;
 mod cluster;
 mod consumer;
+mod consumer_api;
 #[path = "../common/counting.rs"]
 mod counting;
 mod faults;

@@ -205,6 +205,115 @@ fn send_to_a_chosen_queue() {
 }
 
 #[test]
+fn every_send_overload_puts_its_messages_where_asked() {
+    let topic = cluster::topic("overloads", 4);
+    let p = producer();
+    let mqs = p.fetch_publish_message_queues(&topic).unwrap();
+    assert_eq!(mqs.len(), 4);
+    let mut expected = [0i64; 4];
+    let batch = |n: usize, tag: &str| -> Vec<Message> {
+        (0..n)
+            .map(|i| Message::new(&topic, format!("{tag} {i}")))
+            .collect()
+    };
+
+    let r = p.send_batch_to_queue(&batch(4, "b"), &mqs[0]).unwrap();
+    assert_eq!(r.message_queue(), &mqs[0]);
+    expected[0] += 4;
+
+    let r = p
+        .send_batch_timeout(&batch(2, "bt"), Duration::from_secs(10))
+        .unwrap();
+    expected[r.message_queue().queue_id() as usize] += 2;
+
+    // Async: to a queue, and to the queue the selector picks ("order-1": Java
+    // abs(hashCode % 4) = 2); every callback reports the queue it was sent to.
+    let (tx, rx) = crossbeam_channel::unbounded();
+    for i in 0..5 {
+        let tx = tx.clone();
+        p.send_async_to_queue(Message::new(&topic, format!("a{i}")), &mqs[1], move |r| {
+            let _ = tx.send((1, r.map(|r| r.message_queue().queue_id())));
+        })
+        .unwrap();
+    }
+    for i in 0..3 {
+        let tx = tx.clone();
+        p.send_async_with_selector(
+            Message::new(&topic, format!("s{i}")),
+            &SelectMessageQueueByHash,
+            "order-1",
+            move |r| {
+                let _ = tx.send((2, r.map(|r| r.message_queue().queue_id())));
+            },
+        )
+        .unwrap();
+    }
+    for _ in 0..8 {
+        let (want, got) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert_eq!(got.unwrap(), want);
+        expected[want as usize] += 1;
+    }
+
+    for i in 0..3 {
+        p.send_oneway_with_selector(
+            &Message::new(&topic, format!("os{i}")),
+            &SelectMessageQueueByHash,
+            "order-1",
+        )
+        .unwrap();
+    }
+    expected[2] += 3;
+    for i in 0..7 {
+        p.send_oneway_to_queue(&Message::new(&topic, format!("oq{i}")), &mqs[3])
+            .unwrap();
+    }
+    expected[3] += 7;
+
+    // Oneway sends are acknowledged by nobody: wait for the broker to have stored them.
+    let admin = admin();
+    let addrs = admin.master_addrs().unwrap();
+    let mut stored = [0i64; 4];
+    for _ in 0..200 {
+        for mq in &mqs {
+            let addr = &addrs[mq.broker_name()];
+            stored[mq.queue_id() as usize] = admin.max_offset(addr, &topic, mq.queue_id()).unwrap();
+        }
+        if stored == expected {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(stored, expected, "messages per queue");
+}
+
+#[test]
+fn a_queue_of_another_topic_is_refused_by_every_overload() {
+    let topic = cluster::topic("otherq", 2);
+    let other = cluster::topic("otherq", 2);
+    let p = producer();
+    let mq = p.fetch_publish_message_queues(&other).unwrap().remove(0);
+    let msg = Message::new(&topic, "x");
+    let kinds = [
+        p.send_to_queue(&msg, &mq).unwrap_err().kind(),
+        p.send_oneway_to_queue(&msg, &mq).unwrap_err().kind(),
+        p.send_batch_to_queue(std::slice::from_ref(&msg), &mq)
+            .unwrap_err()
+            .kind(),
+        p.send_async_to_queue(msg.clone(), &mq, |_| panic!("must not run"))
+            .unwrap_err()
+            .error()
+            .kind(),
+    ];
+    assert!(
+        kinds.iter().all(|k| *k == ErrorKind::InvalidArgument),
+        "{kinds:?}"
+    );
+    let admin = admin();
+    assert_eq!(admin.total_max_offset(&topic).unwrap(), 0);
+    assert_eq!(admin.total_max_offset(&other).unwrap(), 0);
+}
+
+#[test]
 fn a_new_topic_is_auto_created_through_tbw102() {
     let topic = cluster::unique("autocreated");
     let p = producer();
