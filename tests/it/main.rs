@@ -5,11 +5,14 @@ mod failover;
 mod admin_tool;
 mod async_send;
 mod cluster;
+mod compression;
 mod consumer;
 mod consumer_api;
 #[path = "../common/counting.rs"]
 mod counting;
 mod faults;
+#[path = "../common/java.rs"]
+mod java;
 mod producer;
 mod push_shutdown;
 mod remoting;
