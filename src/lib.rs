@@ -209,8 +209,9 @@ pub use consumer::{
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{CompressionType, Message, MessageExt, MessageQueue};
 pub use producer::{
-    JavaHashCode, MessageQueueSelector, Producer, ProducerBuilder, ProducerOptions,
-    SelectMessageQueueByHash, SendAsyncError, SendFuture, SendResult, SendStatus,
+    create_reply_message, reply_topic, JavaHashCode, MessageQueueSelector, Producer,
+    ProducerBuilder, ProducerOptions, SelectMessageQueueByHash, SendAsyncError, SendFuture,
+    SendResult, SendStatus,
 };
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,

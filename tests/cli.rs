@@ -13,6 +13,8 @@ use serde_json::Value;
 
 #[path = "cli/reliability.rs"]
 mod reliability;
+#[path = "cli/request.rs"]
+mod request;
 
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 

@@ -136,6 +136,8 @@ pub struct MQClientInstance {
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
     services: Mutex<Option<ConsumerServices>>,
+    /// Requests of this client's producers waiting for replies.
+    replies: crate::producer::ReplyTable,
     me: Weak<MQClientInstance>,
 }
 
@@ -243,6 +245,7 @@ impl MQClientInstance {
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
+            replies: crate::producer::ReplyTable::default(),
             me: me.clone(),
         }))
     }
@@ -255,6 +258,21 @@ impl MQClientInstance {
     /// The configuration the instance was created with.
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// Requests waiting for their replies.
+    pub(crate) fn replies(&self) -> &crate::producer::ReplyTable {
+        &self.replies
+    }
+
+    /// Requests (`Producer::request`) waiting for their replies now.
+    pub fn waiting_requests(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// Replies dropped because no request waited for them (late, or not ours).
+    pub fn unmatched_replies(&self) -> u64 {
+        self.replies.unmatched()
     }
 
     /// Typed API calls.
@@ -420,6 +438,14 @@ impl MQClientInstance {
     /// Idempotent.
     fn stop_threads(&self) {
         let deadline = Instant::now() + self.config.remoting.shutdown_timeout;
+        // Waiting requests end now, each exactly once, before the timer that would time
+        // them out stops.
+        self.replies.fail_all(|| {
+            Error::state(format!(
+                "client instance {} shut down before the reply came",
+                self.client_id
+            ))
+        });
         // Take each out first: a guard held across the joins would deadlock with a
         // service thread that needs the same lock to finish its current step.
         let scheduler = self.scheduler.lock().take();
@@ -1074,6 +1100,15 @@ impl MQClientInstance {
                 }),
             );
         }
+        // Replies to this client's requests, pushed by the broker that took them.
+        let me = self.me.clone();
+        self.remoting().register_processor(
+            RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT,
+            Arc::new(move |addr: &str, req: RemotingCommand| {
+                let i = me.upgrade()?;
+                Some(crate::producer::process_reply(&i, addr, &req))
+            }),
+        );
         let me = self.me.clone();
         self.remoting().register_processor(
             crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,

@@ -16,6 +16,7 @@
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
 mod fault;
+mod request;
 mod send;
 
 use std::fmt;
@@ -28,9 +29,11 @@ use crossbeam_channel::Receiver;
 use crate::client::MQClientInstance;
 use crate::client::{ClientConfig, ClientConfigBuilder};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{CompressionType, Message, MessageQueue};
+use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
+pub use request::{create_reply_message, reply_topic};
+pub(crate) use request::{process_reply, ReplyTable};
 use send::ProducerImpl;
 
 /// Outcome of a stored send (Java `SendStatus`).
@@ -448,6 +451,28 @@ impl Producer {
             .inner
             .select_queue(msg, |mqs| selector.select(mqs, msg, arg))?;
         self.inner.send_oneway_to_queue(msg, &mq)
+    }
+
+    /// Sends `msg` as a request and waits for its reply, all within `timeout` (Java
+    /// `request(msg, timeout)`). A consumer of the topic answers with a message made by
+    /// [`create_reply_message`]; the broker pushes that reply to this client. No reply in
+    /// time is a [`Timeout`](crate::ErrorKind::Timeout) error, and a reply that comes after
+    /// it is dropped.
+    pub fn request(&self, msg: &Message, timeout: Duration) -> Result<MessageExt> {
+        self.inner.request_reply(msg, timeout)
+    }
+
+    /// [`request`](Self::request) without waiting: `callback` runs exactly once on the
+    /// callback pool, with the reply, the send's failure, the timeout or the shutdown of
+    /// the client, unless this returns `Err` (nothing sent; `callback` dropped unrun).
+    pub fn request_async(
+        &self,
+        msg: Message,
+        timeout: Duration,
+        callback: impl FnOnce(Result<MessageExt>) + Send + 'static,
+    ) -> Result<()> {
+        self.inner
+            .request_reply_async(msg, timeout, Box::new(callback))
     }
 
     /// Writable queues of `topic`, from the name server.

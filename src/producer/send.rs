@@ -40,6 +40,8 @@ struct Prepared<'a> {
     flag: i32,
     msg_id: String,
     batch: bool,
+    /// A reply to a request (`SEND_REPLY_MESSAGE_V2`).
+    reply: bool,
     reconsume_times: Option<i32>,
     max_reconsume_times: Option<i32>,
 }
@@ -55,6 +57,7 @@ impl Prepared<'_> {
             flag: self.flag,
             msg_id: self.msg_id,
             batch: self.batch,
+            reply: self.reply,
             reconsume_times: self.reconsume_times,
             max_reconsume_times: self.max_reconsume_times,
         }
@@ -214,7 +217,7 @@ impl ProducerImpl {
         self.instance.read().clone()
     }
 
-    fn instance(&self) -> Result<Arc<MQClientInstance>> {
+    pub(super) fn instance(&self) -> Result<Arc<MQClientInstance>> {
         if *self.state.lock() != ServiceState::Running {
             return Err(Error::state(format!(
                 "producer {} is not running",
@@ -281,6 +284,7 @@ impl ProducerImpl {
             flag: msg.flag(),
             msg_id,
             batch: false,
+            reply: super::request::is_reply(msg),
             reconsume_times,
             max_reconsume_times,
         })
@@ -348,12 +352,27 @@ impl ProducerImpl {
             flag: 0,
             msg_id: ids.join(","),
             batch: true,
+            reply: false,
             reconsume_times: None,
             max_reconsume_times: None,
         })
     }
 
     // --- routes -----------------------------------------------------------------
+
+    /// Makes sure the route of `user_topic` is known; true when the instance had no route
+    /// for it before (Java `request` then sends a heartbeat, so that the brokers know this
+    /// client before a reply comes).
+    pub(super) fn ensure_route_and_heartbeat(
+        &self,
+        instance: &MQClientInstance,
+        user_topic: &str,
+    ) -> Result<bool> {
+        let topic = namespace::wrap(self.namespace.as_deref(), user_topic);
+        let known = instance.topic_route(&topic).is_some();
+        self.find_publish_info(instance, &topic)?;
+        Ok(!known)
+    }
 
     /// Java `tryToFindTopicPublishInfo`: the cached info, else the topic's route, else the
     /// auto-create topic's route (the broker then creates the topic on first send).
@@ -479,6 +498,8 @@ impl ProducerImpl {
         };
         let code = if p.batch {
             RequestCode::SEND_BATCH_MESSAGE
+        } else if p.reply {
+            RequestCode::SEND_REPLY_MESSAGE_V2
         } else {
             RequestCode::SEND_MESSAGE_V2
         };

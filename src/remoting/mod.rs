@@ -404,6 +404,12 @@ impl RemotingClient {
         self.shared.processors.write().insert(code.0, processor);
     }
 
+    /// Runs `job` on the callback pool (where async callbacks run, never the I/O thread).
+    /// False, with `job` dropped, once the pool is shut down.
+    pub(crate) fn execute_callback(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        self.shared.callback_pool.execute(job)
+    }
+
     /// Adds an RPC hook; hooks run in registration order.
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
         let mut hooks = self.hooks.write();

@@ -137,7 +137,13 @@ pub fn wait_or_kill(mut child: Child, timeout: Duration) -> Output {
     let killed = watchdog.join().unwrap_or(false);
     assert!(
         !killed,
-        "the Java program ran longer than {timeout:?} and was killed"
+        "the Java program ran longer than {timeout:?} and was killed; it printed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.contains("|-INFO"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        String::from_utf8_lossy(&out.stderr)
     );
     out
 }

@@ -16,3 +16,4 @@ mod java;
 mod producer;
 mod push_shutdown;
 mod remoting;
+mod request_reply;

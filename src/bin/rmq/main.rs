@@ -9,6 +9,7 @@ mod bench;
 mod bench_consume;
 mod cluster;
 mod consume;
+mod request;
 mod send;
 mod stats;
 
@@ -163,6 +164,8 @@ enum Command {
     Send(send::SendArgs),
     /// Consume with a push consumer; prints one JSON line per message and a summary line.
     Consume(consume::ConsumeArgs),
+    /// Send requests and wait for their replies (request-reply); one JSON line per reply.
+    Request(request::RequestArgs),
     /// Load generators.
     Bench {
         #[command(subcommand)]
@@ -348,6 +351,7 @@ fn run(cli: Cli) -> CliResult {
             Ok(())
         }
         Command::Send(args) => send::run(&cli.namesrv, args),
+        Command::Request(args) => request::run(&cli.namesrv, args),
         Command::Consume(args) => consume::run(&cli.namesrv, args),
         Command::Bench {
             action: BenchAction::Produce(args),

@@ -41,13 +41,13 @@ pub(crate) struct SendArgs {
     body_file: Option<PathBuf>,
     /// How many copies of the message to send.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    count: u64,
+    pub(crate) count: u64,
     /// Send mode.
     #[arg(long, value_enum, default_value_t = Mode::Sync)]
-    mode: Mode,
+    pub(crate) mode: Mode,
     /// Producer group.
     #[arg(long, default_value = "rmq_cli_producer")]
-    group: String,
+    pub(crate) group: String,
 }
 
 /// `k=v` → `(k, v)`; the value may contain `=`, the key may not be empty.
@@ -59,7 +59,7 @@ fn parse_prop(s: &str) -> Result<(String, String), String> {
 }
 
 /// The message every send uses, built from the arguments; any bad input is an error here.
-fn build_message(args: &SendArgs) -> Result<Message, String> {
+pub(crate) fn build_message(args: &SendArgs) -> Result<Message, String> {
     check_send_topic(&args.topic).map_err(|e| e.to_string())?;
     let body = match (&args.body, &args.body_file) {
         (Some(text), _) => text.clone().into_bytes(),
