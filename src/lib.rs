@@ -197,7 +197,7 @@ mod producer;
 pub mod testkit;
 mod util;
 
-pub use admin::{Admin, AdminBuilder, Connection};
+pub use admin::{Admin, AdminBuilder, Connection, MessageQuery, QueryResult, ResetTarget};
 pub use client::TopicConfig;
 pub use consumer::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
@@ -212,6 +212,7 @@ pub use producer::{
     JavaHashCode, MessageQueueSelector, Producer, ProducerBuilder, ProducerOptions,
     SelectMessageQueueByHash, SendAsyncError, SendFuture, SendResult, SendStatus,
 };
+pub use protocol::admin::{ConsumeStats, QueueProgress, SubscriptionGroupConfig};
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };
