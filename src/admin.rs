@@ -228,8 +228,10 @@ impl Admin {
             .map_err(|e| e.context(format!("offset of {topic}:{queue_id}")))
     }
 
-    /// SEARCH_OFFSET_BY_TIMESTAMP of one queue on one broker: the offset of the first
-    /// message stored at `time` or later (the queue's max offset if there is none).
+    /// SEARCH_OFFSET_BY_TIMESTAMP of one queue on one broker: the offset of a message
+    /// stored about `time`. 5.x brokers answer the first one stored at `time` or later
+    /// (the queue's max offset if none is); 4.x brokers the one stored closest to `time`
+    /// (so the last message's offset for a time after all of them).
     pub fn search_offset(
         &self,
         broker_addr: &str,
@@ -330,7 +332,7 @@ pub enum ResetTarget {
     Earliest,
     /// Each queue's end: nothing stored so far is consumed (Java timestamp -1).
     Latest,
-    /// The first message stored at this time or later, per queue.
+    /// The message stored at this time, per queue, as [`Admin::search_offset`] finds it.
     Timestamp(SystemTime),
 }
 

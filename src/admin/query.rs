@@ -94,9 +94,10 @@ impl MessageQuery {
         self.unique
     }
 
-    /// Fails on what no broker should be asked: a bad topic, an empty key, a maximum of
-    /// 0, a range that ends before it begins.
-    pub(crate) fn check(&self) -> Result<()> {
+    /// The checks [`Admin::query_messages`](crate::Admin::query_messages) makes before
+    /// it sends anything: an `InvalidArgument` error for a bad topic name, a blank key,
+    /// a maximum of 0 or a range that ends before it begins.
+    pub fn check(&self) -> Result<()> {
         check_topic(&self.topic)?;
         if self.key.trim().is_empty() {
             return Err(Error::invalid_argument("the query key is blank"));
