@@ -117,6 +117,7 @@
 //! | `DefaultMQPushConsumer` | [`PushConsumer`] |
 //! | `DefaultLitePullConsumer` | [`LitePullConsumer`] |
 //! | `DefaultMQAdminExt` (a part) | [`Admin`] |
+//! | `queryMessage` / `queryMessageByUniqKey`, `examineConsumeStats`, `resetOffsetByTimestamp` | [`Admin::query_messages`] with [`MessageQuery`], [`Admin::consume_stats`], [`Admin::reset_offset`] |
 //! | `MessageListenerConcurrently` | [`PushConsumerBuilder::listener`] |
 //! | `MessageListenerOrderly` | [`PushConsumerBuilder::orderly_listener`] |
 //! | `ConsumeConcurrentlyStatus.CONSUME_SUCCESS` / `RECONSUME_LATER` | [`ConsumeStatus::Success`] / [`ConsumeStatus::ReconsumeLater`] |
