@@ -137,7 +137,8 @@ fn a_groups_progress_shows_its_lag_and_the_lag_falls_to_zero_after_consumption()
     let admin = admin();
     // The group's retry topic is routed once a broker has its heartbeat.
     let stats = eventually("the group's stats", Duration::from_secs(60), || {
-        admin.consume_stats(&group, Some(&topic)).ok()
+        let s = admin.consume_stats(&group, Some(&topic)).ok()?;
+        (s.queues.len() == 4).then_some(s)
     });
     assert_eq!(stats.queues.len(), 4, "{stats:?}");
     let stored: i64 = stats.queues.values().map(|q| q.broker_offset).sum();
@@ -246,7 +247,14 @@ fn offsets_by_time_and_resets_move_a_running_group_and_an_absent_one() {
     });
     c.shutdown();
 
-    // No consumer online: the offsets are written directly, here to the end.
+    // No consumer online: the offsets are written directly, back to the start...
+    let reset = admin
+        .reset_offset(&group, &topic, ResetTarget::Earliest)
+        .unwrap();
+    assert!(reset.values().all(|&o| o == 0), "{reset:?}");
+    let stats = admin.consume_stats(&group, Some(&topic)).unwrap();
+    assert_eq!(stats.total_diff(), 6, "{stats:?}");
+    // ...and to the end.
     let reset = admin
         .reset_offset(&group, &topic, ResetTarget::Latest)
         .unwrap();
