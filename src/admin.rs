@@ -1,21 +1,33 @@
-//! Administrative calls the CLI, examples and tests need (a small part of Java's
-//! `MQAdminExt`): cluster info, routes, and creating a topic on every master broker.
+//! Administrative calls (a part of Java's `MQAdminExt`): cluster info, routes, topics
+//! (create, list, delete), offsets (min, max, by time, reset), message lookups (by id, by
+//! key, by unique key: `query.rs`), a group's progress and subscription groups.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+mod query;
+pub use query::{MessageQuery, QueryResult};
 
 use crate::client::expect_success;
-use crate::client::validators::{check_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
+use crate::client::validators::{
+    check_group, check_topic, retry_topic, AUTO_CREATE_TOPIC_KEY_TOPIC,
+};
 use crate::client::{ClientConfig, ClientConfigBuilder, MQClientAPI, TopicConfig};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{decode_messages, decode_offset_msg_id, DecodeOptions, MessageExt};
-use crate::protocol::header::{
-    OffsetResponseHeader, QueueOffsetRequestHeader, ViewMessageRequestHeader,
+use crate::message::{
+    decode_messages, decode_messages_lenient, decode_offset_msg_id, DecodeOptions, MessageExt,
+    MessageQueue,
 };
-use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, TopicRouteData};
+use crate::protocol::admin::{ConsumeStats, SubscriptionGroupConfig};
+use crate::protocol::header::{
+    OffsetResponseHeader, QueryMessageRequestHeader, QueueOffsetRequestHeader,
+    ResetOffsetRequestHeader, SearchOffsetRequestHeader, ViewMessageRequestHeader,
+};
+use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
+use crate::util::{millis_since_epoch, time_from_millis};
 
 /// Administrative calls (a small part of Java `DefaultMQAdminExt`): cluster info,
 /// routes, topic creation, offsets, message lookup, connections. It has its own
@@ -122,13 +134,7 @@ impl Admin {
     /// until the name server routes it. Returns the broker names.
     pub fn create_topic(&self, config: &TopicConfig) -> Result<Vec<String>> {
         check_topic(&config.topic_name)?;
-        let masters = self.master_addrs()?;
-        if masters.is_empty() {
-            return Err(Error::new(
-                ErrorKind::NoRoute,
-                "the cluster has no master broker",
-            ));
-        }
+        let masters = self.masters()?;
         for addr in masters.values() {
             self.create_topic_on(addr, config)?;
         }
@@ -195,14 +201,66 @@ impl Admin {
             .ok_or_else(|| Error::decode(format!("no message in the answer for {offset_msg_id}")))
     }
 
-    /// GET_MAX_OFFSET of one queue on one broker.
+    /// GET_MAX_OFFSET of one queue on one broker: where its next message will be stored.
     pub fn max_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MAX_OFFSET, broker_addr, topic, queue_id)
+    }
+
+    /// GET_MIN_OFFSET of one queue on one broker: its first offset still stored.
+    pub fn min_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MIN_OFFSET, broker_addr, topic, queue_id)
+    }
+
+    fn queue_offset(
+        &self,
+        code: RequestCode,
+        broker_addr: &str,
+        topic: &str,
+        queue_id: i32,
+    ) -> Result<i64> {
+        check_topic(topic)?;
         let header = QueueOffsetRequestHeader {
             topic: topic.to_string(),
             queue_id,
             broker_name: None,
         };
-        let request = RemotingCommand::request_with_header(RequestCode::GET_MAX_OFFSET, &header);
+        self.offset_request(code, broker_addr, &header)
+            .map_err(|e| e.context(format!("offset of {topic}:{queue_id}")))
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP of one queue on one broker: the offset of a message
+    /// stored about `time`. 5.x brokers answer the first one stored at `time` or later
+    /// (the queue's max offset if none is); 4.x brokers the one stored closest to `time`
+    /// (so the last message's offset for a time after all of them).
+    pub fn search_offset(
+        &self,
+        broker_addr: &str,
+        topic: &str,
+        queue_id: i32,
+        time: SystemTime,
+    ) -> Result<i64> {
+        check_topic(topic)?;
+        let header = SearchOffsetRequestHeader {
+            topic: topic.to_string(),
+            queue_id,
+            timestamp: millis_since_epoch(time),
+            broker_name: None,
+        };
+        self.offset_request(
+            RequestCode::SEARCH_OFFSET_BY_TIMESTAMP,
+            broker_addr,
+            &header,
+        )
+        .map_err(|e| e.context(format!("offset of {topic}:{queue_id} by time")))
+    }
+
+    fn offset_request(
+        &self,
+        code: RequestCode,
+        broker_addr: &str,
+        header: &impl crate::protocol::WriteHeader,
+    ) -> Result<i64> {
+        let request = RemotingCommand::request_with_header(code, header);
         let response = self
             .api
             .remoting()
@@ -264,6 +322,244 @@ impl Admin {
         })?;
         let body: ConnectionSet = crate::protocol::json::from_slice(&response.body)?;
         Ok(body.connection_set)
+    }
+}
+
+/// Where [`Admin::reset_offset`] moves a group's offsets in a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetTarget {
+    /// Each queue's first message (mqadmin `resetOffsetByTime -s 0`).
+    Earliest,
+    /// Each queue's end: nothing stored so far is consumed (Java timestamp -1).
+    Latest,
+    /// The message stored at this time, per queue, as [`Admin::search_offset`] finds it.
+    Timestamp(SystemTime),
+}
+
+impl ResetTarget {
+    /// The `timestamp` the broker reads: ms since the epoch, -1 for the end.
+    fn wire(self) -> i64 {
+        match self {
+            ResetTarget::Earliest => 0,
+            ResetTarget::Latest => -1,
+            ResetTarget::Timestamp(t) => millis_since_epoch(t).max(0),
+        }
+    }
+}
+
+/// Queries, progress, listings and deletions (Java `MQAdminImpl`, `DefaultMQAdminExtImpl`).
+impl Admin {
+    /// The brokers of `topic`'s route with the address to ask: the master, else a slave
+    /// (Java `selectBrokerAddr`).
+    fn brokers_of(&self, topic: &str) -> Result<Vec<(String, String)>> {
+        let route = self.topic_route(topic)?;
+        Ok(route
+            .broker_datas
+            .iter()
+            .filter_map(|b| Some((b.broker_name.clone(), b.select_addr()?.to_string())))
+            .collect())
+    }
+
+    /// QUERY_MESSAGE to every broker of the topic: the messages stored with the query's
+    /// key (or unique key) within its time range, at most its maximum from each broker.
+    /// A broker's index may name messages whose key only hashes alike; they are dropped,
+    /// as Java does. A broker that finds nothing adds nothing; any other failure of a
+    /// broker is the call's error. Records that do not decode are skipped (logged).
+    pub fn query_messages(&self, query: &MessageQuery) -> Result<QueryResult> {
+        query.check()?;
+        let brokers = self.brokers_of(&query.topic)?;
+        let (max_num, begin_timestamp, end_timestamp) = query.wire_range();
+        let header = QueryMessageRequestHeader {
+            topic: query.topic.clone(),
+            key: query.key.clone(),
+            max_num,
+            begin_timestamp,
+            end_timestamp,
+        };
+        let mut found = Vec::new();
+        let mut index_last_update = 0;
+        for (broker_name, addr) in &brokers {
+            // Java allows three admin timeouts for this query (the broker reads its index).
+            let Some((index, body)) =
+                self.api
+                    .query_message(addr, &header, query.unique, self.timeout * 3)?
+            else {
+                continue;
+            };
+            index_last_update = index_last_update.max(index.index_last_update_timestamp);
+            let decoded = decode_messages_lenient(&body, DecodeOptions::new());
+            if !decoded.skipped.is_empty() {
+                log::warn!(
+                    "query {} in {}: {} record(s) from {addr} did not decode, first: {}",
+                    query.key,
+                    query.topic,
+                    decoded.skipped.len(),
+                    decoded.skipped[0].error
+                );
+            }
+            found.extend(decoded.messages.into_iter().map(|mut m| {
+                m.broker_name.clone_from(broker_name);
+                m
+            }));
+        }
+        Ok(QueryResult {
+            index_last_update: (index_last_update > 0).then(|| time_from_millis(index_last_update)),
+            messages: query::keep_matching(query, found),
+        })
+    }
+
+    /// The message of `topic` whose unique key (the id `SendResult::msg_id` gives) is
+    /// `id`, if a broker finds it (Java `queryMessageByUniqKey`).
+    pub fn query_message_by_unique_key(&self, topic: &str, id: &str) -> Result<Option<MessageExt>> {
+        Ok(self
+            .query_messages(&MessageQuery::by_unique_key(topic, id))?
+            .messages
+            .into_iter()
+            .next())
+    }
+
+    /// GET_CONSUME_STATS from every broker of the group's retry topic (which every broker
+    /// that saw the group's heartbeat has): per queue the broker's and the group's offsets
+    /// and the lag, for `topic` or for every topic the group has offsets in (Java
+    /// `examineConsumeStats`, what `mqadmin consumerProgress` prints).
+    pub fn consume_stats(&self, group: &str, topic: Option<&str>) -> Result<ConsumeStats> {
+        check_group(group)?;
+        if let Some(t) = topic {
+            check_topic(t)?;
+        }
+        let mut all = ConsumeStats::default();
+        for (_, addr) in self.brokers_of(&retry_topic(group))? {
+            all.merge(
+                self.api
+                    .get_consume_stats(&addr, group, topic, self.timeout * 3)?,
+            );
+        }
+        Ok(all)
+    }
+
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic the name server knows (system
+    /// topics and groups' retry topics included), sorted.
+    pub fn topic_list(&self) -> Result<Vec<String>> {
+        self.api.get_topic_list(self.timeout)
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG from every master broker: the subscription groups
+    /// of the cluster by name (system groups included; a group on several brokers is
+    /// listed once, with the settings of the first broker by name).
+    pub fn subscription_groups(&self) -> Result<BTreeMap<String, SubscriptionGroupConfig>> {
+        let mut all = BTreeMap::new();
+        for addr in self.master_addrs()?.values() {
+            for (name, config) in self.api.get_all_subscription_groups(addr, self.timeout)? {
+                all.entry(name).or_insert(config);
+            }
+        }
+        Ok(all)
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on every master broker; returns the broker names.
+    pub fn create_subscription_group(
+        &self,
+        config: &SubscriptionGroupConfig,
+    ) -> Result<Vec<String>> {
+        check_group(&config.group_name)?;
+        let masters = self.masters()?;
+        for addr in masters.values() {
+            self.api
+                .create_subscription_group(addr, config, self.timeout)?;
+        }
+        Ok(masters.into_keys().collect())
+    }
+
+    /// Deletes a topic: DELETE_TOPIC_IN_BROKER on every master broker, then
+    /// DELETE_TOPIC_IN_NAMESRV on every name server (Java `mqadmin deleteTopic`), so its
+    /// route disappears. Its stored messages go with the brokers' cleanup. Returns the
+    /// broker names.
+    pub fn delete_topic(&self, topic: &str) -> Result<Vec<String>> {
+        check_topic(topic)?;
+        let masters = self.masters()?;
+        for addr in masters.values() {
+            self.api.delete_topic_in_broker(addr, topic, self.timeout)?;
+        }
+        for namesrv in self.api.remoting().name_server_address_list() {
+            self.api
+                .delete_topic_in_namesrv(&namesrv, topic, self.timeout)?;
+        }
+        Ok(masters.into_keys().collect())
+    }
+
+    /// Moves `group`'s offsets in `topic` to `target` on every broker of the topic, as
+    /// `mqadmin resetOffsetByTime` does: INVOKE_BROKER_TO_RESET_OFFSET, so the broker
+    /// tells the group's running consumers (which then pull from there), forced (an offset
+    /// may move forward or back). On a broker where no consumer of the group is online,
+    /// the offsets are written directly (UPDATE_CONSUMER_OFFSET, Java's
+    /// `resetOffsetByTimestampOld`), for the next consumer to start from. Returns the new
+    /// offset of every queue.
+    pub fn reset_offset(
+        &self,
+        group: &str,
+        topic: &str,
+        target: ResetTarget,
+    ) -> Result<BTreeMap<MessageQueue, i64>> {
+        check_group(group)?;
+        check_topic(topic)?;
+        let header = ResetOffsetRequestHeader {
+            topic: topic.to_string(),
+            group: group.to_string(),
+            timestamp: target.wire(),
+            is_force: true,
+        };
+        let route = self.topic_route(topic)?;
+        let mut all = BTreeMap::new();
+        for bd in &route.broker_datas {
+            let Some(addr) = bd.select_addr() else {
+                continue;
+            };
+            match self
+                .api
+                .invoke_broker_to_reset_offset(addr, &header, self.timeout)
+            {
+                Ok(offsets) => all.extend(offsets),
+                Err(e) if e.response_code() == Some(ResponseCode::CONSUMER_NOT_ONLINE) => {
+                    let queues = route
+                        .queue_datas
+                        .iter()
+                        .filter(|q| q.broker_name == bd.broker_name)
+                        .map(|q| q.read_queue_nums.max(q.write_queue_nums))
+                        .max()
+                        .unwrap_or(0);
+                    for queue_id in 0..queues {
+                        let mq = MessageQueue::new(topic, &bd.broker_name, queue_id);
+                        let offset = match target {
+                            ResetTarget::Earliest => self.min_offset(addr, topic, queue_id)?,
+                            ResetTarget::Latest => self.max_offset(addr, topic, queue_id)?,
+                            ResetTarget::Timestamp(t) => {
+                                self.search_offset(addr, topic, queue_id, t)?
+                            }
+                        };
+                        self.api
+                            .update_consumer_offset(addr, group, &mq, offset, false, self.timeout)
+                            .map_err(|e| {
+                                e.context(format!("reset offsets of {group} in {topic}"))
+                            })?;
+                        all.insert(mq, offset);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(all)
+    }
+
+    /// The master addresses by broker name, an error if there is none.
+    fn masters(&self) -> Result<BTreeMap<String, String>> {
+        let masters = self.master_addrs()?;
+        if masters.is_empty() {
+            return Err(Error::new(
+                ErrorKind::NoRoute,
+                "the cluster has no master broker",
+            ));
+        }
+        Ok(masters)
     }
 }
 

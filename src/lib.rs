@@ -117,6 +117,7 @@
 //! | `DefaultMQPushConsumer` | [`PushConsumer`] |
 //! | `DefaultLitePullConsumer` | [`LitePullConsumer`] |
 //! | `DefaultMQAdminExt` (a part) | [`Admin`] |
+//! | `queryMessage` / `queryMessageByUniqKey`, `examineConsumeStats`, `resetOffsetByTimestamp` | [`Admin::query_messages`] with [`MessageQuery`], [`Admin::consume_stats`], [`Admin::reset_offset`] |
 //! | `MessageListenerConcurrently` | [`PushConsumerBuilder::listener`] |
 //! | `MessageListenerOrderly` | [`PushConsumerBuilder::orderly_listener`] |
 //! | `ConsumeConcurrentlyStatus.CONSUME_SUCCESS` / `RECONSUME_LATER` | [`ConsumeStatus::Success`] / [`ConsumeStatus::ReconsumeLater`] |
@@ -197,7 +198,7 @@ mod producer;
 pub mod testkit;
 mod util;
 
-pub use admin::{Admin, AdminBuilder, Connection};
+pub use admin::{Admin, AdminBuilder, Connection, MessageQuery, QueryResult, ResetTarget};
 pub use client::TopicConfig;
 pub use consumer::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
@@ -213,6 +214,7 @@ pub use producer::{
     ProducerBuilder, ProducerOptions, SelectMessageQueueByHash, SendAsyncError, SendFuture,
     SendResult, SendStatus,
 };
+pub use protocol::admin::{ConsumeStats, QueueProgress, SubscriptionGroupConfig};
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };

@@ -11,6 +11,8 @@ use rocketmq_blocking::Admin;
 use rocketmq_blocking::{Message, Producer};
 use serde_json::Value;
 
+#[path = "cli/admin.rs"]
+mod admin;
 #[path = "cli/reliability.rs"]
 mod reliability;
 #[path = "cli/request.rs"]

@@ -3,15 +3,23 @@
 //! Each method builds one request, invokes it through the remoting client and turns the
 //! response into a typed value or an [`Error`] carrying the response code and remark.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::message::MessageQueue;
+use crate::protocol::admin::{
+    decode_consume_stats, decode_subscription_groups, decode_topic_list, ConsumeStats,
+    SubscriptionGroupConfig,
+};
+use crate::protocol::consumer_admin::decode_reset_offsets;
 use crate::protocol::header::{
     ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader, DeleteTopicRequestHeader, GetConsumeStatsRequestHeader,
     GetConsumerListByGroupRequestHeader, GetRouteInfoRequestHeader, OffsetResponseHeader,
-    QueryConsumerOffsetRequestHeader, QueueOffsetRequestHeader, SearchOffsetRequestHeader,
+    QueryConsumerOffsetRequestHeader, QueryMessageRequestHeader, QueryMessageResponseHeader,
+    QueueOffsetRequestHeader, ResetOffsetRequestHeader, SearchOffsetRequestHeader,
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
@@ -345,6 +353,154 @@ impl MQClientAPI {
         }
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))
+    }
+}
+
+/// The ext field that makes QUERY_MESSAGE a unique-key query (Java
+/// `MixAll.UNIQUE_MSG_QUERY_FLAG`).
+pub const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
+
+/// Admin requests to brokers and name servers (Java `MQClientAPIImpl` for `MQAdminImpl`
+/// and `DefaultMQAdminExtImpl`).
+impl MQClientAPI {
+    /// QUERY_MESSAGE to one broker: its index header and the concatenated stored
+    /// messages, or `None` when the broker found nothing (QUERY_NOT_FOUND).
+    pub fn query_message(
+        &self,
+        addr: &str,
+        header: &QueryMessageRequestHeader,
+        unique_key: bool,
+        timeout: Duration,
+    ) -> Result<Option<(QueryMessageResponseHeader, Vec<u8>)>> {
+        let mut request = RemotingCommand::request_with_header(RequestCode::QUERY_MESSAGE, header);
+        request.ext_fields.insert(
+            UNIQUE_MSG_QUERY_FLAG,
+            if unique_key { "true" } else { "false" },
+        );
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        if response.code == ResponseCode::QUERY_NOT_FOUND.0 {
+            return Ok(None);
+        }
+        expect_success(&response).map_err(|e| {
+            e.with_addr(addr)
+                .context(format!("query {} in {}", header.key, header.topic))
+        })?;
+        let index = response.decode_header::<QueryMessageResponseHeader>()?;
+        Ok(Some((index, response.body)))
+    }
+
+    /// GET_CONSUME_STATS on one broker: the group's progress in `topic`, or in every topic
+    /// the broker has offsets of the group for.
+    pub fn get_consume_stats(
+        &self,
+        addr: &str,
+        group: &str,
+        topic: Option<&str>,
+        timeout: Duration,
+    ) -> Result<ConsumeStats> {
+        let header = GetConsumeStatsRequestHeader {
+            consumer_group: group.to_string(),
+            topic: topic.map(str::to_string),
+        };
+        let request = RemotingCommand::request_with_header(RequestCode::GET_CONSUME_STATS, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        let what = || format!("consume stats of {group}");
+        expect_success(&response).map_err(|e| e.with_addr(addr).context(what()))?;
+        decode_consume_stats(&response.body)
+            .map_err(|e| Error::from(e).with_addr(addr).context(what()))
+    }
+
+    /// GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic the name server routes, sorted.
+    pub fn get_topic_list(&self, timeout: Duration) -> Result<Vec<String>> {
+        let request = RemotingCommand::request(RequestCode::GET_ALL_TOPIC_LIST_FROM_NAMESERVER);
+        let response = self.remoting.invoke_namesrv_sync(request, timeout)?;
+        expect_success(&response).map_err(|e| e.context("topic list"))?;
+        decode_topic_list(&response.body).map_err(|e| Error::from(e).context("topic list"))
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG on one broker: its groups by name.
+    pub fn get_all_subscription_groups(
+        &self,
+        addr: &str,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, SubscriptionGroupConfig>> {
+        let request = RemotingCommand::request(RequestCode::GET_ALL_SUBSCRIPTIONGROUP_CONFIG);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| e.with_addr(addr).context("subscription groups"))?;
+        decode_subscription_groups(&response.body).map_err(|e| {
+            Error::from(e)
+                .with_addr(addr)
+                .context("subscription groups")
+        })
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker.
+    pub fn create_subscription_group(
+        &self,
+        addr: &str,
+        config: &SubscriptionGroupConfig,
+        timeout: Duration,
+    ) -> Result<()> {
+        let request = RemotingCommand::request(RequestCode::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(config.encode()?);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response).map_err(|e| {
+            e.with_addr(addr)
+                .context(format!("create subscription group {}", config.group_name))
+        })
+    }
+
+    /// DELETE_TOPIC_IN_BROKER on one broker.
+    pub fn delete_topic_in_broker(&self, addr: &str, topic: &str, timeout: Duration) -> Result<()> {
+        let header = DeleteTopicRequestHeader {
+            topic: topic.to_string(),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::DELETE_TOPIC_IN_BROKER, &header);
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        expect_success(&response)
+            .map_err(|e| e.with_addr(addr).context(format!("delete topic {topic}")))
+    }
+
+    /// DELETE_TOPIC_IN_NAMESRV on one name server.
+    pub fn delete_topic_in_namesrv(
+        &self,
+        namesrv_addr: &str,
+        topic: &str,
+        timeout: Duration,
+    ) -> Result<()> {
+        let header = DeleteTopicFromNamesrvRequestHeader {
+            topic: topic.to_string(),
+            cluster_name: None,
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::DELETE_TOPIC_IN_NAMESRV, &header);
+        let response = self.remoting.invoke_sync(namesrv_addr, request, timeout)?;
+        expect_success(&response).map_err(|e| {
+            e.with_addr(namesrv_addr)
+                .context(format!("delete the route of {topic}"))
+        })
+    }
+
+    /// INVOKE_BROKER_TO_RESET_OFFSET on one broker: it moves the group's offsets in
+    /// `topic` (`timestamp` -1: to the end) and tells the group's online consumers
+    /// (RESET_CONSUMER_CLIENT_OFFSET). Returns the new offsets; a group with no consumer
+    /// online is a CONSUMER_NOT_ONLINE response error.
+    pub fn invoke_broker_to_reset_offset(
+        &self,
+        addr: &str,
+        header: &ResetOffsetRequestHeader,
+        timeout: Duration,
+    ) -> Result<HashMap<MessageQueue, i64>> {
+        let request = RemotingCommand::request_with_header(
+            RequestCode::INVOKE_BROKER_TO_RESET_OFFSET,
+            header,
+        );
+        let response = self.remoting.invoke_sync(addr, request, timeout)?;
+        let what = || format!("reset offsets of {} in {}", header.group, header.topic);
+        expect_success(&response).map_err(|e| e.with_addr(addr).context(what()))?;
+        decode_reset_offsets(&response.body)
+            .map_err(|e| Error::from(e).with_addr(addr).context(what()))
     }
 }
 

@@ -422,6 +422,63 @@ command_header! {
     }
 }
 
+command_header! {
+    /// QUERY_MESSAGE (12) request: a key (or a unique key, with the `_UNIQUE_KEY_QUERY`
+    /// ext field) looked up in a broker's index within a store-time range.
+    pub struct QueryMessageRequestHeader {
+        pub topic: String => "topic",
+        pub key: String => "key",
+        pub max_num: i32 => "maxNum",
+        /// ms since the epoch.
+        pub begin_timestamp: i64 => "beginTimestamp",
+        /// ms since the epoch.
+        pub end_timestamp: i64 => "endTimestamp",
+    }
+}
+
+command_header! {
+    /// QUERY_MESSAGE response.
+    pub struct QueryMessageResponseHeader {
+        pub index_last_update_timestamp: i64 => "indexLastUpdateTimestamp",
+        pub index_last_update_phyoffset: i64 => "indexLastUpdatePhyoffset",
+    }
+}
+
+command_header! {
+    /// DELETE_TOPIC_IN_BROKER (215) request.
+    pub struct DeleteTopicRequestHeader {
+        pub topic: String => "topic",
+    }
+}
+
+command_header! {
+    /// DELETE_TOPIC_IN_NAMESRV (216) request; 5.x name servers may scope it to a cluster.
+    pub struct DeleteTopicFromNamesrvRequestHeader {
+        pub topic: String => "topic",
+        pub cluster_name: Option<String> => "clusterName",
+    }
+}
+
+command_header! {
+    /// GET_CONSUME_STATS (208) request; without a topic, every topic of the group.
+    pub struct GetConsumeStatsRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: Option<String> => "topic",
+    }
+}
+
+command_header! {
+    /// INVOKE_BROKER_TO_RESET_OFFSET (222) request (Java `ResetOffsetRequestHeader`):
+    /// `timestamp` -1 means each queue's max offset.
+    pub struct ResetOffsetRequestHeader {
+        pub topic: String => "topic",
+        pub group: String => "group",
+        pub timestamp: i64 => "timestamp",
+        /// Java's field is `isForce`, and reflection keeps the name.
+        pub is_force: bool => "isForce",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

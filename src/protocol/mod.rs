@@ -3,6 +3,7 @@
 //!
 //! Invariant: nothing here does I/O, and nothing here panics on bytes from the network.
 
+pub mod admin;
 mod codes;
 mod command;
 pub mod consumer_admin;

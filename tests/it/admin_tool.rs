@@ -12,7 +12,7 @@ use crate::consumer::{consumer, producer, wait_for};
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn mqadmin(args: &[&str]) -> String {
+pub(crate) fn mqadmin(args: &[&str]) -> String {
     // The tool is a JVM of its own; the cluster lock only guards the handle.
     let c = cluster::cluster().lock();
     c.mqadmin(args, TOOL_TIMEOUT)
@@ -20,7 +20,7 @@ fn mqadmin(args: &[&str]) -> String {
 }
 
 /// Sends `n` messages, returns the offset message ids.
-fn send(topic: &str, n: usize) -> Vec<String> {
+pub(crate) fn send(topic: &str, n: usize) -> Vec<String> {
     let p = producer();
     let ids = (0..n)
         .map(|i| {

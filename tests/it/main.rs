@@ -2,6 +2,7 @@
 #[path = "../support/failover.rs"]
 mod failover;
 
+mod admin_queries;
 mod admin_tool;
 mod async_send;
 mod cluster;

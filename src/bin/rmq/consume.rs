@@ -463,6 +463,8 @@ impl Sink {
 #[serde(rename_all = "camelCase")]
 struct Line<'a> {
     msg_id: &'a str,
+    /// The broker's id of the stored message (store host and commit log offset).
+    offset_msg_id: &'a str,
     topic: &'a str,
     tags: Option<&'a str>,
     keys: Vec<&'a str>,
@@ -485,13 +487,14 @@ struct Queue<'a> {
     queue_id: i32,
 }
 
-fn render(m: &MessageExt, mq: &MessageQueue) -> String {
+pub(crate) fn render(m: &MessageExt, mq: &MessageQueue) -> String {
     let (body, body_encoding) = match std::str::from_utf8(m.body()) {
         Ok(text) => (Cow::Borrowed(text), None),
         Err(_) => (Cow::Owned(base64(m.body())), Some("base64")),
     };
     let line = Line {
         msg_id: m.msg_id(),
+        offset_msg_id: m.offset_msg_id(),
         topic: m.topic(),
         tags: m.tags(),
         keys: m.keys().collect(),
@@ -512,7 +515,7 @@ fn render(m: &MessageExt, mq: &MessageQueue) -> String {
 }
 
 /// Milliseconds since the Unix epoch, as the JSON lines carry Java's timestamps.
-fn epoch_millis(t: std::time::SystemTime) -> i64 {
+pub(crate) fn epoch_millis(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

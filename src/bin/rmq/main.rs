@@ -5,6 +5,7 @@
 //! `RMQ_ACCESS_KEY`/`RMQ_SECRET_KEY` (every subcommand signs with them), and TLS from the
 //! global `--tls*` flags. Errors are one line on stderr and a non-zero exit.
 
+mod admin;
 mod bench;
 mod bench_consume;
 mod cluster;
@@ -166,6 +167,21 @@ enum Command {
     Consume(consume::ConsumeArgs),
     /// Send requests and wait for their replies (request-reply); one JSON line per reply.
     Request(request::RequestArgs),
+    /// Look messages up: by id, by key, by unique key.
+    Message {
+        #[command(subcommand)]
+        action: admin::MessageAction,
+    },
+    /// Consumer groups: progress (lag per queue), listing.
+    Group {
+        #[command(subcommand)]
+        action: admin::GroupAction,
+    },
+    /// A group's offsets.
+    Offset {
+        #[command(subcommand)]
+        action: admin::OffsetAction,
+    },
     /// Load generators.
     Bench {
         #[command(subcommand)]
@@ -223,6 +239,10 @@ enum TopicAction {
         #[arg(long, default_value_t = 8)]
         queues: u32,
     },
+    /// Print every topic the name server knows, one line each.
+    List,
+    /// Delete a topic on every master broker and name server.
+    Delete { topic: String },
 }
 
 #[derive(Subcommand)]
@@ -289,7 +309,14 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rmq: {e}");
+            // One line, even when a broker's remark spans several.
+            let text = e.to_string();
+            let line: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("rmq: {}", line.join(" "));
             ExitCode::FAILURE
         }
     }
@@ -350,6 +377,15 @@ fn run(cli: Cli) -> CliResult {
             );
             Ok(())
         }
+        Command::Topic {
+            action: TopicAction::List,
+        } => admin::topic_list(&admin(&namesrv(&cli.namesrv)?)?),
+        Command::Topic {
+            action: TopicAction::Delete { topic },
+        } => admin::topic_delete(&admin(&namesrv(&cli.namesrv)?)?, &topic),
+        Command::Message { action } => admin::message(&admin(&namesrv(&cli.namesrv)?)?, action),
+        Command::Group { action } => admin::group(&admin(&namesrv(&cli.namesrv)?)?, action),
+        Command::Offset { action } => admin::offset(&admin(&namesrv(&cli.namesrv)?)?, action),
         Command::Send(args) => send::run(&cli.namesrv, args),
         Command::Request(args) => request::run(&cli.namesrv, args),
         Command::Consume(args) => consume::run(&cli.namesrv, args),
@@ -452,6 +488,24 @@ mod tests {
         let subcommands: &[&[&str]] = &[
             &["route", "T"],
             &["topic", "create", "T", "--queues", "2"],
+            &["topic", "list"],
+            &["topic", "delete", "T"],
+            &["message", "show", "0A0000010000000000000000000000FF"],
+            &[
+                "message", "query", "--topic", "T", "--key", "k", "--max", "3",
+            ],
+            &["message", "query", "--topic", "T", "--unique-key", "u"],
+            &["group", "progress", "g", "--topic", "T"],
+            &["group", "list"],
+            &[
+                "offset",
+                "reset",
+                "--group",
+                "g",
+                "--topic",
+                "T",
+                "--to-latest",
+            ],
             &["send", "T", "--body", "b", "--key", "k1", "--tag", "A"],
             &["consume", "T", "--group", "g", "--count", "1"],
             &["bench", "produce", "--topic", "T", "--count", "10"],
@@ -521,6 +575,32 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["rmq", "--tls", "route", "T"]).unwrap();
         assert!(!cli.tls.config().unwrap().accepts_any_server_certificate());
+    }
+
+    #[test]
+    fn admin_commands_take_exactly_one_target_and_key() {
+        let base = ["rmq", "offset", "reset", "--group", "g", "--topic", "T"];
+        for bad in [
+            &[][..],
+            &["--to-earliest", "--to-latest"],
+            &["--timestamp", "1", "--to-latest"],
+            &["--timestamp", "-5"],
+        ] {
+            let argv: Vec<&str> = base.iter().chain(bad).copied().collect();
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+        let query = ["rmq", "message", "query", "--topic", "T"];
+        for bad in [
+            &[][..],
+            &["--key", "k", "--unique-key", "u"],
+            &["--key", "k", "--max", "0"],
+            &["--key", "k", "--begin", "x"],
+        ] {
+            let argv: Vec<&str> = query.iter().chain(bad).copied().collect();
+            assert!(Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+        assert!(Cli::try_parse_from(["rmq", "topic", "delete"]).is_err());
+        assert!(Cli::try_parse_from(["rmq", "group", "progress"]).is_err());
     }
 
     #[test]
