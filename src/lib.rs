@@ -196,6 +196,7 @@ mod error;
 mod producer;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+mod trace;
 mod util;
 
 pub use admin::{Admin, AdminBuilder, Connection, MessageQuery, QueryResult, ResetTarget};
@@ -220,3 +221,4 @@ pub use protocol::{
 };
 pub use remoting::Credentials;
 pub use remoting::TlsConfig;
+pub use trace::{TraceStats, RMQ_SYS_TRACE_TOPIC};

@@ -267,6 +267,14 @@ pub struct PushConsumerOptions {
     /// returns later no longer counts for those messages. Orderly listeners are not timed.
     #[doc(alias = "consumeTimeout")]
     pub consume_timeout: Duration,
+    /// Record a trace of every listener call in the trace topic (Java `enableMsgTrace`,
+    /// false).
+    #[doc(alias = "enableMsgTrace")]
+    pub enable_msg_trace: bool,
+    /// The trace topic when tracing (Java `customizedTraceTopic`; default
+    /// `RMQ_SYS_TRACE_TOPIC`).
+    #[doc(alias = "customizedTraceTopic")]
+    pub trace_topic: Option<String>,
 }
 
 impl Default for PushConsumerOptions {
@@ -292,6 +300,8 @@ impl Default for PushConsumerOptions {
             offset_store_dir: default_local_offset_dir(),
             await_termination_when_shutdown: Duration::ZERO,
             consume_timeout: Duration::from_secs(15 * 60),
+            enable_msg_trace: false,
+            trace_topic: None,
         }
     }
 }
@@ -458,6 +468,14 @@ impl PushConsumerBuilder {
         self
     }
 
+    /// Traces every listener call in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns
+    /// tracing on (Java `customizedTraceTopic`).
+    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.options.enable_msg_trace = true;
+        self.options.trace_topic = Some(topic.into());
+        self
+    }
+
     /// Cached messages per topic, shared among its held queues (Java
     /// `pullThresholdForTopic`); see [`PushConsumerOptions::pull_threshold_for_topic`].
     #[doc(alias = "pullThresholdForTopic")]
@@ -508,6 +526,8 @@ impl PushConsumerBuilder {
         /// `consumeTimeout`, 15 min).
         #[doc(alias = "consumeTimeout")]
         consume_timeout: Duration;
+        /// Trace every listener call in the trace topic (Java `enableMsgTrace`).
+        enable_msg_trace: bool;
     }
 
     /// [`build`](Self::build) and [`PushConsumer::start`].
@@ -667,6 +687,20 @@ impl PushConsumer {
             }
         }
         *c.state.lock() = ServiceState::Running;
+        if c.options.enable_msg_trace {
+            // As in Java, a consumer whose trace cannot start runs untraced.
+            let ns = instance.config().namespace();
+            let group = namespace::unwrap(ns.as_deref(), &c.group);
+            let topic = c.options.trace_topic.as_deref();
+            match crate::trace::TraceDispatcher::for_client(
+                &group,
+                instance.config().clone(),
+                topic,
+            ) {
+                Ok(t) => *c.trace.write() = Some(Arc::new(t)),
+                Err(e) => log::warn!("{}: message trace not started: {e}", c.group),
+            }
+        }
         c.start_lock_timer()?;
         c.start_consume_timeout_check();
         let topics: Vec<String> = c.rebalance.subscriptions.read().keys().cloned().collect();
@@ -762,6 +796,11 @@ impl PushConsumer {
         }
         let mq = MessageQueue::new(msg.topic(), msg.broker_name(), msg.queue_id());
         c.send_message_back(msg, delay_level, &mq)
+    }
+
+    /// What the message trace did so far; `None` when the consumer does not trace.
+    pub fn trace_stats(&self) -> Option<crate::TraceStats> {
+        self.inner.trace.read().as_ref().map(|t| t.stats())
     }
 
     /// Topics subscribed (with namespace), the group's retry topic included.
@@ -861,6 +900,11 @@ impl PushConsumer {
         c.pool.shutdown(c.options.await_termination_when_shutdown);
         // From here on no offset moves: a listener that returns later is not acknowledged.
         c.stop_recording_offsets();
+        let trace = c.trace.write().take();
+        if let Some(t) = trace {
+            let wait = c.instance.config().remoting.shutdown_timeout;
+            t.shutdown_until(std::time::Instant::now() + wait);
+        }
         c.persist_offsets_sync();
         if c.is_orderly_clustering() {
             c.rebalance.unlock_all(false);

@@ -36,6 +36,7 @@ use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData, MessageModel};
 use crate::protocol::ResponseCode;
 use crate::scheduler::ScheduledExecutor;
+use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 
 use crate::client::validators::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 /// Java `BROKER_SUSPEND_MAX_TIME_MILLIS`.
@@ -107,6 +108,8 @@ pub(crate) struct PushConsumerImpl {
     /// Per-queue (messages, MiB) limits of topics with a per-topic threshold, from the
     /// last rebalance: the topic's threshold divided by the queues held of it.
     topic_queue_limits: RwLock<HashMap<String, (usize, u64)>>,
+    /// The trace of every listener call, with `enable_msg_trace`.
+    pub(crate) trace: RwLock<Option<Arc<TraceDispatcher>>>,
 }
 
 /// Java `RebalancePushImpl.messageQueueChanged`: a per-topic threshold is shared equally
@@ -163,6 +166,7 @@ impl PushConsumerImpl {
             stats: ConsumeStats::default(),
             started_at: crate::util::now_millis(),
             topic_queue_limits: RwLock::new(HashMap::new()),
+            trace: RwLock::new(None),
         }))
     }
 
@@ -276,6 +280,56 @@ impl PushConsumerImpl {
     }
 
     // --- pulling ------------------------------------------------------------------
+
+    /// Records `SubBefore` for a listener call on `msgs` (Java
+    /// `ConsumeMessageTraceHookImpl.consumeMessageBefore`); what `trace_after` needs.
+    fn trace_before(&self, msgs: &[MessageExt]) -> Option<(Arc<TraceDispatcher>, String)> {
+        let trace = self.trace.read().clone()?;
+        let ns = self.instance.config().namespace();
+        let group = crate::client::namespace::unwrap(ns.as_deref(), &self.group);
+        let request_id = crate::message::uniq::create_uniq_id();
+        for m in msgs {
+            let mut r = TraceRecord::new(TraceType::SubBefore, &group, m.topic(), &m.message);
+            r.msg_id = m.msg_id().to_string();
+            r.request_id = request_id.clone();
+            r.retry_times = m.reconsume_times();
+            trace.record(r);
+        }
+        Some((trace, request_id))
+    }
+
+    /// Records `SubAfter` for the call `trace_before` saw start at `began`: the cost is
+    /// shared by the batch's messages, as Java reports it.
+    fn trace_after(
+        &self,
+        traced: Option<(Arc<TraceDispatcher>, String)>,
+        msgs: &[MessageExt],
+        began: Instant,
+        success: bool,
+        panicked: bool,
+    ) {
+        let Some((trace, request_id)) = traced else {
+            return;
+        };
+        let ns = self.instance.config().namespace();
+        let group = crate::client::namespace::unwrap(ns.as_deref(), &self.group);
+        let cost = began.elapsed().as_millis() as i64 / msgs.len().max(1) as i64;
+        // Java `ConsumeReturnType`: SUCCESS 0, EXCEPTION 2, FAILED 4.
+        let code = match (success, panicked) {
+            (true, _) => 0,
+            (false, true) => 2,
+            (false, false) => 4,
+        };
+        for m in msgs {
+            let mut r = TraceRecord::new(TraceType::SubAfter, &group, m.topic(), &m.message);
+            r.msg_id = m.msg_id().to_string();
+            r.request_id = request_id.clone();
+            r.cost_ms = cost;
+            r.success = success;
+            r.context_code = code;
+            trace.record(r);
+        }
+    }
 
     /// The (messages, MiB) a queue of `topic` may cache before its pulls pause.
     fn queue_limits(&self, topic: &str) -> (usize, u64) {
@@ -565,6 +619,8 @@ impl PushConsumerImpl {
         let batch = pq.begin_batch(msgs.clone());
         let mut ctx = ConsumeConcurrentlyContext::new(mq);
         let began = Instant::now();
+        let traced = self.trace_before(&msgs);
+        let mut panicked = false;
         let status =
             catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
                 warn!(
@@ -573,8 +629,11 @@ impl PushConsumerImpl {
                     msgs.len(),
                     ctx.message_queue
                 );
+                panicked = true;
                 ConsumeStatus::ReconsumeLater
             });
+        let ok = status == ConsumeStatus::Success;
+        self.trace_after(traced, &msgs, began, ok, panicked);
         if !pq.end_batch(batch) {
             // Past the consume timeout: its messages were sent back and left the queue.
             debug!(
@@ -680,14 +739,19 @@ impl PushConsumerImpl {
             self.prepare_for_listener(&mut msgs);
             let mut ctx = ConsumeOrderlyContext::new(mq.clone());
             let consume_began = Instant::now();
+            let traced = self.trace_before(&msgs);
+            let mut panicked = false;
             let status = catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx)))
                 .unwrap_or_else(|_| {
                     warn!(
                         "{}: the orderly listener panicked on {mq}; suspending",
                         self.group
                     );
+                    panicked = true;
                     ConsumeOrderlyStatus::Suspend
                 });
+            let ok = status == ConsumeOrderlyStatus::Success;
+            self.trace_after(traced, &msgs, consume_began, ok, panicked);
             let (ok, failed) = match status {
                 ConsumeOrderlyStatus::Success => (msgs.len(), 0),
                 ConsumeOrderlyStatus::Suspend => (0, msgs.len()),

@@ -128,6 +128,13 @@ pub struct ProducerOptions {
     pub compress_over: usize,
     /// zlib level 0..=9 (Java `rocketmq.message.compressLevel`, 5).
     pub compress_level: u32,
+    /// Record a trace of every send in the trace topic (Java `enableMsgTrace`, false).
+    #[doc(alias = "enableMsgTrace")]
+    pub enable_msg_trace: bool,
+    /// The trace topic when tracing (Java `customizedTraceTopic`; default
+    /// `RMQ_SYS_TRACE_TOPIC`).
+    #[doc(alias = "customizedTraceTopic")]
+    pub trace_topic: Option<String>,
     /// How bodies are compressed (Java 5.x `compressType`, zlib). LZ4 and Zstandard
     /// bodies are read by Java 5.x consumers and this crate's, not by Java 4.x ones.
     #[doc(alias = "compressType")]
@@ -165,6 +172,8 @@ impl Default for ProducerOptions {
             compress_over: 4096,
             compress_level: 5,
             compress_type: CompressionType::Zlib,
+            enable_msg_trace: false,
+            trace_topic: None,
             retries: 2,
             async_retries: 2,
             retry_when_not_stored: false,
@@ -206,6 +215,8 @@ impl ProducerBuilder {
         compress_level: u32;
         /// zlib (default), LZ4 or Zstandard (Java 5.x `compressType`).
         compress_type: CompressionType;
+        /// Trace every send in the trace topic (Java `enableMsgTrace`).
+        enable_msg_trace: bool;
         /// Largest body (Java 4 MiB).
         max_message_size: usize;
         /// Queues of auto-created topics (Java 4).
@@ -233,6 +244,14 @@ impl ProducerBuilder {
 
     /// Like [`build`](Self::build) with a finished client configuration (used for the
     /// consumers' retry producer, which must share their client id).
+    /// Traces every send in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns tracing on
+    /// (Java `customizedTraceTopic`).
+    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.options.enable_msg_trace = true;
+        self.options.trace_topic = Some(topic.into());
+        self
+    }
+
     pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
         let inner = ProducerImpl::new(self.group, config, self.options)?;
         Ok(Producer { inner })
@@ -473,6 +492,11 @@ impl Producer {
     ) -> Result<()> {
         self.inner
             .request_reply_async(msg, timeout, Box::new(callback))
+    }
+
+    /// What the message trace did so far; `None` when the producer does not trace.
+    pub fn trace_stats(&self) -> Option<crate::TraceStats> {
+        self.inner.trace_stats()
     }
 
     /// Writable queues of `topic`, from the name server.

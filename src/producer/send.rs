@@ -24,6 +24,7 @@ use crate::message::{self, property, sys_flag, Message, MessageQueue};
 use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::InvokeCallback;
+use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 use crate::util;
 
 pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
@@ -83,6 +84,8 @@ pub(super) struct ProducerImpl {
     instance: RwLock<Option<Arc<MQClientInstance>>>,
     publish_table: RwLock<HashMap<String, PublishEntry>>,
     fault: FaultStrategy,
+    /// The trace of every send, with `enable_msg_trace`.
+    trace: RwLock<Option<Arc<TraceDispatcher>>>,
 }
 
 /// A topic's publish info and when it was last sent to.
@@ -137,6 +140,7 @@ impl ProducerImpl {
             state: Mutex::new(ServiceState::CreateJust),
             instance: RwLock::new(None),
             publish_table: RwLock::new(HashMap::new()),
+            trace: RwLock::new(None),
         }))
     }
 
@@ -185,6 +189,17 @@ impl ProducerImpl {
         }
         *self.instance.write() = Some(instance.clone());
         *self.state.lock() = ServiceState::Running;
+        if self.options.enable_msg_trace {
+            // As in Java, a client whose trace cannot start runs untraced.
+            match TraceDispatcher::for_client(
+                &self.group,
+                self.config.clone(),
+                self.options.trace_topic.as_deref(),
+            ) {
+                Ok(t) => *self.trace.write() = Some(Arc::new(t)),
+                Err(e) => warn!("producer {}: message trace not started: {e}", self.group),
+            }
+        }
         instance.send_heartbeat_to_all_brokers_with_lock();
         debug!(
             "producer {} started on client {}",
@@ -204,6 +219,10 @@ impl ProducerImpl {
         }
         *state = ServiceState::ShutdownAlready;
         drop(state);
+        let trace = self.trace.write().take();
+        if let Some(t) = trace {
+            t.shutdown_until(Instant::now() + self.config.remoting.shutdown_timeout);
+        }
         let instance = self.instance.write().take();
         if let Some(instance) = instance {
             instance.unregister_producer(&self.group);
@@ -359,6 +378,33 @@ impl ProducerImpl {
     }
 
     // --- routes -----------------------------------------------------------------
+
+    pub(super) fn trace_stats(&self) -> Option<crate::TraceStats> {
+        self.trace.read().as_ref().map(|t| t.stats())
+    }
+
+    /// Records the trace of an acknowledged send (Java `SendMessageTraceHookImpl`).
+    fn trace_send(&self, p: &Prepared<'_>, addr: &str, r: &SendResult, started: Instant) {
+        let trace = self.trace.read().clone();
+        let Some(trace) = trace else { return };
+        let mut msg = Message::new(p.user_topic.clone(), Vec::new());
+        msg.set_properties_wire(&p.properties);
+        let mut record = TraceRecord::new(TraceType::Pub, &self.group, &p.user_topic, &msg);
+        record.timestamp = crate::util::now_millis() - started.elapsed().as_millis() as i64;
+        record.cost_ms = started.elapsed().as_millis() as i64;
+        record.body_len = p.body.len();
+        record.msg_id = r.msg_id.clone();
+        record.offset_msg_id = r.offset_msg_id.clone();
+        record.store_host = addr.to_string();
+        record.success = r.send_status == SendStatus::Ok;
+        if p.sys_flag & sys_flag::TRANSACTION_PREPARED != 0 {
+            record.msg_type = 1;
+        }
+        if !r.region_id.is_empty() {
+            record.region_id = r.region_id.clone();
+        }
+        trace.record(record);
+    }
 
     /// Makes sure the route of `user_topic` is known; true when the instance had no route
     /// for it before (Java `request` then sends a heartbeat, so that the brokers know this
@@ -653,8 +699,11 @@ impl ProducerImpl {
         let remoting = instance.remoting();
         match mode {
             Mode::Sync => {
+                let started = Instant::now();
                 let resp = remoting.invoke_sync(&addr, request, timeout)?;
-                self.process_response(p, mq, &addr, resp).map(Some)
+                let r = self.process_response(p, mq, &addr, resp)?;
+                self.trace_send(p, &addr, &r, started);
+                Ok(Some(r))
             }
             Mode::Oneway => remoting
                 .invoke_oneway(&addr, request, timeout)
@@ -880,6 +929,7 @@ impl InvokeCallback for InFlight {
         match result {
             Ok(res) => {
                 producer.fault.update(&mq.broker_name, latency, false);
+                producer.trace_send(&attempt.p, &addr, &res, started);
                 callback(Ok(res));
             }
             Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {

@@ -18,3 +18,4 @@ mod producer;
 mod push_shutdown;
 mod remoting;
 mod request_reply;
+mod trace;
