@@ -21,7 +21,7 @@ use log::{debug, warn};
 use parking_lot::Mutex;
 
 use crate::error::Result;
-use crate::message::{property, Message};
+use crate::message::{property, Message, MessageExt};
 use crate::producer::Producer;
 use crate::util::worker::{self, Worker};
 
@@ -165,6 +165,50 @@ impl TraceRecord {
                 .filter(|k| !k.is_empty())
                 .map(str::to_string),
         );
+    }
+}
+
+/// Records `SubBefore` for a listener call (or a poll) on `msgs` of consumer `group`
+/// (without namespace; Java `ConsumeMessageTraceHookImpl.consumeMessageBefore`); returns
+/// the request id that ties them to their `SubAfter`.
+pub(crate) fn consume_before(trace: &TraceDispatcher, group: &str, msgs: &[MessageExt]) -> String {
+    let request_id = crate::message::uniq::create_uniq_id();
+    for m in msgs {
+        let mut r = TraceRecord::new(TraceType::SubBefore, group, m.topic(), m.message());
+        r.msg_id = m.msg_id().to_string();
+        r.request_id = request_id.clone();
+        r.retry_times = m.reconsume_times();
+        trace.record(r);
+    }
+    request_id
+}
+
+/// Records `SubAfter` for the call `consume_before` started `began`: the cost is shared by
+/// the batch's messages, as Java reports it. `panicked` tells an exception from a failure
+/// (Java `ConsumeReturnType`: SUCCESS 0, EXCEPTION 2, FAILED 4).
+pub(crate) fn consume_after(
+    trace: &TraceDispatcher,
+    group: &str,
+    request_id: &str,
+    msgs: &[MessageExt],
+    began: Instant,
+    success: bool,
+    panicked: bool,
+) {
+    let cost = began.elapsed().as_millis() as i64 / msgs.len().max(1) as i64;
+    let code = match (success, panicked) {
+        (true, _) => 0,
+        (false, true) => 2,
+        (false, false) => 4,
+    };
+    for m in msgs {
+        let mut r = TraceRecord::new(TraceType::SubAfter, group, m.topic(), m.message());
+        r.msg_id = m.msg_id().to_string();
+        r.request_id = request_id.to_string();
+        r.cost_ms = cost;
+        r.success = success;
+        r.context_code = code;
+        trace.record(r);
     }
 }
 

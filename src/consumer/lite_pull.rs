@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 use crate::protocol::consumer_admin::{prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo};
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData};
+use crate::trace::TraceDispatcher;
 
 /// Lite pull settings with Java's defaults (Java `DefaultLitePullConsumer` fields). Set
 /// them on the [`LitePullConsumerBuilder`], or all at once with
@@ -65,6 +66,12 @@ pub struct LitePullOptions {
     pub pull_time_delay_when_exception: Duration,
     /// Directory of broadcasting offsets.
     pub offset_store_dir: std::path::PathBuf,
+    /// Record a trace of every message `poll` returns (Java `enableMsgTrace`, false).
+    #[doc(alias = "enableMsgTrace")]
+    pub enable_msg_trace: bool,
+    /// The trace topic when tracing (default `RMQ_SYS_TRACE_TOPIC`).
+    #[doc(alias = "customizedTraceTopic")]
+    pub trace_topic: Option<String>,
 }
 
 impl Default for LitePullOptions {
@@ -81,6 +88,8 @@ impl Default for LitePullOptions {
             broker_suspend_max_time: Duration::from_secs(5),
             pull_time_delay_when_exception: Duration::from_secs(1),
             offset_store_dir: super::default_local_offset_dir(),
+            enable_msg_trace: false,
+            trace_topic: None,
         }
     }
 }
@@ -132,6 +141,8 @@ struct LitePullImpl {
     last_commit: Mutex<Instant>,
     /// When the consumer was created, ms since the epoch.
     started_at: i64,
+    /// The trace of what `poll` returns, with `enable_msg_trace`.
+    trace: Mutex<Option<Arc<TraceDispatcher>>>,
     me: Weak<LitePullImpl>,
 }
 
@@ -187,6 +198,16 @@ impl LitePullConsumerBuilder {
         broker_suspend_max_time: Duration;
         /// Directory of broadcasting offsets.
         offset_store_dir: std::path::PathBuf;
+        /// Trace every message `poll` returns (Java `enableMsgTrace`).
+        enable_msg_trace: bool;
+    }
+
+    /// Traces what `poll` returns in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns
+    /// tracing on (Java `customizedTraceTopic`).
+    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.options.enable_msg_trace = true;
+        self.options.trace_topic = Some(topic.into());
+        self
     }
 
     /// Subscribes (queues assigned by rebalance); not combinable with `assign`.
@@ -271,6 +292,7 @@ impl LitePullConsumerBuilder {
             state: Mutex::new(ServiceState::CreateJust),
             last_commit: Mutex::new(Instant::now()),
             started_at: crate::util::now_millis(),
+            trace: Mutex::new(None),
             me: me.clone(),
         });
         Ok(LitePullConsumer { inner })
@@ -303,6 +325,14 @@ impl LitePullConsumer {
             return Err(e);
         }
         *inner.state.lock() = ServiceState::Running;
+        if inner.options.enable_msg_trace {
+            let group = namespace::unwrap(inner.namespace.as_deref(), &inner.group);
+            let topic = inner.options.trace_topic.as_deref();
+            match TraceDispatcher::for_client(&group, instance.config().clone(), topic) {
+                Ok(t) => *inner.trace.lock() = Some(Arc::new(t)),
+                Err(e) => warn!("{}: message trace not started: {e}", inner.group),
+            }
+        }
         let topics: Vec<String> = inner
             .rebalance
             .subscriptions
@@ -463,8 +493,21 @@ impl LitePullConsumer {
                     m.message.set_topic(t);
                 }
             }
+            let trace = c.trace.lock().clone();
+            if let Some(t) = trace {
+                // Java traces a poll as a call that succeeded at once.
+                let group = namespace::unwrap(c.namespace.as_deref(), &c.group);
+                let began = Instant::now();
+                let id = crate::trace::consume_before(&t, &group, &msgs);
+                crate::trace::consume_after(&t, &group, &id, &msgs, began, true, false);
+            }
             return Ok(msgs);
         }
+    }
+
+    /// What the message trace did so far; `None` when the consumer does not trace.
+    pub fn trace_stats(&self) -> Option<crate::TraceStats> {
+        self.inner.trace.lock().as_ref().map(|t| t.stats())
     }
 
     /// Writes the consumed offsets of every queue to the offset store, synchronously.
@@ -571,6 +614,11 @@ impl LitePullConsumer {
         }
         if c.options.auto_commit {
             c.commit_all(true);
+        }
+        let trace = c.trace.lock().take();
+        if let Some(t) = trace {
+            let wait = c.instance.config().remoting.shutdown_timeout;
+            t.shutdown_until(Instant::now() + wait);
         }
         c.instance.unregister_consumer(&c.group);
         c.instance.shutdown();

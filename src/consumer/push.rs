@@ -36,7 +36,7 @@ use crate::protocol::header::ConsumerSendMsgBackRequestHeader;
 use crate::protocol::heartbeat::{ConsumeType, ConsumerData, MessageModel};
 use crate::protocol::ResponseCode;
 use crate::scheduler::ScheduledExecutor;
-use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
+use crate::trace::{self, TraceDispatcher};
 
 use crate::client::validators::{retry_topic, RETRY_GROUP_TOPIC_PREFIX};
 /// Java `BROKER_SUSPEND_MAX_TIME_MILLIS`.
@@ -281,25 +281,14 @@ impl PushConsumerImpl {
 
     // --- pulling ------------------------------------------------------------------
 
-    /// Records `SubBefore` for a listener call on `msgs` (Java
-    /// `ConsumeMessageTraceHookImpl.consumeMessageBefore`); what `trace_after` needs.
+    /// Records `SubBefore` for a listener call on `msgs`; what `trace_after` needs.
     fn trace_before(&self, msgs: &[MessageExt]) -> Option<(Arc<TraceDispatcher>, String)> {
         let trace = self.trace.read().clone()?;
-        let ns = self.instance.config().namespace();
-        let group = crate::client::namespace::unwrap(ns.as_deref(), &self.group);
-        let request_id = crate::message::uniq::create_uniq_id();
-        for m in msgs {
-            let mut r = TraceRecord::new(TraceType::SubBefore, &group, m.topic(), &m.message);
-            r.msg_id = m.msg_id().to_string();
-            r.request_id = request_id.clone();
-            r.retry_times = m.reconsume_times();
-            trace.record(r);
-        }
-        Some((trace, request_id))
+        let id = trace::consume_before(&trace, &self.group_without_namespace(), msgs);
+        Some((trace, id))
     }
 
-    /// Records `SubAfter` for the call `trace_before` saw start at `began`: the cost is
-    /// shared by the batch's messages, as Java reports it.
+    /// Records `SubAfter` for the call `trace_before` saw start at `began`.
     fn trace_after(
         &self,
         traced: Option<(Arc<TraceDispatcher>, String)>,
@@ -308,27 +297,14 @@ impl PushConsumerImpl {
         success: bool,
         panicked: bool,
     ) {
-        let Some((trace, request_id)) = traced else {
-            return;
-        };
+        let Some((trace, id)) = traced else { return };
+        let group = self.group_without_namespace();
+        trace::consume_after(&trace, &group, &id, msgs, began, success, panicked);
+    }
+
+    fn group_without_namespace(&self) -> String {
         let ns = self.instance.config().namespace();
-        let group = crate::client::namespace::unwrap(ns.as_deref(), &self.group);
-        let cost = began.elapsed().as_millis() as i64 / msgs.len().max(1) as i64;
-        // Java `ConsumeReturnType`: SUCCESS 0, EXCEPTION 2, FAILED 4.
-        let code = match (success, panicked) {
-            (true, _) => 0,
-            (false, true) => 2,
-            (false, false) => 4,
-        };
-        for m in msgs {
-            let mut r = TraceRecord::new(TraceType::SubAfter, &group, m.topic(), &m.message);
-            r.msg_id = m.msg_id().to_string();
-            r.request_id = request_id.clone();
-            r.cost_ms = cost;
-            r.success = success;
-            r.context_code = code;
-            trace.record(r);
-        }
+        crate::client::namespace::unwrap(ns.as_deref(), &self.group)
     }
 
     /// The (messages, MiB) a queue of `topic` may cache before its pulls pause.

@@ -1,6 +1,6 @@
 //! Message trace against the real broker, read back with the official admin tool
 //! (`mqadmin queryMsgTraceById`): the Pub record of a traced producer and the Sub records
-//! of a traced push consumer, in the default and in a custom trace topic.
+//! of a traced push consumer and lite pull consumer, in the default and in a custom trace topic.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -68,12 +68,27 @@ fn a_traced_producer_and_consumer_show_in_query_msg_trace_by_id() {
     wait_for("3 consumed", Duration::from_secs(60), || {
         consumed.load(Ordering::SeqCst) >= 3
     });
+    // A traced lite pull consumer of another group reads them too.
+    let lgroup = cluster::unique("trace_lg");
+    let lite = crate::consumer::lite(&lgroup)
+        .subscribe(&topic, "*")
+        .enable_msg_trace(true)
+        .start()
+        .unwrap();
+    let mut polled = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while polled < 3 && std::time::Instant::now() < deadline {
+        polled += lite.poll_timeout(Duration::from_millis(500)).unwrap().len();
+    }
+    assert_eq!(polled, 3);
     wait_for("trace messages stored", Duration::from_secs(30), || {
         p.trace_stats().is_some_and(|s| s.sent >= 1) && c.trace_stats().is_some_and(|s| s.sent >= 1)
     });
     let (ps, cs) = (p.trace_stats().unwrap(), c.trace_stats().unwrap());
     assert_eq!((ps.dropped, ps.failed, cs.dropped, cs.failed), (0, 0, 0, 0));
-    let out = trace_of(&ids[1], None, &["Pub", &pgroup, "Sub", &cgroup]);
+    // Shutdown sends the lite pull consumer's queued records before it returns.
+    lite.shutdown();
+    let out = trace_of(&ids[1], None, &["Pub", &pgroup, "Sub", &cgroup, &lgroup]);
     assert!(out.contains("success"), "{out}");
     c.shutdown();
     p.shutdown();
