@@ -43,7 +43,7 @@ pub fn reply_topic(cluster: &str) -> String {
 /// The reply to `request`, carrying `body`, for a responder to send with any producer
 /// (Java `MessageUtil.createReplyMessage`): to the reply topic of the request's cluster,
 /// with the request's correlation id, requester and TTL. Fails with
-/// [`ErrorKind::InvalidArgument`] for a message that is not a request as the broker stored
+/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a message that is not a request as the broker stored
 /// it (no `CLUSTER` property, which the broker adds, or no correlation id).
 pub fn create_reply_message(request: &MessageExt, body: impl Into<Vec<u8>>) -> Result<Message> {
     let (Some(cluster), Some(correlation_id)) = (
