@@ -277,6 +277,26 @@ impl TraceDispatcher {
         TraceDispatcher::start(producer, topic.unwrap_or(RMQ_SYS_TRACE_TOPIC).to_string())
     }
 
+    /// [`for_client`](Self::for_client) when `enabled`; a trace that cannot start is
+    /// logged and the client runs untraced, as in Java.
+    pub(crate) fn start_if(
+        enabled: bool,
+        group: &str,
+        config: crate::client::ClientConfig,
+        topic: Option<&str>,
+    ) -> Option<Arc<TraceDispatcher>> {
+        if !enabled {
+            return None;
+        }
+        match TraceDispatcher::for_client(group, config, topic) {
+            Ok(t) => Some(Arc::new(t)),
+            Err(e) => {
+                warn!("{group}: message trace not started: {e}");
+                None
+            }
+        }
+    }
+
     /// Queues a record; never blocks: a full queue drops it (counted).
     pub(crate) fn record(&self, r: TraceRecord) {
         if r.topic == self.topic {

@@ -325,21 +325,14 @@ impl LitePullConsumer {
             return Err(e);
         }
         *inner.state.lock() = ServiceState::Running;
-        if inner.options.enable_msg_trace {
-            let group = namespace::unwrap(inner.namespace.as_deref(), &inner.group);
-            let topic = inner.options.trace_topic.as_deref();
-            match TraceDispatcher::for_client(&group, instance.config().clone(), topic) {
-                Ok(t) => *inner.trace.lock() = Some(Arc::new(t)),
-                Err(e) => warn!("{}: message trace not started: {e}", inner.group),
-            }
-        }
-        let topics: Vec<String> = inner
-            .rebalance
-            .subscriptions
-            .read()
-            .keys()
-            .cloned()
-            .collect();
+        let group = namespace::unwrap(inner.namespace.as_deref(), &inner.group);
+        *inner.trace.lock() = TraceDispatcher::start_if(
+            inner.options.enable_msg_trace,
+            &group,
+            instance.config().clone(),
+            inner.options.trace_topic.as_deref(),
+        );
+        let topics = inner.rebalance.subscribed_topics();
         for t in topics {
             if let Err(e) = instance.update_topic_route(&t) {
                 warn!("{}: route of {t}: {e}", inner.group);

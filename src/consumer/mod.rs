@@ -687,23 +687,16 @@ impl PushConsumer {
             }
         }
         *c.state.lock() = ServiceState::Running;
-        if c.options.enable_msg_trace {
-            // As in Java, a consumer whose trace cannot start runs untraced.
-            let ns = instance.config().namespace();
-            let group = namespace::unwrap(ns.as_deref(), &c.group);
-            let topic = c.options.trace_topic.as_deref();
-            match crate::trace::TraceDispatcher::for_client(
-                &group,
-                instance.config().clone(),
-                topic,
-            ) {
-                Ok(t) => *c.trace.write() = Some(Arc::new(t)),
-                Err(e) => log::warn!("{}: message trace not started: {e}", c.group),
-            }
-        }
+        let group = namespace::unwrap(instance.config().namespace().as_deref(), &c.group);
+        *c.trace.write() = crate::trace::TraceDispatcher::start_if(
+            c.options.enable_msg_trace,
+            &group,
+            instance.config().clone(),
+            c.options.trace_topic.as_deref(),
+        );
         c.start_lock_timer()?;
         c.start_consume_timeout_check();
-        let topics: Vec<String> = c.rebalance.subscriptions.read().keys().cloned().collect();
+        let topics = c.rebalance.subscribed_topics();
         let mut missing = Vec::new();
         for t in topics {
             if let Err(e) = instance.update_topic_route(&t) {
@@ -805,16 +798,7 @@ impl PushConsumer {
 
     /// Topics subscribed (with namespace), the group's retry topic included.
     pub fn subscriptions(&self) -> Vec<String> {
-        let mut topics: Vec<String> = self
-            .inner
-            .rebalance
-            .subscriptions
-            .read()
-            .keys()
-            .cloned()
-            .collect();
-        topics.sort();
-        topics
+        self.inner.rebalance.subscribed_topics()
     }
 
     /// The consumer group (with namespace).

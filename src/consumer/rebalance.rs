@@ -129,8 +129,15 @@ impl RebalanceImpl {
             .collect()
     }
 
+    /// The subscribed topics (with namespace), sorted.
+    pub(crate) fn subscribed_topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
+        topics.sort();
+        topics
+    }
+
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
-        let topics: Vec<String> = self.subscriptions.read().keys().cloned().collect();
+        let topics = self.subscribed_topics();
         for topic in &topics {
             self.rebalance_by_topic(hooks, topic, is_order);
         }

@@ -189,17 +189,12 @@ impl ProducerImpl {
         }
         *self.instance.write() = Some(instance.clone());
         *self.state.lock() = ServiceState::Running;
-        if self.options.enable_msg_trace {
-            // As in Java, a client whose trace cannot start runs untraced.
-            match TraceDispatcher::for_client(
-                &self.group,
-                self.config.clone(),
-                self.options.trace_topic.as_deref(),
-            ) {
-                Ok(t) => *self.trace.write() = Some(Arc::new(t)),
-                Err(e) => warn!("producer {}: message trace not started: {e}", self.group),
-            }
-        }
+        *self.trace.write() = TraceDispatcher::start_if(
+            self.options.enable_msg_trace,
+            &self.group,
+            self.config.clone(),
+            self.options.trace_topic.as_deref(),
+        );
         instance.send_heartbeat_to_all_brokers_with_lock();
         debug!(
             "producer {} started on client {}",

@@ -182,8 +182,13 @@ impl SubscriptionGroupConfig {
 
     /// The body of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as fastjson reads it.
     pub fn encode(&self) -> Result<Vec<u8>, DecodeError> {
+        serde_json::to_vec(&self.to_wire())
+            .map_err(|e| DecodeError::new(format!("encoding a group: {e}")))
+    }
+
+    fn to_wire(&self) -> GroupWire {
         let minutes = self.consume_timeout.as_secs().div_ceil(60);
-        let wire = GroupWire {
+        GroupWire {
             group_name: self.group_name.clone(),
             consume_enable: self.consume_enable,
             consume_from_min_enable: self.consume_from_min_enable,
@@ -197,8 +202,7 @@ impl SubscriptionGroupConfig {
             notify_consumer_ids_changed_enable: self.notify_consumer_ids_changed_enable,
             group_sys_flag: self.group_sys_flag,
             consume_timeout_minute: clamp_i32(minutes),
-        };
-        serde_json::to_vec(&wire).map_err(|e| DecodeError::new(format!("encoding a group: {e}")))
+        }
     }
 
     fn from_wire(w: GroupWire) -> Self {
@@ -246,21 +250,7 @@ struct GroupWire {
 
 impl Default for GroupWire {
     fn default() -> Self {
-        let d = SubscriptionGroupConfig::new("");
-        GroupWire {
-            group_name: d.group_name,
-            consume_enable: d.consume_enable,
-            consume_from_min_enable: d.consume_from_min_enable,
-            consume_broadcast_enable: d.consume_broadcast_enable,
-            consume_message_orderly: d.consume_message_orderly,
-            retry_queue_nums: 1,
-            retry_max_times: 16,
-            broker_id: 0,
-            which_broker_when_consume_slowly: 1,
-            notify_consumer_ids_changed_enable: true,
-            group_sys_flag: 0,
-            consume_timeout_minute: 15,
-        }
+        SubscriptionGroupConfig::new("").to_wire()
     }
 }
 
