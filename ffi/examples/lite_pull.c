@@ -2,7 +2,11 @@
  * Polls a topic from its first offset with a lite pull consumer until EXPECT messages
  * arrived, printing "msg <msg id>" for each, commits, and frees the consumer.
  *
- *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT
+ *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign]
+ *
+ * With "assign", the consumer takes the topic's queues itself (from the admin client's
+ * route) instead of subscribing, seeks each to its beginning, pauses and resumes the
+ * first, and prints the committed offsets at the end.
  */
 #include <time.h>
 
@@ -15,15 +19,33 @@ int main(int argc, char **argv) {
   }
   const char *topic = argv[1], *group = argv[2];
   size_t expect = (size_t)atoi(argv[3]);
+  int assign = argc > 4 && strcmp(argv[4], "assign") == 0;
 
   rmq_lite_pull_consumer_builder *b;
   CHECK(rmq_lite_pull_consumer_builder_new(STR(group), &b));
   CHECK(rmq_lite_pull_consumer_builder_namesrv(b, STR(namesrv_from_env())));
-  CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR("*")));
+  if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR("*")));
   CHECK(rmq_lite_pull_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_lite_pull_consumer_builder_auto_commit(b, false));
   rmq_lite_pull_consumer *c;
   CHECK(rmq_lite_pull_consumer_builder_start(b, &c));
+
+  rmq_admin *admin = NULL;
+  rmq_queue_list *queues = NULL;
+  size_t nq = 0;
+  const rmq_message_queue **qs = NULL;
+  if (assign) {
+    CHECK(rmq_admin_new(STR(namesrv_from_env()), &admin));
+    CHECK(rmq_admin_topic_queues(admin, STR(topic), &queues));
+    CHECK(rmq_queue_list_len(queues, &nq));
+    qs = calloc(nq, sizeof *qs);
+    for (size_t i = 0; i < nq; i++) CHECK(rmq_queue_list_get(queues, i, &qs[i]));
+    CHECK(rmq_lite_pull_consumer_assign(c, qs, nq));
+    for (size_t i = 0; i < nq; i++) CHECK(rmq_lite_pull_consumer_seek_to_begin(c, qs[i]));
+    CHECK(rmq_lite_pull_consumer_pause(c, qs, 1));
+    CHECK(rmq_lite_pull_consumer_resume(c, qs, 1));
+    printf("assigned %zu queues\n", nq);
+  }
 
   size_t received = 0;
   time_t give_up = time(NULL) + 120;
@@ -54,6 +76,17 @@ int main(int argc, char **argv) {
     }
     rmq_message_list_free(list);
     CHECK(rmq_lite_pull_consumer_commit(c));
+  }
+  if (assign) {
+    for (size_t i = 0; i < nq; i++) {
+      bool found;
+      int64_t offset;
+      CHECK(rmq_lite_pull_consumer_committed(c, qs[i], &found, &offset));
+      if (found) printf("committed queue=%zu offset=%lld\n", i, (long long)offset);
+    }
+    free(qs);
+    rmq_queue_list_free(queues);
+    rmq_admin_free(admin);
   }
   rmq_lite_pull_consumer_free(c);
   printf("summary received=%zu\n", received);

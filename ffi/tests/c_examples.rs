@@ -152,15 +152,11 @@ fn check_read_back(what: &str, acked: &[String], received: &[String]) -> (usize,
     (received.len(), dups)
 }
 
-fn produce(topic: &str, count: usize, wrap: Option<&mut Command>) -> Vec<String> {
-    let exe = example("produce");
-    let mut plain = Command::new(&exe);
-    let cmd = match wrap {
-        Some(w) => w.arg(&exe),
-        None => &mut plain,
-    };
+fn produce(topic: &str, count: usize) -> Vec<String> {
     let out = run(
-        cmd.arg(topic).arg(count.to_string()),
+        Command::new(example("produce"))
+            .arg(topic)
+            .arg(count.to_string()),
         Duration::from_secs(600),
     );
     let text = stdout(&out);
@@ -183,7 +179,7 @@ fn produce(topic: &str, count: usize, wrap: Option<&mut Command>) -> Vec<String>
 #[test]
 fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
     let topic = unique("CTopic");
-    let acked = produce(&topic, 5, None);
+    let acked = produce(&topic, 5);
 
     let push = run(
         Command::new(example("consume")).args([
@@ -226,6 +222,33 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
         stdout(&lite)
     );
     check_read_back("lite pull", &acked, &ids(&stdout(&lite), "msg "));
+
+    // Assigned queues, sought to their beginning, one paused and resumed; the committed
+    // offsets add up to what was read.
+    let assigned = run(
+        Command::new(example("lite_pull")).args([
+            &topic,
+            &unique("c_assign"),
+            &acked.len().to_string(),
+            "assign",
+        ]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&assigned);
+    assert!(
+        assigned.status.success(),
+        "lite_pull assign failed:\n{text}"
+    );
+    assert!(text.contains("assigned 4 queues"), "{text}");
+    let received = ids(&text, "msg ");
+    check_read_back("lite pull assign", &acked, &received);
+    let committed: i64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("committed "))
+        .filter_map(|l| l.split("offset=").nth(1))
+        .map(|o| o.trim().parse::<i64>().expect("offset"))
+        .sum();
+    assert_eq!(committed, received.len() as i64, "{text}");
 
     // Freed while a (slow) listener call is in flight: the free waits for it, and no
     // call starts afterwards.
@@ -301,9 +324,7 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
     std::fs::create_dir_all(&dir).expect("log directory");
 
     // Few messages: everything runs some 20-50 times slower under Valgrind.
-    let exe = example("produce");
     let text = under_valgrind(&[&topic, "2"], "produce", &dir.join("valgrind-produce.log"));
-    let _ = exe;
     let acked = ids(&text, "ack ");
     assert_eq!(acked.len(), 9, "{text}");
 
