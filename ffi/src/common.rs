@@ -132,15 +132,11 @@ common_builder!(
 pub(crate) struct Slot<B>(pub(crate) Option<B>);
 
 impl<B> Slot<B> {
-    pub(crate) fn update(
-        &mut self,
-        f: impl FnOnce(B) -> Result<B, rmq_result>,
-    ) -> Result<(), rmq_result> {
-        let b = self
-            .0
-            .take()
-            .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the builder was already used"))?;
-        self.0 = Some(f(b)?);
+    /// Applies `f`; callers parse their arguments first, so a bad argument leaves the
+    /// builder as it was.
+    pub(crate) fn update(&mut self, f: impl FnOnce(B) -> B) -> Result<(), rmq_result> {
+        let b = self.take()?;
+        self.0 = Some(f(b));
         Ok(())
     }
 
@@ -153,20 +149,43 @@ impl<B> Slot<B> {
 
 /// Builder handles expose their slot so the shared setters work on all of them.
 pub(crate) trait HasSlot {
-    type B: CommonBuilder;
+    type B;
     fn slot(&mut self) -> &mut Slot<Self::B>;
 }
 
-pub(crate) fn set_namesrv<H: HasSlot>(b: *mut H, addr: *const c_char, len: usize) -> rmq_result {
+/// Sets an option that cannot be wrong.
+pub(crate) fn set<H: HasSlot>(b: *mut H, f: impl FnOnce(H::B) -> H::B) -> rmq_result {
+    guard(|| handle_mut(b, "builder")?.slot().update(f))
+}
+
+/// Parses the arguments, then sets the option: a bad argument is an error code and
+/// leaves the builder as it was.
+pub(crate) fn configure<H: HasSlot, A>(
+    b: *mut H,
+    args: impl FnOnce() -> Result<A, rmq_result>,
+    f: impl FnOnce(H::B, A) -> H::B,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        let a = args()?;
+        h.slot().update(|b| f(b, a))
+    })
+}
+
+pub(crate) fn set_namesrv<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    addr: *const c_char,
+    len: usize,
+) -> rmq_result {
     guard(|| {
         let addr = str_arg(addr, len, "namesrv_addr")?.to_string();
         handle_mut(b, "builder")?
             .slot()
-            .update(|b| Ok(b.namesrv_addr(addr)))
+            .update(|b| b.namesrv_addr(addr))
     })
 }
 
-pub(crate) fn set_instance_name<H: HasSlot>(
+pub(crate) fn set_instance_name<H: HasSlot<B: CommonBuilder>>(
     b: *mut H,
     name: *const c_char,
     len: usize,
@@ -175,12 +194,12 @@ pub(crate) fn set_instance_name<H: HasSlot>(
         let name = str_arg(name, len, "instance_name")?.to_string();
         handle_mut(b, "builder")?
             .slot()
-            .update(|b| Ok(b.instance_name(name)))
+            .update(|b| b.instance_name(name))
     })
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn set_credentials<H: HasSlot>(
+pub(crate) fn set_credentials<H: HasSlot<B: CommonBuilder>>(
     b: *mut H,
     access_key: *const c_char,
     access_key_len: usize,
@@ -199,14 +218,17 @@ pub(crate) fn set_credentials<H: HasSlot>(
         }
         handle_mut(b, "builder")?
             .slot()
-            .update(|b| Ok(b.credentials(c)))
+            .update(|b| b.credentials(c))
     })
 }
 
-pub(crate) fn set_tls<H: HasSlot>(b: *mut H, tls: *const rmq_tls_config) -> rmq_result {
+pub(crate) fn set_tls<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    tls: *const rmq_tls_config,
+) -> rmq_result {
     guard(|| {
         let t = handle(tls, "tls config")?.inner.clone();
-        handle_mut(b, "builder")?.slot().update(|b| Ok(b.tls(t)))
+        handle_mut(b, "builder")?.slot().update(|b| b.tls(t))
     })
 }
 
@@ -282,4 +304,60 @@ pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
     }
     let _reset = Reset(IN_CALLBACK.with(|c| c.replace(true)));
     f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn closing_the_gate_waits_for_passes_in_flight_and_refuses_new_ones() {
+        let gate = Arc::new(Gate::default());
+        let pass = Gate::enter(&gate).expect("open gate admits");
+        let released = Arc::new(AtomicBool::new(false));
+        let r = released.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            r.store(true, Ordering::SeqCst);
+            drop(pass);
+        });
+        gate.close_and_wait(None);
+        assert!(
+            released.load(Ordering::SeqCst),
+            "returned before the pass left"
+        );
+        assert!(
+            Gate::enter(&gate).is_none(),
+            "a closed gate admitted a call"
+        );
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn closing_from_inside_a_callback_does_not_wait_for_itself() {
+        let gate = Arc::new(Gate::default());
+        let _pass = Gate::enter(&gate).unwrap();
+        // Would block forever if it waited for its own pass.
+        in_callback(|| gate.close_and_wait(None));
+        assert!(Gate::enter(&gate).is_none());
+    }
+
+    #[test]
+    fn a_bounded_wait_gives_up_on_a_pass_that_never_leaves() {
+        let gate = Arc::new(Gate::default());
+        let _pass = Gate::enter(&gate).unwrap();
+        let start = std::time::Instant::now();
+        gate.close_and_wait(Some(Duration::from_millis(200)));
+        assert!(start.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_builder_used_once_reports_state_not_a_crash() {
+        let mut slot = Slot(Some(1u32));
+        assert_eq!(slot.take(), Ok(1));
+        assert_eq!(slot.take(), Err(rmq_result::RMQ_STATE));
+        assert_eq!(slot.update(|b| b + 1), Err(rmq_result::RMQ_STATE));
+    }
 }

@@ -14,7 +14,7 @@ use crate::common::{self, rmq_tls_config, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_list, rmq_message_queue, Ref};
 use crate::push::{consume_from, message_model};
-use crate::util::{handle, handle_array, handle_mut, out, out_handle, str_arg, take_handle};
+use crate::util::{handle, handle_array, out, out_handle, str_arg, take_handle};
 
 /// Options of a lite pull consumer before it starts.
 pub struct rmq_lite_pull_consumer_builder {
@@ -103,13 +103,6 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_tls(
     common::set_tls(b, tls)
 }
 
-fn update(
-    b: *mut rmq_lite_pull_consumer_builder,
-    f: impl FnOnce(LitePullConsumerBuilder) -> Result<LitePullConsumerBuilder, rmq_result>,
-) -> rmq_result {
-    guard(|| handle_mut(b, "builder")?.slot.update(f))
-}
-
 /// Subscribes to `topic` with a tag expression; queues come from the group's rebalance.
 #[no_mangle]
 pub extern "C" fn rmq_lite_pull_consumer_builder_subscribe(
@@ -119,12 +112,16 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_subscribe(
     expression: *const c_char,
     expression_len: usize,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.subscribe(
-            str_arg(topic, topic_len, "topic")?,
-            str_arg(expression, expression_len, "expression")?,
-        ))
-    })
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(expression, expression_len, "expression")?,
+            ))
+        },
+        |b, (t, e)| b.subscribe(t, e),
+    )
 }
 
 /// Subscribes to `topic` with an SQL92 filter.
@@ -136,12 +133,16 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_subscribe_sql(
     sql: *const c_char,
     sql_len: usize,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.subscribe_with(
-            str_arg(topic, topic_len, "topic")?,
-            MessageSelector::by_sql(str_arg(sql, sql_len, "sql")?),
-        ))
-    })
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(sql, sql_len, "sql")?,
+            ))
+        },
+        |b, (t, sql)| b.subscribe_with(t, MessageSelector::by_sql(sql)),
+    )
 }
 
 /// Whether consumed offsets are committed in the background (default true); without,
@@ -151,7 +152,7 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_auto_commit(
     b: *mut rmq_lite_pull_consumer_builder,
     on: bool,
 ) -> rmq_result {
-    update(b, |b| Ok(b.auto_commit(on)))
+    common::set(b, |b| b.auto_commit(on))
 }
 
 /// Clustering or broadcasting (an `rmq_message_model`).
@@ -160,7 +161,7 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_message_model(
     b: *mut rmq_lite_pull_consumer_builder,
     model: i32,
 ) -> rmq_result {
-    update(b, |b| Ok(b.message_model(message_model(model)?)))
+    common::configure(b, || message_model(model), |b, m| b.message_model(m))
 }
 
 /// Where to start without a stored offset (an `rmq_consume_from`).
@@ -170,9 +171,11 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_consume_from(
     from: i32,
     timestamp_ms: i64,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.consume_from_where(consume_from(from, timestamp_ms)?))
-    })
+    common::configure(
+        b,
+        || consume_from(from, timestamp_ms),
+        |b, f| b.consume_from_where(f),
+    )
 }
 
 /// Most messages per pull, and so per poll (default 10).
@@ -181,7 +184,7 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_pull_batch_size(
     b: *mut rmq_lite_pull_consumer_builder,
     n: usize,
 ) -> rmq_result {
-    update(b, |b| Ok(b.pull_batch_size(n)))
+    common::set(b, |b| b.pull_batch_size(n))
 }
 
 /// Starts the consumer. The builder is consumed, whatever the result.

@@ -17,7 +17,7 @@ use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
 use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message, rmq_message_queue, rmq_queue_list, rmq_send_result};
-use crate::util::{handle, handle_array, handle_mut, out_handle, str_arg, take_handle, Userdata};
+use crate::util::{handle, handle_array, out_handle, str_arg, take_handle, Userdata};
 
 /// Options of a producer before it starts.
 pub struct rmq_producer_builder {
@@ -132,20 +132,13 @@ pub extern "C" fn rmq_producer_builder_tls(
     common::set_tls(b, tls)
 }
 
-fn update(
-    b: *mut rmq_producer_builder,
-    f: impl FnOnce(ProducerBuilder) -> ProducerBuilder,
-) -> rmq_result {
-    guard(|| handle_mut(b, "builder")?.slot.update(|b| Ok(f(b))))
-}
-
 /// The timeout of one send, in milliseconds (default 3000).
 #[no_mangle]
 pub extern "C" fn rmq_producer_builder_send_timeout_ms(
     b: *mut rmq_producer_builder,
     ms: u64,
 ) -> rmq_result {
-    update(b, |b| b.send_timeout(Duration::from_millis(ms)))
+    common::set(b, |b| b.send_timeout(Duration::from_millis(ms)))
 }
 
 /// Retries of a failed sync send (default 2).
@@ -154,7 +147,7 @@ pub extern "C" fn rmq_producer_builder_retries(
     b: *mut rmq_producer_builder,
     retries: u32,
 ) -> rmq_result {
-    update(b, |b| b.retries(retries))
+    common::set(b, |b| b.retries(retries))
 }
 
 /// Retries of a failed async send (default 2).
@@ -163,7 +156,7 @@ pub extern "C" fn rmq_producer_builder_async_retries(
     b: *mut rmq_producer_builder,
     retries: u32,
 ) -> rmq_result {
-    update(b, |b| b.async_retries(retries))
+    common::set(b, |b| b.async_retries(retries))
 }
 
 /// The largest body accepted, in bytes (default 4 MiB).
@@ -172,7 +165,7 @@ pub extern "C" fn rmq_producer_builder_max_message_size(
     b: *mut rmq_producer_builder,
     bytes: usize,
 ) -> rmq_result {
-    update(b, |b| b.max_message_size(bytes))
+    common::set(b, |b| b.max_message_size(bytes))
 }
 
 /// Bodies larger than this many bytes are compressed (default 4096).
@@ -181,7 +174,7 @@ pub extern "C" fn rmq_producer_builder_compress_over(
     b: *mut rmq_producer_builder,
     bytes: usize,
 ) -> rmq_result {
-    update(b, |b| b.compress_over(bytes))
+    common::set(b, |b| b.compress_over(bytes))
 }
 
 /// Starts the producer. The builder is consumed, whatever the result: free it only if

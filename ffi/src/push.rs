@@ -181,13 +181,6 @@ pub extern "C" fn rmq_push_consumer_builder_tls(
     common::set_tls(b, tls)
 }
 
-fn update(
-    b: *mut rmq_push_consumer_builder,
-    f: impl FnOnce(PushConsumerBuilder) -> Result<PushConsumerBuilder, rmq_result>,
-) -> rmq_result {
-    guard(|| handle_mut(b, "builder")?.slot.update(f))
-}
-
 /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
 #[no_mangle]
 pub extern "C" fn rmq_push_consumer_builder_subscribe(
@@ -197,12 +190,16 @@ pub extern "C" fn rmq_push_consumer_builder_subscribe(
     expression: *const c_char,
     expression_len: usize,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.subscribe(
-            str_arg(topic, topic_len, "topic")?,
-            str_arg(expression, expression_len, "expression")?,
-        ))
-    })
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(expression, expression_len, "expression")?,
+            ))
+        },
+        |b, (t, e)| b.subscribe(t, e),
+    )
 }
 
 /// Subscribes to `topic` with an SQL92 filter over properties (the broker needs
@@ -215,12 +212,16 @@ pub extern "C" fn rmq_push_consumer_builder_subscribe_sql(
     sql: *const c_char,
     sql_len: usize,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.subscribe_with(
-            str_arg(topic, topic_len, "topic")?,
-            MessageSelector::by_sql(str_arg(sql, sql_len, "sql")?),
-        ))
-    })
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(sql, sql_len, "sql")?,
+            ))
+        },
+        |b, (t, sql)| b.subscribe_with(t, MessageSelector::by_sql(sql)),
+    )
 }
 
 /// Clustering or broadcasting (an `rmq_message_model`).
@@ -229,7 +230,7 @@ pub extern "C" fn rmq_push_consumer_builder_message_model(
     b: *mut rmq_push_consumer_builder,
     model: i32,
 ) -> rmq_result {
-    update(b, |b| Ok(b.message_model(message_model(model)?)))
+    common::configure(b, || message_model(model), |b, m| b.message_model(m))
 }
 
 /// Where to start without a stored offset (an `rmq_consume_from`); `timestamp_ms` is
@@ -240,9 +241,11 @@ pub extern "C" fn rmq_push_consumer_builder_consume_from(
     from: i32,
     timestamp_ms: i64,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.consume_from_where(consume_from(from, timestamp_ms)?))
-    })
+    common::configure(
+        b,
+        || consume_from(from, timestamp_ms),
+        |b, f| b.consume_from_where(f),
+    )
 }
 
 /// The consume pool's size (Java `consumeThreadMin`/`Max`).
@@ -252,7 +255,7 @@ pub extern "C" fn rmq_push_consumer_builder_consume_threads(
     min: usize,
     max: usize,
 ) -> rmq_result {
-    update(b, |b| Ok(b.consume_thread_min(min).consume_thread_max(max)))
+    common::set(b, |b| b.consume_thread_min(min).consume_thread_max(max))
 }
 
 /// Most messages per listener call (Java `consumeMessageBatchMaxSize`, default 1).
@@ -261,7 +264,7 @@ pub extern "C" fn rmq_push_consumer_builder_consume_batch_max_size(
     b: *mut rmq_push_consumer_builder,
     n: usize,
 ) -> rmq_result {
-    update(b, |b| Ok(b.consume_message_batch_max_size(n)))
+    common::set(b, |b| b.consume_message_batch_max_size(n))
 }
 
 /// Most messages per pull (Java `pullBatchSize`, default 32).
@@ -270,7 +273,7 @@ pub extern "C" fn rmq_push_consumer_builder_pull_batch_size(
     b: *mut rmq_push_consumer_builder,
     n: usize,
 ) -> rmq_result {
-    update(b, |b| Ok(b.pull_batch_size(n)))
+    common::set(b, |b| b.pull_batch_size(n))
 }
 
 /// Deliveries before a message goes to the dead-letter queue (default 16).
@@ -279,7 +282,7 @@ pub extern "C" fn rmq_push_consumer_builder_max_reconsume_times(
     b: *mut rmq_push_consumer_builder,
     n: u32,
 ) -> rmq_result {
-    update(b, |b| Ok(b.max_reconsume_times(n)))
+    common::set(b, |b| b.max_reconsume_times(n))
 }
 
 /// How long the crate's shutdown lets listeners finish before it stops recording offsets
@@ -290,8 +293,8 @@ pub extern "C" fn rmq_push_consumer_builder_await_termination_ms(
     b: *mut rmq_push_consumer_builder,
     ms: u64,
 ) -> rmq_result {
-    update(b, |b| {
-        Ok(b.await_termination_when_shutdown(Duration::from_millis(ms)))
+    common::set(b, |b| {
+        b.await_termination_when_shutdown(Duration::from_millis(ms))
     })
 }
 
@@ -308,12 +311,12 @@ pub extern "C" fn rmq_push_consumer_builder_listener(
         let f = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
         let (gate, ud) = (h.gate.clone(), Userdata(userdata));
         h.slot.update(|b| {
-            Ok(b.listener(
+            b.listener(
                 move |msgs, ctx| match call(&gate, f, ud, msgs, ctx.message_queue()) {
                     Some(0) => ConsumeStatus::Success,
                     _ => ConsumeStatus::ReconsumeLater,
                 },
-            ))
+            )
         })
     })
 }
@@ -331,12 +334,12 @@ pub extern "C" fn rmq_push_consumer_builder_orderly_listener(
         let f = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
         let (gate, ud) = (h.gate.clone(), Userdata(userdata));
         h.slot.update(|b| {
-            Ok(b.orderly_listener(move |msgs, ctx| {
+            b.orderly_listener(move |msgs, ctx| {
                 match call(&gate, f, ud, msgs, ctx.message_queue()) {
                     Some(0) => ConsumeOrderlyStatus::Success,
                     _ => ConsumeOrderlyStatus::Suspend,
                 }
-            }))
+            })
         })
     })
 }
