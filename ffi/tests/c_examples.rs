@@ -53,6 +53,24 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The C block of the README's "From C" section, written to `hello.c`.
+fn readme_example() -> PathBuf {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    let section = readme.split("## From C").nth(1).expect("a From C section");
+    let code = section
+        .split("```c\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a ```c block");
+    let dir = profile_dir().join("ffi-examples");
+    std::fs::create_dir_all(&dir).expect("output directory");
+    let path = dir.join("hello.c");
+    std::fs::write(&path, code).expect("writing hello.c");
+    path
+}
+
 /// Compiles `ffi/examples/<name>.c` once per run against `librocketmq_blocking.so`.
 fn example(name: &'static str) -> PathBuf {
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -83,7 +101,11 @@ fn example(name: &'static str) -> PathBuf {
         ])
         .arg("-I")
         .arg(crate_dir.join("include"))
-        .arg(crate_dir.join("examples").join(format!("{name}.c")))
+        .arg(if name == "hello" {
+            readme_example()
+        } else {
+            crate_dir.join("examples").join(format!("{name}.c"))
+        })
         .arg("-o")
         .arg(&exe)
         .arg("-L")
@@ -174,6 +196,18 @@ fn produce(topic: &str, count: usize) -> Vec<String> {
         "{text}"
     );
     acked
+}
+
+#[test]
+fn the_readme_c_example_works_as_written() {
+    let out = run(
+        &mut Command::new(example("hello")),
+        Duration::from_secs(120),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "hello failed: {}\n{text}", out.status);
+    let id = text.strip_prefix("sent ").map(str::trim).unwrap_or("");
+    assert_eq!(id.len(), 32, "a message id in {text:?}");
 }
 
 #[test]
