@@ -2,8 +2,9 @@
  * Consumes a topic from its first offset with a push consumer until EXPECT messages
  * arrived, printing "msg <msg id>" for each, then frees the consumer.
  *
- *   NAMESRV_ADDR=127.0.0.1:9876 ./consume TOPIC GROUP EXPECT [orderly] [slow]
+ *   NAMESRV_ADDR=127.0.0.1:9876 ./consume TOPIC GROUP EXPECT [orderly] [slow] [tags=EXPR]
  *
+ * "tags=TagA || TagB" subscribes with a tag expression (default "*").
  * With "slow", every listener call sleeps 300 ms and the consumer is freed as soon as
  * one call is in flight: rmq_push_consumer_free must wait for it, and no call may start
  * after it returned.
@@ -64,22 +65,24 @@ static int32_t on_messages(void *userdata, const rmq_message_ext *const *msgs, s
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [orderly] [slow]\n", argv[0]);
+    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [orderly] [slow] [tags=EXPR]\n", argv[0]);
     return 2;
   }
   const char *topic = argv[1], *group = argv[2];
   int expect = atoi(argv[3]);
   int orderly = 0;
+  const char *tags = "*";
   static struct state s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
   for (int i = 4; i < argc; i++) {
     if (strcmp(argv[i], "orderly") == 0) orderly = 1;
     if (strcmp(argv[i], "slow") == 0) s.slow = 1;
+    if (strncmp(argv[i], "tags=", 5) == 0) tags = argv[i] + 5;
   }
 
   rmq_push_consumer_builder *b;
   CHECK(rmq_push_consumer_builder_new(STR(group), &b));
   CHECK(rmq_push_consumer_builder_namesrv(b, STR(namesrv_from_env())));
-  CHECK(rmq_push_consumer_builder_subscribe(b, STR(topic), STR("*")));
+  CHECK(rmq_push_consumer_builder_subscribe(b, STR(topic), STR(tags)));
   CHECK(rmq_push_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_push_consumer_builder_consume_threads(b, 2, 4));
   if (orderly)

@@ -2,8 +2,10 @@
  * Polls a topic from its first offset with a lite pull consumer until EXPECT messages
  * arrived, printing "msg <msg id>" for each, commits, and frees the consumer.
  *
- *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign]
+ *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign] [tag=TAG]
  *
+ * With "tag=TAG" only messages with that tag count toward EXPECT (subscribed: the broker
+ * filters; assigned: every message is read and printed, and the others are not counted).
  * With "assign", the consumer takes the topic's queues itself (from the admin client's
  * route) instead of subscribing, seeks each to its beginning, pauses and resumes the
  * first, and prints the committed offsets at the end.
@@ -14,17 +16,22 @@
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT\n", argv[0]);
+    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [assign] [tag=TAG]\n", argv[0]);
     return 2;
   }
   const char *topic = argv[1], *group = argv[2];
   size_t expect = (size_t)atoi(argv[3]);
-  int assign = argc > 4 && strcmp(argv[4], "assign") == 0;
+  int assign = 0;
+  const char *tag = NULL;
+  for (int i = 4; i < argc; i++) {
+    if (strcmp(argv[i], "assign") == 0) assign = 1;
+    if (strncmp(argv[i], "tag=", 4) == 0) tag = argv[i] + 4;
+  }
 
   rmq_lite_pull_consumer_builder *b;
   CHECK(rmq_lite_pull_consumer_builder_new(STR(group), &b));
   CHECK(rmq_lite_pull_consumer_builder_namesrv(b, STR(namesrv_from_env())));
-  if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR("*")));
+  if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR(tag ? tag : "*")));
   CHECK(rmq_lite_pull_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_lite_pull_consumer_builder_auto_commit(b, false));
   rmq_lite_pull_consumer *c;
@@ -68,7 +75,8 @@ int main(int argc, char **argv) {
       CHECK(rmq_message_ext_store_timestamp_ms(m, &stored));
       printf("msg %.*s queue=%d offset=%lld tags=%.*s stored_ms=%lld\n", (int)id_len, id, qid,
              (long long)offset, (int)tags_len, tags ? tags : "", (long long)stored);
-      received++;
+      if (tag == NULL || (tags != NULL && tags_len == strlen(tag) && memcmp(tags, tag, tags_len) == 0))
+        received++;
     }
     if (rmq_message_list_get(list, n, &(const rmq_message_ext *){NULL}) != RMQ_OUT_OF_RANGE) {
       fprintf(stderr, "an index past the end was not RMQ_OUT_OF_RANGE\n");

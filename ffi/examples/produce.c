@@ -1,7 +1,8 @@
 /*
  * Sends messages every way the producer can: sync, async with a callback, one way, to a
  * queue, with a selector, and as a batch. Prints "ack <msg id>" for every message the
- * broker acknowledged and a summary line.
+ * broker acknowledged and a summary line. Acknowledged messages have the tag TagA, the
+ * one-way message OneWay.
  *
  *   NAMESRV_ADDR=127.0.0.1:9876 ./produce TOPIC COUNT
  */
@@ -181,8 +182,10 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 3; i++) rmq_message_free(batch[i]);
   acked += 3;
 
-  /* One way: no answer, so not counted as acknowledged. */
+  /* One way: no answer, so not counted as acknowledged; tagged apart so consumers can
+     leave it out. */
   m = new_message(topic, 400);
+  CHECK(rmq_message_set_tags(m, STR("OneWay")));
   CHECK(rmq_producer_send_oneway(p, m));
   rmq_message_free(m);
 

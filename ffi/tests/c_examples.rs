@@ -20,7 +20,14 @@ static BUILT: Mutex<Option<HashMap<&'static str, PathBuf>>> = Mutex::new(None);
 fn namesrv() -> &'static str {
     NAMESRV.get_or_init(|| {
         let c = CLUSTER.get_or_init(|| {
+            // The workspace's target directory (the test runs in ffi/, where the
+            // launcher's default `./target` would be a second jar cache).
+            let work_dir = profile_dir()
+                .parent()
+                .expect("target")
+                .join("rocketmq-testkit");
             let mut b = Cluster::builder()
+                .work_dir(work_dir)
                 .brokers(1)
                 .broker_config("waitTimeMillsInSendQueue", "5000")
                 .broker_config("osPageCacheBusyTimeOutMills", "5000");
@@ -188,6 +195,8 @@ fn produce(topic: &str, count: usize) -> Vec<String> {
         out.status
     );
     assert!(text.contains("null check ok"), "{text}");
+    // The selector picked 7 % 4 queues.
+    assert!(text.contains("selector queue 3"), "{text}");
     let acked = ids(&text, "ack ");
     // count sync + count async + selector + to a queue + a batch of three.
     assert_eq!(acked.len(), 2 * count + 5, "{text}");
@@ -220,6 +229,7 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
             &topic,
             &unique("c_push"),
             &acked.len().to_string(),
+            "tags=TagA",
         ]),
         Duration::from_secs(300),
     );
@@ -231,6 +241,7 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
             &topic,
             &unique("c_orderly"),
             &acked.len().to_string(),
+            "tags=TagA",
             "orderly",
         ]),
         Duration::from_secs(300),
@@ -247,6 +258,7 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
             &topic,
             &unique("c_lite"),
             &acked.len().to_string(),
+            "tag=TagA",
         ]),
         Duration::from_secs(300),
     );
@@ -264,6 +276,7 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
             &topic,
             &unique("c_assign"),
             &acked.len().to_string(),
+            "tag=TagA",
             "assign",
         ]),
         Duration::from_secs(300),
@@ -364,14 +377,14 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
 
     let expect = acked.len().to_string();
     let push = under_valgrind(
-        &[&topic, &unique("vg_push"), &expect],
+        &[&topic, &unique("vg_push"), &expect, "tags=TagA"],
         "consume",
         &dir.join("valgrind-consume.log"),
     );
     check_read_back("push under valgrind", &acked, &ids(&push, "msg "));
 
     let lite = under_valgrind(
-        &[&topic, &unique("vg_lite"), &expect],
+        &[&topic, &unique("vg_lite"), &expect, "tag=TagA"],
         "lite_pull",
         &dir.join("valgrind-lite.log"),
     );
