@@ -26,7 +26,7 @@ struct state {
 
 /* Runs on the library's consume threads, several at once. */
 static int32_t on_messages(void *userdata, const rmq_message_ext *const *msgs, size_t count,
-                           const rmq_message_queue *queue) {
+                           rmq_consume_context *ctx) {
   struct state *s = userdata;
   pthread_mutex_lock(&s->lock);
   if (s->freed) s->calls_after_free++;
@@ -37,8 +37,18 @@ static int32_t on_messages(void *userdata, const rmq_message_ext *const *msgs, s
     struct timespec ts = {0, 300 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
+  const rmq_message_queue *queue;
   int32_t qid = -1;
-  rmq_message_queue_id(queue, &qid);
+  CHECK(rmq_consume_context_queue(ctx, &queue));
+  CHECK(rmq_message_queue_id(queue, &qid));
+  /* An orderly call's context takes a suspend time, a concurrent one's a delay level
+     (0: the broker's choice, as by default). */
+  rmq_result suspend = rmq_consume_context_set_suspend_ms(ctx, 100);
+  rmq_result delay = rmq_consume_context_set_delay_level(ctx, 0);
+  if ((suspend == RMQ_OK) == (delay == RMQ_OK)) {
+    fprintf(stderr, "a context took both or neither setting\n");
+    exit(1);
+  }
   pthread_mutex_lock(&s->lock);
   for (size_t i = 0; i < count; i++) {
     const char *id, *body;

@@ -142,11 +142,19 @@ int main(int argc, char **argv) {
     CHECK(rmq_producer_send_async(p, m, on_sent, NULL));
     rmq_message_free(m); /* the library copied it */
   }
+  /* One more async send, to the queue a selector picks. */
+  size_t async_key = 2;
+  rmq_message *am = new_message(topic, 150);
+  pthread_mutex_lock(&lock);
+  async_pending++;
+  pthread_mutex_unlock(&lock);
+  CHECK(rmq_producer_send_async_with_selector(p, am, select_queue, &async_key, on_sent, NULL));
+  rmq_message_free(am);
   pthread_mutex_lock(&lock);
   while (async_pending > 0) pthread_cond_wait(&done, &lock);
   pthread_mutex_unlock(&lock);
   if (async_failed > 0) return 1;
-  acked += count;
+  acked += count + 1;
 
   /* To a queue picked by a selector, and to the first queue of the topic. */
   rmq_message *m = new_message(topic, 200);

@@ -100,6 +100,11 @@ typedef enum {
 // An admin client connected to the name servers.
 typedef struct rmq_admin rmq_admin;
 
+// One listener call's context (Java `ConsumeConcurrentlyContext` /
+// `ConsumeOrderlyContext`): the queue, and what to do with the messages. Valid only
+// during the call, on the listener's thread.
+typedef struct rmq_consume_context rmq_consume_context;
+
 // A started lite pull consumer.
 typedef struct rmq_lite_pull_consumer rmq_lite_pull_consumer;
 
@@ -168,13 +173,13 @@ typedef void (*rmq_send_callback)(void *userdata,
                                   rmq_result result,
                                   const rmq_send_result *send_result);
 
-// A listener: gets `count` messages of one queue (borrowed for the call; copy what you
-// keep) and returns an `rmq_consume_status` as an `int32_t` (other values count as
-// `RMQ_CONSUME_LATER`). Runs on a crate consume thread.
+// A listener: gets `count` messages of one queue and the call's context (both borrowed
+// for the call; copy what you keep) and returns an `rmq_consume_status` as an
+// `int32_t` (other values count as `RMQ_CONSUME_LATER`). Runs on a crate consume thread.
 typedef int32_t (*rmq_consume_callback)(void *userdata,
                                         const rmq_message_ext *const *messages,
                                         size_t count,
-                                        const rmq_message_queue *queue);
+                                        rmq_consume_context *context);
 
 #ifdef __cplusplus
 extern "C" {
@@ -647,6 +652,22 @@ rmq_result rmq_producer_send_async_to_queue(const rmq_producer *p,
                                             rmq_send_callback callback,
                                             void *userdata);
 
+// Like `rmq_producer_send_async`, to the queue `selector` picks; the selector runs on
+// the calling thread before this returns (with `selector_userdata`), the callback later
+// on a crate thread (with `userdata`).
+rmq_result rmq_producer_send_async_with_selector(const rmq_producer *p,
+                                                 const rmq_message *message,
+                                                 rmq_queue_selector selector,
+                                                 void *selector_userdata,
+                                                 rmq_send_callback callback,
+                                                 void *userdata);
+
+// Sends one way to the queue `selector` picks (run on the calling thread).
+rmq_result rmq_producer_send_oneway_with_selector(const rmq_producer *p,
+                                                  const rmq_message *message,
+                                                  rmq_queue_selector selector,
+                                                  void *userdata);
+
 // The queues of `topic` a producer can write to; free the list with `rmq_queue_list_free`.
 rmq_result rmq_producer_fetch_queues(const rmq_producer *p,
                                      const char *topic,
@@ -661,6 +682,22 @@ rmq_result rmq_producer_shutdown(const rmq_producer *p);
 // still in flight have run (bounded by the send timeout plus 10 s; from inside one of
 // its own callbacks it does not wait). NULL is a no-op.
 void rmq_producer_free(rmq_producer *p);
+
+// The queue the messages come from, borrowed from the context.
+rmq_result rmq_consume_context_queue(const rmq_consume_context *c, const rmq_message_queue **queue);
+
+// Concurrent listeners: messages up to `index` count as consumed even when the call
+// returns `RMQ_CONSUME_LATER`; the rest are delivered again (Java `setAckIndex`).
+rmq_result rmq_consume_context_set_ack_index(rmq_consume_context *c, size_t index);
+
+// Concurrent listeners: the delay level of the next delivery after `RMQ_CONSUME_LATER`
+// (Java `setDelayLevelWhenNextConsume`): 0 the broker's choice, -1 straight to the
+// dead-letter queue, 1.. a delay level.
+rmq_result rmq_consume_context_set_delay_level(rmq_consume_context *c, int32_t level);
+
+// Orderly listeners: how long the queue pauses after `RMQ_CONSUME_LATER` (Java
+// `setSuspendCurrentQueueTimeMillis`).
+rmq_result rmq_consume_context_set_suspend_ms(rmq_consume_context *c, uint64_t ms);
 
 // Starts building a push consumer of `group` (Java defaults: clustering, from the last
 // offset, 20 consume threads, batches of 1). Needs a listener and a subscription.

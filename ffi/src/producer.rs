@@ -452,6 +452,46 @@ pub extern "C" fn rmq_producer_send_async_to_queue(
     })
 }
 
+/// Like `rmq_producer_send_async`, to the queue `selector` picks; the selector runs on
+/// the calling thread before this returns (with `selector_userdata`), the callback later
+/// on a crate thread (with `userdata`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_async_with_selector(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    selector: rmq_queue_selector,
+    selector_userdata: *mut c_void,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let m = msg(message)?.clone();
+        let s = select(selector, Userdata(selector_userdata))?;
+        let f = async_callback(p, callback, userdata)?;
+        p.inner
+            .send_async_with_selector(m, &s, &(), f)
+            .map_err(|e| err(e.into()))
+    })
+}
+
+/// Sends one way to the queue `selector` picks (run on the calling thread).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_oneway_with_selector(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    selector: rmq_queue_selector,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let s = select(selector, Userdata(userdata))?;
+        p.inner
+            .send_oneway_with_selector(msg(message)?, &s, &())
+            .map_err(err)
+    })
+}
+
 /// The queues of `topic` a producer can write to; free the list with `rmq_queue_list_free`.
 #[no_mangle]
 pub extern "C" fn rmq_producer_fetch_queues(

@@ -11,14 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use rocketmq_blocking::{
-    ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, MessageExt, MessageModel,
-    MessageSelector, PushConsumer, PushConsumerBuilder,
+    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus,
+    ConsumeStatus, MessageExt, MessageModel, MessageSelector, PushConsumer, PushConsumerBuilder,
+    ReconsumeDelay,
 };
 
 use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_queue, Ref};
-use crate::util::{handle, handle_mut, out_handle, str_arg, take_handle, Userdata};
+use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
 
 /// What a listener answers.
 #[repr(C)]
@@ -53,17 +54,118 @@ pub enum rmq_consume_from {
     RMQ_CONSUME_FROM_TIMESTAMP = 2,
 }
 
-/// A listener: gets `count` messages of one queue (borrowed for the call; copy what you
-/// keep) and returns an `rmq_consume_status` as an `int32_t` (other values count as
-/// `RMQ_CONSUME_LATER`). Runs on a crate consume thread.
+/// A listener: gets `count` messages of one queue and the call's context (both borrowed
+/// for the call; copy what you keep) and returns an `rmq_consume_status` as an
+/// `int32_t` (other values count as `RMQ_CONSUME_LATER`). Runs on a crate consume thread.
 pub type rmq_consume_callback = Option<
     extern "C" fn(
         userdata: *mut c_void,
         messages: *const *const rmq_message_ext,
         count: usize,
-        queue: *const rmq_message_queue,
+        context: *mut rmq_consume_context,
     ) -> i32,
 >;
+
+/// One listener call's context (Java `ConsumeConcurrentlyContext` /
+/// `ConsumeOrderlyContext`): the queue, and what to do with the messages. Valid only
+/// during the call, on the listener's thread.
+pub struct rmq_consume_context {
+    queue: rmq_message_queue,
+    kind: ContextKind,
+}
+
+enum ContextKind {
+    Concurrent(*mut ConsumeConcurrentlyContext),
+    Orderly(*mut ConsumeOrderlyContext),
+}
+
+fn concurrent<'a>(
+    c: *mut rmq_consume_context,
+) -> Result<&'a mut ConsumeConcurrentlyContext, rmq_result> {
+    match handle_mut(c, "context")?.kind {
+        // SAFETY: the pointer is to the crate's context on the stack of the listener
+        // call that made this `rmq_consume_context`, which the header says lives only
+        // for that call; the call holds the only reference while C runs.
+        ContextKind::Concurrent(p) => Ok(unsafe { &mut *p }),
+        ContextKind::Orderly(_) => Err(fail(
+            rmq_result::RMQ_STATE,
+            "not a concurrent listener's context",
+        )),
+    }
+}
+
+/// The queue the messages come from, borrowed from the context.
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_queue(
+    c: *const rmq_consume_context,
+    queue: *mut *const rmq_message_queue,
+) -> rmq_result {
+    guard(|| {
+        out(
+            queue,
+            &handle(c, "context")?.queue as *const rmq_message_queue,
+        )
+    })
+}
+
+/// Concurrent listeners: messages up to `index` count as consumed even when the call
+/// returns `RMQ_CONSUME_LATER`; the rest are delivered again (Java `setAckIndex`).
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_ack_index(
+    c: *mut rmq_consume_context,
+    index: usize,
+) -> rmq_result {
+    guard(|| {
+        concurrent(c)?.set_ack_index(index);
+        Ok(())
+    })
+}
+
+/// Concurrent listeners: the delay level of the next delivery after `RMQ_CONSUME_LATER`
+/// (Java `setDelayLevelWhenNextConsume`): 0 the broker's choice, -1 straight to the
+/// dead-letter queue, 1.. a delay level.
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_delay_level(
+    c: *mut rmq_consume_context,
+    level: i32,
+) -> rmq_result {
+    guard(|| {
+        let delay = match level {
+            0 => ReconsumeDelay::Broker,
+            -1 => ReconsumeDelay::DeadLetter,
+            l if l > 0 => ReconsumeDelay::Level(l as u32),
+            l => {
+                return Err(fail(
+                    rmq_result::RMQ_INVALID_ARGUMENT,
+                    format!("delay level {l}"),
+                ))
+            }
+        };
+        concurrent(c)?.set_reconsume_delay(delay);
+        Ok(())
+    })
+}
+
+/// Orderly listeners: how long the queue pauses after `RMQ_CONSUME_LATER` (Java
+/// `setSuspendCurrentQueueTimeMillis`).
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_suspend_ms(
+    c: *mut rmq_consume_context,
+    ms: u64,
+) -> rmq_result {
+    guard(|| match handle_mut(c, "context")?.kind {
+        ContextKind::Orderly(p) => {
+            // SAFETY: as in `concurrent`: the crate's context of the running call.
+            let ctx = unsafe { &mut *p };
+            ctx.set_suspend_time(Duration::from_millis(ms));
+            Ok(())
+        }
+        ContextKind::Concurrent(_) => Err(fail(
+            rmq_result::RMQ_STATE,
+            "not an orderly listener's context",
+        )),
+    })
+}
 
 /// Options of a push consumer before it starts.
 pub struct rmq_push_consumer_builder {
@@ -311,12 +413,19 @@ pub extern "C" fn rmq_push_consumer_builder_listener(
         let f = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
         let (gate, ud) = (h.gate.clone(), Userdata(userdata));
         h.slot.update(|b| {
-            b.listener(
-                move |msgs, ctx| match call(&gate, f, ud, msgs, ctx.message_queue()) {
+            b.listener(move |msgs, ctx| {
+                match call(
+                    &gate,
+                    f,
+                    ud,
+                    msgs,
+                    ctx.message_queue().clone(),
+                    ContextKind::Concurrent(ctx),
+                ) {
                     Some(0) => ConsumeStatus::Success,
                     _ => ConsumeStatus::ReconsumeLater,
-                },
-            )
+                }
+            })
         })
     })
 }
@@ -335,7 +444,14 @@ pub extern "C" fn rmq_push_consumer_builder_orderly_listener(
         let (gate, ud) = (h.gate.clone(), Userdata(userdata));
         h.slot.update(|b| {
             b.orderly_listener(move |msgs, ctx| {
-                match call(&gate, f, ud, msgs, ctx.message_queue()) {
+                match call(
+                    &gate,
+                    f,
+                    ud,
+                    msgs,
+                    ctx.message_queue().clone(),
+                    ContextKind::Orderly(ctx),
+                ) {
                     Some(0) => ConsumeOrderlyStatus::Success,
                     _ => ConsumeOrderlyStatus::Suspend,
                 }
@@ -348,7 +464,7 @@ type ListenerFn = extern "C" fn(
     *mut c_void,
     *const *const rmq_message_ext,
     usize,
-    *const rmq_message_queue,
+    *mut rmq_consume_context,
 ) -> i32;
 
 /// One listener call through the gate: `None` once `_free` closed it (the messages then
@@ -358,7 +474,8 @@ fn call(
     f: ListenerFn,
     ud: Userdata,
     msgs: &[MessageExt],
-    mq: &rocketmq_blocking::MessageQueue,
+    mq: rocketmq_blocking::MessageQueue,
+    kind: ContextKind,
 ) -> Option<i32> {
     let _pass = Gate::enter(gate)?;
     let views: Vec<rmq_message_ext> = msgs
@@ -368,8 +485,11 @@ fn call(
         })
         .collect();
     let ptrs: Vec<*const rmq_message_ext> = views.iter().map(|v| v as *const _).collect();
-    let q = rmq_message_queue { inner: mq.clone() };
-    Some(in_callback(|| f(ud.0, ptrs.as_ptr(), ptrs.len(), &q)))
+    let mut ctx = rmq_consume_context {
+        queue: rmq_message_queue { inner: mq },
+        kind,
+    };
+    Some(in_callback(|| f(ud.0, ptrs.as_ptr(), ptrs.len(), &mut ctx)))
 }
 
 /// Starts the consumer. The builder is consumed, whatever the result.

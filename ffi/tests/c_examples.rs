@@ -199,10 +199,11 @@ fn produce(topic: &str, count: usize) -> Vec<String> {
     // The selector picked 7 % 4 queues.
     assert!(text.contains("selector queue 3"), "{text}");
     let acked = ids(&text, "ack ");
-    // count sync + count async + selector + to a queue + a batch of three.
-    assert_eq!(acked.len(), 2 * count + 5, "{text}");
+    // count sync + count async + async with a selector + selector + to a queue + a
+    // batch of three.
+    assert_eq!(acked.len(), 2 * count + 6, "{text}");
     assert!(
-        text.contains(&format!("summary acked={} oneway=1", 2 * count + 5)),
+        text.contains(&format!("summary acked={} oneway=1", 2 * count + 6)),
         "{text}"
     );
     acked
@@ -374,7 +375,7 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
     // Few messages: everything runs some 20-50 times slower under Valgrind.
     let text = under_valgrind(&[&topic, "2"], "produce", &dir.join("valgrind-produce.log"));
     let acked = ids(&text, "ack ");
-    assert_eq!(acked.len(), 9, "{text}");
+    assert_eq!(acked.len(), 10, "{text}");
 
     let expect = acked.len().to_string();
     let push = under_valgrind(
