@@ -374,8 +374,9 @@ void rmq_lite_pull_consumer_free(rmq_lite_pull_consumer *c);
 
 // Sends the library's log records up to `max_level` (1 error ... 5 trace, 0 none) to
 // `callback` with `userdata`; NULL `callback` stops logging. May be called again to
-// change either. `RMQ_STATE` when the process already has another `log` logger (a Rust
-// host that installed its own).
+// change either; it returns once no thread runs the previous callback any more, so its
+// userdata may be freed then. `RMQ_STATE` when the process already has another `log`
+// logger (a Rust host that installed its own), or when called from inside the callback.
 rmq_result rmq_set_log_callback(rmq_log_callback callback, void *userdata, int32_t max_level);
 
 // Creates a message for `topic` with `body` (copied; `body` may be NULL when

@@ -46,8 +46,10 @@ impl Log for CLogger {
         if LOGGING.with(|l| l.replace(true)) {
             return; // a record logged from inside the callback
         }
-        let sink = *SINK.read();
-        if let Some((f, ud)) = sink {
+        // The read lock is held across the call, so `rmq_set_log_callback` returns only
+        // when no thread still runs the callback it replaced.
+        let sink = SINK.read();
+        if let Some((f, ud)) = *sink {
             let msg = record.args().to_string();
             let target = record.target();
             f(
@@ -59,6 +61,7 @@ impl Log for CLogger {
                 msg.len(),
             );
         }
+        drop(sink);
         LOGGING.with(|l| l.set(false));
     }
 
@@ -78,8 +81,9 @@ fn level_filter(max_level: i32) -> LevelFilter {
 
 /// Sends the library's log records up to `max_level` (1 error ... 5 trace, 0 none) to
 /// `callback` with `userdata`; NULL `callback` stops logging. May be called again to
-/// change either. `RMQ_STATE` when the process already has another `log` logger (a Rust
-/// host that installed its own).
+/// change either; it returns once no thread runs the previous callback any more, so its
+/// userdata may be freed then. `RMQ_STATE` when the process already has another `log`
+/// logger (a Rust host that installed its own), or when called from inside the callback.
 #[no_mangle]
 pub extern "C" fn rmq_set_log_callback(
     callback: rmq_log_callback,
@@ -87,6 +91,12 @@ pub extern "C" fn rmq_set_log_callback(
     max_level: i32,
 ) -> rmq_result {
     guard(|| {
+        if LOGGING.with(|l| l.get()) {
+            return Err(fail(
+                rmq_result::RMQ_STATE,
+                "rmq_set_log_callback called from inside the log callback",
+            ));
+        }
         // Installing twice is fine for us: the second time fails with ours in place.
         let installed = log::set_logger(&LOGGER).is_ok()
             || std::ptr::eq(
@@ -109,10 +119,8 @@ pub extern "C" fn rmq_set_log_callback(
     })
 }
 
-#[allow(dead_code)]
-fn _level_names_match_the_log_crate() {
-    const _: () = assert!(Level::Error as i32 == 1 && Level::Trace as i32 == 5);
-}
+// The levels C sees are the `log` crate's own numbers.
+const _: () = assert!(Level::Error as i32 == 1 && Level::Trace as i32 == 5);
 
 #[cfg(test)]
 mod tests {
