@@ -165,8 +165,8 @@ typedef int64_t (*rmq_queue_selector)(void *userdata,
                                       size_t count,
                                       const rmq_message *message);
 
-// Called once per async send with its outcome, on one of the crate's callback threads
-// (never on the thread that sent). `result` is `RMQ_OK` with `send_result` borrowed for
+// Called once per async send with its outcome, on one of the crate's callback threads.
+// `result` is `RMQ_OK` with `send_result` borrowed for
 // the call, or an error code with `send_result` NULL and the error text in
 // `rmq_last_error` on that thread. Must not block for long: it holds a callback thread.
 typedef void (*rmq_send_callback)(void *userdata,

@@ -39,8 +39,8 @@ pub struct rmq_producer {
     send_timeout: Duration,
 }
 
-/// Called once per async send with its outcome, on one of the crate's callback threads
-/// (never on the thread that sent). `result` is `RMQ_OK` with `send_result` borrowed for
+/// Called once per async send with its outcome, on one of the crate's callback threads.
+/// `result` is `RMQ_OK` with `send_result` borrowed for
 /// the call, or an error code with `send_result` NULL and the error text in
 /// `rmq_last_error` on that thread. Must not block for long: it holds a callback thread.
 pub type rmq_send_callback = Option<
