@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The cost of the C boundary: sync sends from one thread, 1 KiB bodies, from Rust
+# (`rmq bench produce`), C (produce_bench.c) and Python (produce_bench.py), alternating
+# for ROUNDS rounds against NAMESRV_ADDR (or a cluster this script starts and stops).
+#
+#   benches/ffi/run.sh            # ROUNDS=3 COUNT=10000 WARMUP=2000
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROUNDS=${ROUNDS:-3} COUNT=${COUNT:-10000} WARMUP=${WARMUP:-2000} SIZE=${SIZE:-1024}
+cargo build --release --quiet --locked -p rocketmq-blocking-ffi
+cargo build --release --quiet --locked --features cli --bin rmq
+rmq=target/release/rmq
+started=
+if [ -z "${NAMESRV_ADDR:-}" ]; then
+  NAMESRV_ADDR=$($rmq cluster start | sed -n 's/^NAMESRV_ADDR=//p')
+  started=1
+fi
+export NAMESRV_ADDR
+trap '[ -n "$started" ] && $rmq cluster stop >/dev/null' EXIT
+out=target/ffi-bench
+mkdir -p "$out"
+cc -O2 -Iffi/include benches/ffi/produce_bench.c -Ltarget/release -lrocketmq_blocking \
+  -Wl,-rpath,"$PWD/target/release" -o "$out/produce_bench"
+topic=FfiBench$$
+$rmq topic create "$topic" --queues 8 >/dev/null
+export ROCKETMQ_BLOCKING_LIB=$PWD/target/release/librocketmq_blocking.so PYTHONPATH=$PWD/python
+for r in $(seq "$ROUNDS"); do
+  $rmq bench produce --topic "$topic" --mode sync --threads 1 --size "$SIZE" \
+    --count "$COUNT" --warmup "$WARMUP" 2>/dev/null | tail -n 1 |
+    python3 -c 'import json,sys; j=json.load(sys.stdin); print("rust tps=%.0f cpu_us_per_msg=%.1f" % (j["tps"], j["cpuUsPerMsg"]))' |
+    sed "s/^/round $r: /"
+  echo "round $r: $("$out/produce_bench" "$topic" "$COUNT" "$WARMUP" "$SIZE")"
+  echo "round $r: $(python3 benches/ffi/produce_bench.py "$topic" "$COUNT" "$WARMUP" "$SIZE")"
+done

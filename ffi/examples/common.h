@@ -1,0 +1,38 @@
+/* Helpers shared by the examples: fail loudly with the library's error text. */
+#ifndef RMQ_EXAMPLE_COMMON_H
+#define RMQ_EXAMPLE_COMMON_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rocketmq_blocking.h"
+
+static void die(const char *what, rmq_result r) {
+  char text[512];
+  size_t n = 0;
+  rmq_last_error(text, sizeof text, &n);
+  fprintf(stderr, "%s failed: %s: %s\n", what, rmq_result_name(r), text);
+  exit(1);
+}
+
+/* Runs a call that returns rmq_result and exits on failure. */
+#define CHECK(call)                 \
+  do {                              \
+    rmq_result r_ = (call);         \
+    if (r_ != RMQ_OK) die(#call, r_); \
+  } while (0)
+
+/* A NUL-terminated C string as pointer + length. */
+#define STR(s) (s), strlen(s)
+
+static const char *namesrv_from_env(void) {
+  const char *addr = getenv("NAMESRV_ADDR");
+  if (addr == NULL || *addr == '\0') {
+    fprintf(stderr, "set NAMESRV_ADDR (host:port of the name server)\n");
+    exit(2);
+  }
+  return addr;
+}
+
+#endif

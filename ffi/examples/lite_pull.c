@@ -1,0 +1,102 @@
+/*
+ * Polls a topic from its first offset with a lite pull consumer until EXPECT messages
+ * arrived, printing "msg <msg id>" for each, commits, and frees the consumer.
+ *
+ *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign] [tag=TAG]
+ *
+ * With "tag=TAG" only messages with that tag count toward EXPECT (subscribed: the broker
+ * filters; assigned: every message is read and printed, and the others are not counted).
+ * With "assign", the consumer takes the topic's queues itself (from the admin client's
+ * route) instead of subscribing, seeks each to its beginning, pauses and resumes the
+ * first, and prints the committed offsets at the end.
+ */
+#include <time.h>
+
+#include "common.h"
+
+int main(int argc, char **argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [assign] [tag=TAG]\n", argv[0]);
+    return 2;
+  }
+  const char *topic = argv[1], *group = argv[2];
+  size_t expect = (size_t)atoi(argv[3]);
+  int assign = 0;
+  const char *tag = NULL;
+  for (int i = 4; i < argc; i++) {
+    if (strcmp(argv[i], "assign") == 0) assign = 1;
+    if (strncmp(argv[i], "tag=", 4) == 0) tag = argv[i] + 4;
+  }
+
+  rmq_lite_pull_consumer_builder *b;
+  CHECK(rmq_lite_pull_consumer_builder_new(STR(group), &b));
+  CHECK(rmq_lite_pull_consumer_builder_namesrv(b, STR(namesrv_from_env())));
+  if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR(tag ? tag : "*")));
+  CHECK(rmq_lite_pull_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
+  CHECK(rmq_lite_pull_consumer_builder_auto_commit(b, false));
+  rmq_lite_pull_consumer *c;
+  CHECK(rmq_lite_pull_consumer_builder_start(b, &c));
+
+  rmq_admin *admin = NULL;
+  rmq_queue_list *queues = NULL;
+  size_t nq = 0;
+  const rmq_message_queue **qs = NULL;
+  if (assign) {
+    CHECK(rmq_admin_new(STR(namesrv_from_env()), &admin));
+    CHECK(rmq_admin_topic_queues(admin, STR(topic), &queues));
+    CHECK(rmq_queue_list_len(queues, &nq));
+    qs = calloc(nq, sizeof *qs);
+    for (size_t i = 0; i < nq; i++) CHECK(rmq_queue_list_get(queues, i, &qs[i]));
+    CHECK(rmq_lite_pull_consumer_assign(c, qs, nq));
+    for (size_t i = 0; i < nq; i++) CHECK(rmq_lite_pull_consumer_seek_to_begin(c, qs[i]));
+    CHECK(rmq_lite_pull_consumer_pause(c, qs, 1));
+    CHECK(rmq_lite_pull_consumer_resume(c, qs, 1));
+    printf("assigned %zu queues\n", nq);
+  }
+
+  size_t received = 0;
+  time_t give_up = time(NULL) + 120;
+  while (received < expect && time(NULL) < give_up) {
+    rmq_message_list *list;
+    CHECK(rmq_lite_pull_consumer_poll(c, 1000, &list));
+    size_t n;
+    CHECK(rmq_message_list_len(list, &n));
+    for (size_t i = 0; i < n; i++) {
+      const rmq_message_ext *m;
+      const char *id, *tags;
+      size_t id_len, tags_len;
+      int64_t offset, stored;
+      int32_t qid;
+      CHECK(rmq_message_list_get(list, i, &m));
+      CHECK(rmq_message_ext_msg_id(m, &id, &id_len));
+      CHECK(rmq_message_ext_tags(m, &tags, &tags_len));
+      CHECK(rmq_message_ext_queue_id(m, &qid));
+      CHECK(rmq_message_ext_queue_offset(m, &offset));
+      CHECK(rmq_message_ext_store_timestamp_ms(m, &stored));
+      printf("msg %.*s queue=%d offset=%lld tags=%.*s stored_ms=%lld\n", (int)id_len, id, qid,
+             (long long)offset, (int)tags_len, tags ? tags : "", (long long)stored);
+      if (tag == NULL || (tags != NULL && tags_len == strlen(tag) && memcmp(tags, tag, tags_len) == 0))
+        received++;
+    }
+    if (rmq_message_list_get(list, n, &(const rmq_message_ext *){NULL}) != RMQ_OUT_OF_RANGE) {
+      fprintf(stderr, "an index past the end was not RMQ_OUT_OF_RANGE\n");
+      return 1;
+    }
+    rmq_message_list_free(list);
+    CHECK(rmq_lite_pull_consumer_commit(c));
+  }
+  if (assign) {
+    for (size_t i = 0; i < nq; i++) {
+      bool found;
+      int64_t offset;
+      CHECK(rmq_lite_pull_consumer_committed(c, qs[i], &found, &offset));
+      if (found) printf("committed queue=%zu offset=%lld\n", i, (long long)offset);
+    }
+    free(qs);
+    rmq_queue_list_free(queues);
+    rmq_admin_free(admin);
+  }
+  rmq_lite_pull_consumer_free(c);
+  printf("summary received=%zu\n", received);
+  return received >= expect ? 0 : 1;
+}

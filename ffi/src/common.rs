@@ -1,0 +1,363 @@
+//! What every builder shares: name servers, instance name, ACL credentials, TLS; and the
+//! gate that keeps C callbacks from running after their client is freed.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use rocketmq_blocking::{
+    AdminBuilder, Credentials, LitePullConsumerBuilder, ProducerBuilder, PushConsumerBuilder,
+    TlsConfig,
+};
+
+use crate::error::{fail, guard, guard_void, rmq_result};
+use crate::util::{handle, handle_mut, opt_str_arg, out_handle, str_arg, take_handle};
+
+/// TLS settings for any builder (`rmq_*_builder_tls`), copied into the builder.
+/// Not thread-safe; free with `rmq_tls_config_free`.
+pub struct rmq_tls_config {
+    pub(crate) inner: TlsConfig,
+}
+
+/// TLS that verifies the server against the system's roots (and, with
+/// `rmq_tls_config_ca_file`, a CA file).
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_new(config_out: *mut *mut rmq_tls_config) -> rmq_result {
+    guard(|| {
+        out_handle(
+            config_out,
+            rmq_tls_config {
+                inner: TlsConfig::new(),
+            },
+        )
+    })
+}
+
+/// TLS that accepts any server certificate (Java's default client, `tls.test.mode`).
+/// Encrypts, but does not authenticate the server.
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_new_accept_any(
+    config_out: *mut *mut rmq_tls_config,
+) -> rmq_result {
+    guard(|| {
+        out_handle(
+            config_out,
+            rmq_tls_config {
+                inner: TlsConfig::danger_accept_any_server_certificate(),
+            },
+        )
+    })
+}
+
+fn update_tls(
+    c: *mut rmq_tls_config,
+    f: impl FnOnce(TlsConfig) -> Result<TlsConfig, rmq_result>,
+) -> rmq_result {
+    guard(|| {
+        let c = handle_mut(c, "tls config")?;
+        let t = std::mem::take(&mut c.inner);
+        c.inner = f(t)?;
+        Ok(())
+    })
+}
+
+/// Trusts the CA certificates of a PEM file (path as UTF-8).
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_ca_file(
+    c: *mut rmq_tls_config,
+    path: *const c_char,
+    path_len: usize,
+) -> rmq_result {
+    update_tls(c, |t| Ok(t.ca_file(str_arg(path, path_len, "path")?)))
+}
+
+/// Presents a client certificate chain and its private key (PEM files).
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_client_cert(
+    c: *mut rmq_tls_config,
+    cert_path: *const c_char,
+    cert_path_len: usize,
+    key_path: *const c_char,
+    key_path_len: usize,
+) -> rmq_result {
+    update_tls(c, |t| {
+        Ok(t.client_cert(
+            str_arg(cert_path, cert_path_len, "cert_path")?,
+            str_arg(key_path, key_path_len, "key_path")?,
+        ))
+    })
+}
+
+/// Whether the server's certificate must name the host connected to (default true).
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_verify_server_name(
+    c: *mut rmq_tls_config,
+    verify: bool,
+) -> rmq_result {
+    update_tls(c, |t| Ok(t.verify_server_name(verify)))
+}
+
+/// Frees TLS settings. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_tls_config_free(c: *mut rmq_tls_config) {
+    guard_void(|| drop(take_handle(c)));
+}
+
+/// The settings every client builder has.
+pub(crate) trait CommonBuilder: Sized {
+    fn namesrv_addr(self, addr: String) -> Self;
+    fn instance_name(self, name: String) -> Self;
+    fn credentials(self, c: Credentials) -> Self;
+    fn tls(self, t: TlsConfig) -> Self;
+}
+
+macro_rules! common_builder {
+    ($($t:ty),*) => {$(
+        impl CommonBuilder for $t {
+            fn namesrv_addr(self, addr: String) -> Self { <$t>::namesrv_addr(self, addr) }
+            fn instance_name(self, name: String) -> Self { <$t>::instance_name(self, name) }
+            fn credentials(self, c: Credentials) -> Self { <$t>::credentials(self, c) }
+            fn tls(self, t: TlsConfig) -> Self { <$t>::tls(self, t) }
+        }
+    )*};
+}
+common_builder!(
+    ProducerBuilder,
+    PushConsumerBuilder,
+    LitePullConsumerBuilder,
+    AdminBuilder
+);
+
+/// A builder handle's slot: the Rust builder, taken by `_start`.
+pub(crate) struct Slot<B>(pub(crate) Option<B>);
+
+impl<B> Slot<B> {
+    /// Applies `f`; callers parse their arguments first, so a bad argument leaves the
+    /// builder as it was.
+    pub(crate) fn update(&mut self, f: impl FnOnce(B) -> B) -> Result<(), rmq_result> {
+        let b = self.take()?;
+        self.0 = Some(f(b));
+        Ok(())
+    }
+
+    pub(crate) fn take(&mut self) -> Result<B, rmq_result> {
+        self.0
+            .take()
+            .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the builder was already used"))
+    }
+}
+
+/// Builder handles expose their slot so the shared setters work on all of them.
+pub(crate) trait HasSlot {
+    type B;
+    fn slot(&mut self) -> &mut Slot<Self::B>;
+}
+
+/// Sets an option that cannot be wrong.
+pub(crate) fn set<H: HasSlot>(b: *mut H, f: impl FnOnce(H::B) -> H::B) -> rmq_result {
+    guard(|| handle_mut(b, "builder")?.slot().update(f))
+}
+
+/// Parses the arguments, then sets the option: a bad argument is an error code and
+/// leaves the builder as it was.
+pub(crate) fn configure<H: HasSlot, A>(
+    b: *mut H,
+    args: impl FnOnce() -> Result<A, rmq_result>,
+    f: impl FnOnce(H::B, A) -> H::B,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        let a = args()?;
+        h.slot().update(|b| f(b, a))
+    })
+}
+
+pub(crate) fn set_namesrv<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    addr: *const c_char,
+    len: usize,
+) -> rmq_result {
+    guard(|| {
+        let addr = str_arg(addr, len, "namesrv_addr")?.to_string();
+        handle_mut(b, "builder")?
+            .slot()
+            .update(|b| b.namesrv_addr(addr))
+    })
+}
+
+pub(crate) fn set_instance_name<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    name: *const c_char,
+    len: usize,
+) -> rmq_result {
+    guard(|| {
+        let name = str_arg(name, len, "instance_name")?.to_string();
+        handle_mut(b, "builder")?
+            .slot()
+            .update(|b| b.instance_name(name))
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn set_credentials<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    access_key: *const c_char,
+    access_key_len: usize,
+    secret_key: *const c_char,
+    secret_key_len: usize,
+    security_token: *const c_char,
+    security_token_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let mut c = Credentials::new(
+            str_arg(access_key, access_key_len, "access_key")?,
+            str_arg(secret_key, secret_key_len, "secret_key")?,
+        );
+        if let Some(t) = opt_str_arg(security_token, security_token_len, "security_token")? {
+            c = c.with_security_token(t);
+        }
+        handle_mut(b, "builder")?
+            .slot()
+            .update(|b| b.credentials(c))
+    })
+}
+
+pub(crate) fn set_tls<H: HasSlot<B: CommonBuilder>>(
+    b: *mut H,
+    tls: *const rmq_tls_config,
+) -> rmq_result {
+    guard(|| {
+        let t = handle(tls, "tls config")?.inner.clone();
+        handle_mut(b, "builder")?.slot().update(|b| b.tls(t))
+    })
+}
+
+thread_local! {
+    /// Set while this thread runs a C callback, so a `_free` called from inside one does
+    /// not wait for itself.
+    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Counts the C callbacks of one client that are running or still to come, and closes
+/// the door on new ones. `_free` closes it and waits, so that after `_free` returns no
+/// callback runs with the caller's userdata.
+#[derive(Default)]
+pub(crate) struct Gate {
+    state: Mutex<(bool, usize)>,
+    idle: Condvar,
+}
+
+/// One admitted callback (or one pending async send); leaving drops the count.
+pub(crate) struct Pass(Arc<Gate>);
+
+impl Gate {
+    /// Admits one more unless closed.
+    pub(crate) fn enter(gate: &Arc<Gate>) -> Option<Pass> {
+        let mut s = gate.state.lock();
+        if s.0 {
+            return None;
+        }
+        s.1 += 1;
+        Some(Pass(gate.clone()))
+    }
+
+    /// Closes the gate and waits until every admitted pass has left (without waiting
+    /// when called from inside a callback, which would wait for itself).
+    pub(crate) fn close_and_wait(&self, bound: Option<std::time::Duration>) {
+        let mut s = self.state.lock();
+        s.0 = true;
+        if IN_CALLBACK.with(|c| c.get()) {
+            return;
+        }
+        let deadline = bound.map(|b| std::time::Instant::now() + b);
+        while s.1 > 0 {
+            match deadline {
+                Some(d) => {
+                    if self.idle.wait_until(&mut s, d).timed_out() {
+                        log::warn!("{} C callbacks still pending after the shutdown wait", s.1);
+                        return;
+                    }
+                }
+                None => self.idle.wait(&mut s),
+            }
+        }
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.1 -= 1;
+        if s.1 == 0 {
+            self.0.idle.notify_all();
+        }
+    }
+}
+
+/// Runs a C callback with the in-callback flag set.
+pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            IN_CALLBACK.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(IN_CALLBACK.with(|c| c.replace(true)));
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn closing_the_gate_waits_for_passes_in_flight_and_refuses_new_ones() {
+        let gate = Arc::new(Gate::default());
+        let pass = Gate::enter(&gate).expect("open gate admits");
+        let released = Arc::new(AtomicBool::new(false));
+        let r = released.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            r.store(true, Ordering::SeqCst);
+            drop(pass);
+        });
+        gate.close_and_wait(None);
+        assert!(
+            released.load(Ordering::SeqCst),
+            "returned before the pass left"
+        );
+        assert!(
+            Gate::enter(&gate).is_none(),
+            "a closed gate admitted a call"
+        );
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn closing_from_inside_a_callback_does_not_wait_for_itself() {
+        let gate = Arc::new(Gate::default());
+        let _pass = Gate::enter(&gate).unwrap();
+        // Would block forever if it waited for its own pass.
+        in_callback(|| gate.close_and_wait(None));
+        assert!(Gate::enter(&gate).is_none());
+    }
+
+    #[test]
+    fn a_bounded_wait_gives_up_on_a_pass_that_never_leaves() {
+        let gate = Arc::new(Gate::default());
+        let _pass = Gate::enter(&gate).unwrap();
+        let start = std::time::Instant::now();
+        gate.close_and_wait(Some(Duration::from_millis(200)));
+        assert!(start.elapsed() >= Duration::from_millis(200));
+    }
+
+    #[test]
+    fn a_builder_used_once_reports_state_not_a_crash() {
+        let mut slot = Slot(Some(1u32));
+        assert_eq!(slot.take(), Ok(1));
+        assert_eq!(slot.take(), Err(rmq_result::RMQ_STATE));
+        assert_eq!(slot.update(|b| b + 1), Err(rmq_result::RMQ_STATE));
+    }
+}

@@ -1,0 +1,360 @@
+//! The lite pull consumer (Java `DefaultLitePullConsumer`): subscribe or assign, then
+//! poll into a message list.
+//!
+//! Thread safety: an `rmq_lite_pull_consumer` may be used from several threads at once
+//! (as the Rust type); `rmq_lite_pull_consumer_free` needs it exclusively. It calls no C
+//! callbacks.
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use rocketmq_blocking::{LitePullConsumer, LitePullConsumerBuilder, MessageQueue, MessageSelector};
+
+use crate::common::{self, rmq_tls_config, HasSlot, Slot};
+use crate::error::{err, fail, guard, guard_void, rmq_result};
+use crate::message::{rmq_message_ext, rmq_message_list, rmq_message_queue, Ref};
+use crate::push::{consume_from, message_model};
+use crate::util::{handle, handle_array, out, out_handle, str_arg, take_handle};
+
+/// Options of a lite pull consumer before it starts.
+pub struct rmq_lite_pull_consumer_builder {
+    slot: Slot<LitePullConsumerBuilder>,
+}
+
+impl HasSlot for rmq_lite_pull_consumer_builder {
+    type B = LitePullConsumerBuilder;
+    fn slot(&mut self) -> &mut Slot<LitePullConsumerBuilder> {
+        &mut self.slot
+    }
+}
+
+/// A started lite pull consumer.
+pub struct rmq_lite_pull_consumer {
+    inner: LitePullConsumer,
+}
+
+/// Starts building a lite pull consumer of `group` (Java defaults: auto-commit every
+/// 5 s, clustering, from the last offset). Subscribe here, or `assign` after start.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_new(
+    group: *const c_char,
+    group_len: usize,
+    builder_out: *mut *mut rmq_lite_pull_consumer_builder,
+) -> rmq_result {
+    guard(|| {
+        let group = str_arg(group, group_len, "group")?;
+        out_handle(
+            builder_out,
+            rmq_lite_pull_consumer_builder {
+                slot: Slot(Some(LitePullConsumer::builder(group))),
+            },
+        )
+    })
+}
+
+/// The name-server addresses, `host:port` separated by `;`.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_namesrv(
+    b: *mut rmq_lite_pull_consumer_builder,
+    addr: *const c_char,
+    addr_len: usize,
+) -> rmq_result {
+    common::set_namesrv(b, addr, addr_len)
+}
+
+/// The instance name (Java `instanceName`).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_instance_name(
+    b: *mut rmq_lite_pull_consumer_builder,
+    name: *const c_char,
+    name_len: usize,
+) -> rmq_result {
+    common::set_instance_name(b, name, name_len)
+}
+
+/// ACL credentials; `security_token` may be NULL.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_credentials(
+    b: *mut rmq_lite_pull_consumer_builder,
+    access_key: *const c_char,
+    access_key_len: usize,
+    secret_key: *const c_char,
+    secret_key_len: usize,
+    security_token: *const c_char,
+    security_token_len: usize,
+) -> rmq_result {
+    common::set_credentials(
+        b,
+        access_key,
+        access_key_len,
+        secret_key,
+        secret_key_len,
+        security_token,
+        security_token_len,
+    )
+}
+
+/// TLS settings (copied).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_tls(
+    b: *mut rmq_lite_pull_consumer_builder,
+    tls: *const rmq_tls_config,
+) -> rmq_result {
+    common::set_tls(b, tls)
+}
+
+/// Subscribes to `topic` with a tag expression; queues come from the group's rebalance.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_subscribe(
+    b: *mut rmq_lite_pull_consumer_builder,
+    topic: *const c_char,
+    topic_len: usize,
+    expression: *const c_char,
+    expression_len: usize,
+) -> rmq_result {
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(expression, expression_len, "expression")?,
+            ))
+        },
+        |b, (t, e)| b.subscribe(t, e),
+    )
+}
+
+/// Subscribes to `topic` with an SQL92 filter.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_subscribe_sql(
+    b: *mut rmq_lite_pull_consumer_builder,
+    topic: *const c_char,
+    topic_len: usize,
+    sql: *const c_char,
+    sql_len: usize,
+) -> rmq_result {
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(sql, sql_len, "sql")?,
+            ))
+        },
+        |b, (t, sql)| b.subscribe_with(t, MessageSelector::by_sql(sql)),
+    )
+}
+
+/// Whether consumed offsets are committed in the background (default true); without,
+/// call `rmq_lite_pull_consumer_commit`.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_auto_commit(
+    b: *mut rmq_lite_pull_consumer_builder,
+    on: bool,
+) -> rmq_result {
+    common::set(b, |b| b.auto_commit(on))
+}
+
+/// Clustering or broadcasting (an `rmq_message_model`).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_message_model(
+    b: *mut rmq_lite_pull_consumer_builder,
+    model: i32,
+) -> rmq_result {
+    common::configure(b, || message_model(model), |b, m| b.message_model(m))
+}
+
+/// Where to start without a stored offset (an `rmq_consume_from`).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_consume_from(
+    b: *mut rmq_lite_pull_consumer_builder,
+    from: i32,
+    timestamp_ms: i64,
+) -> rmq_result {
+    common::configure(
+        b,
+        || consume_from(from, timestamp_ms),
+        |b, f| b.consume_from_where(f),
+    )
+}
+
+/// Most messages per pull, and so per poll (default 10).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_pull_batch_size(
+    b: *mut rmq_lite_pull_consumer_builder,
+    n: usize,
+) -> rmq_result {
+    common::set(b, |b| b.pull_batch_size(n))
+}
+
+/// Starts the consumer. The builder is consumed, whatever the result.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_start(
+    b: *mut rmq_lite_pull_consumer_builder,
+    consumer_out: *mut *mut rmq_lite_pull_consumer,
+) -> rmq_result {
+    guard(|| {
+        let mut owned = take_handle(b)
+            .ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "builder is NULL"))?;
+        let c = owned.slot.take()?.start().map_err(err)?;
+        out_handle(consumer_out, rmq_lite_pull_consumer { inner: c })
+    })
+}
+
+/// Frees a builder that was not started. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_free(b: *mut rmq_lite_pull_consumer_builder) {
+    guard_void(|| drop(take_handle(b)));
+}
+
+fn consumer<'a>(c: *const rmq_lite_pull_consumer) -> Result<&'a LitePullConsumer, rmq_result> {
+    Ok(&handle(c, "consumer")?.inner)
+}
+
+fn queues(qs: *const *const rmq_message_queue, n: usize) -> Result<Vec<MessageQueue>, rmq_result> {
+    Ok(handle_array(qs, n, "queues")?
+        .into_iter()
+        .map(|q| q.inner.clone())
+        .collect())
+}
+
+/// Waits up to `timeout_ms` for messages; `*list_out` is a new list (possibly empty) to
+/// free with `rmq_message_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_poll(
+    c: *const rmq_lite_pull_consumer,
+    timeout_ms: u64,
+    list_out: *mut *mut rmq_message_list,
+) -> rmq_result {
+    guard(|| {
+        let msgs = consumer(c)?
+            .poll_timeout(Duration::from_millis(timeout_ms))
+            .map_err(err)?;
+        let items = msgs
+            .into_iter()
+            .map(|m| rmq_message_ext {
+                inner: Ref::Owned(m),
+            })
+            .collect();
+        out_handle(list_out, rmq_message_list { items })
+    })
+}
+
+/// Consumes exactly these queues (instead of a subscription).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_assign(
+    c: *const rmq_lite_pull_consumer,
+    queues_in: *const *const rmq_message_queue,
+    count: usize,
+) -> rmq_result {
+    guard(|| consumer(c)?.assign(&queues(queues_in, count)?).map_err(err))
+}
+
+/// Commits the offsets of what was polled so far.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_commit(c: *const rmq_lite_pull_consumer) -> rmq_result {
+    guard(|| consumer(c)?.commit_sync().map_err(err))
+}
+
+/// The committed offset of a queue; `*found` is false when the group has none.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_committed(
+    c: *const rmq_lite_pull_consumer,
+    queue: *const rmq_message_queue,
+    found: *mut bool,
+    offset: *mut i64,
+) -> rmq_result {
+    guard(|| {
+        let o = consumer(c)?
+            .committed(&handle(queue, "queue")?.inner)
+            .map_err(err)?;
+        out(found, o.is_some())?;
+        out(offset, o.unwrap_or(-1))
+    })
+}
+
+/// Moves the next poll of a held queue to `offset` (cached messages are dropped).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_seek(
+    c: *const rmq_lite_pull_consumer,
+    queue: *const rmq_message_queue,
+    offset: i64,
+) -> rmq_result {
+    guard(|| {
+        consumer(c)?
+            .seek(&handle(queue, "queue")?.inner, offset)
+            .map_err(err)
+    })
+}
+
+/// Seeks to the first stored message of a queue.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_seek_to_begin(
+    c: *const rmq_lite_pull_consumer,
+    queue: *const rmq_message_queue,
+) -> rmq_result {
+    guard(|| {
+        consumer(c)?
+            .seek_to_begin(&handle(queue, "queue")?.inner)
+            .map_err(err)
+    })
+}
+
+/// Seeks past the last stored message of a queue.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_seek_to_end(
+    c: *const rmq_lite_pull_consumer,
+    queue: *const rmq_message_queue,
+) -> rmq_result {
+    guard(|| {
+        consumer(c)?
+            .seek_to_end(&handle(queue, "queue")?.inner)
+            .map_err(err)
+    })
+}
+
+/// Stops pulling these queues until resumed.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_pause(
+    c: *const rmq_lite_pull_consumer,
+    queues_in: *const *const rmq_message_queue,
+    count: usize,
+) -> rmq_result {
+    guard(|| {
+        consumer(c)?.pause(&queues(queues_in, count)?);
+        Ok(())
+    })
+}
+
+/// Resumes paused queues.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_resume(
+    c: *const rmq_lite_pull_consumer,
+    queues_in: *const *const rmq_message_queue,
+    count: usize,
+) -> rmq_result {
+    guard(|| {
+        consumer(c)?.resume(&queues(queues_in, count)?);
+        Ok(())
+    })
+}
+
+/// Commits (with auto-commit), stops the background pulls and unregisters. Idempotent;
+/// the handle must still be freed.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_shutdown(c: *const rmq_lite_pull_consumer) -> rmq_result {
+    guard(|| {
+        consumer(c)?.shutdown();
+        Ok(())
+    })
+}
+
+/// Shuts down (if not yet) and frees the consumer. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_free(c: *mut rmq_lite_pull_consumer) {
+    guard_void(|| {
+        if let Some(c) = take_handle(c) {
+            c.inner.shutdown();
+        }
+    });
+}

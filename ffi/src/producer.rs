@@ -1,0 +1,544 @@
+//! The producer (Java `DefaultMQProducer`): a builder handle for the options, then
+//! `rmq_producer_builder_start`.
+//!
+//! Thread safety: an `rmq_producer` may be used from any number of threads at once (every
+//! send takes it as `const`); only `rmq_producer_free` needs it exclusively, after every
+//! other call on it has returned. A builder is for one thread at a time.
+//!
+//! Transactions (Java `TransactionMQProducer`) will get their own handle,
+//! `rmq_transaction_producer`, built the same way once the crate has them.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
+
+use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::error::{err, fail, guard, guard_void, rmq_result};
+use crate::message::{rmq_message, rmq_message_queue, rmq_queue_list, rmq_send_result};
+use crate::util::{handle, handle_array, out_handle, str_arg, take_handle, Userdata};
+
+/// Options of a producer before it starts.
+pub struct rmq_producer_builder {
+    slot: Slot<ProducerBuilder>,
+}
+
+impl HasSlot for rmq_producer_builder {
+    type B = ProducerBuilder;
+    fn slot(&mut self) -> &mut Slot<ProducerBuilder> {
+        &mut self.slot
+    }
+}
+
+/// A started producer.
+pub struct rmq_producer {
+    inner: Producer,
+    /// Async sends whose callback has not run yet.
+    pending: Arc<Gate>,
+    send_timeout: Duration,
+}
+
+/// Called once per async send with its outcome, on one of the crate's callback threads.
+/// `result` is `RMQ_OK` with `send_result` borrowed for
+/// the call, or an error code with `send_result` NULL and the error text in
+/// `rmq_last_error` on that thread. Must not block for long: it holds a callback thread.
+pub type rmq_send_callback = Option<
+    extern "C" fn(userdata: *mut c_void, result: rmq_result, send_result: *const rmq_send_result),
+>;
+
+/// Picks a queue for `message` among `count` queues (Java `MessageQueueSelector`):
+/// returns an index below `count`, or a negative number to fail the send with
+/// `RMQ_INVALID_ARGUMENT`. Runs on the sending thread, during the send call.
+pub type rmq_queue_selector = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        queues: *const *const rmq_message_queue,
+        count: usize,
+        message: *const rmq_message,
+    ) -> i64,
+>;
+
+/// Starts building a producer of `group` with Java's defaults (send timeout 3 s, 2
+/// retries, 4 MiB max size, compression over 4 KiB). The name servers come from
+/// `NAMESRV_ADDR` unless `rmq_producer_builder_namesrv` is called.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_new(
+    group: *const c_char,
+    group_len: usize,
+    builder_out: *mut *mut rmq_producer_builder,
+) -> rmq_result {
+    guard(|| {
+        let group = str_arg(group, group_len, "group")?;
+        out_handle(
+            builder_out,
+            rmq_producer_builder {
+                slot: Slot(Some(Producer::builder(group))),
+            },
+        )
+    })
+}
+
+/// The name-server addresses, `host:port` separated by `;`.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_namesrv(
+    b: *mut rmq_producer_builder,
+    addr: *const c_char,
+    addr_len: usize,
+) -> rmq_result {
+    common::set_namesrv(b, addr, addr_len)
+}
+
+/// The instance name (Java `instanceName`): clients with different names get separate
+/// client instances and connections.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_instance_name(
+    b: *mut rmq_producer_builder,
+    name: *const c_char,
+    name_len: usize,
+) -> rmq_result {
+    common::set_instance_name(b, name, name_len)
+}
+
+/// ACL credentials: every request is signed (Java `AclClientRPCHook`). `security_token`
+/// may be NULL.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_credentials(
+    b: *mut rmq_producer_builder,
+    access_key: *const c_char,
+    access_key_len: usize,
+    secret_key: *const c_char,
+    secret_key_len: usize,
+    security_token: *const c_char,
+    security_token_len: usize,
+) -> rmq_result {
+    common::set_credentials(
+        b,
+        access_key,
+        access_key_len,
+        secret_key,
+        secret_key_len,
+        security_token,
+        security_token_len,
+    )
+}
+
+/// TLS to the name servers and brokers (the settings are copied).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_tls(
+    b: *mut rmq_producer_builder,
+    tls: *const rmq_tls_config,
+) -> rmq_result {
+    common::set_tls(b, tls)
+}
+
+/// The timeout of one send, in milliseconds (default 3000).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_send_timeout_ms(
+    b: *mut rmq_producer_builder,
+    ms: u64,
+) -> rmq_result {
+    common::set(b, |b| b.send_timeout(Duration::from_millis(ms)))
+}
+
+/// Retries of a failed sync send (default 2).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_retries(
+    b: *mut rmq_producer_builder,
+    retries: u32,
+) -> rmq_result {
+    common::set(b, |b| b.retries(retries))
+}
+
+/// Retries of a failed async send (default 2).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_async_retries(
+    b: *mut rmq_producer_builder,
+    retries: u32,
+) -> rmq_result {
+    common::set(b, |b| b.async_retries(retries))
+}
+
+/// The largest body accepted, in bytes (default 4 MiB).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_max_message_size(
+    b: *mut rmq_producer_builder,
+    bytes: usize,
+) -> rmq_result {
+    common::set(b, |b| b.max_message_size(bytes))
+}
+
+/// Bodies larger than this many bytes are compressed (default 4096).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_compress_over(
+    b: *mut rmq_producer_builder,
+    bytes: usize,
+) -> rmq_result {
+    common::set(b, |b| b.compress_over(bytes))
+}
+
+/// Starts the producer. The builder is consumed, whatever the result: free it only if
+/// this was not called.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_start(
+    b: *mut rmq_producer_builder,
+    producer_out: *mut *mut rmq_producer,
+) -> rmq_result {
+    guard(|| {
+        let mut owned = take_handle(b)
+            .ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "builder is NULL"))?;
+        let p = owned.slot.take()?.start().map_err(err)?;
+        let send_timeout = p.options().send_timeout;
+        out_handle(
+            producer_out,
+            rmq_producer {
+                inner: p,
+                pending: Arc::default(),
+                send_timeout,
+            },
+        )
+    })
+}
+
+/// Frees a builder that was not started. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_free(b: *mut rmq_producer_builder) {
+    guard_void(|| drop(take_handle(b)));
+}
+
+fn producer<'a>(p: *const rmq_producer) -> Result<&'a rmq_producer, rmq_result> {
+    handle(p, "producer")
+}
+
+fn msg<'a>(m: *const rmq_message) -> Result<&'a Message, rmq_result> {
+    Ok(handle(m, "message")?.inner.get())
+}
+
+fn give_result(
+    r: rocketmq_blocking::Result<rocketmq_blocking::SendResult>,
+    result_out: *mut *mut rmq_send_result,
+) -> Result<(), rmq_result> {
+    let r = r.map_err(err)?;
+    if result_out.is_null() {
+        return Ok(()); // the caller does not want the result
+    }
+    out_handle(result_out, rmq_send_result::new(r))
+}
+
+/// Sends and waits for the broker (retrying on another broker as configured). On
+/// success `*result_out` is a new send result to free with `rmq_send_result_free`
+/// (`result_out` may be NULL when not needed).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        give_result(p.inner.send(msg(message)?), result_out)
+    })
+}
+
+/// Like `rmq_producer_send`, bounded by `timeout_ms` instead of the builder's timeout.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_timeout(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    timeout_ms: u64,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        give_result(
+            p.inner
+                .send_timeout(msg(message)?, Duration::from_millis(timeout_ms)),
+            result_out,
+        )
+    })
+}
+
+/// Sends to one queue (no retry on another queue).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_to_queue(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    queue: *const rmq_message_queue,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        give_result(
+            p.inner.send_to_queue(msg(message)?, queue_ref(queue)?),
+            result_out,
+        )
+    })
+}
+
+/// Runs a C selector over the topic's queues.
+fn select(
+    selector: rmq_queue_selector,
+    userdata: Userdata,
+) -> Result<impl Fn(&[MessageQueue], &Message, &()) -> Option<MessageQueue>, rmq_result> {
+    let f = selector.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "selector is NULL"))?;
+    Ok(move |mqs: &[MessageQueue], m: &Message, _: &()| {
+        let views: Vec<rmq_message_queue> = mqs
+            .iter()
+            .map(|q| rmq_message_queue { inner: q.clone() })
+            .collect();
+        let ptrs: Vec<*const rmq_message_queue> = views.iter().map(|v| v as *const _).collect();
+        let mview = rmq_message::borrowed(m);
+        let i = in_callback(|| f(userdata.0, ptrs.as_ptr(), ptrs.len(), &mview));
+        usize::try_from(i).ok().and_then(|i| mqs.get(i).cloned())
+    })
+}
+
+/// Sends to the queue `selector` picks (Java `send(msg, selector, arg)`): keep related
+/// messages in order by picking the same queue for the same key.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_with_selector(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    selector: rmq_queue_selector,
+    userdata: *mut c_void,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let s = select(selector, Userdata(userdata))?;
+        give_result(
+            p.inner.send_with_selector(msg(message)?, &s, &()),
+            result_out,
+        )
+    })
+}
+
+/// Sends `count` messages of one topic as one batch (Java `send(Collection)`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_batch(
+    p: *const rmq_producer,
+    messages: *const *const rmq_message,
+    count: usize,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
+            .into_iter()
+            .map(|m| m.inner.get().clone())
+            .collect();
+        give_result(p.inner.send_batch(&msgs), result_out)
+    })
+}
+
+/// Sends a batch to one queue.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_batch_to_queue(
+    p: *const rmq_producer,
+    messages: *const *const rmq_message,
+    count: usize,
+    queue: *const rmq_message_queue,
+    result_out: *mut *mut rmq_send_result,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
+            .into_iter()
+            .map(|m| m.inner.get().clone())
+            .collect();
+        give_result(
+            p.inner.send_batch_to_queue(&msgs, queue_ref(queue)?),
+            result_out,
+        )
+    })
+}
+
+/// Sends without waiting for (or getting) an answer.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_oneway(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+) -> rmq_result {
+    guard(|| producer(p)?.inner.send_oneway(msg(message)?).map_err(err))
+}
+
+/// Sends one way to one queue.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_oneway_to_queue(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    queue: *const rmq_message_queue,
+) -> rmq_result {
+    guard(|| {
+        producer(p)?
+            .inner
+            .send_oneway_to_queue(msg(message)?, queue_ref(queue)?)
+            .map_err(err)
+    })
+}
+
+fn queue_ref<'a>(q: *const rmq_message_queue) -> Result<&'a MessageQueue, rmq_result> {
+    Ok(&handle(q, "queue")?.inner)
+}
+
+/// The wrapper the crate calls: admits itself at the gate when the send is queued, and
+/// leaves it after the C callback returned (or when the crate drops it uncalled).
+fn async_callback(
+    p: &rmq_producer,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> Result<
+    impl FnOnce(rocketmq_blocking::Result<rocketmq_blocking::SendResult>) + Send + 'static,
+    rmq_result,
+> {
+    let cb = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
+    let pass = Gate::enter(&p.pending)
+        .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the producer is shutting down"))?;
+    let ud = Userdata(userdata);
+    Ok(
+        move |r: rocketmq_blocking::Result<rocketmq_blocking::SendResult>| {
+            let _pass = pass;
+            let ud = ud;
+            match r {
+                Ok(r) => {
+                    let sr = rmq_send_result::new(r);
+                    in_callback(|| cb(ud.0, rmq_result::RMQ_OK, &sr));
+                }
+                Err(e) => {
+                    let code = err(e);
+                    in_callback(|| cb(ud.0, code, std::ptr::null()));
+                }
+            }
+        },
+    )
+}
+
+/// Sends without blocking for the answer; `callback` gets the outcome later (see
+/// `rmq_send_callback`). When this returns an error, the callback is never called.
+/// `userdata` goes to the callback as is, on a crate thread. `rmq_producer_free` waits
+/// (up to the send timeout plus 10 s) for the callbacks of sends still in flight.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_async(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let m = msg(message)?.clone();
+        let f = async_callback(p, callback, userdata)?;
+        p.inner.send_async(m, f).map_err(|e| err(e.into()))
+    })
+}
+
+/// Like `rmq_producer_send_async`, to one queue.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_async_to_queue(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    queue: *const rmq_message_queue,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let m = msg(message)?.clone();
+        let q = queue_ref(queue)?.clone();
+        let f = async_callback(p, callback, userdata)?;
+        p.inner
+            .send_async_to_queue(m, &q, f)
+            .map_err(|e| err(e.into()))
+    })
+}
+
+/// Like `rmq_producer_send_async`, to the queue `selector` picks; the selector runs on
+/// the calling thread before this returns (with `selector_userdata`), the callback later
+/// on a crate thread (with `userdata`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_async_with_selector(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    selector: rmq_queue_selector,
+    selector_userdata: *mut c_void,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let m = msg(message)?.clone();
+        let s = select(selector, Userdata(selector_userdata))?;
+        let f = async_callback(p, callback, userdata)?;
+        p.inner
+            .send_async_with_selector(m, &s, &(), f)
+            .map_err(|e| err(e.into()))
+    })
+}
+
+/// Sends one way to the queue `selector` picks (run on the calling thread).
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_oneway_with_selector(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    selector: rmq_queue_selector,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let s = select(selector, Userdata(userdata))?;
+        p.inner
+            .send_oneway_with_selector(msg(message)?, &s, &())
+            .map_err(err)
+    })
+}
+
+/// The queues of `topic` a producer can write to; free the list with `rmq_queue_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_producer_fetch_queues(
+    p: *const rmq_producer,
+    topic: *const c_char,
+    topic_len: usize,
+    list_out: *mut *mut rmq_queue_list,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let qs = p
+            .inner
+            .fetch_publish_message_queues(str_arg(topic, topic_len, "topic")?)
+            .map_err(err)?;
+        out_handle(
+            list_out,
+            rmq_queue_list {
+                items: qs
+                    .into_iter()
+                    .map(|inner| rmq_message_queue { inner })
+                    .collect(),
+            },
+        )
+    })
+}
+
+/// Shuts the producer down (unregisters from the brokers); later sends fail with
+/// `RMQ_STATE`. Idempotent. The handle must still be freed.
+#[no_mangle]
+pub extern "C" fn rmq_producer_shutdown(p: *const rmq_producer) -> rmq_result {
+    guard(|| {
+        producer(p)?.inner.shutdown();
+        Ok(())
+    })
+}
+
+/// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
+/// still in flight have run (bounded by the send timeout plus 10 s; from inside one of
+/// its own callbacks it does not wait). NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_producer_free(p: *mut rmq_producer) {
+    guard_void(|| {
+        if let Some(p) = take_handle(p) {
+            // Pending requests fail when the instance stops, which runs their callbacks.
+            p.inner.shutdown();
+            p.pending
+                .close_and_wait(Some(p.send_timeout + Duration::from_secs(10)));
+        }
+    });
+}

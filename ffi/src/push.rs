@@ -1,0 +1,578 @@
+//! The push consumer (Java `DefaultMQPushConsumer`): a builder with a concurrent or an
+//! orderly listener callback, then `rmq_push_consumer_builder_start`.
+//!
+//! Thread safety: an `rmq_push_consumer` may be used from any thread, by several at
+//! once; `rmq_push_consumer_free` needs it exclusively. The listener runs on the crate's
+//! consume threads, several at once for a concurrent listener (one per queue at a time
+//! for an orderly one), so it and its userdata must be thread-safe.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use rocketmq_blocking::{
+    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus,
+    ConsumeStatus, MessageExt, MessageModel, MessageSelector, PushConsumer, PushConsumerBuilder,
+    ReconsumeDelay,
+};
+
+use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::error::{err, fail, guard, guard_void, rmq_result};
+use crate::message::{rmq_message_ext, rmq_message_queue, Ref};
+use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
+
+/// What a listener answers.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rmq_consume_status {
+    /// Consumed: the offset moves past these messages.
+    RMQ_CONSUME_SUCCESS = 0,
+    /// Concurrent: deliver these again later (Java `RECONSUME_LATER`). Orderly: suspend
+    /// the queue a moment and deliver them again (Java `SUSPEND_CURRENT_QUEUE_A_MOMENT`).
+    RMQ_CONSUME_LATER = 1,
+}
+
+/// The message model (`rmq_*_builder_message_model`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rmq_message_model {
+    /// Each message goes to one consumer of the group (the default).
+    RMQ_CLUSTERING = 0,
+    /// Each message goes to every consumer of the group.
+    RMQ_BROADCASTING = 1,
+}
+
+/// Where a group without a stored offset starts (`rmq_*_builder_consume_from`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rmq_consume_from {
+    /// From the end of each queue (the default).
+    RMQ_CONSUME_FROM_LAST_OFFSET = 0,
+    /// From the first message still stored.
+    RMQ_CONSUME_FROM_FIRST_OFFSET = 1,
+    /// From the first message stored at or after a timestamp.
+    RMQ_CONSUME_FROM_TIMESTAMP = 2,
+}
+
+/// A listener: gets `count` messages of one queue and the call's context (both borrowed
+/// for the call; copy what you keep) and returns an `rmq_consume_status` as an
+/// `int32_t` (other values count as `RMQ_CONSUME_LATER`). Runs on a crate consume thread.
+pub type rmq_consume_callback = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        messages: *const *const rmq_message_ext,
+        count: usize,
+        context: *mut rmq_consume_context,
+    ) -> i32,
+>;
+
+/// One listener call's context (Java `ConsumeConcurrentlyContext` /
+/// `ConsumeOrderlyContext`): the queue, and what to do with the messages. Valid only
+/// during the call, on the listener's thread.
+pub struct rmq_consume_context {
+    queue: rmq_message_queue,
+    kind: ContextKind,
+}
+
+enum ContextKind {
+    Concurrent(*mut ConsumeConcurrentlyContext),
+    Orderly(*mut ConsumeOrderlyContext),
+}
+
+fn concurrent<'a>(
+    c: *mut rmq_consume_context,
+) -> Result<&'a mut ConsumeConcurrentlyContext, rmq_result> {
+    match handle_mut(c, "context")?.kind {
+        // SAFETY: the pointer is to the crate's context on the stack of the listener
+        // call that made this `rmq_consume_context`, which the header says lives only
+        // for that call; the call holds the only reference while C runs.
+        ContextKind::Concurrent(p) => Ok(unsafe { &mut *p }),
+        ContextKind::Orderly(_) => Err(fail(
+            rmq_result::RMQ_STATE,
+            "not a concurrent listener's context",
+        )),
+    }
+}
+
+/// The queue the messages come from, borrowed from the context.
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_queue(
+    c: *const rmq_consume_context,
+    queue: *mut *const rmq_message_queue,
+) -> rmq_result {
+    guard(|| {
+        out(
+            queue,
+            &handle(c, "context")?.queue as *const rmq_message_queue,
+        )
+    })
+}
+
+/// Concurrent listeners: messages up to `index` count as consumed even when the call
+/// returns `RMQ_CONSUME_LATER`; the rest are delivered again (Java `setAckIndex`).
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_ack_index(
+    c: *mut rmq_consume_context,
+    index: usize,
+) -> rmq_result {
+    guard(|| {
+        concurrent(c)?.set_ack_index(index);
+        Ok(())
+    })
+}
+
+/// Concurrent listeners: the delay level of the next delivery after `RMQ_CONSUME_LATER`
+/// (Java `setDelayLevelWhenNextConsume`): 0 the broker's choice, -1 straight to the
+/// dead-letter queue, 1.. a delay level.
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_delay_level(
+    c: *mut rmq_consume_context,
+    level: i32,
+) -> rmq_result {
+    guard(|| {
+        let delay = match level {
+            0 => ReconsumeDelay::Broker,
+            -1 => ReconsumeDelay::DeadLetter,
+            l if l > 0 => ReconsumeDelay::Level(l as u32),
+            l => {
+                return Err(fail(
+                    rmq_result::RMQ_INVALID_ARGUMENT,
+                    format!("delay level {l}"),
+                ))
+            }
+        };
+        concurrent(c)?.set_reconsume_delay(delay);
+        Ok(())
+    })
+}
+
+/// Orderly listeners: how long the queue pauses after `RMQ_CONSUME_LATER` (Java
+/// `setSuspendCurrentQueueTimeMillis`).
+#[no_mangle]
+pub extern "C" fn rmq_consume_context_set_suspend_ms(
+    c: *mut rmq_consume_context,
+    ms: u64,
+) -> rmq_result {
+    guard(|| match handle_mut(c, "context")?.kind {
+        ContextKind::Orderly(p) => {
+            // SAFETY: as in `concurrent`: the crate's context of the running call.
+            let ctx = unsafe { &mut *p };
+            ctx.set_suspend_time(Duration::from_millis(ms));
+            Ok(())
+        }
+        ContextKind::Concurrent(_) => Err(fail(
+            rmq_result::RMQ_STATE,
+            "not an orderly listener's context",
+        )),
+    })
+}
+
+/// Options of a push consumer before it starts.
+pub struct rmq_push_consumer_builder {
+    slot: Slot<PushConsumerBuilder>,
+    gate: Arc<Gate>,
+}
+
+impl HasSlot for rmq_push_consumer_builder {
+    type B = PushConsumerBuilder;
+    fn slot(&mut self) -> &mut Slot<PushConsumerBuilder> {
+        &mut self.slot
+    }
+}
+
+/// A started push consumer.
+pub struct rmq_push_consumer {
+    inner: PushConsumer,
+    /// Listener calls in flight; closed by `_free`.
+    gate: Arc<Gate>,
+}
+
+pub(crate) fn message_model(m: i32) -> Result<MessageModel, rmq_result> {
+    match m {
+        0 => Ok(MessageModel::Clustering),
+        1 => Ok(MessageModel::Broadcasting),
+        _ => Err(fail(
+            rmq_result::RMQ_INVALID_ARGUMENT,
+            format!("message model {m}"),
+        )),
+    }
+}
+
+pub(crate) fn consume_from(from: i32, timestamp_ms: i64) -> Result<ConsumeFromWhere, rmq_result> {
+    match from {
+        0 => Ok(ConsumeFromWhere::LastOffset),
+        1 => Ok(ConsumeFromWhere::FirstOffset),
+        2 => Ok(ConsumeFromWhere::Timestamp(
+            UNIX_EPOCH + Duration::from_millis(u64::try_from(timestamp_ms).unwrap_or(0)),
+        )),
+        _ => Err(fail(
+            rmq_result::RMQ_INVALID_ARGUMENT,
+            format!("consume-from {from}"),
+        )),
+    }
+}
+
+/// Starts building a push consumer of `group` (Java defaults: clustering, from the last
+/// offset, 20 consume threads, batches of 1). Needs a listener and a subscription.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_new(
+    group: *const c_char,
+    group_len: usize,
+    builder_out: *mut *mut rmq_push_consumer_builder,
+) -> rmq_result {
+    guard(|| {
+        let group = str_arg(group, group_len, "group")?;
+        out_handle(
+            builder_out,
+            rmq_push_consumer_builder {
+                slot: Slot(Some(PushConsumer::builder(group))),
+                gate: Arc::default(),
+            },
+        )
+    })
+}
+
+/// The name-server addresses, `host:port` separated by `;`.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_namesrv(
+    b: *mut rmq_push_consumer_builder,
+    addr: *const c_char,
+    addr_len: usize,
+) -> rmq_result {
+    common::set_namesrv(b, addr, addr_len)
+}
+
+/// The instance name (Java `instanceName`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_instance_name(
+    b: *mut rmq_push_consumer_builder,
+    name: *const c_char,
+    name_len: usize,
+) -> rmq_result {
+    common::set_instance_name(b, name, name_len)
+}
+
+/// ACL credentials; `security_token` may be NULL.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_credentials(
+    b: *mut rmq_push_consumer_builder,
+    access_key: *const c_char,
+    access_key_len: usize,
+    secret_key: *const c_char,
+    secret_key_len: usize,
+    security_token: *const c_char,
+    security_token_len: usize,
+) -> rmq_result {
+    common::set_credentials(
+        b,
+        access_key,
+        access_key_len,
+        secret_key,
+        secret_key_len,
+        security_token,
+        security_token_len,
+    )
+}
+
+/// TLS settings (copied).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_tls(
+    b: *mut rmq_push_consumer_builder,
+    tls: *const rmq_tls_config,
+) -> rmq_result {
+    common::set_tls(b, tls)
+}
+
+/// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_subscribe(
+    b: *mut rmq_push_consumer_builder,
+    topic: *const c_char,
+    topic_len: usize,
+    expression: *const c_char,
+    expression_len: usize,
+) -> rmq_result {
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(expression, expression_len, "expression")?,
+            ))
+        },
+        |b, (t, e)| b.subscribe(t, e),
+    )
+}
+
+/// Subscribes to `topic` with an SQL92 filter over properties (the broker needs
+/// `enablePropertyFilter=true`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_subscribe_sql(
+    b: *mut rmq_push_consumer_builder,
+    topic: *const c_char,
+    topic_len: usize,
+    sql: *const c_char,
+    sql_len: usize,
+) -> rmq_result {
+    common::configure(
+        b,
+        || {
+            Ok((
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(sql, sql_len, "sql")?,
+            ))
+        },
+        |b, (t, sql)| b.subscribe_with(t, MessageSelector::by_sql(sql)),
+    )
+}
+
+/// Clustering or broadcasting (an `rmq_message_model`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_message_model(
+    b: *mut rmq_push_consumer_builder,
+    model: i32,
+) -> rmq_result {
+    common::configure(b, || message_model(model), |b, m| b.message_model(m))
+}
+
+/// Where to start without a stored offset (an `rmq_consume_from`); `timestamp_ms` is
+/// used with `RMQ_CONSUME_FROM_TIMESTAMP`.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_consume_from(
+    b: *mut rmq_push_consumer_builder,
+    from: i32,
+    timestamp_ms: i64,
+) -> rmq_result {
+    common::configure(
+        b,
+        || consume_from(from, timestamp_ms),
+        |b, f| b.consume_from_where(f),
+    )
+}
+
+/// The consume pool's size (Java `consumeThreadMin`/`Max`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_consume_threads(
+    b: *mut rmq_push_consumer_builder,
+    min: usize,
+    max: usize,
+) -> rmq_result {
+    common::set(b, |b| b.consume_thread_min(min).consume_thread_max(max))
+}
+
+/// Most messages per listener call (Java `consumeMessageBatchMaxSize`, default 1).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_consume_batch_max_size(
+    b: *mut rmq_push_consumer_builder,
+    n: usize,
+) -> rmq_result {
+    common::set(b, |b| b.consume_message_batch_max_size(n))
+}
+
+/// Most messages per pull (Java `pullBatchSize`, default 32).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_pull_batch_size(
+    b: *mut rmq_push_consumer_builder,
+    n: usize,
+) -> rmq_result {
+    common::set(b, |b| b.pull_batch_size(n))
+}
+
+/// Deliveries before a message goes to the dead-letter queue (default 16).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_max_reconsume_times(
+    b: *mut rmq_push_consumer_builder,
+    n: u32,
+) -> rmq_result {
+    common::set(b, |b| b.max_reconsume_times(n))
+}
+
+/// How long the crate's shutdown lets listeners finish before it stops recording offsets
+/// (Java `awaitTerminationMillisWhenShutdown`, default 0). Independently of this,
+/// `rmq_push_consumer_free` returns only after every listener call has returned.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_await_termination_ms(
+    b: *mut rmq_push_consumer_builder,
+    ms: u64,
+) -> rmq_result {
+    common::set(b, |b| {
+        b.await_termination_when_shutdown(Duration::from_millis(ms))
+    })
+}
+
+/// Calls `callback` for the messages, several queues at once (Java
+/// `MessageListenerConcurrently`). `userdata` goes to every call, on the consume threads.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_listener(
+    b: *mut rmq_push_consumer_builder,
+    callback: rmq_consume_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        let f = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
+        let (gate, ud) = (h.gate.clone(), Userdata(userdata));
+        h.slot.update(|b| {
+            b.listener(move |msgs, ctx| {
+                match call(
+                    &gate,
+                    f,
+                    ud,
+                    msgs,
+                    ctx.message_queue().clone(),
+                    ContextKind::Concurrent(ctx),
+                ) {
+                    Some(0) => ConsumeStatus::Success,
+                    _ => ConsumeStatus::ReconsumeLater,
+                }
+            })
+        })
+    })
+}
+
+/// Calls `callback` for one queue at a time, in queue order (Java
+/// `MessageListenerOrderly`); the queue is locked at the broker while held.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_orderly_listener(
+    b: *mut rmq_push_consumer_builder,
+    callback: rmq_consume_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        let f = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
+        let (gate, ud) = (h.gate.clone(), Userdata(userdata));
+        h.slot.update(|b| {
+            b.orderly_listener(move |msgs, ctx| {
+                match call(
+                    &gate,
+                    f,
+                    ud,
+                    msgs,
+                    ctx.message_queue().clone(),
+                    ContextKind::Orderly(ctx),
+                ) {
+                    Some(0) => ConsumeOrderlyStatus::Success,
+                    _ => ConsumeOrderlyStatus::Suspend,
+                }
+            })
+        })
+    })
+}
+
+type ListenerFn = extern "C" fn(
+    *mut c_void,
+    *const *const rmq_message_ext,
+    usize,
+    *mut rmq_consume_context,
+) -> i32;
+
+/// One listener call through the gate: `None` once `_free` closed it (the messages then
+/// come again, to this group's next consumer).
+fn call(
+    gate: &Arc<Gate>,
+    f: ListenerFn,
+    ud: Userdata,
+    msgs: &[MessageExt],
+    mq: rocketmq_blocking::MessageQueue,
+    kind: ContextKind,
+) -> Option<i32> {
+    let _pass = Gate::enter(gate)?;
+    let views: Vec<rmq_message_ext> = msgs
+        .iter()
+        .map(|m| rmq_message_ext {
+            inner: Ref::Borrowed(m),
+        })
+        .collect();
+    let ptrs: Vec<*const rmq_message_ext> = views.iter().map(|v| v as *const _).collect();
+    let mut ctx = rmq_consume_context {
+        queue: rmq_message_queue { inner: mq },
+        kind,
+    };
+    Some(in_callback(|| f(ud.0, ptrs.as_ptr(), ptrs.len(), &mut ctx)))
+}
+
+/// Starts the consumer. The builder is consumed, whatever the result.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_start(
+    b: *mut rmq_push_consumer_builder,
+    consumer_out: *mut *mut rmq_push_consumer,
+) -> rmq_result {
+    guard(|| {
+        let mut owned = take_handle(b)
+            .ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "builder is NULL"))?;
+        let c = owned.slot.take()?.start().map_err(err)?;
+        out_handle(
+            consumer_out,
+            rmq_push_consumer {
+                inner: c,
+                gate: owned.gate.clone(),
+            },
+        )
+    })
+}
+
+/// Frees a builder that was not started. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_free(b: *mut rmq_push_consumer_builder) {
+    guard_void(|| drop(take_handle(b)));
+}
+
+/// Subscribes a running consumer to one more topic (tag expression).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_subscribe(
+    c: *const rmq_push_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+    expression: *const c_char,
+    expression_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let c = handle(c, "consumer")?;
+        c.inner
+            .subscribe(
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(expression, expression_len, "expression")?,
+            )
+            .map_err(err)
+    })
+}
+
+/// Drops a running consumer's subscription to `topic`.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_unsubscribe(
+    c: *const rmq_push_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+) -> rmq_result {
+    guard(|| {
+        handle(c, "consumer")?
+            .inner
+            .unsubscribe(str_arg(topic, topic_len, "topic")?)
+            .map_err(err)
+    })
+}
+
+/// Stops pulling, persists the offsets and unregisters (Java `shutdown`). Listener calls
+/// already running go on; messages whose call had not returned are delivered again.
+/// Idempotent; the handle must still be freed.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_shutdown(c: *const rmq_push_consumer) -> rmq_result {
+    guard(|| {
+        handle(c, "consumer")?.inner.shutdown();
+        Ok(())
+    })
+}
+
+/// Shuts down (if not yet) and frees the consumer. Returns only after every listener
+/// call in flight has returned, so the userdata may be freed right after (called from
+/// inside its own listener it cannot wait for itself, and does not). NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_free(c: *mut rmq_push_consumer) {
+    guard_void(|| {
+        if let Some(c) = take_handle(c) {
+            c.inner.shutdown();
+            c.gate.close_and_wait(None);
+        }
+    });
+}

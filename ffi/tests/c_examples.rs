@@ -1,0 +1,463 @@
+//! The C examples in `ffi/examples/`, compiled with the system C compiler against the
+//! library this package builds and run against one real RocketMQ cluster (testkit):
+//! they send every way, consume with a push and a lite pull consumer, and every message
+//! the broker acknowledged must be read back, counted by message id. The same programs
+//! then run under Valgrind: no definite leak, no invalid access, including a consumer
+//! freed while its listener is in flight. The Python package (`python/`, ctypes over the
+//! same library) runs its pytest suite against the same cluster.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rocketmq_blocking::testkit::Cluster;
+
+static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
+static NAMESRV: OnceLock<String> = OnceLock::new();
+static BUILT: Mutex<Option<HashMap<&'static str, PathBuf>>> = Mutex::new(None);
+
+fn namesrv() -> &'static str {
+    NAMESRV.get_or_init(|| {
+        let c = CLUSTER.get_or_init(|| {
+            // The workspace's target directory (the test runs in ffi/, where the
+            // launcher's default `./target` would be a second jar cache).
+            let work_dir = profile_dir()
+                .parent()
+                .expect("target")
+                .join("rocketmq-testkit");
+            let mut b = Cluster::builder()
+                .work_dir(work_dir)
+                .brokers(1)
+                .broker_config("waitTimeMillsInSendQueue", "5000")
+                .broker_config("osPageCacheBusyTimeOutMills", "5000");
+            if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+                b = b.version(&v);
+            }
+            Mutex::new(
+                b.start()
+                    .unwrap_or_else(|e| panic!("starting the cluster: {e}")),
+            )
+        });
+        c.lock().unwrap_or_else(|e| e.into_inner()).namesrv_addr()
+    })
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}_{}_{nanos}", std::process::id())
+}
+
+/// `target/debug` (or the profile's directory): the test binary lives in its `deps/`.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// The C block of the README's "From C" section, written to `hello.c`.
+fn readme_example() -> PathBuf {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md");
+    let section = readme.split("## From C").nth(1).expect("a From C section");
+    let code = section
+        .split("```c\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a ```c block");
+    let dir = profile_dir().join("ffi-examples");
+    std::fs::create_dir_all(&dir).expect("output directory");
+    let path = dir.join("hello.c");
+    std::fs::write(&path, code).expect("writing hello.c");
+    path
+}
+
+/// Compiles `ffi/examples/<name>.c` once per run against `librocketmq_blocking.so`.
+fn example(name: &'static str) -> PathBuf {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let built = built.get_or_insert_with(HashMap::new);
+    if let Some(p) = built.get(name) {
+        return p.clone();
+    }
+    let lib_dir = profile_dir();
+    assert!(
+        lib_dir.join("librocketmq_blocking.so").exists(),
+        "no librocketmq_blocking.so in {}",
+        lib_dir.display()
+    );
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out_dir = lib_dir.join("ffi-examples");
+    std::fs::create_dir_all(&out_dir).expect("output directory");
+    let exe = out_dir.join(name);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let status = Command::new(&cc)
+        .args([
+            "-std=c11",
+            "-D_POSIX_C_SOURCE=200809L",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-g",
+            "-pthread",
+        ])
+        .arg("-I")
+        .arg(crate_dir.join("include"))
+        .arg(if name == "hello" {
+            readme_example()
+        } else {
+            crate_dir.join("examples").join(format!("{name}.c"))
+        })
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib_dir)
+        .arg("-lrocketmq_blocking")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .status()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(status.success(), "compiling {name}.c failed");
+    built.insert(name, exe.clone());
+    exe
+}
+
+/// Runs a program with `NAMESRV_ADDR` set, killed after `limit`.
+fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .env("NAMESRV_ADDR", namesrv())
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawning the example");
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + limit;
+    while !waiter.is_finished() {
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = waiter.join().expect("waiter").expect("output");
+    eprintln!("--- {:?}\n{}", cmd, String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The ids after `prefix` ("ack " or "msg ") on each line.
+fn ids(text: &str, prefix: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(|rest| rest.split_whitespace().next().unwrap_or("").to_string())
+        .collect()
+}
+
+/// Every acknowledged id is among the received ones; returns (received, duplicates).
+fn check_read_back(what: &str, acked: &[String], received: &[String]) -> (usize, usize) {
+    let set: HashSet<&String> = received.iter().collect();
+    let lost: Vec<&String> = acked.iter().filter(|id| !set.contains(id)).collect();
+    let dups = received.len() - set.len();
+    eprintln!(
+        "{what}: acked {} received {} lost {} duplicates {dups}",
+        acked.len(),
+        received.len(),
+        lost.len()
+    );
+    assert!(
+        lost.is_empty(),
+        "{what}: {} acknowledged messages never arrived: {lost:?}",
+        lost.len()
+    );
+    (received.len(), dups)
+}
+
+fn produce(topic: &str, count: usize) -> Vec<String> {
+    let out = run(
+        Command::new(example("produce"))
+            .arg(topic)
+            .arg(count.to_string()),
+        Duration::from_secs(600),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "produce failed: {}\n{text}",
+        out.status
+    );
+    assert!(text.contains("null check ok"), "{text}");
+    // The selector picked 7 % 4 queues.
+    assert!(text.contains("selector queue 3"), "{text}");
+    let acked = ids(&text, "ack ");
+    // count sync + count async + async with a selector + selector + to a queue + a
+    // batch of three.
+    assert_eq!(acked.len(), 2 * count + 6, "{text}");
+    assert!(
+        text.contains(&format!("summary acked={} oneway=1", 2 * count + 6)),
+        "{text}"
+    );
+    acked
+}
+
+#[test]
+fn the_readme_c_example_works_as_written() {
+    let out = run(
+        &mut Command::new(example("hello")),
+        Duration::from_secs(120),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "hello failed: {}\n{text}", out.status);
+    let id = text.strip_prefix("sent ").map(str::trim).unwrap_or("");
+    assert_eq!(id.len(), 32, "a message id in {text:?}");
+}
+
+#[test]
+fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
+    let topic = unique("CTopic");
+    let acked = produce(&topic, 5);
+
+    let push = run(
+        Command::new(example("consume")).args([
+            &topic,
+            &unique("c_push"),
+            &acked.len().to_string(),
+            "tags=TagA",
+        ]),
+        Duration::from_secs(300),
+    );
+    assert!(push.status.success(), "consume failed:\n{}", stdout(&push));
+    check_read_back("push", &acked, &ids(&stdout(&push), "msg "));
+
+    let orderly = run(
+        Command::new(example("consume")).args([
+            &topic,
+            &unique("c_orderly"),
+            &acked.len().to_string(),
+            "tags=TagA",
+            "orderly",
+        ]),
+        Duration::from_secs(300),
+    );
+    assert!(
+        orderly.status.success(),
+        "orderly consume failed:\n{}",
+        stdout(&orderly)
+    );
+    check_read_back("orderly", &acked, &ids(&stdout(&orderly), "msg "));
+
+    let lite = run(
+        Command::new(example("lite_pull")).args([
+            &topic,
+            &unique("c_lite"),
+            &acked.len().to_string(),
+            "tag=TagA",
+        ]),
+        Duration::from_secs(300),
+    );
+    assert!(
+        lite.status.success(),
+        "lite_pull failed:\n{}",
+        stdout(&lite)
+    );
+    check_read_back("lite pull", &acked, &ids(&stdout(&lite), "msg "));
+
+    // Assigned queues, sought to their beginning, one paused and resumed; the committed
+    // offsets add up to what was read.
+    let assigned = run(
+        Command::new(example("lite_pull")).args([
+            &topic,
+            &unique("c_assign"),
+            &acked.len().to_string(),
+            "tag=TagA",
+            "assign",
+        ]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&assigned);
+    assert!(
+        assigned.status.success(),
+        "lite_pull assign failed:\n{text}"
+    );
+    assert!(text.contains("assigned 4 queues"), "{text}");
+    let received = ids(&text, "msg ");
+    check_read_back("lite pull assign", &acked, &received);
+    let committed: i64 = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("committed "))
+        .filter_map(|l| l.split("offset=").nth(1))
+        .map(|o| o.trim().parse::<i64>().expect("offset"))
+        .sum();
+    assert_eq!(committed, received.len() as i64, "{text}");
+
+    // Freed while a (slow) listener call is in flight: the free waits for it, and no
+    // call starts afterwards.
+    let slow = run(
+        Command::new(example("consume")).args([&topic, &unique("c_slow"), "1", "slow"]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&slow);
+    assert!(slow.status.success(), "slow consume failed:\n{text}");
+    assert!(
+        text.contains("in_flight_at_free=") && !text.contains("in_flight_at_free=0 "),
+        "{text}"
+    );
+    assert!(
+        text.contains("in_flight_after_free=0 calls_after_free=0"),
+        "{text}"
+    );
+}
+
+/// Runs a command under Valgrind and checks its report: exit 0, no error, no definite
+/// leak. Returns the program's stdout.
+fn under_valgrind(args: &[&str], name: &'static str, log: &Path) -> String {
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--error-exitcode=1",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite",
+        "--show-leak-kinds=definite",
+        "--num-callers=30",
+    ])
+    .arg(format!("--log-file={}", log.display()))
+    .arg(example(name))
+    .args(args);
+    let out = run(&mut cmd, Duration::from_secs(900));
+    let report = std::fs::read_to_string(log).unwrap_or_default();
+    let summary: Vec<&str> = report
+        .lines()
+        .filter(|l| {
+            l.contains("ERROR SUMMARY")
+                || l.contains("definitely lost")
+                || l.contains("in use at exit")
+        })
+        .collect();
+    eprintln!("valgrind {name} {args:?}: {summary:?}");
+    assert!(
+        out.status.success(),
+        "{name} under valgrind exited {}:\n{report}\n{}",
+        out.status,
+        stdout(&out)
+    );
+    assert!(report.contains("ERROR SUMMARY: 0 errors"), "{report}");
+    assert!(
+        report.contains("definitely lost: 0 bytes")
+            || report.contains("All heap blocks were freed"),
+        "{report}"
+    );
+    stdout(&out)
+}
+
+#[test]
+fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
+    let have = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        have,
+        "valgrind is not installed (.ci/run installs it: apt-get install -y valgrind)"
+    );
+    let topic = unique("CValgrind");
+    let dir = profile_dir().join("ffi-examples");
+    std::fs::create_dir_all(&dir).expect("log directory");
+
+    // Few messages: everything runs some 20-50 times slower under Valgrind.
+    let text = under_valgrind(&[&topic, "2"], "produce", &dir.join("valgrind-produce.log"));
+    let acked = ids(&text, "ack ");
+    assert_eq!(acked.len(), 10, "{text}");
+
+    let expect = acked.len().to_string();
+    let push = under_valgrind(
+        &[&topic, &unique("vg_push"), &expect, "tags=TagA"],
+        "consume",
+        &dir.join("valgrind-consume.log"),
+    );
+    check_read_back("push under valgrind", &acked, &ids(&push, "msg "));
+
+    let lite = under_valgrind(
+        &[&topic, &unique("vg_lite"), &expect, "tag=TagA"],
+        "lite_pull",
+        &dir.join("valgrind-lite.log"),
+    );
+    check_read_back("lite pull under valgrind", &acked, &ids(&lite, "msg "));
+
+    let slow = under_valgrind(
+        &[&topic, &unique("vg_slow"), "1", "slow"],
+        "consume",
+        &dir.join("valgrind-slow.log"),
+    );
+    assert!(
+        slow.contains("in_flight_after_free=0 calls_after_free=0"),
+        "{slow}"
+    );
+    assert!(!slow.contains("in_flight_at_free=0 "), "{slow}");
+}
+
+#[test]
+fn the_python_package_passes_its_pytest_suite() {
+    let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
+    let lib = profile_dir().join("librocketmq_blocking.so");
+    let out = run(
+        Command::new("python3")
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
+            .current_dir(&python_dir)
+            .env("PYTHONPATH", &python_dir)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("ROCKETMQ_BLOCKING_LIB", &lib),
+        Duration::from_secs(600),
+    );
+    let text = stdout(&out);
+    eprintln!("{text}");
+    assert!(
+        out.status.success(),
+        "pytest failed ({}):\n{text}",
+        out.status
+    );
+    assert!(text.contains(" passed"), "{text}");
+    assert!(!text.contains("skipped"), "{text}");
+}
+
+#[test]
+fn the_readme_python_example_works_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let section = readme
+        .split("## From Python")
+        .nth(1)
+        .expect("a From Python section");
+    let code = section
+        .split("```python\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a ```python block");
+    let out = run(
+        Command::new("python3")
+            .arg("-c")
+            .arg(code)
+            .env("PYTHONPATH", root.join("python"))
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env(
+                "ROCKETMQ_BLOCKING_LIB",
+                profile_dir().join("librocketmq_blocking.so"),
+            ),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "the README's Python example failed ({}):\n{text}",
+        out.status
+    );
+    assert!(text.starts_with("consumed "), "{text}");
+}
