@@ -61,6 +61,40 @@ fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
+/// The directory holding `librocketmq_blocking.so`. `cargo build` puts it in the
+/// profile's directory; `cargo test` alone does not build a library without an rlib, so
+/// then it is built here, once, into a target directory of its own (the outer cargo
+/// holds the lock of the shared one while tests run).
+fn lib_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let profile = profile_dir();
+        if profile.join("librocketmq_blocking.so").exists() {
+            return profile;
+        }
+        let target = profile.parent().expect("target").join("ffi-lib");
+        eprintln!("building librocketmq_blocking.so into {}", target.display());
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--locked", "-p", "rocketmq-blocking-ffi", "--lib"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .expect("running cargo");
+        assert!(
+            status.success(),
+            "cargo build -p rocketmq-blocking-ffi failed"
+        );
+        let dir = target.join("debug");
+        assert!(
+            dir.join("librocketmq_blocking.so").exists(),
+            "no library in {}",
+            dir.display()
+        );
+        dir
+    })
+    .clone()
+}
+
 /// The C block of the README's "From C" section, written to `hello.c`.
 fn readme_example() -> PathBuf {
     let readme =
@@ -86,12 +120,7 @@ fn example(name: &'static str) -> PathBuf {
     if let Some(p) = built.get(name) {
         return p.clone();
     }
-    let lib_dir = profile_dir();
-    assert!(
-        lib_dir.join("librocketmq_blocking.so").exists(),
-        "no librocketmq_blocking.so in {}",
-        lib_dir.display()
-    );
+    let lib_dir = lib_dir();
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out_dir = lib_dir.join("ffi-examples");
     std::fs::create_dir_all(&out_dir).expect("output directory");
@@ -407,7 +436,7 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
 #[test]
 fn the_python_package_passes_its_pytest_suite() {
     let python_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python");
-    let lib = profile_dir().join("librocketmq_blocking.so");
+    let lib = lib_dir().join("librocketmq_blocking.so");
     let out = run(
         Command::new("python3")
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"])
@@ -449,7 +478,7 @@ fn the_readme_python_example_works_as_written() {
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .env(
                 "ROCKETMQ_BLOCKING_LIB",
-                profile_dir().join("librocketmq_blocking.so"),
+                lib_dir().join("librocketmq_blocking.so"),
             ),
         Duration::from_secs(300),
     );
