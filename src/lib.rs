@@ -212,6 +212,10 @@ pub use producer::{
     JavaHashCode, MessageQueueSelector, Producer, ProducerBuilder, ProducerOptions,
     SelectMessageQueueByHash, SendAsyncError, SendFuture, SendResult, SendStatus,
 };
+pub use producer::{
+    LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
+    TransactionSendResult,
+};
 pub use protocol::{
     BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };

@@ -23,13 +23,14 @@ use super::api::MQClientAPI;
 use super::config::ClientConfig;
 use super::route::{self, TopicPublishInfo};
 use super::validators::{AUTO_CREATE_TOPIC_KEY_TOPIC, CLIENT_INNER_PRODUCER_GROUP};
-use super::{http, manager};
+use super::{http, manager, namespace};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{property, MessageExt, MessageQueue};
 use crate::protocol::consumer_admin::{
     self, prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo,
 };
 use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
+use crate::protocol::transaction::CheckTransactionStateRequestHeader;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
@@ -53,6 +54,18 @@ pub(crate) trait ProducerInner: Send + Sync {
     fn publish_topics(&self) -> Vec<String>;
     fn is_publish_topic_need_update(&self, topic: &str) -> bool;
     fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>);
+    /// A broker at `addr` asks how a transaction of this producer's group ended
+    /// (CHECK_TRANSACTION_STATE). Called on the processor pool: it must only queue the
+    /// check, never run user code. Producers that are not transactional ignore it.
+    fn check_transaction_state(
+        &self,
+        addr: &str,
+        msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    ) {
+        let _ = (msg, header);
+        debug!("broker {addr} checks a transaction of a producer that has no checker");
+    }
 }
 
 /// What the instance needs from a consumer (Java `MQConsumerInner`).
@@ -1076,6 +1089,16 @@ impl MQClientInstance {
         }
         let me = self.me.clone();
         self.remoting().register_processor(
+            RequestCode::CHECK_TRANSACTION_STATE,
+            Arc::new(move |addr: &str, req: RemotingCommand| {
+                if let Some(i) = me.upgrade() {
+                    i.process_check_transaction_state(addr, req);
+                }
+                None
+            }),
+        );
+        let me = self.me.clone();
+        self.remoting().register_processor(
             crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
             Arc::new(move |addr: &str, req: crate::protocol::RemotingCommand| {
                 let group = req
@@ -1090,6 +1113,47 @@ impl MQClientInstance {
                 None
             }),
         );
+    }
+
+    /// A broker's CHECK_TRANSACTION_STATE (oneway; Java
+    /// `ClientRemotingProcessor.checkTransactionState`): the half message is decoded and
+    /// handed to the producer of its group (`PGROUP`), which queues the check; the answer
+    /// is that producer's END_TRANSACTION. A request that cannot be read is logged and
+    /// dropped: the broker checks again.
+    fn process_check_transaction_state(&self, addr: &str, req: RemotingCommand) {
+        let header: CheckTransactionStateRequestHeader = match req.decode_header() {
+            Ok(h) => h,
+            Err(e) => {
+                warn!("broker {addr}: a transaction check whose header cannot be read: {e}");
+                return;
+            }
+        };
+        let msg = crate::message::decode_messages(&req.body, Default::default())
+            .ok()
+            .and_then(|v| v.into_iter().next());
+        let Some(mut msg) = msg else {
+            warn!("broker {addr}: a transaction check whose message cannot be decoded");
+            return;
+        };
+        if let Some(ns) = self.config.namespace() {
+            let topic = namespace::unwrap(Some(&ns), msg.topic());
+            msg.message.set_topic(topic);
+        }
+        if let Some(id) = msg.property(property::UNIQ_KEY).filter(|id| !id.is_empty()) {
+            let id = id.to_string();
+            msg.message.set_transaction_id(Some(id));
+        }
+        let Some(group) = msg.property(property::PGROUP).map(str::to_string) else {
+            warn!("broker {addr}: a transaction check of a message without a producer group");
+            return;
+        };
+        let producer = self.producers.read().get(&group).cloned();
+        match producer {
+            Some(p) => p.check_transaction_state(addr, msg, header),
+            None => {
+                debug!("broker {addr} checks a transaction of group {group}, which is not here")
+            }
+        }
     }
 
     /// Answers one admin request about a consumer of this instance; `None` for a oneway

@@ -17,6 +17,7 @@
 
 mod fault;
 mod send;
+mod transaction;
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,6 +33,10 @@ use crate::message::{CompressionType, Message, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
 use send::ProducerImpl;
+pub use transaction::{
+    LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
+    TransactionSendResult,
+};
 
 /// Outcome of a stored send (Java `SendStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -232,6 +237,22 @@ impl ProducerBuilder {
     /// consumers' retry producer, which must share their client id).
     pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
         let inner = ProducerImpl::new(self.group, config, self.options)?;
+        Ok(Producer { inner })
+    }
+
+    /// The engine of a [`TransactionProducer`], whose checks go to `env`'s pool.
+    fn build_transactional(
+        self,
+        config: ClientConfig,
+        env: Arc<transaction::TransactionEnv>,
+    ) -> Result<Producer> {
+        if self.options.compress_level > 9 {
+            return Err(Error::invalid_argument(format!(
+                "compress level {} is not in 0..=9",
+                self.options.compress_level
+            )));
+        }
+        let inner = ProducerImpl::with_transaction(self.group, config, self.options, Some(env))?;
         Ok(Producer { inner })
     }
 
