@@ -2,13 +2,16 @@
 //! `RMQ_TEST_VERSION` says otherwise; `.ci/run` runs it on 4.9.7 too), started once for
 //! this binary with check-backs that come within seconds: the broker checks every
 //! second (`transactionCheckInterval`) each half message older than two seconds
-//! (`transactionTimeOut`), and 5.x writes its commit/rollback records every 500 ms
-//! (`transactionOpBatchInterval`, 3 s by default, so that a check does not race a
-//! commit whose record is still waiting).
+//! (`transactionTimeOut`), and 5.x writes its commit/rollback records every 200 ms
+//! (`transactionOpBatchInterval`, 3 s by default). The last must stay well below the
+//! timeout: a check that comes before a commit's record is written asks about a
+//! committed message, and a checker that answers commit again has the broker deliver it
+//! twice (`examples/transaction.rs` did so with the default 3 s and a 2 s timeout).
 //!
 //! Every test counts by message id, reading from the first offset afterwards:
 //! committed messages are all there, rolled-back ones never; duplicates are counted and
 //! printed, never hidden. Sizes scale with `RMQ_RELIABILITY_SCALE` (default 1).
+mod cli;
 #[path = "../common/counting.rs"]
 mod counting;
 mod delivery;
@@ -50,7 +53,7 @@ pub fn cluster() -> &'static Cluster {
             .broker_config("transactionCheckInterval", &CHECK_INTERVAL_MS.to_string())
             .broker_config("transactionTimeOut", &TRANSACTION_TIMEOUT_MS.to_string())
             .broker_config("transactionCheckMax", &CHECK_MAX.to_string())
-            .broker_config("transactionOpBatchInterval", "500")
+            .broker_config("transactionOpBatchInterval", "200")
             .broker_config("waitTimeMillsInSendQueue", "5000")
             .broker_config("osPageCacheBusyTimeOutMills", "5000")
             .start()
