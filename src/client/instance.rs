@@ -1535,6 +1535,89 @@ mod tests {
         }
     }
 
+    /// A producer that records the transaction checks handed to it.
+    #[derive(Default)]
+    struct CheckRecorder(Mutex<Vec<(String, MessageExt, CheckTransactionStateRequestHeader)>>);
+
+    impl ProducerInner for CheckRecorder {
+        fn publish_topics(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn is_publish_topic_need_update(&self, _: &str) -> bool {
+            false
+        }
+        fn update_topic_publish_info(&self, _: &str, _: Arc<TopicPublishInfo>) {}
+        fn check_transaction_state(
+            &self,
+            addr: &str,
+            msg: MessageExt,
+            header: CheckTransactionStateRequestHeader,
+        ) {
+            self.0.lock().push((addr.to_string(), msg, header));
+        }
+    }
+
+    #[test]
+    fn a_transaction_check_goes_to_the_producer_of_its_group_and_garbage_is_dropped() {
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .namespace("ns")
+            .instance_name(unique("tx-check"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let (a, b) = (
+            Arc::new(CheckRecorder::default()),
+            Arc::new(CheckRecorder::default()),
+        );
+        assert!(instance.register_producer("ns%pg_a", a.clone()));
+        assert!(instance.register_producer("ns%pg_b", b.clone()));
+        let half = |group: &str| {
+            let mut m = MessageExt::default();
+            m.message.set_topic("ns%Orders");
+            m.message.set_body("half");
+            m.message.put_property(property::PGROUP, group);
+            m.message.put_property(property::UNIQ_KEY, "ID-1");
+            m.message.put_property(property::TRAN_MSG, "true");
+            crate::message::encode_message_ext(&m).unwrap()
+        };
+        let check = |body: Vec<u8>, with_offsets: bool| {
+            let mut req = RemotingCommand::request(RequestCode::CHECK_TRANSACTION_STATE);
+            req.ext_fields.insert("commitLogOffset", "4096");
+            if with_offsets {
+                req.ext_fields.insert("tranStateTableOffset", "7");
+            }
+            req.ext_fields.insert("transactionId", "ID-1");
+            req.body = body;
+            req
+        };
+        instance.process_check_transaction_state("127.0.0.1:10911", check(half("ns%pg_a"), true));
+        // Dropped: a body that is no message, a header without its offsets, a group
+        // that has no producer here, no group at all.
+        instance.process_check_transaction_state("b", check(b"\x00\x00garbage".to_vec(), true));
+        instance.process_check_transaction_state("b", check(half("ns%pg_a"), false));
+        instance.process_check_transaction_state("b", check(half("ns%pg_other"), true));
+        let mut no_group = MessageExt::default();
+        no_group.message.set_topic("T");
+        let no_group = crate::message::encode_message_ext(&no_group).unwrap();
+        instance.process_check_transaction_state("b", check(no_group, true));
+
+        let got = a.0.lock().clone();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let (addr, msg, header) = &got[0];
+        assert_eq!(addr, "127.0.0.1:10911");
+        // The user sees the topic without the namespace, and the id as transaction id.
+        assert_eq!(msg.topic(), "Orders");
+        assert_eq!(msg.message().transaction_id(), Some("ID-1"));
+        assert_eq!(msg.body(), b"half");
+        assert_eq!(
+            (header.commit_log_offset, header.tran_state_table_offset),
+            (4096, 7)
+        );
+        assert!(b.0.lock().is_empty());
+        instance.producers.write().clear();
+        instance.shutdown();
+    }
+
     #[test]
     fn no_lock_is_held_while_calling_into_producers_and_consumers() {
         let route = TopicRouteData {

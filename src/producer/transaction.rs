@@ -612,3 +612,152 @@ impl Drop for TransactionProducer {
         self.shutdown();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::bounded;
+
+    fn env(listener: impl TransactionListener, max_threads: usize, hold: usize) -> TransactionEnv {
+        let env = TransactionEnv {
+            listener: Arc::new(listener),
+            min_threads: 1,
+            max_threads,
+            hold_max: hold,
+            pool: Mutex::new(None),
+            dropped: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+        };
+        env.start().unwrap();
+        env
+    }
+
+    fn header() -> CheckTransactionStateRequestHeader {
+        CheckTransactionStateRequestHeader {
+            commit_log_offset: 1,
+            tran_state_table_offset: 1,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_full_check_pool_drops_and_counts_and_grows_to_its_maximum_first() {
+        let (entered_tx, entered_rx) = bounded::<()>(16);
+        let (release_tx, release_rx) = bounded::<()>(0);
+        let listener = (
+            |_: &Message, _: &dyn Any| LocalTransactionState::Unknown,
+            move |_: &MessageExt| {
+                let _ = entered_tx.send(());
+                let _ = release_rx.recv_timeout(Duration::from_secs(10));
+                LocalTransactionState::Unknown
+            },
+        );
+        let env = env(listener, 2, 2);
+        // Nothing listens there: the answers fail at once and are logged.
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name("tx-env-full")
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let submit = || {
+            env.submit(
+                instance.clone(),
+                "pg".into(),
+                "127.0.0.1:1",
+                MessageExt::default(),
+                header(),
+            )
+        };
+        submit();
+        entered_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        // One running; two wait; the third finds the queue full and a second thread
+        // starts for it; past that, every check is dropped.
+        for _ in 0..10 {
+            submit();
+        }
+        entered_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(env.accepted.load(Ordering::Relaxed), 4);
+        assert_eq!(env.dropped.load(Ordering::Relaxed), 7);
+        assert!(env.queued() <= 2, "{}", env.queued());
+        for _ in 0..4 {
+            let _ = release_tx.send_timeout((), Duration::from_secs(5));
+        }
+        env.shutdown(Instant::now() + Duration::from_secs(5));
+        // After shutdown a check is dropped, not run.
+        submit();
+        assert_eq!(env.dropped.load(Ordering::Relaxed), 8);
+        instance.shutdown();
+    }
+
+    #[test]
+    fn a_panicking_checker_leaves_its_one_thread_for_the_next_check() {
+        let (done_tx, done_rx) = bounded::<usize>(4);
+        let calls = Arc::new(AtomicU64::new(0));
+        let c = calls.clone();
+        let listener = (
+            |_: &Message, _: &dyn Any| LocalTransactionState::Unknown,
+            move |_: &MessageExt| {
+                let n = c.fetch_add(1, Ordering::SeqCst);
+                if n == 0 {
+                    panic!("the first check panics");
+                }
+                let _ = done_tx.send(n as usize);
+                LocalTransactionState::CommitMessage
+            },
+        );
+        let env = env(listener, 1, 10);
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name("tx-env-panic")
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        for _ in 0..2 {
+            env.submit(
+                instance.clone(),
+                "pg".into(),
+                "127.0.0.1:1",
+                MessageExt::default(),
+                header(),
+            );
+        }
+        assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
+        env.shutdown(Instant::now() + Duration::from_secs(5));
+        instance.shutdown();
+    }
+
+    #[test]
+    fn panics_become_their_message() {
+        assert_eq!(caught(|| 3), Ok(3));
+        assert_eq!(
+            caught(|| -> i32 { panic!("static text") }),
+            Err("static text".into())
+        );
+        assert_eq!(
+            caught(|| -> i32 { panic!("formatted {}", 7) }),
+            Err("formatted 7".into())
+        );
+    }
+
+    #[test]
+    fn a_check_pool_that_java_would_refuse_is_an_invalid_argument() {
+        let l = (
+            |_: &Message, _: &dyn Any| LocalTransactionState::Unknown,
+            |_: &MessageExt| LocalTransactionState::Unknown,
+        );
+        for (min, max, hold) in [(0, 1, 1), (2, 1, 1), (1, 1, 0)] {
+            let e = TransactionProducer::builder("g", l)
+                .namesrv_addr("127.0.0.1:1")
+                .check_thread_pool_min_size(min)
+                .check_thread_pool_max_size(max)
+                .check_request_hold_max(hold)
+                .build()
+                .err()
+                .unwrap();
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidArgument,
+                "{min} {max} {hold}: {e}"
+            );
+        }
+    }
+}

@@ -183,6 +183,28 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
+    fn grow_adds_workers_up_to_the_maximum_only() {
+        let pool = ThreadPool::new("t-grow", 1).unwrap();
+        assert_eq!(pool.threads(), 1);
+        assert!(pool.grow(3));
+        assert!(pool.grow(3));
+        assert!(!pool.grow(3), "past the maximum");
+        assert_eq!(pool.threads(), 3);
+        // The added workers take jobs: three jobs that wait for each other all run.
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        for _ in 0..3 {
+            let b = barrier.clone();
+            assert!(pool.execute(move || {
+                b.wait();
+            }));
+        }
+        barrier.wait();
+        pool.shutdown();
+        assert!(!pool.grow(5), "a shut-down pool does not grow");
+        assert_eq!(pool.threads(), 0);
+    }
+
+    #[test]
     fn runs_every_queued_job_and_survives_a_panic() {
         let n = Arc::new(AtomicUsize::new(0));
         let pool = ThreadPool::new("t-pool", 3).unwrap();

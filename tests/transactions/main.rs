@@ -110,6 +110,8 @@ pub struct Checks {
     pub seen: Mutex<Vec<(String, Instant)>>,
     /// Ids the local transaction saw, with their transaction ids.
     pub executed: Mutex<HashMap<String, Option<String>>>,
+    /// The threads the checks ran on.
+    pub threads: Mutex<HashSet<String>>,
 }
 
 impl Checks {
@@ -146,6 +148,11 @@ impl TransactionListener for ByProperties {
 
     fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
         let id = msg.msg_id().to_string();
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("unnamed")
+            .to_string();
+        self.0.threads.lock().insert(thread);
         let n = {
             let mut seen = self.0.seen.lock();
             seen.push((id.clone(), Instant::now()));
