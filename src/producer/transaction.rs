@@ -632,12 +632,29 @@ mod tests {
         env
     }
 
-    fn header() -> CheckTransactionStateRequestHeader {
-        CheckTransactionStateRequestHeader {
+    /// Submits one check to `env` from an instance whose broker does not listen: the
+    /// answers fail at once and are logged.
+    fn submit_to(env: &TransactionEnv, instance: &Arc<MQClientInstance>) {
+        let header = CheckTransactionStateRequestHeader {
             commit_log_offset: 1,
             tran_state_table_offset: 1,
             ..Default::default()
-        }
+        };
+        env.submit(
+            instance.clone(),
+            "pg".into(),
+            "127.0.0.1:1",
+            MessageExt::default(),
+            header,
+        );
+    }
+
+    fn offline_instance(name: &str) -> Arc<MQClientInstance> {
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .instance_name(name)
+            .build();
+        MQClientInstance::new(config).unwrap()
     }
 
     #[test]
@@ -653,21 +670,8 @@ mod tests {
             },
         );
         let env = env(listener, 2, 2);
-        // Nothing listens there: the answers fail at once and are logged.
-        let config = ClientConfig::builder()
-            .namesrv_addr("127.0.0.1:1")
-            .instance_name("tx-env-full")
-            .build();
-        let instance = MQClientInstance::new(config).unwrap();
-        let submit = || {
-            env.submit(
-                instance.clone(),
-                "pg".into(),
-                "127.0.0.1:1",
-                MessageExt::default(),
-                header(),
-            )
-        };
+        let instance = offline_instance("tx-env-full");
+        let submit = || submit_to(&env, &instance);
         submit();
         entered_rx.recv_timeout(Duration::from_secs(5)).unwrap();
         // One running; two wait; the third finds the queue full and a second thread
@@ -706,19 +710,9 @@ mod tests {
             },
         );
         let env = env(listener, 1, 10);
-        let config = ClientConfig::builder()
-            .namesrv_addr("127.0.0.1:1")
-            .instance_name("tx-env-panic")
-            .build();
-        let instance = MQClientInstance::new(config).unwrap();
+        let instance = offline_instance("tx-env-panic");
         for _ in 0..2 {
-            env.submit(
-                instance.clone(),
-                "pg".into(),
-                "127.0.0.1:1",
-                MessageExt::default(),
-                header(),
-            );
+            submit_to(&env, &instance);
         }
         assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)).unwrap(), 1);
         env.shutdown(Instant::now() + Duration::from_secs(5));
