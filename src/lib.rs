@@ -77,6 +77,24 @@
 //! [orderly listener](PushConsumerBuilder::orderly_listener): one call per queue at a time,
 //! with the queue locked at the broker while this consumer holds it.
 //!
+//! # Transactions
+//!
+//! A [`TransactionProducer`] (Java `TransactionMQProducer`) sends a half message, runs
+//! your local transaction and commits or rolls the message back; a transaction left
+//! unknown is settled when the broker asks your [`TransactionListener`] later:
+//!
+//! ```no_run
+//! use rocketmq_blocking::{LocalTransactionState, Message, MessageExt, TransactionProducer};
+//!
+//! let execute = |_: &Message, _: &dyn std::any::Any| LocalTransactionState::CommitMessage;
+//! let check = |_: &MessageExt| LocalTransactionState::CommitMessage;
+//! let producer = TransactionProducer::builder("tx_group", (execute, check))
+//!     .namesrv_addr("127.0.0.1:9876")
+//!     .start()?;
+//! producer.send_in_transaction(&Message::new("TopicTest", "order 1"), &())?;
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
 //! # TLS
 //!
 //! A cluster that requires TLS (Java servers with `tls.server.mode=enforcing`) needs a
@@ -128,6 +146,8 @@
 //! | `maxReconsumeTimes = -1` | [`PushConsumerOptions::max_reconsume_times`] `= None` |
 //! | `sendMsgTimeout`, `retryTimesWhenSendFailed`, `compressMsgBodyOverHowmuch`, `sendLatencyFaultEnable` | [`ProducerOptions::send_timeout`], [`retries`](ProducerOptions::retries), [`compress_over`](ProducerOptions::compress_over), [`latency_fault_tolerance`](ProducerOptions::latency_fault_tolerance) |
 //! | `SendStatus.SEND_OK` | [`SendStatus::Ok`] |
+//! | `TransactionMQProducer`, `TransactionListener`, `sendMessageInTransaction(msg, arg)` | [`TransactionProducer`], [`TransactionListener`], [`TransactionProducer::send_in_transaction`] |
+//! | `LocalTransactionState.COMMIT_MESSAGE` / `ROLLBACK_MESSAGE` / `UNKNOW` | [`LocalTransactionState::CommitMessage`] / [`RollbackMessage`](LocalTransactionState::RollbackMessage) / [`Unknown`](LocalTransactionState::Unknown) |
 //! | `MessageExt.getMsgId()` (`MessageClientExt`) | [`MessageExt::msg_id`] |
 //! | `MQClientException`, `MQBrokerException`, `RemotingException` | [`Error`] with its [`ErrorKind`] |
 //! | `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to a client's constructor | [`Credentials`] on its builder (`.credentials(...)`) |
@@ -214,6 +234,10 @@ pub use producer::{
     create_reply_message, reply_topic, JavaHashCode, MessageQueueSelector, Producer,
     ProducerBuilder, ProducerOptions, SelectMessageQueueByHash, SendAsyncError, SendFuture,
     SendResult, SendStatus,
+};
+pub use producer::{
+    LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
+    TransactionSendResult,
 };
 pub use protocol::admin::{ConsumeStats, QueueProgress, SubscriptionGroupConfig};
 pub use protocol::{

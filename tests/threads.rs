@@ -215,6 +215,40 @@ fn a_producer_leaves_no_thread_behind() {
 }
 
 #[test]
+fn a_transaction_producer_leaves_no_thread_behind() {
+    use rocketmq_blocking::{LocalTransactionState as S, TransactionProducer};
+    for end in ENDS {
+        let census = Census::begin();
+        let listener = (
+            |_: &rocketmq_blocking::Message, _: &dyn std::any::Any| S::CommitMessage,
+            |_: &rocketmq_blocking::MessageExt| S::CommitMessage,
+        );
+        let p = TransactionProducer::builder(unique("pg_census_tx"), listener)
+            .namesrv_addr(&census.namesrv)
+            .instance_name(unique("census_tx"))
+            .check_thread_pool_min_size(2)
+            .check_thread_pool_max_size(2)
+            .start()
+            .expect("transaction producer start");
+        let topic = topic_with_a_message(p.producer());
+        let msg = rocketmq_blocking::Message::new(&topic, "tx");
+        p.send_in_transaction(&msg, &())
+            .expect("send in transaction");
+        census.assert_running("transaction producer");
+        let checkers = rmq_threads()
+            .iter()
+            .filter(|n| n.starts_with("rmq-tx-check"))
+            .count();
+        assert_eq!(checkers, 2, "{:?}", rmq_threads());
+        if let End::Shutdown = end {
+            p.shutdown();
+        }
+        drop(p);
+        census.assert_back(&format!("transaction producer ({end:?})"));
+    }
+}
+
+#[test]
 fn push_consumers_leave_no_thread_behind() {
     for (orderly, end) in [
         (false, End::Shutdown),

@@ -23,13 +23,14 @@ use super::api::MQClientAPI;
 use super::config::ClientConfig;
 use super::route::{self, TopicPublishInfo};
 use super::validators::{AUTO_CREATE_TOPIC_KEY_TOPIC, CLIENT_INNER_PRODUCER_GROUP};
-use super::{http, manager};
+use super::{http, manager, namespace};
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{MessageExt, MessageQueue};
+use crate::message::{property, MessageExt, MessageQueue};
 use crate::protocol::consumer_admin::{
     self, prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo,
 };
 use crate::protocol::heartbeat::{ConsumerData, HeartbeatData, ProducerData};
+use crate::protocol::transaction::CheckTransactionStateRequestHeader;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
@@ -53,6 +54,18 @@ pub(crate) trait ProducerInner: Send + Sync {
     fn publish_topics(&self) -> Vec<String>;
     fn is_publish_topic_need_update(&self, topic: &str) -> bool;
     fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>);
+    /// A broker at `addr` asks how a transaction of this producer's group ended
+    /// (CHECK_TRANSACTION_STATE). Called on the processor pool: it must only queue the
+    /// check, never run user code. Producers that are not transactional ignore it.
+    fn check_transaction_state(
+        &self,
+        addr: &str,
+        msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    ) {
+        let _ = (msg, header);
+        debug!("broker {addr} checks a transaction of a producer that has no checker");
+    }
 }
 
 /// What the instance needs from a consumer (Java `MQConsumerInner`).
@@ -1111,6 +1124,16 @@ impl MQClientInstance {
         );
         let me = self.me.clone();
         self.remoting().register_processor(
+            RequestCode::CHECK_TRANSACTION_STATE,
+            Arc::new(move |addr: &str, req: RemotingCommand| {
+                if let Some(i) = me.upgrade() {
+                    i.process_check_transaction_state(addr, req);
+                }
+                None
+            }),
+        );
+        let me = self.me.clone();
+        self.remoting().register_processor(
             crate::protocol::RequestCode::NOTIFY_CONSUMER_IDS_CHANGED,
             Arc::new(move |addr: &str, req: crate::protocol::RemotingCommand| {
                 let group = req
@@ -1125,6 +1148,47 @@ impl MQClientInstance {
                 None
             }),
         );
+    }
+
+    /// A broker's CHECK_TRANSACTION_STATE (oneway; Java
+    /// `ClientRemotingProcessor.checkTransactionState`): the half message is decoded and
+    /// handed to the producer of its group (`PGROUP`), which queues the check; the answer
+    /// is that producer's END_TRANSACTION. A request that cannot be read is logged and
+    /// dropped: the broker checks again.
+    fn process_check_transaction_state(&self, addr: &str, req: RemotingCommand) {
+        let header: CheckTransactionStateRequestHeader = match req.decode_header() {
+            Ok(h) => h,
+            Err(e) => {
+                warn!("broker {addr}: a transaction check whose header cannot be read: {e}");
+                return;
+            }
+        };
+        let msg = crate::message::decode_messages(&req.body, Default::default())
+            .ok()
+            .and_then(|v| v.into_iter().next());
+        let Some(mut msg) = msg else {
+            warn!("broker {addr}: a transaction check whose message cannot be decoded");
+            return;
+        };
+        if let Some(ns) = self.config.namespace() {
+            let topic = namespace::unwrap(Some(&ns), msg.topic());
+            msg.message.set_topic(topic);
+        }
+        if let Some(id) = msg.property(property::UNIQ_KEY).filter(|id| !id.is_empty()) {
+            let id = id.to_string();
+            msg.message.set_transaction_id(Some(id));
+        }
+        let Some(group) = msg.property(property::PGROUP).map(str::to_string) else {
+            warn!("broker {addr}: a transaction check of a message without a producer group");
+            return;
+        };
+        let producer = self.producers.read().get(&group).cloned();
+        match producer {
+            Some(p) => p.check_transaction_state(addr, msg, header),
+            None => {
+                debug!("broker {addr} checks a transaction of group {group}, which is not here")
+            }
+        }
     }
 
     /// Answers one admin request about a consumer of this instance; `None` for a oneway
@@ -1504,6 +1568,89 @@ mod tests {
         fn do_rebalance(&self) {
             self.check("do_rebalance");
         }
+    }
+
+    /// A producer that records the transaction checks handed to it.
+    #[derive(Default)]
+    struct CheckRecorder(Mutex<Vec<(String, MessageExt, CheckTransactionStateRequestHeader)>>);
+
+    impl ProducerInner for CheckRecorder {
+        fn publish_topics(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn is_publish_topic_need_update(&self, _: &str) -> bool {
+            false
+        }
+        fn update_topic_publish_info(&self, _: &str, _: Arc<TopicPublishInfo>) {}
+        fn check_transaction_state(
+            &self,
+            addr: &str,
+            msg: MessageExt,
+            header: CheckTransactionStateRequestHeader,
+        ) {
+            self.0.lock().push((addr.to_string(), msg, header));
+        }
+    }
+
+    #[test]
+    fn a_transaction_check_goes_to_the_producer_of_its_group_and_garbage_is_dropped() {
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:1")
+            .namespace("ns")
+            .instance_name(unique("tx-check"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let (a, b) = (
+            Arc::new(CheckRecorder::default()),
+            Arc::new(CheckRecorder::default()),
+        );
+        assert!(instance.register_producer("ns%pg_a", a.clone()));
+        assert!(instance.register_producer("ns%pg_b", b.clone()));
+        let half = |group: &str| {
+            let mut m = MessageExt::default();
+            m.message.set_topic("ns%Orders");
+            m.message.set_body("half");
+            m.message.put_property(property::PGROUP, group);
+            m.message.put_property(property::UNIQ_KEY, "ID-1");
+            m.message.put_property(property::TRAN_MSG, "true");
+            crate::message::encode_message_ext(&m).unwrap()
+        };
+        let check = |body: Vec<u8>, with_offsets: bool| {
+            let mut req = RemotingCommand::request(RequestCode::CHECK_TRANSACTION_STATE);
+            req.ext_fields.insert("commitLogOffset", "4096");
+            if with_offsets {
+                req.ext_fields.insert("tranStateTableOffset", "7");
+            }
+            req.ext_fields.insert("transactionId", "ID-1");
+            req.body = body;
+            req
+        };
+        instance.process_check_transaction_state("127.0.0.1:10911", check(half("ns%pg_a"), true));
+        // Dropped: a body that is no message, a header without its offsets, a group
+        // that has no producer here, no group at all.
+        instance.process_check_transaction_state("b", check(b"\x00\x00garbage".to_vec(), true));
+        instance.process_check_transaction_state("b", check(half("ns%pg_a"), false));
+        instance.process_check_transaction_state("b", check(half("ns%pg_other"), true));
+        let mut no_group = MessageExt::default();
+        no_group.message.set_topic("T");
+        let no_group = crate::message::encode_message_ext(&no_group).unwrap();
+        instance.process_check_transaction_state("b", check(no_group, true));
+
+        let got = a.0.lock().clone();
+        assert_eq!(got.len(), 1, "{got:?}");
+        let (addr, msg, header) = &got[0];
+        assert_eq!(addr, "127.0.0.1:10911");
+        // The user sees the topic without the namespace, and the id as transaction id.
+        assert_eq!(msg.topic(), "Orders");
+        assert_eq!(msg.message().transaction_id(), Some("ID-1"));
+        assert_eq!(msg.body(), b"half");
+        assert_eq!(
+            (header.commit_log_offset, header.tran_state_table_offset),
+            (4096, 7)
+        );
+        assert!(b.0.lock().is_empty());
+        instance.producers.write().clear();
+        instance.shutdown();
     }
 
     #[test]

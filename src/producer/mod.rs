@@ -18,6 +18,7 @@
 mod fault;
 mod request;
 mod send;
+mod transaction;
 
 use std::fmt;
 use std::sync::Arc;
@@ -35,6 +36,10 @@ use crate::protocol::heartbeat::java_string_hash;
 pub use request::{create_reply_message, reply_topic};
 pub(crate) use request::{process_reply, ReplyTable};
 use send::ProducerImpl;
+pub use transaction::{
+    LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
+    TransactionSendResult,
+};
 
 /// Outcome of a stored send (Java `SendStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -254,6 +259,22 @@ impl ProducerBuilder {
 
     pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
         let inner = ProducerImpl::new(self.group, config, self.options)?;
+        Ok(Producer { inner })
+    }
+
+    /// The engine of a [`TransactionProducer`], whose checks go to `env`'s pool.
+    fn build_transactional(
+        self,
+        config: ClientConfig,
+        env: Arc<transaction::TransactionEnv>,
+    ) -> Result<Producer> {
+        if self.options.compress_level > 9 {
+            return Err(Error::invalid_argument(format!(
+                "compress level {} is not in 0..=9",
+                self.options.compress_level
+            )));
+        }
+        let inner = ProducerImpl::with_transaction(self.group, config, self.options, Some(env))?;
         Ok(Producer { inner })
     }
 

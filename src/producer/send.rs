@@ -11,6 +11,7 @@ use log::{debug, warn};
 use parking_lot::{Mutex, RwLock};
 
 use super::fault::FaultStrategy;
+use super::transaction::TransactionEnv;
 use super::{ProducerOptions, SendAsyncError, SendResult, SendStatus};
 use crate::client::validators::{
     check_body, check_group, check_send_topic, CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP,
@@ -20,8 +21,9 @@ use crate::client::{
     TopicPublishInfo,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::message::{self, property, sys_flag, Message, MessageQueue};
+use crate::message::{self, property, sys_flag, Message, MessageExt, MessageQueue};
 use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
+use crate::protocol::transaction::CheckTransactionStateRequestHeader;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::InvokeCallback;
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
@@ -86,6 +88,8 @@ pub(super) struct ProducerImpl {
     fault: FaultStrategy,
     /// The trace of every send, with `enable_msg_trace`.
     trace: RwLock<Option<Arc<TraceDispatcher>>>,
+    /// The check pool of a transactional producer.
+    transaction: Option<Arc<TransactionEnv>>,
 }
 
 /// A topic's publish info and when it was last sent to.
@@ -117,8 +121,18 @@ impl PublishEntry {
 impl ProducerImpl {
     pub(super) fn new(
         group: String,
+        config: ClientConfig,
+        options: ProducerOptions,
+    ) -> Result<Arc<Self>> {
+        Self::with_transaction(group, config, options, None)
+    }
+
+    /// A producer whose broker checks go to `transaction`'s pool.
+    pub(super) fn with_transaction(
+        group: String,
         mut config: ClientConfig,
         options: ProducerOptions,
+        transaction: Option<Arc<TransactionEnv>>,
     ) -> Result<Arc<Self>> {
         check_group(&group)?;
         if group == DEFAULT_PRODUCER_GROUP {
@@ -141,6 +155,7 @@ impl ProducerImpl {
             instance: RwLock::new(None),
             publish_table: RwLock::new(HashMap::new()),
             trace: RwLock::new(None),
+            transaction,
         }))
     }
 
@@ -150,6 +165,14 @@ impl ProducerImpl {
 
     pub(super) fn options(&self) -> &ProducerOptions {
         &self.options
+    }
+
+    pub(super) fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    pub(super) fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 
     pub(super) fn client_id(&self) -> String {
@@ -1002,6 +1025,29 @@ impl ProducerInner for ProducerImpl {
     fn update_topic_publish_info(&self, topic: &str, info: Arc<TopicPublishInfo>) {
         if let Some(e) = self.publish_table.write().get_mut(topic) {
             e.info = info;
+        }
+    }
+
+    fn check_transaction_state(
+        &self,
+        addr: &str,
+        msg: MessageExt,
+        header: CheckTransactionStateRequestHeader,
+    ) {
+        let Some(env) = &self.transaction else {
+            debug!(
+                "broker {addr} checks a transaction of {}, which is not a transactional producer",
+                self.group
+            );
+            return;
+        };
+        let instance = self.instance.read().clone();
+        match instance {
+            Some(instance) => env.submit(instance, self.group.clone(), addr, msg, header),
+            None => debug!(
+                "broker {addr} checks a transaction of {}, which is shut down",
+                self.group
+            ),
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod heartbeat;
 pub mod json;
 mod json_header;
 mod route;
+pub mod transaction;
 
 use std::fmt;
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{unbounded, Sender};
+use crossbeam_channel::{unbounded, Receiver, Sender};
 use parking_lot::Mutex;
 
 use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
@@ -33,6 +33,8 @@ pub enum Refused {
 /// A fixed-size thread pool whose methods all take `&self`.
 pub struct ThreadPool {
     sender: Sender<Msg>,
+    /// Kept to start more workers ([`grow`](Self::grow)).
+    receiver: Receiver<Msg>,
     closed: AtomicBool,
     /// Jobs queued and not yet taken by a worker.
     waiting: Arc<AtomicUsize>,
@@ -47,16 +49,7 @@ impl ThreadPool {
         let waiting = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
-            let rx = rx.clone();
-            let pool = name.to_string();
-            let waiting = waiting.clone();
-            let spawned = worker::spawn(format!("{name}-{i}"), move || {
-                while let Ok(Msg::Run(job)) = rx.recv() {
-                    waiting.fetch_sub(1, Ordering::AcqRel);
-                    worker::run_caught(format_args!("a job on pool {pool}"), job);
-                }
-            });
-            match spawned {
+            match spawn_worker(name, i, &rx, &waiting) {
                 Ok(w) => workers.push(w),
                 Err(e) => {
                     // Stop the ones already started before reporting.
@@ -70,11 +63,34 @@ impl ThreadPool {
         }
         Ok(ThreadPool {
             sender: tx,
+            receiver: rx,
             closed: AtomicBool::new(false),
             waiting,
             workers: Mutex::new(workers),
             name: name.to_string(),
         })
+    }
+
+    /// Starts one more worker unless the pool has `max` already or is shut down; true
+    /// when it started one (Java `ThreadPoolExecutor` adding a thread beyond its core
+    /// size when its queue is full).
+    pub fn grow(&self, max: usize) -> bool {
+        let mut workers = self.workers.lock();
+        if self.closed.load(Ordering::Acquire) || workers.len() >= max {
+            return false;
+        }
+        match spawn_worker(&self.name, workers.len(), &self.receiver, &self.waiting) {
+            Ok(w) => {
+                workers.push(w);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Workers started.
+    pub fn threads(&self) -> usize {
+        self.workers.lock().len()
     }
 
     /// Queues a job. Returns false (and drops the job) when the pool is shut down.
@@ -137,6 +153,23 @@ impl ThreadPool {
     }
 }
 
+fn spawn_worker(
+    name: &str,
+    i: usize,
+    rx: &Receiver<Msg>,
+    waiting: &Arc<AtomicUsize>,
+) -> std::io::Result<Worker> {
+    let rx = rx.clone();
+    let pool = name.to_string();
+    let waiting = waiting.clone();
+    worker::spawn(format!("{name}-{i}"), move || {
+        while let Ok(Msg::Run(job)) = rx.recv() {
+            waiting.fetch_sub(1, Ordering::AcqRel);
+            worker::run_caught(format_args!("a job on pool {pool}"), job);
+        }
+    })
+}
+
 impl Drop for ThreadPool {
     fn drop(&mut self) {
         self.shutdown();
@@ -148,6 +181,28 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::Arc;
+
+    #[test]
+    fn grow_adds_workers_up_to_the_maximum_only() {
+        let pool = ThreadPool::new("t-grow", 1).unwrap();
+        assert_eq!(pool.threads(), 1);
+        assert!(pool.grow(3));
+        assert!(pool.grow(3));
+        assert!(!pool.grow(3), "past the maximum");
+        assert_eq!(pool.threads(), 3);
+        // The added workers take jobs: three jobs that wait for each other all run.
+        let barrier = Arc::new(std::sync::Barrier::new(4));
+        for _ in 0..3 {
+            let b = barrier.clone();
+            assert!(pool.execute(move || {
+                b.wait();
+            }));
+        }
+        barrier.wait();
+        pool.shutdown();
+        assert!(!pool.grow(5), "a shut-down pool does not grow");
+        assert_eq!(pool.threads(), 0);
+    }
 
     #[test]
     fn runs_every_queued_job_and_survives_a_panic() {

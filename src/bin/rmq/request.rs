@@ -25,6 +25,9 @@ pub(crate) struct RequestArgs {
 pub(crate) fn run(namesrv_arg: &Option<String>, args: RequestArgs) -> CliResult {
     let msg = build_message(&args.message)?;
     let (count, mode) = (args.message.count, args.message.mode);
+    if args.message.transaction.is_some() {
+        return Err("--transaction is for rmq send; a request is an ordinary message".into());
+    }
     if mode == Mode::Oneway {
         return Err("a request waits for its reply: --mode oneway does not apply".into());
     }

@@ -3,6 +3,13 @@
 //! stdout gets one JSON line per acknowledged message (oneway sends have no
 //! acknowledgement, so they get a `{"queued":true,...}` line) and a final summary line.
 //! Everything is checked before the producer starts, so bad input sends nothing.
+//!
+//! With `--transaction`, each message is sent in a transaction by a transactional
+//! producer: `commit` and `rollback` end it in the local transaction, `check` leaves it
+//! unknown and commits when the broker asks (a broker checks every
+//! `transactionCheckInterval`, 30 s on 5.x and 60 s on 4.9 by default, so `check` waits up
+//! to `--check-timeout`). Each line then has the `localTransactionState`, and each
+//! check a `{"checked":...}` line.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -13,9 +20,12 @@ use rocketmq_blocking::message::uniq;
 use rocketmq_blocking::protocol::SerializeType;
 use rocketmq_blocking::remoting::Semaphore;
 use rocketmq_blocking::ProducerOptions;
-use rocketmq_blocking::{Message, Producer, SendResult, SendStatus};
+use rocketmq_blocking::{
+    LocalTransactionState, Message, MessageExt, Producer, SendResult, SendStatus,
+    TransactionProducer, TransactionSendResult,
+};
 
-use crate::{namesrv, start_producer, CliResult, Mode};
+use crate::{namesrv, parse_seconds, secured, start_producer, CliResult, Mode};
 
 /// Async sends allowed in flight at once.
 const ASYNC_WINDOW: usize = 256;
@@ -48,6 +58,24 @@ pub(crate) struct SendArgs {
     /// Producer group.
     #[arg(long, default_value = "rmq_cli_producer")]
     pub(crate) group: String,
+    /// Send in a transaction (sync sends only) ended by the local transaction (`commit`,
+    /// `rollback`) or left unknown and committed by the broker's check (`check`).
+    #[arg(long, value_enum, value_name = "END", conflicts_with = "mode")]
+    pub(crate) transaction: Option<TransactionEnd>,
+    /// With `--transaction check`: how long to wait for the broker's checks.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, default_value = "120")]
+    check_timeout: Duration,
+}
+
+/// How `--transaction` ends each transaction.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum TransactionEnd {
+    /// The local transaction commits.
+    Commit,
+    /// The local transaction rolls back.
+    Rollback,
+    /// The local transaction says unknown; the checker commits when the broker asks.
+    Check,
 }
 
 /// `k=v` → `(k, v)`; the value may contain `=`, the key may not be empty.
@@ -95,6 +123,9 @@ pub(crate) fn build_message(args: &SendArgs) -> Result<Message, String> {
 pub(crate) fn run(namesrv_arg: &Option<String>, args: SendArgs) -> CliResult {
     let msg = build_message(&args)?;
     let addr = namesrv(namesrv_arg)?;
+    if let Some(end) = args.transaction {
+        return send_in_transactions(&addr, &args, &msg, end);
+    }
     let producer = start_producer(&addr, &args.group, SerializeType::from_env(), |b| b)?;
     let started = Instant::now();
     let (sent, failed) = match args.mode {
@@ -115,6 +146,107 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: SendArgs) -> CliResult {
         return Err(format!("{failed} of {} sends failed", args.count).into());
     }
     Ok(())
+}
+
+/// `--transaction`: `count` transactions of a transactional producer, then (for
+/// `check`) the wait for the broker to ask about each.
+fn send_in_transactions(
+    addr: &str,
+    args: &SendArgs,
+    msg: &Message,
+    end: TransactionEnd,
+) -> CliResult {
+    let local = match end {
+        TransactionEnd::Commit => LocalTransactionState::CommitMessage,
+        TransactionEnd::Rollback => LocalTransactionState::RollbackMessage,
+        TransactionEnd::Check => LocalTransactionState::Unknown,
+    };
+    // The checker commits (for `commit` and `rollback` a check comes only when the
+    // END_TRANSACTION was lost: answer what the local transaction said) and reports
+    // each check here, to be printed by this thread.
+    let (checked_tx, checked_rx) = unbounded::<String>();
+    let answer = if end == TransactionEnd::Check {
+        LocalTransactionState::CommitMessage
+    } else {
+        local
+    };
+    let listener = (
+        move |_: &Message, _: &dyn std::any::Any| local,
+        move |m: &MessageExt| {
+            let _ = checked_tx.send(m.msg_id().to_string());
+            answer
+        },
+    );
+    let mut builder = TransactionProducer::builder(&args.group, listener)
+        .namesrv_addr(addr)
+        .serialize_type(SerializeType::from_env());
+    builder = secured!(builder);
+    let producer = builder.start()?;
+    let started = Instant::now();
+    let (mut sent, mut failed) = (0u64, 0u64);
+    let mut open = std::collections::HashSet::new();
+    for i in 1..=args.count {
+        match producer.send_in_transaction(msg, &()) {
+            Ok(r) => {
+                print_transaction_ack(&r);
+                if r.local_transaction_state() == LocalTransactionState::Unknown {
+                    open.insert(r.send_result().msg_id().to_string());
+                }
+                sent += 1;
+            }
+            Err(e) => {
+                eprintln!("rmq: transaction {i}/{} failed: {e}", args.count);
+                failed += 1;
+            }
+        }
+    }
+    let deadline = Instant::now() + args.check_timeout;
+    while !open.is_empty() {
+        match checked_rx.recv_deadline(deadline) {
+            Ok(id) => {
+                if open.remove(&id) {
+                    let line = serde_json::json!({"checked": true, "msgId": id, "state": answer});
+                    println!("{line}");
+                }
+            }
+            Err(_) => {
+                eprintln!(
+                    "rmq: the broker did not check {} transactions within {:?}",
+                    open.len(),
+                    args.check_timeout
+                );
+                failed += open.len() as u64;
+                break;
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    // END_TRANSACTION is oneway: shutting down unregisters with a sync request on the
+    // same connection, so the ends queued before it are written first.
+    producer.shutdown();
+    println!(
+        "{{\"sent\":{sent},\"failed\":{failed},\"elapsedMs\":{}}}",
+        elapsed.as_millis()
+    );
+    if failed > 0 {
+        return Err(format!("{failed} of {} transactions failed", args.count).into());
+    }
+    Ok(())
+}
+
+/// A transaction's line: the acknowledgement and how the local transaction ended.
+fn print_transaction_ack(r: &TransactionSendResult) {
+    let s = r.send_result();
+    let line = serde_json::json!({
+        "status": s.send_status(),
+        "msgId": s.msg_id(),
+        "offsetMsgId": s.offset_msg_id(),
+        "broker": s.message_queue().broker_name(),
+        "queue": s.message_queue().queue_id(),
+        "queueOffset": s.queue_offset(),
+        "localTransactionState": r.local_transaction_state(),
+    });
+    println!("{line}");
 }
 
 /// One acknowledged message; the JSON line is this struct, in this field order.
