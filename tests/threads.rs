@@ -423,3 +423,38 @@ fn start_and_shutdown_cycles_leave_no_thread_and_no_registration() {
         "RSS grew {growth} KiB over {cycles} cycles"
     );
 }
+
+#[test]
+fn traced_clients_leave_no_thread_behind() {
+    let census = Census::begin();
+    let p = Producer::builder(unique("pg_census_trace"))
+        .namesrv_addr(&census.namesrv)
+        .instance_name(unique("census_tp"))
+        .enable_msg_trace(true)
+        .start()
+        .expect("traced producer start");
+    let topic = topic_with_a_message(&p);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let c = PushConsumer::builder(unique("cg_census_trace"))
+        .namesrv_addr(&census.namesrv)
+        .subscribe(&topic, "*")
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .instance_name(unique("census_tc"))
+        .enable_msg_trace(true)
+        .listener(move |_, _| {
+            let _ = tx.try_send(());
+            ConsumeStatus::Success
+        })
+        .start()
+        .expect("traced consumer start");
+    rx.recv_timeout(Duration::from_secs(60)).expect("consumed");
+    let traces = rmq_threads()
+        .iter()
+        .filter(|n| n.starts_with("rmq-trace"))
+        .count();
+    assert_eq!(traces, 2, "one trace thread per traced client");
+    census.assert_running("traced clients");
+    c.shutdown();
+    p.shutdown();
+    census.assert_back("traced clients");
+}
