@@ -70,6 +70,16 @@ typedef enum {
   RMQ_SEND_SLAVE_NOT_AVAILABLE = 3,
 } rmq_send_status;
 
+// How a local transaction ended (Java `LocalTransactionState`).
+typedef enum {
+  // Deliver the message.
+  RMQ_TRANSACTION_COMMIT = 0,
+  // Drop the message.
+  RMQ_TRANSACTION_ROLLBACK = 1,
+  // Not known yet: the broker asks the check callback later (Java `UNKNOW`).
+  RMQ_TRANSACTION_UNKNOWN = 2,
+} rmq_transaction_state;
+
 // What a listener answers.
 typedef enum {
   // Consumed: the offset moves past these messages.
@@ -145,6 +155,12 @@ typedef struct rmq_send_result rmq_send_result;
 // Not thread-safe; free with `rmq_tls_config_free`.
 typedef struct rmq_tls_config rmq_tls_config;
 
+// A started transactional producer.
+typedef struct rmq_transaction_producer rmq_transaction_producer;
+
+// Options of a transactional producer before it starts.
+typedef struct rmq_transaction_producer_builder rmq_transaction_producer_builder;
+
 // Receives one log record: `level` is 1 error, 2 warn, 3 info, 4 debug, 5 trace;
 // `target` (the Rust module) and `message` are borrowed for the call, not
 // NUL-terminated. Runs on whichever thread logs (the caller's, the I/O thread, timer and
@@ -180,6 +196,18 @@ typedef int32_t (*rmq_consume_callback)(void *userdata,
                                         const rmq_message_ext *const *messages,
                                         size_t count,
                                         rmq_consume_context *context);
+
+// Runs the local transaction of the half message just stored (borrowed for the call; its
+// id and transaction id are set) with the `arg` given to `rmq_transaction_producer_send`.
+// Returns an `rmq_transaction_state` value; any other value means unknown.
+typedef int32_t (*rmq_transaction_execute_callback)(void *userdata,
+                                                    const rmq_message *message,
+                                                    void *arg);
+
+// Answers a broker's question about a transaction that ended unknown (or whose answer was
+// lost): the half message is borrowed for the call. Returns an `rmq_transaction_state`
+// value; any other value means unknown. Runs on the producer's check threads.
+typedef int32_t (*rmq_transaction_check_callback)(void *userdata, const rmq_message_ext *message);
 
 #ifdef __cplusplus
 extern "C" {
@@ -315,6 +343,12 @@ rmq_result rmq_lite_pull_consumer_builder_consume_from(rmq_lite_pull_consumer_bu
 rmq_result rmq_lite_pull_consumer_builder_pull_batch_size(rmq_lite_pull_consumer_builder *b,
                                                           size_t n);
 
+// Records a trace of every message `poll` returns in `RMQ_SYS_TRACE_TOPIC`, or in
+// `trace_topic` when it is not NULL (Java `enableMsgTrace`).
+rmq_result rmq_lite_pull_consumer_builder_trace(rmq_lite_pull_consumer_builder *b,
+                                                const char *trace_topic,
+                                                size_t trace_topic_len);
+
 // Starts the consumer. The builder is consumed, whatever the result.
 rmq_result rmq_lite_pull_consumer_builder_start(rmq_lite_pull_consumer_builder *b,
                                                 rmq_lite_pull_consumer **consumer_out);
@@ -378,6 +412,19 @@ void rmq_lite_pull_consumer_free(rmq_lite_pull_consumer *c);
 // userdata may be freed then. `RMQ_STATE` when the process already has another `log`
 // logger (a Rust host that installed its own), or when called from inside the callback.
 rmq_result rmq_set_log_callback(rmq_log_callback callback, void *userdata, int32_t max_level);
+
+// Frees a received message the caller owns (a reply of `rmq_producer_request`); never
+// one borrowed in a callback or held by a message list. NULL is a no-op.
+void rmq_message_ext_free(rmq_message_ext *m);
+
+// The reply to `request` (a message a consumer received) carrying `body`, for any
+// producer to send (Java `MessageUtil.createReplyMessage`); `*message_out` is a new
+// message to free with `rmq_message_free`. `RMQ_INVALID_ARGUMENT` for a message that is
+// not a request.
+rmq_result rmq_create_reply_message(const rmq_message_ext *request,
+                                    const uint8_t *body,
+                                    size_t body_len,
+                                    rmq_message **message_out);
 
 // Creates a message for `topic` with `body` (copied; `body` may be NULL when
 // `body_len` is 0). Free it with `rmq_message_free`; a send does not take it.
@@ -582,6 +629,12 @@ rmq_result rmq_producer_builder_max_message_size(rmq_producer_builder *b, size_t
 // Bodies larger than this many bytes are compressed (default 4096).
 rmq_result rmq_producer_builder_compress_over(rmq_producer_builder *b, size_t bytes);
 
+// Records a trace of every send in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic` when it is
+// not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
+rmq_result rmq_producer_builder_trace(rmq_producer_builder *b,
+                                      const char *trace_topic,
+                                      size_t trace_topic_len);
+
 // Starts the producer. The builder is consumed, whatever the result: free it only if
 // this was not called.
 rmq_result rmq_producer_builder_start(rmq_producer_builder *b, rmq_producer **producer_out);
@@ -674,6 +727,14 @@ rmq_result rmq_producer_fetch_queues(const rmq_producer *p,
                                      const char *topic,
                                      size_t topic_len,
                                      rmq_queue_list **list_out);
+
+// Sends `message` as a request and waits up to `timeout_ms` for its reply (Java
+// `request`); `*reply_out` is a new message to free with `rmq_message_ext_free`. No
+// reply in time is `RMQ_TIMEOUT`. A responder answers with `rmq_create_reply_message`.
+rmq_result rmq_producer_request(const rmq_producer *p,
+                                const rmq_message *message,
+                                uint64_t timeout_ms,
+                                rmq_message_ext **reply_out);
 
 // Shuts the producer down (unregisters from the brokers); later sends fail with
 // `RMQ_STATE`. Idempotent. The handle must still be freed.
@@ -772,6 +833,12 @@ rmq_result rmq_push_consumer_builder_max_reconsume_times(rmq_push_consumer_build
 rmq_result rmq_push_consumer_builder_await_termination_ms(rmq_push_consumer_builder *b,
                                                           uint64_t ms);
 
+// Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
+// when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
+rmq_result rmq_push_consumer_builder_trace(rmq_push_consumer_builder *b,
+                                           const char *trace_topic,
+                                           size_t trace_topic_len);
+
 // Calls `callback` for the messages, several queues at once (Java
 // `MessageListenerConcurrently`). `userdata` goes to every call, on the consume threads.
 rmq_result rmq_push_consumer_builder_listener(rmq_push_consumer_builder *b,
@@ -808,10 +875,91 @@ rmq_result rmq_push_consumer_unsubscribe(const rmq_push_consumer *c,
 // Idempotent; the handle must still be freed.
 rmq_result rmq_push_consumer_shutdown(const rmq_push_consumer *c);
 
+// Sends a message this consumer received back to the broker, to come again after
+// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count).
+// May be called from inside the listener.
+rmq_result rmq_push_consumer_send_message_back(const rmq_push_consumer *c,
+                                               const rmq_message_ext *message,
+                                               int32_t delay_level);
+
 // Shuts down (if not yet) and frees the consumer. Returns only after every listener
 // call in flight has returned, so the userdata may be freed right after (called from
 // inside its own listener it cannot wait for itself, and does not). NULL is a no-op.
 void rmq_push_consumer_free(rmq_push_consumer *c);
+
+// Starts building a transactional producer of `group` (Java defaults: send timeout 3 s,
+// one check thread, 2000 checks waiting at most). Both callbacks are required;
+// `userdata` goes to every call of either. The name servers come from `NAMESRV_ADDR`
+// unless `rmq_transaction_producer_builder_namesrv` is called.
+rmq_result rmq_transaction_producer_builder_new(const char *group,
+                                                size_t group_len,
+                                                rmq_transaction_execute_callback execute,
+                                                rmq_transaction_check_callback check,
+                                                void *userdata,
+                                                rmq_transaction_producer_builder **builder_out);
+
+// The name-server addresses, `host:port` separated by `;`.
+rmq_result rmq_transaction_producer_builder_namesrv(rmq_transaction_producer_builder *b,
+                                                    const char *addr,
+                                                    size_t addr_len);
+
+// The instance name (Java `instanceName`).
+rmq_result rmq_transaction_producer_builder_instance_name(rmq_transaction_producer_builder *b,
+                                                          const char *name,
+                                                          size_t name_len);
+
+// ACL credentials (see `rmq_producer_builder_credentials`).
+rmq_result rmq_transaction_producer_builder_credentials(rmq_transaction_producer_builder *b,
+                                                        const char *access_key,
+                                                        size_t access_key_len,
+                                                        const char *secret_key,
+                                                        size_t secret_key_len,
+                                                        const char *security_token,
+                                                        size_t security_token_len);
+
+// TLS to the name servers and brokers (the settings are copied).
+rmq_result rmq_transaction_producer_builder_tls(rmq_transaction_producer_builder *b,
+                                                const rmq_tls_config *tls);
+
+// Check threads (Java `checkThreadPoolMinSize`/`MaxSize`, default 1 and 1) and the most
+// checks waiting for one (Java `checkRequestHoldMax`, default 2000); more are dropped
+// and asked again by the broker.
+rmq_result rmq_transaction_producer_builder_check_pool(rmq_transaction_producer_builder *b,
+                                                       size_t min_threads,
+                                                       size_t max_threads,
+                                                       size_t hold_max);
+
+// Starts the producer. The builder is consumed, whatever the result.
+rmq_result rmq_transaction_producer_builder_start(rmq_transaction_producer_builder *b,
+                                                  rmq_transaction_producer **producer_out);
+
+// Frees a builder that was not started. NULL is a no-op.
+void rmq_transaction_producer_builder_free(rmq_transaction_producer_builder *b);
+
+// Sends `message` as a half message, runs the execute callback with `arg` on this
+// thread, and tells the broker its outcome (Java `sendMessageInTransaction`). A send that
+// fails is an error and the callback does not run. Otherwise this succeeds whatever the
+// callback says: `*state_out` (may be NULL) gets the state the broker was told, and
+// `*result_out` (may be NULL) a send result of the half message to free with
+// `rmq_send_result_free`.
+rmq_result rmq_transaction_producer_send(const rmq_transaction_producer *p,
+                                         const rmq_message *message,
+                                         void *arg,
+                                         rmq_transaction_state *state_out,
+                                         rmq_send_result **result_out);
+
+// Check requests dropped because the check queue was full.
+rmq_result rmq_transaction_producer_dropped_checks(const rmq_transaction_producer *p,
+                                                   uint64_t *count_out);
+
+// Shuts the producer down; later sends fail with `RMQ_STATE`. Idempotent. The handle
+// must still be freed.
+rmq_result rmq_transaction_producer_shutdown(const rmq_transaction_producer *p);
+
+// Shuts down (if not yet) and frees the producer. Returns only after every callback in
+// flight has returned, and no callback starts after it, so the userdata may be freed
+// right after (from inside a callback it does not wait for itself). NULL is a no-op.
+void rmq_transaction_producer_free(rmq_transaction_producer *p);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 use rocketmq_blocking::{
     AdminBuilder, Credentials, LitePullConsumerBuilder, ProducerBuilder, PushConsumerBuilder,
-    TlsConfig,
+    TlsConfig, TransactionProducerBuilder,
 };
 
 use crate::error::{fail, guard, guard_void, rmq_result};
@@ -111,6 +111,29 @@ pub(crate) trait CommonBuilder: Sized {
     fn tls(self, t: TlsConfig) -> Self;
 }
 
+/// Builders of clients that trace (Java `enableMsgTrace`).
+pub(crate) trait TracedBuilder: Sized {
+    fn trace(self, topic: Option<String>) -> Self;
+}
+
+macro_rules! traced_builder {
+    ($($t:ty),*) => {$(
+        impl TracedBuilder for $t {
+            fn trace(self, topic: Option<String>) -> Self {
+                match topic {
+                    Some(t) => self.trace_topic(t),
+                    None => self.enable_msg_trace(true),
+                }
+            }
+        }
+    )*};
+}
+traced_builder!(
+    ProducerBuilder,
+    PushConsumerBuilder,
+    LitePullConsumerBuilder
+);
+
 macro_rules! common_builder {
     ($($t:ty),*) => {$(
         impl CommonBuilder for $t {
@@ -123,10 +146,28 @@ macro_rules! common_builder {
 }
 common_builder!(
     ProducerBuilder,
+    TransactionProducerBuilder,
     PushConsumerBuilder,
     LitePullConsumerBuilder,
     AdminBuilder
 );
+
+/// Turns message trace on: to `topic` (pointer + length) when it is not NULL, else to
+/// `RMQ_SYS_TRACE_TOPIC`.
+pub(crate) fn set_trace<H: HasSlot<B: TracedBuilder>>(
+    b: *mut H,
+    topic: *const c_char,
+    topic_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let topic = if topic.is_null() {
+            None
+        } else {
+            Some(str_arg(topic, topic_len, "trace topic")?.to_string())
+        };
+        handle_mut(b, "builder")?.slot().update(|b| b.trace(topic))
+    })
+}
 
 /// A builder handle's slot: the Rust builder, taken by `_start`.
 pub(crate) struct Slot<B>(pub(crate) Option<B>);

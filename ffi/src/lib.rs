@@ -12,8 +12,8 @@
 //! Layers: `util` (the only pointer-to-reference conversions), `error` (codes, last
 //! error, panic boundary), `common` (shared builder settings, TLS, the callback gate),
 //! then one module per client: `message`, `producer`, `push`, `lite_pull`, `admin`,
-//! `logging`. A transaction producer, once the crate has one, gets a module of its own
-//! (`rmq_transaction_producer_*`, its check-listener a callback like the push listener's).
+//! `logging`, `transaction` (`rmq_transaction_producer_*`: the local transaction and the
+//! broker's check as callbacks behind the same gate as the push listener's).
 #![allow(non_camel_case_types)]
 // The C entry points take raw pointers but are safe `extern "C" fn`s, as in rustls-ffi:
 // C callers cannot see `unsafe`, and every pointer is checked in `util` before use.
@@ -27,6 +27,7 @@ pub mod logging;
 pub mod message;
 pub mod producer;
 pub mod push;
+pub mod transaction;
 mod util;
 
 use std::ffi::c_char;
@@ -120,6 +121,47 @@ mod tests {
                 "tls_ca_file",
                 common::rmq_tls_config_ca_file(null_mut(), c"x".as_ptr(), 1),
             ),
+            (
+                "producer_request",
+                producer::rmq_producer_request(null(), m, 1000, null_mut()),
+            ),
+            (
+                "producer_builder_trace",
+                producer::rmq_producer_builder_trace(null_mut(), null(), 0),
+            ),
+            (
+                "create_reply_message",
+                message::rmq_create_reply_message(null(), null(), 0, null_mut()),
+            ),
+            (
+                "push_send_message_back",
+                push::rmq_push_consumer_send_message_back(null(), null(), 1),
+            ),
+            (
+                "transaction_builder_new",
+                transaction::rmq_transaction_producer_builder_new(
+                    c"g".as_ptr(),
+                    1,
+                    None,
+                    None,
+                    null_mut(),
+                    null_mut(),
+                ),
+            ),
+            (
+                "transaction_send",
+                transaction::rmq_transaction_producer_send(
+                    null(),
+                    m,
+                    null_mut(),
+                    null_mut(),
+                    null_mut(),
+                ),
+            ),
+            (
+                "transaction_shutdown",
+                transaction::rmq_transaction_producer_shutdown(null()),
+            ),
         ];
         for (name, r) in checks {
             assert_eq!(r, RMQ_NULL_PARAMETER, "{name}");
@@ -127,6 +169,9 @@ mod tests {
         // Freeing NULL is a no-op for every handle.
         producer::rmq_producer_free(null_mut());
         producer::rmq_producer_builder_free(null_mut());
+        transaction::rmq_transaction_producer_free(null_mut());
+        transaction::rmq_transaction_producer_builder_free(null_mut());
+        message::rmq_message_ext_free(null_mut());
         push::rmq_push_consumer_free(null_mut());
         push::rmq_push_consumer_builder_free(null_mut());
         lite_pull::rmq_lite_pull_consumer_free(null_mut());

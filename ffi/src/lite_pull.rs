@@ -187,6 +187,17 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_pull_batch_size(
     common::set(b, |b| b.pull_batch_size(n))
 }
 
+/// Records a trace of every message `poll` returns in `RMQ_SYS_TRACE_TOPIC`, or in
+/// `trace_topic` when it is not NULL (Java `enableMsgTrace`).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_builder_trace(
+    b: *mut rmq_lite_pull_consumer_builder,
+    trace_topic: *const c_char,
+    trace_topic_len: usize,
+) -> rmq_result {
+    common::set_trace(b, trace_topic, trace_topic_len)
+}
+
 /// Starts the consumer. The builder is consumed, whatever the result.
 #[no_mangle]
 pub extern "C" fn rmq_lite_pull_consumer_builder_start(

@@ -61,6 +61,45 @@ pub struct rmq_message_ext {
     pub(crate) inner: Ref<MessageExt>,
 }
 
+impl rmq_message_ext {
+    pub(crate) fn owned(m: MessageExt) -> rmq_message_ext {
+        rmq_message_ext {
+            inner: Ref::Owned(m),
+        }
+    }
+}
+
+/// Frees a received message the caller owns (a reply of `rmq_producer_request`); never
+/// one borrowed in a callback or held by a message list. NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn rmq_message_ext_free(m: *mut rmq_message_ext) {
+    guard_void(|| drop(take_handle(m)));
+}
+
+/// The reply to `request` (a message a consumer received) carrying `body`, for any
+/// producer to send (Java `MessageUtil.createReplyMessage`); `*message_out` is a new
+/// message to free with `rmq_message_free`. `RMQ_INVALID_ARGUMENT` for a message that is
+/// not a request.
+#[no_mangle]
+pub extern "C" fn rmq_create_reply_message(
+    request: *const rmq_message_ext,
+    body: *const u8,
+    body_len: usize,
+    message_out: *mut *mut rmq_message,
+) -> rmq_result {
+    guard(|| {
+        let request = handle(request, "request")?.inner.get();
+        let body = bytes_arg(body, body_len, "body")?;
+        let reply = rocketmq_blocking::create_reply_message(request, body.to_vec()).map_err(err)?;
+        out_handle(
+            message_out,
+            rmq_message {
+                inner: Ref::Owned(reply),
+            },
+        )
+    })
+}
+
 /// A queue of a topic on a broker (Java `MessageQueue`).
 pub struct rmq_message_queue {
     pub(crate) inner: MessageQueue,

@@ -5,8 +5,8 @@
 //! send takes it as `const`); only `rmq_producer_free` needs it exclusively, after every
 //! other call on it has returned. A builder is for one thread at a time.
 //!
-//! Transactions (Java `TransactionMQProducer`) will get their own handle,
-//! `rmq_transaction_producer`, built the same way once the crate has them.
+//! Transactions (Java `TransactionMQProducer`) have their own handle,
+//! `rmq_transaction_producer` (`transaction.rs`), built the same way.
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
@@ -16,7 +16,9 @@ use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
 
 use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
-use crate::message::{rmq_message, rmq_message_queue, rmq_queue_list, rmq_send_result};
+use crate::message::{
+    rmq_message, rmq_message_ext, rmq_message_queue, rmq_queue_list, rmq_send_result,
+};
 use crate::util::{handle, handle_array, out_handle, str_arg, take_handle, Userdata};
 
 /// Options of a producer before it starts.
@@ -175,6 +177,17 @@ pub extern "C" fn rmq_producer_builder_compress_over(
     bytes: usize,
 ) -> rmq_result {
     common::set(b, |b| b.compress_over(bytes))
+}
+
+/// Records a trace of every send in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic` when it is
+/// not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_trace(
+    b: *mut rmq_producer_builder,
+    trace_topic: *const c_char,
+    trace_topic_len: usize,
+) -> rmq_result {
+    common::set_trace(b, trace_topic, trace_topic_len)
 }
 
 /// Starts the producer. The builder is consumed, whatever the result: free it only if
@@ -515,6 +528,26 @@ pub extern "C" fn rmq_producer_fetch_queues(
                     .collect(),
             },
         )
+    })
+}
+
+/// Sends `message` as a request and waits up to `timeout_ms` for its reply (Java
+/// `request`); `*reply_out` is a new message to free with `rmq_message_ext_free`. No
+/// reply in time is `RMQ_TIMEOUT`. A responder answers with `rmq_create_reply_message`.
+#[no_mangle]
+pub extern "C" fn rmq_producer_request(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    timeout_ms: u64,
+    reply_out: *mut *mut rmq_message_ext,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let reply = p
+            .inner
+            .request(msg(message)?, Duration::from_millis(timeout_ms))
+            .map_err(err)?;
+        out_handle(reply_out, rmq_message_ext::owned(reply))
     })
 }
 

@@ -400,6 +400,17 @@ pub extern "C" fn rmq_push_consumer_builder_await_termination_ms(
     })
 }
 
+/// Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
+/// when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_trace(
+    b: *mut rmq_push_consumer_builder,
+    trace_topic: *const c_char,
+    trace_topic_len: usize,
+) -> rmq_result {
+    common::set_trace(b, trace_topic, trace_topic_len)
+}
+
 /// Calls `callback` for the messages, several queues at once (Java
 /// `MessageListenerConcurrently`). `userdata` goes to every call, on the consume threads.
 #[no_mangle]
@@ -561,6 +572,22 @@ pub extern "C" fn rmq_push_consumer_shutdown(c: *const rmq_push_consumer) -> rmq
     guard(|| {
         handle(c, "consumer")?.inner.shutdown();
         Ok(())
+    })
+}
+
+/// Sends a message this consumer received back to the broker, to come again after
+/// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count).
+/// May be called from inside the listener.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_send_message_back(
+    c: *const rmq_push_consumer,
+    message: *const rmq_message_ext,
+    delay_level: i32,
+) -> rmq_result {
+    guard(|| {
+        let c = handle(c, "consumer")?;
+        let m = handle(message, "message")?.inner.get();
+        c.inner.send_message_back(m, delay_level).map_err(err)
     })
 }
 

@@ -31,6 +31,11 @@ fn namesrv() -> &'static str {
                 .work_dir(work_dir)
                 .brokers(1)
                 .broker_config("waitTimeMillsInSendQueue", "5000")
+                // Transaction checks within seconds for transaction.c (defaults: a
+                // 6 s timeout, rounds of 30-60 s, op records every 3 s on 5.x).
+                .broker_config("transactionCheckInterval", "1000")
+                .broker_config("transactionTimeOut", "2000")
+                .broker_config("transactionOpBatchInterval", "200")
                 .broker_config("osPageCacheBusyTimeOutMills", "5000");
             if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
                 b = b.version(&v);
@@ -431,6 +436,17 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
         "{slow}"
     );
     assert!(!slow.contains("in_flight_at_free=0 "), "{slow}");
+
+    // A transaction producer whose check callback runs on the crate's check threads.
+    let tx = under_valgrind(
+        &[&unique("CValgrindTx"), "3"],
+        "transaction",
+        &dir.join("valgrind-transaction.log"),
+    );
+    assert!(
+        tx.contains("summary executed=3 unknown=1 checked=1"),
+        "{tx}"
+    );
 }
 
 #[test]
@@ -489,4 +505,82 @@ fn the_readme_python_example_works_as_written() {
         out.status
     );
     assert!(text.starts_with("consumed "), "{text}");
+}
+
+#[test]
+fn a_c_transaction_producer_commits_rolls_back_and_answers_the_broker_check() {
+    let topic = unique("CTxTopic");
+    let out = run(
+        Command::new(example("transaction")).args([&topic, "6"]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "transaction failed: {}\n{text}",
+        out.status
+    );
+    let sent: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("sent "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, st)| (id.to_string(), st.to_string()))
+        .collect();
+    assert_eq!(sent.len(), 6, "{text}");
+    let of = |state: &str| -> Vec<String> {
+        sent.iter()
+            .filter(|(_, s)| s == state)
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    let (committed, rolled_back, unknown) = (of("commit"), of("rollback"), of("unknown"));
+    assert_eq!(
+        (committed.len(), rolled_back.len(), unknown.len()),
+        (2, 2, 2),
+        "{text}"
+    );
+    let checked: HashSet<String> = ids(&text, "checked ").into_iter().collect();
+    assert_eq!(checked, unknown.iter().cloned().collect(), "{text}");
+
+    // What a consumer sees: the committed and the checked ones, never the rolled back.
+    let want: Vec<String> = committed.iter().chain(&unknown).cloned().collect();
+    let consumed = run(
+        Command::new(example("consume")).args([&topic, &unique("c_tx_g"), "4"]),
+        Duration::from_secs(300),
+    );
+    let seen = ids(&stdout(&consumed), "msg ");
+    let (n, dups) = check_read_back("transaction", &want, &seen);
+    assert_eq!((n, dups), (4, 0), "{}", stdout(&consumed));
+    assert!(
+        seen.iter().all(|id| !rolled_back.contains(id)),
+        "a rolled-back message came"
+    );
+}
+
+#[test]
+fn a_c_requester_gets_the_replies_of_a_c_responder_and_a_sent_back_request_comes_again() {
+    let topic = unique("CRequestTopic");
+    let out = run(
+        Command::new(example("request")).args([&topic, "3"]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "request failed: {}\n{text}",
+        out.status
+    );
+    let replies: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("reply "))
+        .collect();
+    assert_eq!(
+        replies,
+        ["re:request 0", "re:request 1", "re:request 2"],
+        "{text}"
+    );
+    assert!(
+        text.contains("summary replies=3 answered=3 sent_back=1"),
+        "{text}"
+    );
 }
