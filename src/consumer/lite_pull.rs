@@ -486,7 +486,11 @@ impl LitePullConsumer {
                     m.message.set_topic(t);
                 }
             }
-            let trace = c.trace.lock().clone();
+            let trace = c
+                .options
+                .enable_msg_trace
+                .then(|| c.trace.lock().clone())
+                .flatten();
             if let Some(t) = trace {
                 // Java traces a poll as a call that succeeded at once.
                 let group = namespace::unwrap(c.namespace.as_deref(), &c.group);

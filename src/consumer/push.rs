@@ -112,12 +112,16 @@ pub(crate) struct PushConsumerImpl {
     pub(crate) trace: RwLock<Option<Arc<TraceDispatcher>>>,
 }
 
+fn has_topic_thresholds(o: &PushConsumerOptions) -> bool {
+    o.pull_threshold_for_topic.is_some() || o.pull_threshold_size_for_topic_mib.is_some()
+}
+
 /// Java `RebalancePushImpl.messageQueueChanged`: a per-topic threshold is shared equally
 /// by the `held` queues of the topic (at least 1 each); `None` without per-topic
 /// thresholds. Unlike Java, which overwrites the one per-queue setting for all topics,
 /// each topic keeps its own share.
 fn topic_queue_limits(o: &PushConsumerOptions, held: usize) -> Option<(usize, u64)> {
-    if o.pull_threshold_for_topic.is_none() && o.pull_threshold_size_for_topic_mib.is_none() {
+    if !has_topic_thresholds(o) {
         return None;
     }
     let share = |total: u64| (total / held.max(1) as u64).max(1);
@@ -283,6 +287,9 @@ impl PushConsumerImpl {
 
     /// Records `SubBefore` for a listener call on `msgs`; what `trace_after` needs.
     fn trace_before(&self, msgs: &[MessageExt]) -> Option<(Arc<TraceDispatcher>, String)> {
+        if !self.options.enable_msg_trace {
+            return None; // no lock per listener call when untraced
+        }
         let trace = self.trace.read().clone()?;
         let id = trace::consume_before(&trace, &self.group_without_namespace(), msgs);
         Some((trace, id))
@@ -310,6 +317,13 @@ impl PushConsumerImpl {
     /// The (messages, MiB) a queue of `topic` may cache before its pulls pause.
     fn queue_limits(&self, topic: &str) -> (usize, u64) {
         let o = &self.options;
+        if !has_topic_thresholds(o) {
+            // Every pull asks: without per-topic thresholds there is no table to look in.
+            return (
+                o.pull_threshold_for_queue,
+                o.pull_threshold_size_for_queue_mib,
+            );
+        }
         match self.topic_queue_limits.read().get(topic) {
             Some(&limits) => limits,
             None => (

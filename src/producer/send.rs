@@ -403,6 +403,10 @@ impl ProducerImpl {
 
     /// Records the trace of an acknowledged send (Java `SendMessageTraceHookImpl`).
     fn trace_send(&self, p: &Prepared<'_>, addr: &str, r: &SendResult, started: Instant) {
+        // Every send passes here: untraced producers stop at a field read, not a lock.
+        if !self.options.enable_msg_trace {
+            return;
+        }
         let trace = self.trace.read().clone();
         let Some(trace) = trace else { return };
         let mut msg = Message::new(p.user_topic.clone(), Vec::new());

@@ -181,7 +181,7 @@ impl SubscriptionGroupConfig {
     }
 
     /// The body of UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, as fastjson reads it.
-    pub fn encode(&self) -> Result<Vec<u8>, DecodeError> {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, DecodeError> {
         serde_json::to_vec(&self.to_wire())
             .map_err(|e| DecodeError::new(format!("encoding a group: {e}")))
     }
