@@ -398,7 +398,7 @@ impl Admin {
                 );
             }
             found.extend(decoded.messages.into_iter().map(|mut m| {
-                m.broker_name.clone_from(broker_name);
+                m.broker_name = Arc::from(broker_name.as_str());
                 m
             }));
         }

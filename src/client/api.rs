@@ -191,9 +191,9 @@ impl MQClientAPI {
     ) -> Result<Option<i64>> {
         let header = QueryConsumerOffsetRequestHeader {
             consumer_group: group.to_string(),
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         let request =
             RemotingCommand::request_with_header(RequestCode::QUERY_CONSUMER_OFFSET, &header);
@@ -219,10 +219,10 @@ impl MQClientAPI {
     ) -> Result<()> {
         let header = UpdateConsumerOffsetRequestHeader {
             consumer_group: group.to_string(),
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
             commit_offset: offset,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         let request =
             RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &header);
@@ -260,9 +260,9 @@ impl MQClientAPI {
         timeout: Duration,
     ) -> Result<i64> {
         let header = QueueOffsetRequestHeader {
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         let code = if max {
             RequestCode::GET_MAX_OFFSET
@@ -284,10 +284,10 @@ impl MQClientAPI {
         timeout: Duration,
     ) -> Result<i64> {
         let header = SearchOffsetRequestHeader {
-            topic: mq.topic.clone(),
+            topic: mq.topic.to_string(),
             queue_id: mq.queue_id,
             timestamp,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         let request =
             RemotingCommand::request_with_header(RequestCode::SEARCH_OFFSET_BY_TIMESTAMP, &header);

@@ -64,7 +64,7 @@ impl TopicPublishInfo {
         for _ in 0..n {
             let i = next_send_index() % n;
             let mq = &self.message_queues[i];
-            if mq.broker_name != last {
+            if &*mq.broker_name != last {
                 return Some(mq);
             }
         }
@@ -206,7 +206,7 @@ mod tests {
         let got: Vec<(String, i32)> = info
             .message_queues
             .iter()
-            .map(|m| (m.broker_name.clone(), m.queue_id))
+            .map(|m| (m.broker_name.to_string(), m.queue_id))
             .collect();
         assert_eq!(
             got,
@@ -229,7 +229,7 @@ mod tests {
         let info = to_publish_info("T", &r);
         assert!(info.order_topic);
         assert_eq!(info.message_queues.len(), 3);
-        assert_eq!(info.message_queues[2].broker_name, "y");
+        assert_eq!(&*info.message_queues[2].broker_name, "y");
     }
 
     #[test]
@@ -243,7 +243,7 @@ mod tests {
         let info = to_publish_info("T", &route());
         for _ in 0..20 {
             assert_eq!(
-                info.select_one_avoiding(Some("a")).unwrap().broker_name,
+                &*info.select_one_avoiding(Some("a")).unwrap().broker_name,
                 "b"
             );
         }

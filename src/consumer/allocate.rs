@@ -361,7 +361,7 @@ mod tests {
         let a = s.allocate("c0", &all, &cs);
         let b = s.allocate("c1", &all, &cs);
         assert_eq!(a.len() + b.len(), 3);
-        assert!(a.iter().chain(&b).all(|q| q.broker_name == "r1@a"));
+        assert!(a.iter().chain(&b).all(|q| &*q.broker_name == "r1@a"));
     }
 
     #[test]

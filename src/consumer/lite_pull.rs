@@ -403,9 +403,9 @@ impl LitePullConsumer {
         let wanted: HashSet<MessageQueue> = mqs.iter().map(|mq| c.wrap(mq)).collect();
         for mq in &wanted {
             let mut subs = c.rebalance.subscriptions.write();
-            if !subs.contains_key(&mq.topic) {
+            if !subs.contains_key(&*mq.topic) {
                 subs.insert(
-                    mq.topic.clone(),
+                    mq.topic.to_string(),
                     build_subscription_data(&mq.topic, &MessageSelector::by_tag("*"))?,
                 );
             }
@@ -632,13 +632,13 @@ impl Drop for LitePullConsumer {
 impl LitePullImpl {
     fn wrap(&self, mq: &MessageQueue) -> MessageQueue {
         let mut mq = mq.clone();
-        mq.topic = namespace::wrap(self.namespace.as_deref(), &mq.topic);
+        mq.topic = namespace::wrap(self.namespace.as_deref(), &mq.topic).into();
         mq
     }
 
     fn unwrap(&self, mq: &MessageQueue) -> MessageQueue {
         let mut mq = mq.clone();
-        mq.topic = self.unwrap_topic(&mq.topic);
+        mq.topic = self.unwrap_topic(&mq.topic).into();
         mq
     }
 
@@ -807,7 +807,7 @@ impl LitePullImpl {
         let Some(offset) = offset else {
             return self.look_up_start_offset(mq, epoch);
         };
-        let sub = self.rebalance.subscriptions.read().get(&mq.topic).cloned();
+        let sub = self.rebalance.subscriptions.read().get(&*mq.topic).cloned();
         let sub = match sub {
             Some(s) => s,
             None => return self.schedule_pull(mq, epoch, o.pull_time_delay_when_exception),
@@ -1031,7 +1031,7 @@ impl ConsumerInner for LitePullImpl {
             .queues
             .lock()
             .keys()
-            .filter(|mq| mq.topic == topic && offsets.contains_key(*mq))
+            .filter(|mq| *mq.topic == *topic && offsets.contains_key(*mq))
             .cloned()
             .collect();
         for mq in held {

@@ -558,7 +558,7 @@ pub(crate) fn offsets_of_topic(
     store
         .offsets()
         .into_iter()
-        .filter(|(mq, _)| mq.topic == topic)
+        .filter(|(mq, _)| mq.topic == topic.into())
         .collect()
 }
 

@@ -158,6 +158,27 @@ impl ConsumePool {
         true
     }
 
+    /// Queues every job of `jobs` under one lock, with at most one wake-up: the consume
+    /// requests of one pull result go in together rather than one lock round each.
+    /// False (and nothing queued) after shutdown.
+    pub(crate) fn execute_all<I, F>(&self, jobs: I) -> bool
+    where
+        I: IntoIterator<Item = F>,
+        F: FnOnce() + Send + 'static,
+    {
+        let mut s = self.shared.state.lock();
+        if s.closed {
+            return false;
+        }
+        let before = s.jobs.len();
+        s.jobs
+            .extend(jobs.into_iter().map(|job| Box::new(job) as Job));
+        if s.jobs.len() > before {
+            self.shared.wake_one(&mut s);
+        }
+        true
+    }
+
     /// Current number of workers.
     pub(crate) fn size(&self) -> usize {
         self.size.load(Ordering::SeqCst)

@@ -121,7 +121,7 @@ fn request(
     }
     let header = PullMessageRequestHeader {
         consumer_group: group.to_string(),
-        topic: p.mq.topic.clone(),
+        topic: p.mq.topic.to_string(),
         queue_id: p.mq.queue_id,
         queue_offset: p.offset,
         max_msg_nums: p.max_nums,
@@ -131,7 +131,7 @@ fn request(
         subscription: p.post_subscription.then(|| p.sub.sub_string.clone()),
         sub_version: p.sub.sub_version,
         expression_type: Some(p.sub.expression_type.clone()),
-        broker_name: Some(p.mq.broker_name.clone()),
+        broker_name: Some(p.mq.broker_name.to_string()),
     };
     Ok((
         found.addr,

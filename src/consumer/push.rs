@@ -110,6 +110,8 @@ pub(crate) struct PushConsumerImpl {
     topic_queue_limits: RwLock<HashMap<String, (usize, u64)>>,
     /// The trace of every listener call, with `enable_msg_trace`.
     pub(crate) trace: RwLock<Option<Arc<TraceDispatcher>>>,
+    /// The instance's namespace, fixed with its configuration; read for every message.
+    namespace: Option<String>,
 }
 
 fn has_topic_thresholds(o: &PushConsumerOptions) -> bool {
@@ -155,7 +157,6 @@ impl PushConsumerImpl {
             group,
             options,
             listener,
-            instance,
             rebalance,
             offset_store,
             routing: Arc::new(PullRouting::default()),
@@ -171,6 +172,8 @@ impl PushConsumerImpl {
             started_at: crate::util::now_millis(),
             topic_queue_limits: RwLock::new(HashMap::new()),
             trace: RwLock::new(None),
+            namespace: instance.config().namespace(),
+            instance,
         }))
     }
 
@@ -388,7 +391,7 @@ impl PushConsumerImpl {
             .rebalance
             .subscriptions
             .read()
-            .get(&req.mq.topic)
+            .get(&*req.mq.topic)
             .cloned()
         else {
             warn!("{}: no subscription for {}; pull later", self.group, req.mq);
@@ -545,15 +548,19 @@ impl PushConsumerImpl {
             Listener::Concurrently(_) => {
                 let batch = self.options.consume_message_batch_max_size.max(1);
                 let mut msgs = msgs.into_iter();
+                let mut chunks = Vec::with_capacity(msgs.len().div_ceil(batch));
                 loop {
                     let chunk: Vec<MessageExt> = msgs.by_ref().take(batch).collect();
                     if chunk.is_empty() {
                         break;
                     }
-                    let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
-                    self.pool
-                        .execute(move || me.consume_concurrently(chunk, pq, mq));
+                    chunks.push(chunk);
                 }
+                // One lock round and one wake-up for the whole pull result.
+                self.pool.execute_all(chunks.into_iter().map(|chunk| {
+                    let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
+                    move || me.consume_concurrently(chunk, pq, mq)
+                }));
             }
             Listener::Orderly(_) => {
                 if dispatch {
@@ -573,7 +580,7 @@ impl PushConsumerImpl {
             &mut digits,
         ))
         .unwrap_or_default();
-        let namespace = self.instance.config().namespace();
+        let namespace = &self.namespace;
         for m in msgs.iter_mut() {
             let is_retry = m
                 .topic()
@@ -584,7 +591,7 @@ impl PushConsumerImpl {
                     m.message.set_topic(t);
                 }
             }
-            if let Some(ns) = &namespace {
+            if let Some(ns) = namespace {
                 let t = crate::client::namespace::unwrap(Some(ns), m.topic());
                 m.message.set_topic(t);
             }
@@ -844,7 +851,7 @@ impl PushConsumerImpl {
             origin_topic: Some(m.topic().to_string()),
             unit_mode: false,
             max_reconsume_times: Some(self.options.max_reconsume_times_concurrently()),
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.to_string()),
         };
         match self
             .instance
@@ -1137,7 +1144,7 @@ impl ConsumerInner for PushConsumerImpl {
             .process_queues
             .read()
             .iter()
-            .filter(|(mq, _)| mq.topic == topic)
+            .filter(|(mq, _)| mq.topic == topic.into())
             .filter_map(|(mq, pq)| Some((mq.clone(), pq.clone(), *offsets.get(mq)?)))
             .collect();
         for (_, pq, _) in &held {

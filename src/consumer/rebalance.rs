@@ -146,7 +146,7 @@ impl RebalanceImpl {
             .process_queues
             .read()
             .keys()
-            .filter(|mq| !topics.contains(&mq.topic))
+            .filter(|mq| !topics.iter().any(|t| **t == *mq.topic))
             .cloned()
             .collect();
         for mq in stale {
@@ -237,7 +237,7 @@ impl RebalanceImpl {
             .process_queues
             .read()
             .iter()
-            .filter(|(mq, _)| mq.topic == topic)
+            .filter(|(mq, _)| mq.topic == topic.into())
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         for (mq, pq) in current {
@@ -393,7 +393,7 @@ impl RebalanceImpl {
     fn held_by_broker(&self) -> HashMap<String, Vec<MessageQueue>> {
         let mut by: HashMap<String, Vec<MessageQueue>> = HashMap::new();
         for mq in self.process_queues.read().keys() {
-            by.entry(mq.broker_name.clone())
+            by.entry(mq.broker_name.to_string())
                 .or_default()
                 .push(mq.clone());
         }

@@ -408,7 +408,7 @@ fn decode_record(
     message.set_properties_wire(&properties);
     Ok(MessageExt {
         message,
-        broker_name: String::new(),
+        broker_name: Arc::from(""),
         queue_id,
         store_size,
         queue_offset,
@@ -417,7 +417,7 @@ fn decode_record(
         born_host,
         store_timestamp,
         store_host,
-        offset_msg_id: create_offset_msg_id(store_host, commit_log_offset),
+        offset_msg_id: std::sync::OnceLock::new(),
         commit_log_offset,
         body_crc,
         reconsume_times,

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 use crate::error::Error;
@@ -381,12 +381,12 @@ impl fmt::Debug for Message {
 /// Every field of the stored record is here, plus the broker name the consumer pulled it
 /// from. The message itself (topic, properties, body) is [`MessageExt::message`]; the
 /// common parts of it have shortcuts here. `Debug` prints the body's length, not the body.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct MessageExt {
     /// Topic, flag, properties and (decompressed) body.
     pub(crate) message: Message,
     /// The broker group the message was pulled from; not part of the record (empty if unknown).
-    pub(crate) broker_name: String,
+    pub(crate) broker_name: Arc<str>,
     /// Queue id.
     pub(crate) queue_id: i32,
     /// Length of the whole stored record (`TOTALSIZE`).
@@ -403,8 +403,9 @@ pub struct MessageExt {
     pub(crate) store_timestamp: i64,
     /// The storing broker's address.
     pub(crate) store_host: SocketAddr,
-    /// The broker's message id, from store host and commit log offset ([`create_offset_msg_id`]).
-    pub(crate) offset_msg_id: String,
+    /// The broker's message id, from store host and commit log offset ([`create_offset_msg_id`]),
+    /// made when first asked for: most consumers never read it, and it is a string per message.
+    pub(crate) offset_msg_id: OnceLock<String>,
     /// Physical offset in the commit log.
     pub(crate) commit_log_offset: i64,
     /// `crc32(stored body) & 0x7FFFFFFF`.
@@ -420,7 +421,7 @@ impl Default for MessageExt {
         let unspecified = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0));
         MessageExt {
             message: Message::empty(String::new(), Vec::new()),
-            broker_name: String::new(),
+            broker_name: Arc::from(""),
             queue_id: 0,
             store_size: 0,
             queue_offset: 0,
@@ -429,7 +430,7 @@ impl Default for MessageExt {
             born_host: unspecified,
             store_timestamp: 0,
             store_host: unspecified,
-            offset_msg_id: String::new(),
+            offset_msg_id: OnceLock::from(String::new()),
             commit_log_offset: 0,
             body_crc: 0,
             reconsume_times: 0,
@@ -438,6 +439,29 @@ impl Default for MessageExt {
     }
 }
 
+/// Field by field, the offsetMsgId by value whether or not it was made yet.
+impl PartialEq for MessageExt {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+            && self.broker_name == other.broker_name
+            && self.queue_id == other.queue_id
+            && self.store_size == other.store_size
+            && self.queue_offset == other.queue_offset
+            && self.sys_flag == other.sys_flag
+            && self.born_timestamp == other.born_timestamp
+            && self.born_host == other.born_host
+            && self.store_timestamp == other.store_timestamp
+            && self.store_host == other.store_host
+            && self.commit_log_offset == other.commit_log_offset
+            && self.body_crc == other.body_crc
+            && self.reconsume_times == other.reconsume_times
+            && self.prepared_transaction_offset == other.prepared_transaction_offset
+            && self.offset_msg_id() == other.offset_msg_id()
+    }
+}
+
+impl Eq for MessageExt {}
+
 impl MessageExt {
     /// The message id a user sees: `UNIQ_KEY` if present, else the offsetMsgId
     /// (Java `MessageClientExt.getMsgId`).
@@ -445,7 +469,7 @@ impl MessageExt {
     pub fn msg_id(&self) -> &str {
         self.message
             .property(property::UNIQ_KEY)
-            .unwrap_or(&self.offset_msg_id)
+            .unwrap_or_else(|| self.offset_msg_id())
     }
 
     /// The message: topic, flag, properties, body.
@@ -505,7 +529,7 @@ impl MessageExt {
 
     /// The queue the message was pulled from.
     pub fn message_queue(&self) -> MessageQueue {
-        MessageQueue::new(self.topic(), self.broker_name.as_str(), self.queue_id)
+        MessageQueue::new(self.topic(), &*self.broker_name, self.queue_id)
     }
 
     /// Logical offset in the consume queue.
@@ -520,7 +544,8 @@ impl MessageExt {
 
     /// The broker's message id: store host and commit log offset (Java `offsetMsgId`).
     pub fn offset_msg_id(&self) -> &str {
-        &self.offset_msg_id
+        self.offset_msg_id
+            .get_or_init(|| create_offset_msg_id(self.store_host, self.commit_log_offset))
     }
 
     /// Length of the whole stored record in bytes (Java `storeSize`).
@@ -577,7 +602,7 @@ impl MessageExt {
         commit_log_offset: i64,
     ) {
         self.message = message;
-        self.broker_name = broker_name.to_string();
+        self.broker_name = Arc::from(broker_name);
         self.queue_id = queue_id;
         self.queue_offset = queue_offset;
         self.commit_log_offset = commit_log_offset;
@@ -656,7 +681,7 @@ mod tests {
     #[test]
     fn msg_id_prefers_uniq_key() {
         let mut e = MessageExt {
-            offset_msg_id: "OFFSET".into(),
+            offset_msg_id: OnceLock::from("OFFSET".to_string()),
             ..MessageExt::default()
         };
         assert_eq!(e.msg_id(), "OFFSET");

@@ -70,7 +70,7 @@ impl FaultStrategy {
             let write_queues = info.write_queue_nums_of(&broker);
             if write_queues > 0 {
                 let q = (crate::client::next_send_index() % write_queues as usize) as i32;
-                return Some(MessageQueue::new(&info.message_queues[0].topic, broker, q));
+                return Some(MessageQueue::new(&*info.message_queues[0].topic, broker, q));
             }
             self.items.lock().remove(&broker);
         }
@@ -189,7 +189,7 @@ mod tests {
         f.update("a", Duration::from_millis(5), true);
         assert!(!f.is_available("a"));
         for _ in 0..20 {
-            assert_eq!(f.select(&info, None).unwrap().broker_name, "b");
+            assert_eq!(&*f.select(&info, None).unwrap().broker_name, "b");
         }
         f.update("a", Duration::from_millis(5), false);
         assert!(f.is_available("a"));

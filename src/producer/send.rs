@@ -538,7 +538,7 @@ impl ProducerImpl {
             .message_queues
             .into_iter()
             .map(|mut mq| {
-                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic);
+                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic).into();
                 mq
             })
             .collect())
@@ -597,7 +597,7 @@ impl ProducerImpl {
             send_status: status,
             msg_id: p.msg_id.clone(),
             offset_msg_id: h.msg_id,
-            message_queue: MessageQueue::new(&p.user_topic, &mq.broker_name, h.queue_id),
+            message_queue: MessageQueue::new(&p.user_topic, &*mq.broker_name, h.queue_id),
             queue_offset: h.queue_offset,
             transaction_id: h.transaction_id,
             region_id: resp
@@ -655,7 +655,7 @@ impl ProducerImpl {
                 );
                 break;
             }
-            last_broker = Some(mq.broker_name.clone());
+            last_broker = Some(mq.broker_name.to_string());
             let started = Instant::now();
             let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed);
             let latency = started.elapsed();
@@ -776,7 +776,7 @@ impl ProducerImpl {
     ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
         let mut target = mq.clone();
-        target.topic = p.topic.clone();
+        target.topic = p.topic.clone().into();
         self.send_kernel(&instance, p, &target, mode, timeout)
     }
 
@@ -795,7 +795,7 @@ impl ProducerImpl {
             .iter()
             .map(|mq| {
                 let mut mq = mq.clone();
-                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic);
+                mq.topic = namespace::unwrap(self.namespace.as_deref(), &mq.topic).into();
                 mq
             })
             .collect();
@@ -834,7 +834,7 @@ impl ProducerImpl {
         let info = self.find_publish_info(&instance, &p.topic)?;
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
-            mq.topic = p.topic.clone();
+            mq.topic = p.topic.clone().into();
             mq
         });
         let mq = match &pinned {
@@ -863,7 +863,7 @@ impl ProducerImpl {
 
 /// A message for `mq` must be of its topic (both without namespace).
 fn check_queue_topic(topic: &str, mq: &MessageQueue) -> Result<()> {
-    if mq.topic != topic {
+    if mq.topic != topic.into() {
         return Err(Error::invalid_argument(format!(
             "the message topic {topic} differs from the queue's topic {}",
             mq.topic

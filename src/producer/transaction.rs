@@ -595,7 +595,7 @@ impl TransactionProducer {
             from_transaction_check: false,
             msg_id: sent.msg_id.clone(),
             transaction_id: sent.transaction_id.clone(),
-            broker_name: Some(broker.clone()),
+            broker_name: Some(broker.to_string()),
         };
         debug!("END_TRANSACTION {state:?} of {} to {addr}", sent.msg_id);
         let mut request =

@@ -49,6 +49,10 @@ const MAX_TLS_BYTES_PER_TURN: usize = MAX_READS_PER_TURN * READ_CHUNK;
 const MAX_TLS_READS_PER_TURN: usize = 16 * MAX_READS_PER_TURN;
 /// Largest number of queued frames handed to one `writev`.
 const MAX_IOV: usize = 64;
+/// Whether a read that returned less than asked proves the socket drained. On epoll
+/// and kqueue (edge-triggered in mio) bytes that arrive afterwards raise a new event;
+/// Windows readiness emulation wants WouldBlock first (tokio draws the same line).
+const SHORT_READ_DRAINS: bool = !cfg!(windows);
 /// How often idle connections are looked for when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
@@ -198,6 +202,9 @@ pub(super) struct IoLoop {
     still_readable: Vec<Token>,
     /// Connections with frames queued during this command drain.
     to_flush: Vec<Token>,
+    /// The event being handled reported the peer's end (or an error): read until
+    /// WouldBlock or end of stream, even after a short read.
+    read_to_end: bool,
 }
 
 impl IoLoop {
@@ -213,6 +220,7 @@ impl IoLoop {
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
             still_readable: Vec::new(),
             to_flush: Vec::new(),
+            read_to_end: false,
         }
     }
 
@@ -247,12 +255,16 @@ impl IoLoop {
                 if ev.token() == WAKER {
                     continue;
                 }
+                // A peer's FIN may come in the same event as its last bytes: then the
+                // socket is read to the end, not left after a short read.
+                self.read_to_end = ev.is_read_closed() || ev.is_error();
                 self.conn_event(
                     ev.token(),
                     ev.is_readable(),
                     ev.is_writable(),
                     ev.is_error(),
                 );
+                self.read_to_end = false;
             }
             for token in std::mem::take(&mut self.still_readable) {
                 if self.conns.contains_key(&token) {
@@ -666,6 +678,12 @@ impl IoLoop {
                             parse_frames(&mut c.rbuf, &mut c.rstart, max_frame, &mut frames)
                         {
                             failure = Some(CloseReason::Closed(why));
+                            break;
+                        }
+                        if n < self.scratch.len() && SHORT_READ_DRAINS && !self.read_to_end {
+                            // A short read emptied the receive buffer: bytes that arrive
+                            // later raise a new edge, so the `recv` that would only
+                            // return WouldBlock is skipped (one syscall per response).
                             break;
                         }
                     }

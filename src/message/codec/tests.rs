@@ -268,8 +268,8 @@ fn decodes_a_hand_built_ipv4_record() {
     assert_eq!(m.tags(), Some("TagA"));
     assert_eq!(m.property(property::CLUSTER), Some("DefaultCluster"));
     // The example of the fact sheet: 10.2.223.165:10911, offset 0x163E60ADB.
-    assert_eq!(m.offset_msg_id, "0A02DFA500002A9F0000000163E60ADB");
-    assert_eq!(m.msg_id(), m.offset_msg_id, "no UNIQ_KEY");
+    assert_eq!(m.offset_msg_id(), "0A02DFA500002A9F0000000163E60ADB");
+    assert_eq!(m.msg_id(), m.offset_msg_id(), "no UNIQ_KEY");
 }
 
 #[test]
@@ -277,9 +277,9 @@ fn decodes_ipv6_hosts() {
     let m = decode_one(&Rec::sample().v6().bytes(), DecodeOptions::new()).unwrap();
     assert_eq!(m.born_host, "[2001:db8::7]:54321".parse().unwrap());
     assert_eq!(m.store_host, "[fe80::1:2]:10911".parse().unwrap());
-    assert_eq!(m.offset_msg_id.len(), 56);
+    assert_eq!(m.offset_msg_id().len(), 56);
     assert_eq!(
-        decode_offset_msg_id(&m.offset_msg_id).unwrap(),
+        decode_offset_msg_id(m.offset_msg_id()).unwrap(),
         (m.store_host, 0x1_63E6_0ADB)
     );
     assert_eq!(m.body(), b"hello");
@@ -661,7 +661,7 @@ prop_compose! {
         let (queue_id, queue_offset, commit_log_offset, born_timestamp, store_timestamp) = nums;
         MessageExt {
             message,
-            broker_name: String::new(),
+            broker_name: std::sync::Arc::from(""),
             queue_id,
             store_size: 0,
             queue_offset,
@@ -670,7 +670,7 @@ prop_compose! {
             born_host,
             store_timestamp,
             store_host,
-            offset_msg_id: create_offset_msg_id(store_host, commit_log_offset),
+            offset_msg_id: std::sync::OnceLock::from(create_offset_msg_id(store_host, commit_log_offset)),
             commit_log_offset,
             body_crc: 0,
             reconsume_times: more.0,
