@@ -72,11 +72,13 @@ CONSUME_TIMEOUT=${CONSUME_TIMEOUT:-600}
 WORKLOADS=${WORKLOADS:-"sync1 sync8 sync64 async batch push litepull"}
 TLS=${TLS:-off}
 case $TLS in
-    off) SIDES="java rust" ;;
+    off) SIDES=${SIDES:-"java java49 rust rust-async go"} ;;
     both) SIDES="java rust java-tls rust-tls" ;;
     only) SIDES="java-tls rust-tls" ;;
     *) echo "compare-java: TLS is off, both or only (not $TLS)" >&2; exit 1 ;;
 esac
+JAVA49_VERSION=${JAVA49_VERSION:-4.9.8}
+RUST_ASYNC_DIR=${RUST_ASYNC_DIR:-$ROOT/benches/peers/rust-async}
 TOPIC=${TOPIC:-CompareJava}
 JAVA_HEAP=${JAVA_HEAP:-512m}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -92,6 +94,20 @@ die() { echo "compare-java: $*" >&2; exit 1; }
 
 producing=false
 consuming=false
+for side in $SIDES; do
+    case $side in
+        java | java49 | rust | rust-async | go | java-tls | rust-tls) ;;
+        *) die "unknown side $side (java java49 rust rust-async go)" ;;
+    esac
+done
+has_side() { case " $SIDES " in *" $1 "*) return 0 ;; esac; return 1; }
+# skip SIDE REASON: drops a side that cannot be built here, saying why (the run goes on).
+SKIPPED=
+skip() {
+    log "skipping $1: $2"
+    SKIPPED="$SKIPPED; $1 ($2)"
+    SIDES=$(echo " $SIDES " | sed "s/ $1 / /; s/^ *//; s/ *$//")
+}
 for w in $WORKLOADS; do
     case $w in
         sync1 | sync8 | sync64 | async | batch | oneway) producing=true ;;
@@ -111,13 +127,50 @@ done
 log "building rmq (release)"
 cargo build --release --quiet --features cli --bin rmq
 
+# java_classpath FILE [MAVEN_ARGS]: the classpath of benches/java/pom.xml (Maven) into FILE.
+java_classpath() {
+    local file=$1
+    shift
+    if [ ! -s "$file" ] || [ benches/java/pom.xml -nt "$file" ]; then
+        (cd benches/java && mvn -q dependency:build-classpath -Dmdep.outputFile="$file" "$@")
+    fi
+}
 log "resolving the Java client classpath (Maven)"
-if [ ! -s "$OUT/classpath.txt" ] || [ benches/java/pom.xml -nt "$OUT/classpath.txt" ]; then
-    (cd benches/java && mvn -q dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt")
-fi
+java_classpath "$OUT/classpath.txt"
 rm -rf "$OUT/classes"
 javac -nowarn -d "$OUT/classes" -cp "$(cat "$OUT/classpath.txt")" benches/java/src/main/java/rmqblocking/bench/*.java
 JAVA_CP="$OUT/classes:$(cat "$OUT/classpath.txt")"
+if has_side java49; then
+    # The same Bench and Consume against the 4.9 client (BrokerConfig needs 5.x classes and
+    # runs from the 5.3.3 classpath only).
+    log "resolving the Java client $JAVA49_VERSION classpath (Maven)"
+    java_classpath "$OUT/classpath-$JAVA49_VERSION.txt" -Drocketmq.version="$JAVA49_VERSION"
+    rm -rf "$OUT/classes-$JAVA49_VERSION"
+    javac -nowarn -d "$OUT/classes-$JAVA49_VERSION" -cp "$(cat "$OUT/classpath-$JAVA49_VERSION.txt")" \
+        benches/java/src/main/java/rmqblocking/bench/{Bench,Consume}.java
+    JAVA49_CP="$OUT/classes-$JAVA49_VERSION:$(cat "$OUT/classpath-$JAVA49_VERSION.txt")"
+fi
+GO_BENCH=$CARGO_TARGET_DIR/peers/go-bench
+if has_side go; then
+    if command -v go >/dev/null; then
+        # go.sum pins every module; on a fresh machine go build fetches them (module proxy).
+        log "building the Go client's bench program"
+        (cd benches/peers/go && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$GO_BENCH" .)
+    else
+        skip go "no go toolchain"
+    fi
+fi
+RUST_ASYNC_BENCH=$CARGO_TARGET_DIR/peers/rust-async/release/rust-async-bench
+if has_side rust-async; then
+    if [ -f "$RUST_ASYNC_DIR/Cargo.toml" ]; then
+        log "building the rocketmq-client-rust bench program (release)"
+        cargo build --release --quiet --locked --manifest-path "$RUST_ASYNC_DIR/Cargo.toml" \
+            --target-dir "$CARGO_TARGET_DIR/peers/rust-async"
+    else
+        skip rust-async "no $RUST_ASYNC_DIR"
+    fi
+fi
+[ -n "$SIDES" ] || die "no side left to run"
 
 CLUSTER_STATE=
 CLUSTER_LOGS=
@@ -199,52 +252,31 @@ run() {
     local client=${side%-tls}
     [ "$client" = "$side" ] || tls=true
     local base=$RUNS/$workload-$pair-$side
-    local count=$COUNT threads=64 warmup=0 cmd
+    local count=$COUNT threads=64 warmup=0 verb=produce mode=push cmd
     case $workload in
         sync1) threads=1 count=$COUNT_SYNC1 ;;
         sync8) threads=8 ;;
         async) threads=1 ;;
         batch) threads=$BATCH_THREADS ;;
         push) threads=$CONSUME_THREADS count=$CONSUME_COUNT ;;
-        litepull) threads=1 count=$CONSUME_COUNT ;;
+        litepull) threads=1 count=$CONSUME_COUNT mode=litepull ;;
     esac
     case $workload in
-        push | litepull) ;;
+        push | litepull) verb=consume ;;
         *) warmup=$WARMUP ;;
     esac
     local group=cmp_${workload}_${side//-/_}_${pair}_$STAMP
-    if [ "$client" = java ]; then
-        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP")
-        # ClientConfig.useTLS defaults to this property; with no trust store configured the
-        # client runs in TLS test mode (any server certificate).
-        $tls && cmd+=(-Dtls.enable=true)
-        cmd+=(-cp "$JAVA_CP")
-        case $workload in
-            push | litepull)
-                local mode=push
-                [ "$workload" = litepull ] && mode=litepull
-                cmd+=(rmqblocking.bench.Consume -n "$NAMESRV_ADDR" -t "$BACKLOG" -g "$group"
-                    -m "$mode" -w "$threads" -q "$count" -T "$CONSUME_TIMEOUT") ;;
-            *)
-                cmd+=(rmqblocking.bench.Bench -n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads"
-                    -s "$SIZE" -q "$count" -W "$warmup" -i "$INFLIGHT")
-                case $workload in
-                    async) cmd+=(-y true) ;;
-                    batch) cmd+=(-b "$BATCH") ;;
-                    oneway) cmd+=(-o true) ;;
-                esac ;;
-        esac
-    else
-        case $workload in
-            push | litepull)
+    case $client in
+        rust)
+            if [ $verb = consume ]; then
                 cmd=("$RMQ" bench consume -n "$NAMESRV_ADDR" --topic "$BACKLOG" --group "$group"
                     --count "$count" --timeout "$CONSUME_TIMEOUT" --serialize rocketmq)
                 if [ "$workload" = push ]; then
                     cmd+=(--threads "$threads")
                 else
                     cmd+=(--lite-pull)
-                fi ;;
-            *)
+                fi
+            else
                 cmd=("$RMQ" bench produce -n "$NAMESRV_ADDR" --topic "$TOPIC" --size "$SIZE"
                     --count "$count" --warmup "$warmup" --serialize rocketmq --threads "$threads")
                 case $workload in
@@ -252,10 +284,37 @@ run() {
                     batch) cmd+=(--mode sync --batch "$BATCH") ;;
                     oneway) cmd+=(--mode oneway) ;;
                     *) cmd+=(--mode sync) ;;
-                esac ;;
-        esac
-        $tls && cmd+=(--tls-insecure)
-    fi
+                esac
+            fi
+            $tls && cmd+=(--tls-insecure) ;;
+        *)
+            # Every other side takes the peer contract's flags (Bench.java / Consume.java).
+            case $client in
+                java | java49)
+                    local cp=$JAVA_CP class=rmqblocking.bench.Bench
+                    [ "$client" = java49 ] && cp=$JAVA49_CP
+                    [ $verb = consume ] && class=rmqblocking.bench.Consume
+                    cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP")
+                    # ClientConfig.useTLS defaults to this property; with no trust store
+                    # configured the client runs in TLS test mode (any server certificate).
+                    $tls && cmd+=(-Dtls.enable=true)
+                    cmd+=(-cp "$cp" "$class") ;;
+                go) cmd=("$GO_BENCH" "$verb") ;;
+                rust-async) cmd=("$RUST_ASYNC_BENCH" "$verb") ;;
+            esac
+            if [ $verb = consume ]; then
+                cmd+=(-n "$NAMESRV_ADDR" -t "$BACKLOG" -g "$group" -m "$mode" -w "$threads"
+                    -q "$count" -T "$CONSUME_TIMEOUT")
+            else
+                cmd+=(-n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads" -s "$SIZE" -q "$count"
+                    -W "$warmup" -i "$INFLIGHT")
+                case $workload in
+                    async) cmd+=(-y true) ;;
+                    batch) cmd+=(-b "$BATCH") ;;
+                    oneway) cmd+=(-o true) ;;
+                esac
+            fi ;;
+    esac
     local status=0 t0
     t0=$(date +%s%N)
     /usr/bin/time -o "$base.time" -f '%U %S %M %e' "${cmd[@]}" >"$base.out" 2>"$base.err" || status=$?
@@ -264,10 +323,28 @@ run() {
         --rows "$OUT/rows.tsv"
 }
 
+# client SIDE: the client library and version a side runs, for meta.txt.
+client() {
+    case $1 in
+        java) echo "org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java" ;;
+        java49) echo "org.apache.rocketmq:rocketmq-client $(grep -o 'rocketmq-client/[^/]*' "$OUT/classpath-$JAVA49_VERSION.txt" | head -1 | cut -d/ -f2) (same JVM and heap), benches/java" ;;
+        rust) echo "$RUST_VERSION (rmq bench, release)" ;;
+        rust-async) echo "rocketmq-client-rust $(awk '/^name = "rocketmq-client-rust"$/ { getline; gsub(/[^0-9.A-Za-z-]|version/, ""); print }' "$RUST_ASYNC_DIR/Cargo.lock") (tokio; release), benches/peers/rust-async" ;;
+        go) echo "github.com/apache/rocketmq-client-go/v2 $(awk '$1 == "require" && $2 == "github.com/apache/rocketmq-client-go/v2" { print $3 }' benches/peers/go/go.mod) ($(go version | cut -d' ' -f3)), benches/peers/go (JSON remoting headers: the client has no binary header codec to choose)" ;;
+    esac
+}
+
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $(uname -sr)"
-    echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java"
-    echo "rust client: $RUST_VERSION (rmq bench, release)"
+    described=
+    for side in $SIDES; do
+        side=${side%-tls}
+        case " $described " in
+            *" $side "*) ;;
+            *) echo "$side client: $(client "$side")"; described="$described $side" ;;
+        esac
+    done
+    [ -z "$SKIPPED" ] || echo "skipped: ${SKIPPED#; }"
     echo "broker: one, NAMESRV_ADDR=$NAMESRV_ADDR; producers to $TOPIC, consumers drain $BACKLOG (8 queues each)"
     echo "tls: $TLS (sides: $SIDES)"
     echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1) after a warm-up of $WARMUP (not measured), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS rounds per workload ($SIDES, in that order)"
