@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of the official Java client (org.apache.rocketmq:rocketmq-client,
-# driven by benches/java: Bench.java for producers, Consume.java for consumers) and `rmq bench`,
-# on ONE broker, runs alternating Java/Rust (A B A B ...), with identical parameters.
+# Side-by-side benchmark of rocketmq-blocking (`rmq bench`) and other RocketMQ clients on ONE
+# broker, with identical parameters; for each workload and round every side runs once, in
+# order (A B C D E A B C D E ...). The sides (SIDES, default all five, in this order):
+#   java        org.apache.rocketmq:rocketmq-client 5.3.3, benches/java (Bench.java for
+#               producers, Consume.java for consumers)
+#   java49      rocketmq-client $JAVA49_VERSION (4.9.8): the same Bench/Consume compiled against it
+#   rust        rocketmq-blocking, `rmq bench` (release)
+#   rust-async  rocketmq-client-rust 1.0.0 (tokio), benches/peers/rust-async (its own cargo
+#               project, built release --locked); skipped with a message when absent
+#   go          github.com/apache/rocketmq-client-go/v2, benches/peers/go (go build; skipped
+#               with a message without a Go toolchain)
+# Every side but rust follows the peer contract (same flags as Bench.java/Consume.java, one
+# JSON line last); a run that exits 3 printing {"unsupported": ...} (a capability the client
+# lacks) gets a row whose status is "not supported", which is not a failure.
 #
 #   benches/compare-java.sh                                   # everything; starts a private cluster
+#   SIDES="java rust" benches/compare-java.sh                 # Java 5.3.3 and rocketmq-blocking only
 #   PAIRS=1 COUNT=2000 CONSUME_COUNT=20000 benches/compare-java.sh        # smoke run, minutes
 #   WORKLOADS="push litepull" CONSUME_COUNT=200000 benches/compare-java.sh
 #   NAMESRV_ADDR=127.0.0.1:9876 benches/compare-java.sh       # an existing cluster
@@ -34,16 +46,18 @@
 # connections both (`rmq cluster start --tls-mode permissive`). Both clients encrypt without
 # authenticating the server, as the Java client's default TLS "test mode" does: Java with
 # -Dtls.enable=true, rmq with --tls-insecure. Summary adds Rust/Java over TLS and TLS/plain
-# for each client.
+# for each client. TLS=both|only runs only those sides (SIDES is ignored).
 #
-# Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
+# Environment: SIDES (see above), JAVA49_VERSION (4.9.8), RUST_ASYNC_DIR
+# (benches/peers/rust-async), PAIRS (3 rounds), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
 # CONSUME_COUNT (1000000),
 # SIZE (1024), INFLIGHT (1024), BATCH (16), BATCH_THREADS (64), CONSUME_THREADS (20),
 # CONSUME_TIMEOUT (600 s per consume run), TOPIC (CompareJava, 8 queues), JAVA_HEAP (512m),
 # CARGO_TARGET_DIR, OUT (results directory, default $CARGO_TARGET_DIR/java-bench),
 # BROKER_WAIT_MS (waitTimeMillsInSendQueue set on the broker; default 5000 on the cluster the
 # script starts, unchanged on a NAMESRV_ADDR cluster unless given).
-# Both sides: ROCKETMQ binary headers, no compression, 1 KiB bodies, one client per process.
+# Every side: ROCKETMQ binary headers (Go: JSON, its only codec), no compression, 1 KiB
+# bodies, one client per process, the same warm-up (WARMUP messages, same producer and threads).
 #
 # Per run, of the measured phase: TPS (msgs/s), latency p50/p99/max (ms, per send call; not
 # for consumers), cpu_s (user+sys seconds each client reads from the OS at the phase's start and
@@ -51,9 +65,11 @@
 # cpu_total_s and peak RSS (/usr/bin/time), wall time (process start to exit), time from
 # process start to the first acknowledged send (of the warm-up, if any) / first consumed
 # message (the harness notes the clock right before exec; each client prints the wall clock
-# of that moment), and duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians and
-# Rust/Java ratios), throughput-vs-threads.svg (TPS and p99 of sync1/8/64), runs/ (logs).
-# Exit status 1 if any run did not send or consume everything it was asked to.
+# of that moment), and duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians,
+# Rust/Java 5.3.3 ratios, every side with rust / best peer against the issue's targets),
+# throughput-vs-threads.svg (TPS and p99 of sync1/8/64, a line per side), runs/ (logs).
+# Exit status 1 if any run did not send or consume everything it was asked to ("not
+# supported" runs excepted).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
