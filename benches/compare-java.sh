@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark of the official Java client (org.apache.rocketmq:rocketmq-client,
-# driven by benches/java: Bench.java for producers, Consume.java for consumers) and `rmq bench`,
-# on ONE broker, runs alternating Java/Rust (A B A B ...), with identical parameters.
+# Side-by-side benchmark of rocketmq-blocking (`rmq bench`) and other RocketMQ clients on ONE
+# broker, with identical parameters; for each workload and round every side runs once, in
+# order (A B C D E A B C D E ...). The sides (SIDES, default all five, in this order):
+#   java        org.apache.rocketmq:rocketmq-client 5.3.3, benches/java (Bench.java for
+#               producers, Consume.java for consumers)
+#   java49      rocketmq-client $JAVA49_VERSION (4.9.8): the same Bench/Consume compiled against it
+#   rust        rocketmq-blocking, `rmq bench` (release)
+#   rust-async  rocketmq-client-rust 1.0.0 (tokio), benches/peers/rust-async (its own cargo
+#               project, built release --locked); skipped with a message when absent
+#   go          github.com/apache/rocketmq-client-go/v2, benches/peers/go (go build; skipped
+#               with a message without a Go toolchain)
+# Every side but rust follows the peer contract (same flags as Bench.java/Consume.java, one
+# JSON line last); a run that exits 3 printing {"unsupported": ...} (a capability the client
+# lacks) gets a row whose status is "not supported", which is not a failure.
 #
 #   benches/compare-java.sh                                   # everything; starts a private cluster
+#   SIDES="java rust" benches/compare-java.sh                 # Java 5.3.3 and rocketmq-blocking only
 #   PAIRS=1 COUNT=2000 CONSUME_COUNT=20000 benches/compare-java.sh        # smoke run, minutes
 #   WORKLOADS="push litepull" CONSUME_COUNT=200000 benches/compare-java.sh
 #   NAMESRV_ADDR=127.0.0.1:9876 benches/compare-java.sh       # an existing cluster
@@ -34,16 +46,18 @@
 # connections both (`rmq cluster start --tls-mode permissive`). Both clients encrypt without
 # authenticating the server, as the Java client's default TLS "test mode" does: Java with
 # -Dtls.enable=true, rmq with --tls-insecure. Summary adds Rust/Java over TLS and TLS/plain
-# for each client.
+# for each client. TLS=both|only runs only those sides (SIDES is ignored).
 #
-# Environment: PAIRS (3), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
+# Environment: SIDES (see above), JAVA49_VERSION (4.9.8), RUST_ASYNC_DIR
+# (benches/peers/rust-async), PAIRS (3 rounds), COUNT (50000), COUNT_SYNC1 (COUNT/5), WARMUP (see above),
 # CONSUME_COUNT (1000000),
 # SIZE (1024), INFLIGHT (1024), BATCH (16), BATCH_THREADS (64), CONSUME_THREADS (20),
 # CONSUME_TIMEOUT (600 s per consume run), TOPIC (CompareJava, 8 queues), JAVA_HEAP (512m),
 # CARGO_TARGET_DIR, OUT (results directory, default $CARGO_TARGET_DIR/java-bench),
 # BROKER_WAIT_MS (waitTimeMillsInSendQueue set on the broker; default 5000 on the cluster the
 # script starts, unchanged on a NAMESRV_ADDR cluster unless given).
-# Both sides: ROCKETMQ binary headers, no compression, 1 KiB bodies, one client per process.
+# Every side: ROCKETMQ binary headers (Go: JSON, its only codec), no compression, 1 KiB
+# bodies, one client per process, the same warm-up (WARMUP messages, same producer and threads).
 #
 # Per run, of the measured phase: TPS (msgs/s), latency p50/p99/max (ms, per send call; not
 # for consumers), cpu_s (user+sys seconds each client reads from the OS at the phase's start and
@@ -51,9 +65,11 @@
 # cpu_total_s and peak RSS (/usr/bin/time), wall time (process start to exit), time from
 # process start to the first acknowledged send (of the warm-up, if any) / first consumed
 # message (the harness notes the clock right before exec; each client prints the wall clock
-# of that moment), and duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians and
-# Rust/Java ratios), throughput-vs-threads.svg (TPS and p99 of sync1/8/64), runs/ (logs).
-# Exit status 1 if any run did not send or consume everything it was asked to.
+# of that moment), and duplicates (consumers). Output in OUT: rows.tsv (raw rows), summary.md (medians,
+# Rust/Java 5.3.3 ratios, every side with rust / best peer against the issue's targets),
+# throughput-vs-threads.svg (TPS and p99 of sync1/8/64, a line per side), runs/ (logs).
+# Exit status 1 if any run did not send or consume everything it was asked to ("not
+# supported" runs excepted).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -72,11 +88,13 @@ CONSUME_TIMEOUT=${CONSUME_TIMEOUT:-600}
 WORKLOADS=${WORKLOADS:-"sync1 sync8 sync64 async batch push litepull"}
 TLS=${TLS:-off}
 case $TLS in
-    off) SIDES="java rust" ;;
+    off) SIDES=${SIDES:-"java java49 rust rust-async go"} ;;
     both) SIDES="java rust java-tls rust-tls" ;;
     only) SIDES="java-tls rust-tls" ;;
     *) echo "compare-java: TLS is off, both or only (not $TLS)" >&2; exit 1 ;;
 esac
+JAVA49_VERSION=${JAVA49_VERSION:-4.9.8}
+RUST_ASYNC_DIR=${RUST_ASYNC_DIR:-$ROOT/benches/peers/rust-async}
 TOPIC=${TOPIC:-CompareJava}
 JAVA_HEAP=${JAVA_HEAP:-512m}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
@@ -92,6 +110,20 @@ die() { echo "compare-java: $*" >&2; exit 1; }
 
 producing=false
 consuming=false
+for side in $SIDES; do
+    case $side in
+        java | java49 | rust | rust-async | go | java-tls | rust-tls) ;;
+        *) die "unknown side $side (java java49 rust rust-async go)" ;;
+    esac
+done
+has_side() { case " $SIDES " in *" $1 "*) return 0 ;; esac; return 1; }
+# skip SIDE REASON: drops a side that cannot be built here, saying why (the run goes on).
+SKIPPED=
+skip() {
+    log "skipping $1: $2"
+    SKIPPED="$SKIPPED; $1 ($2)"
+    SIDES=$(echo " $SIDES " | sed "s/ $1 / /; s/^ *//; s/ *$//")
+}
 for w in $WORKLOADS; do
     case $w in
         sync1 | sync8 | sync64 | async | batch | oneway) producing=true ;;
@@ -111,13 +143,50 @@ done
 log "building rmq (release)"
 cargo build --release --quiet --features cli --bin rmq
 
+# java_classpath FILE [MAVEN_ARGS]: the classpath of benches/java/pom.xml (Maven) into FILE.
+java_classpath() {
+    local file=$1
+    shift
+    if [ ! -s "$file" ] || [ benches/java/pom.xml -nt "$file" ]; then
+        (cd benches/java && mvn -q dependency:build-classpath -Dmdep.outputFile="$file" "$@")
+    fi
+}
 log "resolving the Java client classpath (Maven)"
-if [ ! -s "$OUT/classpath.txt" ] || [ benches/java/pom.xml -nt "$OUT/classpath.txt" ]; then
-    (cd benches/java && mvn -q dependency:build-classpath -Dmdep.outputFile="$OUT/classpath.txt")
-fi
+java_classpath "$OUT/classpath.txt"
 rm -rf "$OUT/classes"
 javac -nowarn -d "$OUT/classes" -cp "$(cat "$OUT/classpath.txt")" benches/java/src/main/java/rmqblocking/bench/*.java
 JAVA_CP="$OUT/classes:$(cat "$OUT/classpath.txt")"
+if has_side java49; then
+    # The same Bench and Consume against the 4.9 client (BrokerConfig needs 5.x classes and
+    # runs from the 5.3.3 classpath only).
+    log "resolving the Java client $JAVA49_VERSION classpath (Maven)"
+    java_classpath "$OUT/classpath-$JAVA49_VERSION.txt" -Drocketmq.version="$JAVA49_VERSION"
+    rm -rf "$OUT/classes-$JAVA49_VERSION"
+    javac -nowarn -d "$OUT/classes-$JAVA49_VERSION" -cp "$(cat "$OUT/classpath-$JAVA49_VERSION.txt")" \
+        benches/java/src/main/java/rmqblocking/bench/{Bench,Consume}.java
+    JAVA49_CP="$OUT/classes-$JAVA49_VERSION:$(cat "$OUT/classpath-$JAVA49_VERSION.txt")"
+fi
+GO_BENCH=$CARGO_TARGET_DIR/peers/go-bench
+if has_side go; then
+    if command -v go >/dev/null; then
+        # go.sum pins every module; on a fresh machine go build fetches them (module proxy).
+        log "building the Go client's bench program"
+        (cd benches/peers/go && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$GO_BENCH" .)
+    else
+        skip go "no go toolchain"
+    fi
+fi
+RUST_ASYNC_BENCH=$CARGO_TARGET_DIR/peers/rust-async/release/rust-async-bench
+if has_side rust-async; then
+    if [ -f "$RUST_ASYNC_DIR/Cargo.toml" ]; then
+        log "building the rocketmq-client-rust bench program (release)"
+        cargo build --release --quiet --locked --manifest-path "$RUST_ASYNC_DIR/Cargo.toml" \
+            --target-dir "$CARGO_TARGET_DIR/peers/rust-async"
+    else
+        skip rust-async "no $RUST_ASYNC_DIR"
+    fi
+fi
+[ -n "$SIDES" ] || die "no side left to run"
 
 CLUSTER_STATE=
 CLUSTER_LOGS=
@@ -199,52 +268,31 @@ run() {
     local client=${side%-tls}
     [ "$client" = "$side" ] || tls=true
     local base=$RUNS/$workload-$pair-$side
-    local count=$COUNT threads=64 warmup=0 cmd
+    local count=$COUNT threads=64 warmup=0 verb=produce mode=push cmd
     case $workload in
         sync1) threads=1 count=$COUNT_SYNC1 ;;
         sync8) threads=8 ;;
         async) threads=1 ;;
         batch) threads=$BATCH_THREADS ;;
         push) threads=$CONSUME_THREADS count=$CONSUME_COUNT ;;
-        litepull) threads=1 count=$CONSUME_COUNT ;;
+        litepull) threads=1 count=$CONSUME_COUNT mode=litepull ;;
     esac
     case $workload in
-        push | litepull) ;;
+        push | litepull) verb=consume ;;
         *) warmup=$WARMUP ;;
     esac
     local group=cmp_${workload}_${side//-/_}_${pair}_$STAMP
-    if [ "$client" = java ]; then
-        cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP")
-        # ClientConfig.useTLS defaults to this property; with no trust store configured the
-        # client runs in TLS test mode (any server certificate).
-        $tls && cmd+=(-Dtls.enable=true)
-        cmd+=(-cp "$JAVA_CP")
-        case $workload in
-            push | litepull)
-                local mode=push
-                [ "$workload" = litepull ] && mode=litepull
-                cmd+=(rmqblocking.bench.Consume -n "$NAMESRV_ADDR" -t "$BACKLOG" -g "$group"
-                    -m "$mode" -w "$threads" -q "$count" -T "$CONSUME_TIMEOUT") ;;
-            *)
-                cmd+=(rmqblocking.bench.Bench -n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads"
-                    -s "$SIZE" -q "$count" -W "$warmup" -i "$INFLIGHT")
-                case $workload in
-                    async) cmd+=(-y true) ;;
-                    batch) cmd+=(-b "$BATCH") ;;
-                    oneway) cmd+=(-o true) ;;
-                esac ;;
-        esac
-    else
-        case $workload in
-            push | litepull)
+    case $client in
+        rust)
+            if [ $verb = consume ]; then
                 cmd=("$RMQ" bench consume -n "$NAMESRV_ADDR" --topic "$BACKLOG" --group "$group"
                     --count "$count" --timeout "$CONSUME_TIMEOUT" --serialize rocketmq)
                 if [ "$workload" = push ]; then
                     cmd+=(--threads "$threads")
                 else
                     cmd+=(--lite-pull)
-                fi ;;
-            *)
+                fi
+            else
                 cmd=("$RMQ" bench produce -n "$NAMESRV_ADDR" --topic "$TOPIC" --size "$SIZE"
                     --count "$count" --warmup "$warmup" --serialize rocketmq --threads "$threads")
                 case $workload in
@@ -252,10 +300,37 @@ run() {
                     batch) cmd+=(--mode sync --batch "$BATCH") ;;
                     oneway) cmd+=(--mode oneway) ;;
                     *) cmd+=(--mode sync) ;;
-                esac ;;
-        esac
-        $tls && cmd+=(--tls-insecure)
-    fi
+                esac
+            fi
+            $tls && cmd+=(--tls-insecure) ;;
+        *)
+            # Every other side takes the peer contract's flags (Bench.java / Consume.java).
+            case $client in
+                java | java49)
+                    local cp=$JAVA_CP class=rmqblocking.bench.Bench
+                    [ "$client" = java49 ] && cp=$JAVA49_CP
+                    [ $verb = consume ] && class=rmqblocking.bench.Consume
+                    cmd=(java -Xms"$JAVA_HEAP" -Xmx"$JAVA_HEAP")
+                    # ClientConfig.useTLS defaults to this property; with no trust store
+                    # configured the client runs in TLS test mode (any server certificate).
+                    $tls && cmd+=(-Dtls.enable=true)
+                    cmd+=(-cp "$cp" "$class") ;;
+                go) cmd=("$GO_BENCH" "$verb") ;;
+                rust-async) cmd=("$RUST_ASYNC_BENCH" "$verb") ;;
+            esac
+            if [ $verb = consume ]; then
+                cmd+=(-n "$NAMESRV_ADDR" -t "$BACKLOG" -g "$group" -m "$mode" -w "$threads"
+                    -q "$count" -T "$CONSUME_TIMEOUT")
+            else
+                cmd+=(-n "$NAMESRV_ADDR" -t "$TOPIC" -w "$threads" -s "$SIZE" -q "$count"
+                    -W "$warmup" -i "$INFLIGHT")
+                case $workload in
+                    async) cmd+=(-y true) ;;
+                    batch) cmd+=(-b "$BATCH") ;;
+                    oneway) cmd+=(-o true) ;;
+                esac
+            fi ;;
+    esac
     local status=0 t0
     t0=$(date +%s%N)
     /usr/bin/time -o "$base.time" -f '%U %S %M %e' "${cmd[@]}" >"$base.out" 2>"$base.err" || status=$?
@@ -264,10 +339,28 @@ run() {
         --rows "$OUT/rows.tsv"
 }
 
+# client SIDE: the client library and version a side runs, for meta.txt.
+client() {
+    case $1 in
+        java) echo "org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java" ;;
+        java49) echo "org.apache.rocketmq:rocketmq-client $(grep -o 'rocketmq-client/[^/]*' "$OUT/classpath-$JAVA49_VERSION.txt" | head -1 | cut -d/ -f2) (same JVM and heap), benches/java" ;;
+        rust) echo "$RUST_VERSION (rmq bench, release)" ;;
+        rust-async) echo "rocketmq-client-rust $(awk '/^name = "rocketmq-client-rust"$/ { getline; gsub(/[^0-9.A-Za-z-]|version/, ""); print }' "$RUST_ASYNC_DIR/Cargo.lock") (tokio; release), benches/peers/rust-async" ;;
+        go) echo "github.com/apache/rocketmq-client-go/v2 $(awk '$1 == "require" && $2 == "github.com/apache/rocketmq-client-go/v2" { print $3 }' benches/peers/go/go.mod) ($(go version | cut -d' ' -f3)), benches/peers/go (JSON remoting headers: the client has no binary header codec to choose)" ;;
+    esac
+}
+
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) cores, $(uname -sr)"
-    echo "java client: org.apache.rocketmq:rocketmq-client $JAVA_VERSION ($JDK_VERSION, -Xms/-Xmx$JAVA_HEAP), benches/java"
-    echo "rust client: $RUST_VERSION (rmq bench, release)"
+    described=
+    for side in $SIDES; do
+        side=${side%-tls}
+        case " $described " in
+            *" $side "*) ;;
+            *) echo "$side client: $(client "$side")"; described="$described $side" ;;
+        esac
+    done
+    [ -z "$SKIPPED" ] || echo "skipped: ${SKIPPED#; }"
     echo "broker: one, NAMESRV_ADDR=$NAMESRV_ADDR; producers to $TOPIC, consumers drain $BACKLOG (8 queues each)"
     echo "tls: $TLS (sides: $SIDES)"
     echo "parameters: $SIZE-byte bodies, ROCKETMQ headers, no compression; producers $COUNT messages per run (sync1: $COUNT_SYNC1) after a warm-up of $WARMUP (not measured), async $INFLIGHT in flight, batch $BATCH per call on $BATCH_THREADS threads; consumers $CONSUME_COUNT messages per run, push with $CONSUME_THREADS consume threads; $PAIRS rounds per workload ($SIDES, in that order)"

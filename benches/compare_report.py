@@ -5,10 +5,12 @@
   compare_report.py row --base B ...       turns one client run (B.out: the client's JSON
                                            summary as its last JSON line, B.time: GNU time's
                                            "%U %S %M %e") into a row of rows.tsv and a console line
-  compare_report.py summary --out DIR      medians and ratios (Rust/Java; with TLS runs also
-                                           TLS/plain) on stdout and in DIR/summary.md, the
-                                           SVG plot of the sync workloads (plain runs);
-                                           exit status 1 if any row failed
+  compare_report.py summary --out DIR      medians and ratios (Rust/Java 5.3.3; with TLS runs
+                                           also TLS/plain; every side with rust / best peer
+                                           against the issue's targets) on stdout and in
+                                           DIR/summary.md, the SVG plot of the sync workloads
+                                           (plain sides); exit status 1 if any row failed
+                                           ("not supported" rows are not failures)
   compare_report.py acked FILE             messages acknowledged in a run's output
   compare_report.py brokers < ROUTE_JSON   the broker addresses of a route
 """
@@ -35,8 +37,22 @@ FIGURES = [("tps", "{:.0f}"), ("p50_ms", "{:.3f}"), ("p99_ms", "{:.3f}"), ("max_
 ORDER = ["sync1", "sync8", "sync64", "async", "batch", "oneway", "push", "litepull"]
 CONSUMERS = {"push", "litepull"}
 SYNC = {"sync1": 1, "sync8": 8, "sync64": 64}
-COLORS = {"java": "#d1495b", "rust": "#00798c"}
+# The plain sides of compare-java.sh in run order, their names in the plot and colours.
+PEERS = {"java": ("Java rocketmq-client 5.3.3", "#d1495b"),
+         "java49": ("Java rocketmq-client 4.9.8", "#edae49"),
+         "rust": ("Rust rocketmq-blocking", "#00798c"),
+         "rust-async": ("Rust rocketmq-client-rust", "#66a182"),
+         "go": ("Go rocketmq-client-go", "#6a4c93")}
 NA = "NA"
+OK = "ok"
+# The status of a run whose client lacks the capability (exit 3, {"unsupported": ...}).
+UNSUPPORTED = "not supported"
+# The issue's targets for rocketmq-blocking against the best other client that ran it:
+# figure -> (best is the highest?, rust/best must be >= (True) or <= (False) this).
+# Consumers have no measured-phase CPU; their whole-process CPU stands in for it.
+TARGETS = {"tps": (True, 1.3), "p99_ms": (False, 0.8), "cpu_us_per_msg": (False, 0.5),
+           "rss_MiB": (False, 0.5)}
+CONSUMER_CPU = "cpu_total_s"
 
 
 def cmd_header(_args):
@@ -106,17 +122,26 @@ def cmd_row(a):
     warm_acked = int(warm.get("messages") or 0)
     failures += int(warm.get("failures") or 0)
     ok = a.exit == 0 and messages == a.expect and warm_acked == a.warmup and failures == 0
-    status = "ok" if ok else (
-        f"FAILED(exit {a.exit}, {messages}/{a.expect} {'consumed' if consumer else 'acked'}"
-        f"{f', warm-up {warm_acked}/{a.warmup} acked' if a.warmup else ''}"
-        f"{f', {failures} failed' if failures else ''}; see {a.base}.err)")
+    if a.exit == 3 and s.get("unsupported"):
+        # The peer contract: a capability the client does not have. No figures.
+        status = UNSUPPORTED
+        values = dict.fromkeys(values)
+    elif ok:
+        status = OK
+    else:
+        status = (
+            f"FAILED(exit {a.exit}, {messages}/{a.expect} {'consumed' if consumer else 'acked'}"
+            f"{f', warm-up {warm_acked}/{a.warmup} acked' if a.warmup else ''}"
+            f"{f', {failures} failed' if failures else ''}; see {a.base}.err)")
     cells = [a.workload, str(a.threads), str(a.pair), a.side, str(a.warmup), str(messages),
              str(a.expect)]
     cells += [fmt(values[c], spec) for c, spec in FIGURES] + [status]
     with open(a.rows, "a") as f:
         f.write("\t".join(cells) + "\n")
     v = dict(zip(COLUMNS, cells))
-    print(f"{a.workload:<8} pair {a.pair} {a.side:<8}  tps {v['tps']:>8}  p50 {v['p50_ms']:>8}"
+    if status == UNSUPPORTED:
+        status += f" ({s['unsupported']})"
+    print(f"{a.workload:<8} pair {a.pair} {a.side:<10}  tps {v['tps']:>8}  p50 {v['p50_ms']:>8}"
           f"  p99 {v['p99_ms']:>9}  max {v['max_ms']:>9} ms  cpu {v['cpu_s']:>6} s"
           f" {v['cpu_us_per_msg']:>6} us/msg (total {v['cpu_total_s']:>6} s)"
           f"  rss {v['rss_MiB']:>4} MiB  wall {v['wall_s']:>6} s  first {v['first_ms']:>5} ms"
@@ -183,14 +208,107 @@ COMPARISONS = [
 ]
 
 
+def side_cell(rows, workload, side, column, spec):
+    """(median or None, the table cell) of one side's runs of a workload: the median of the
+    successful runs, else why there is none."""
+    mine = [r for r in rows if r["workload"] == workload and r["side"] == side]
+    value = median_of(rows, workload, side, column)
+    if value is not None:
+        return value, fmt(value, spec)
+    if not mine:
+        return None, "-"
+    if any(r["status"] == OK for r in mine):
+        return None, NA
+    if all(r["status"] == UNSUPPORTED for r in mine):
+        return None, UNSUPPORTED
+    return None, "failed"
+
+
+def target_of(workload, column):
+    """The issue's target for a figure of a workload, or None: (higher is better, bound)."""
+    if workload in CONSUMERS:
+        if column == CONSUMER_CPU:
+            return TARGETS["cpu_us_per_msg"]
+        if column == "cpu_us_per_msg":
+            return None
+    return TARGETS.get(column)
+
+
+def peer_table(rows, workload, sides, us="rust"):
+    """Rows [figure, cell per side..., best peer, us/best, target] of one workload: the
+    medians of every side, and how `us` compares with the best of the other sides that
+    succeeded (highest TPS, lowest everything else), against the issue's targets."""
+    table = []
+    for column, spec in FIGURES:
+        cells = {side: side_cell(rows, workload, side, column, spec) for side in sides}
+        if column != "tps" and all(v is None for v, _ in cells.values()):
+            continue
+        higher = column == "tps"
+        others = [(v, side) for side, (v, _) in cells.items() if side != us and v is not None]
+        # Ties go to the first side in run order.
+        best = (max if higher else min)(others, key=lambda o: o[0], default=None)
+        ours = cells[us][0] if us in cells else None
+        ratio = ours / best[0] if best and ours is not None and best[0] else None
+        target = target_of(workload, column)
+        verdict = ""
+        if target:
+            want = f"{'>=' if target[0] else '<='} {target[1]}"
+            if ratio is None:
+                verdict = f"{want}: {NA}"
+            else:
+                met = ratio >= target[1] if target[0] else ratio <= target[1]
+                verdict = f"{want}: {'met' if met else 'not met'}"
+        table.append([column] + [cells[side][1] for side in sides]
+                     + [best[1] if best else NA, fmt(ratio, "{:.2f}"), verdict])
+    return table
+
+
+def peers_section(rows, sides):
+    """The markdown (and console text) of the every-side comparison: a table per workload,
+    then the targets of every workload at a glance."""
+    workloads = [w for w in ORDER if any(r["workload"] == w for r in rows)]
+    head = ["figure"] + sides + ["best peer", "rust / best", "target"]
+    md = ["", "## Every client side by side", "",
+          "Medians over successful runs of each side. \"best peer\" is the best of the "
+          "other sides that succeeded (highest TPS, lowest everything else); \"rust / best\" "
+          "is rocketmq-blocking's median over it. The issue's targets: TPS >= 1.3x best, p99 "
+          "<= 0.8x, CPU per message <= 0.5x (consumers: cpu_total_s, the whole process), RSS "
+          "<= 0.5x. \"not supported\": the client lacks that capability; \"failed\": no run "
+          "of the side succeeded; \"-\": the side did not run."]
+    glance = {}
+    for w in workloads:
+        table = peer_table(rows, w, sides)
+        threads = next(r["threads"] for r in rows if r["workload"] == w)
+        threads = f"{threads} {'consume ' if w == 'push' else ''}thread{'' if threads == '1' else 's'}"
+        md += ["", f"### {w} ({threads})", "", "| " + " | ".join(head) + " |",
+               "|---|" + "---:|" * (len(head) - 2) + "---|"]
+        md += ["| " + " | ".join(line) + " |" for line in table]
+        print(f"{w} ({threads}): medians of every side")
+        print(f"{'figure':<15}" + "".join(f"{h:>15}" for h in head[1:-1]) + "  target")
+        for line in table:
+            print(f"{line[0]:<15}" + "".join(f"{c:>15}" for c in line[1:-1]) + f"  {line[-1]}")
+        print()
+        for line in table:
+            if target_of(w, line[0]):
+                glance.setdefault(w, {})["cpu" if "cpu" in line[0] else line[0]] = \
+                    f"{line[-2]} ({line[-1].split(': ')[1]})"
+    columns = ["tps", "p99_ms", "cpu", "rss_MiB"]
+    md += ["", "### Targets at a glance (rust / best peer)", "",
+           "| workload | TPS (>= 1.3) | p99 (<= 0.8) | CPU per message (<= 0.5) | RSS (<= 0.5) |",
+           "|---|---|---|---|---|"]
+    md += [f"| {w} | " + " | ".join(glance[w].get(c, "") for c in columns) + " |"
+           for w in workloads if w in glance]
+    return md
+
+
 def cmd_summary(a):
     out = Path(a.out)
     rows = read_rows(out / "rows.tsv")
     meta = (out / "meta.txt").read_text().splitlines() if (out / "meta.txt").exists() else []
     sides = {r["side"] for r in rows}
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = [r for r in rows if r["status"] not in (OK, UNSUPPORTED)]
 
-    md = ["# Java client vs rocketmq-blocking", ""]
+    md = ["# rocketmq-blocking side by side with other clients", ""]
     md += [f"- {line}" for line in meta]
     md += ["", "Medians over successful runs. Ratio = second column / first: for TPS higher "
            "is better, for the rest lower is better. Producers send a warm-up first (same "
@@ -215,6 +333,14 @@ def cmd_summary(a):
                f"| workload | figure | {base} | {other} | {other}/{base} |",
                "|---|---|---:|---:|---:|"]
         md += [f"| {w} | {fig} | {j} | {r} | {ratio} |" for w, fig, j, r, ratio in table]
+    peers = [side for side in PEERS if side in sides]
+    if "rust" in peers and len(peers) > 1:
+        md += peers_section(rows, peers)
+    unsupported = sorted({(r["workload"], r["side"]) for r in rows if r["status"] == UNSUPPORTED},
+                         key=lambda ws: (ORDER.index(ws[0]), ws[1]))
+    if unsupported:
+        md += ["", "Not supported by the client (the run exited 3; see runs/WORKLOAD-PAIR-SIDE.out): "
+               + ", ".join(f"{w} {side}" for w, side in unsupported) + "."]
     if failed:
         md += ["", "Failed runs:", ""]
         md += [f"- {r['workload']} pair {r['pair']} {r['side']}: {r['status']}" for r in failed]
@@ -260,8 +386,8 @@ def log_axis(vals):
 
 
 def plot(rows, path):
-    """TPS (linear axis) and p99 (log axis) against thread count (sync1/8/64), both clients,
-    medians as lines and every run as a dot. Returns the path written, or None when no
+    """TPS (linear axis) and p99 (log axis) against thread count (sync1/8/64), a line per
+    plain side (PEERS), medians as lines and every run as a dot. Returns the path written, or None when no
     sync workload ran."""
     points = [(SYNC[r["workload"]], r["side"], number(r["tps"]), number(r["p99_ms"]))
               for r in rows if r["workload"] in SYNC and r["status"] == "ok"]
@@ -276,11 +402,12 @@ def plot(rows, path):
            f'<text x="{width / 2}" y="24" text-anchor="middle" font-size="16">Sync send: '
            'throughput and p99 latency vs threads (1 KiB bodies; lines = medians, dots = '
            'runs)</text>']
-    for i, (side, color) in enumerate(COLORS.items()):
-        name = "Java rocketmq-client" if side == "java" else "Rust rocketmq-blocking"
-        x = width / 2 - 200 + i * 220
+    drawn = [side for side in PEERS if any(p[1] == side for p in points)]
+    for i, side in enumerate(drawn):
+        name, color = PEERS[side]
+        x = width / 2 - len(drawn) * 95 + i * 190
         svg.append(f'<rect x="{x}" y="42" width="14" height="4" fill="{color}"/>')
-        svg.append(f'<text x="{x + 20}" y="48">{name}</text>')
+        svg.append(f'<text x="{x + 20}" y="48">{html.escape(name)}</text>')
 
     def x_of(t, x0):
         lo, hi = math.log2(threads[0]), math.log2(threads[-1])
@@ -309,7 +436,8 @@ def plot(rows, path):
                    'text-anchor="middle">sending threads</text>')
         svg.append(f'<text x="{x0 + panel_w / 2}" y="{top - 10}" text-anchor="middle" '
                    f'font-size="14">{html.escape(label)}</text>')
-        for side, color in COLORS.items():
+        for side in drawn:
+            color = PEERS[side][1]
             line = []
             for t in threads:
                 runs = [p[index] for p in points
