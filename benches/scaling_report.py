@@ -118,7 +118,8 @@ def soak(out, md):
            f"| threads constant | the same count at every sample from minute 1 | "
            f"{m1['threads']} at 1 min, {min(later)}–{max(later)} after | {yes(min(later) == max(later))} |",
            f"| consumers keep up | each consumer within 1 % of what was sent | "
-           f"lag push {sent - end['push_consumed']:,}, lite {sent - end['lite_consumed']:,} | "
+           f"consumed − acknowledged: push {end['push_consumed'] - sent:+,}, lite {end['lite_consumed'] - sent:+,} "
+           f"(a send that failed may still be stored) | "
            f"{yes(abs(sent - end['push_consumed']) <= sent / 100 and abs(sent - end['lite_consumed']) <= sent / 100)} |",
            "", "![soak](soak.svg)", ""]
 
