@@ -352,6 +352,9 @@ pub(crate) struct TopicsArgs {
     /// Route refresh and heartbeat interval (seconds).
     #[arg(long, value_name = "SECONDS", default_value = "1", value_parser = parse_seconds)]
     interval: Duration,
+    /// Heartbeat interval when it should differ from --interval (seconds).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    heartbeat: Option<Duration>,
 }
 
 /// Topics per UPDATE_AND_CREATE_TOPIC_LIST request.
@@ -391,6 +394,7 @@ fn create_topic_list(
 }
 
 fn topics(addr: &str, a: TopicsArgs) -> CliResult {
+    let heartbeat = a.heartbeat.unwrap_or(a.interval);
     let names: Vec<String> = (0..a.topics).map(|i| format!("{}-{i}", a.prefix)).collect();
     let admin = crate::admin(addr)?;
     let existing: std::collections::HashSet<String> = admin.topic_list()?.into_iter().collect();
@@ -427,7 +431,7 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
     let producer = start_producer(addr, "rmq_scale_topics_producer", ENCODING, |b| {
         b.instance_name("rmq-scale-topics")
             .poll_name_server_interval(a.interval)
-            .heartbeat_interval(a.interval)
+            .heartbeat_interval(heartbeat)
     })?;
     let mut builder = {
         let received = received.clone();
@@ -444,7 +448,7 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
     }
     .instance_name("rmq-scale-topics")
     .poll_name_server_interval(a.interval)
-    .heartbeat_interval(a.interval)
+    .heartbeat_interval(heartbeat)
     .consume_from_where(ConsumeFromWhere::FirstOffset)
     .consume_thread_min(4)
     .consume_thread_max(4);
@@ -490,6 +494,7 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
         json!({
             "topics": a.topics,
             "interval_s": a.interval.as_secs_f64(),
+            "heartbeat_s": heartbeat.as_secs_f64(),
             "window_s": round(secs, 2),
             "setup_s": round(setup_s, 2),
             "send_failures": send_failures,
