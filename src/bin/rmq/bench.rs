@@ -606,7 +606,7 @@ fn split(total: u64, parts: usize) -> Vec<u64> {
 
 /// A body of random ASCII letters and digits, built once (as the Java benchmark does) so
 /// that sending measures the client, not the generator.
-fn random_alphanumeric(len: usize) -> Vec<u8> {
+pub(crate) fn random_alphanumeric(len: usize) -> Vec<u8> {
     const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

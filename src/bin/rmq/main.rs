@@ -11,6 +11,7 @@ mod bench_consume;
 mod cluster;
 mod consume;
 mod request;
+mod scale;
 mod send;
 mod stats;
 
@@ -252,6 +253,11 @@ enum BenchAction {
     /// Consume a topic from its first offset and report throughput, end-to-end latency,
     /// CPU and memory.
     Consume(bench_consume::ConsumeArgs),
+    /// How the client's costs grow: soak, topics, clients, size, queues (JSON lines).
+    Scale {
+        #[command(subcommand)]
+        experiment: scale::Experiment,
+    },
 }
 
 /// How messages are sent (Java: `send`, `send(msg, callback)`, `sendOneway`).
@@ -395,6 +401,9 @@ fn run(cli: Cli) -> CliResult {
         Command::Bench {
             action: BenchAction::Consume(args),
         } => bench_consume::run(&cli.namesrv, args),
+        Command::Bench {
+            action: BenchAction::Scale { experiment },
+        } => scale::run(&cli.namesrv, experiment),
     }
 }
 
