@@ -48,7 +48,7 @@ fn owned_round_trip(ty: SerializeType, body: &[u8]) {
         .as_ref()
         .map(|c| c.decode_header::<SendMessageRequestHeaderV2>());
     assert!(matches!(h, Ok(Ok(_))));
-    black_box((h, back));
+    black_box((&h, &back));
 }
 
 /// `send_v2/round_trip` of the codec bench: encoded straight from the typed header,

@@ -133,6 +133,8 @@ impl<'a> RemotingCommandRef<'a> {
 #[derive(Debug, Clone)]
 pub struct ExtFieldsRef<'a>(Repr<'a>);
 
+// The large variant is the point: its fields sit inline instead of in an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 enum Repr<'a> {
     Frame(Fields<'a>),
