@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use super::codes::{LanguageCode, RequestCode, ResponseCode, SerializeType};
-use super::ext::ExtFields;
+use super::ext::{int_bytes, ExtFields, ExtText};
 use super::header::{CommandHeader, WriteHeader};
 use super::{json_header, DecodeError};
 
@@ -161,6 +161,11 @@ impl RemotingCommand {
     /// A code that does not fit the binary header's i16 is sent with a JSON header: the
     /// peer reads the type per frame, so this is always understood.
     pub fn encode(&self, buf: &mut Vec<u8>) {
+        self.encode_with_body(&self.body, buf);
+    }
+
+    /// [`encode`](Self::encode) with `body` in place of `self.body`.
+    fn encode_with_body(&self, body: &[u8], buf: &mut Vec<u8>) {
         let start = buf.len();
         buf.extend_from_slice(&[0u8; 8]); // length + header mark, back-filled
         let ty = match self.serialize_type {
@@ -173,14 +178,62 @@ impl RemotingCommand {
                 SerializeType::Json
             }
         };
-        let header_len = buf.len() - start - 8;
-        buf.extend_from_slice(&self.body);
-        let total = buf.len() - start - 4;
-        // Lengths that do not fit are the caller's bug; the peer would reject the frame,
-        // and the I/O layer checks frame size before queueing.
-        let mark = (u32::from(ty.code()) << 24) | (header_len as u32 & MAX_HEADER_LEN as u32);
-        buf[start..start + 4].copy_from_slice(&(total as u32).to_be_bytes());
-        buf[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
+        finish_frame(buf, start, ty, body);
+    }
+
+    /// Appends a request frame (length prefix included) straight from a typed header: the
+    /// same bytes as `request_with_header(code, header)` with this `opaque`, `flag` and
+    /// body, encoded with [`to_frame`](Self::to_frame), but with the ROCKETMQ header the
+    /// fields go from the header to `buf` without an [`ExtFields`] between them.
+    pub fn encode_request(
+        code: RequestCode,
+        header: &impl WriteHeader,
+        opaque: i32,
+        flag: i32,
+        body: &[u8],
+        ty: SerializeType,
+        buf: &mut Vec<u8>,
+    ) {
+        let Ok(code16) = i16::try_from(code.0).map(|c| c.to_be_bytes()) else {
+            return Self::encode_request_via_fields(code, header, opaque, flag, body, buf);
+        };
+        if ty != SerializeType::RocketMq {
+            return Self::encode_request_via_fields(code, header, opaque, flag, body, buf);
+        }
+        let start = buf.len();
+        buf.reserve(8 + BINARY_FIXED_LEN + header.binary_ext_len_hint() + body.len());
+        buf.extend_from_slice(&[0u8; 8]); // length + header mark, back-filled
+        let [c0, c1] = code16;
+        let [v0, v1] = (CURRENT_VERSION as i16).to_be_bytes();
+        let [o0, o1, o2, o3] = opaque.to_be_bytes();
+        let [f0, f1, f2, f3] = flag.to_be_bytes();
+        // No remark; the ext length is back-filled.
+        let lang = LanguageCode::RUST.0;
+        buf.extend_from_slice(&[
+            c0, c1, lang, v0, v1, o0, o1, o2, o3, f0, f1, f2, f3, 0, 0, 0, 0, 0, 0, 0, 0,
+        ]);
+        let ext_at = buf.len();
+        header.write_binary_ext(buf);
+        let ext_len = (buf.len() - ext_at) as u32;
+        buf[ext_at - 4..ext_at].copy_from_slice(&ext_len.to_be_bytes());
+        finish_frame(buf, start, SerializeType::RocketMq, body);
+    }
+
+    /// The JSON header (and codes beyond i16) through the fields and the usual writer.
+    fn encode_request_via_fields(
+        code: RequestCode,
+        header: &impl WriteHeader,
+        opaque: i32,
+        flag: i32,
+        body: &[u8],
+        buf: &mut Vec<u8>,
+    ) {
+        let mut cmd = RemotingCommand::request_with_header(code, header);
+        cmd.opaque = opaque;
+        cmd.flag = flag;
+        cmd.serialize_type = SerializeType::Json;
+        buf.reserve(8 + cmd.header_len_hint() + body.len());
+        cmd.encode_with_body(body, buf);
     }
 
     /// The encoded frame as a new vector.
@@ -219,26 +272,7 @@ impl RemotingCommand {
         let len_at = buf.len();
         buf.extend_from_slice(&0i32.to_be_bytes());
         for (k, v) in self.ext_fields.iter_bytes() {
-            // The binary layout cannot carry keys longer than i16; such a key is a bug in
-            // our header definitions, not user input, so truncating is not an option: skip.
-            let Ok(klen) = i16::try_from(k.len()) else {
-                continue;
-            };
-            // One-letter keys and values (most of SEND_MESSAGE_V2) as fixed-size copies.
-            match k {
-                &[b] => buf.extend_from_slice(&[0, 1, b]),
-                _ => {
-                    buf.extend_from_slice(&klen.to_be_bytes());
-                    buf.extend_from_slice(k);
-                }
-            }
-            match v {
-                &[b] => buf.extend_from_slice(&[0, 0, 0, 1, b]),
-                _ => {
-                    buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
-                    buf.extend_from_slice(v);
-                }
-            }
+            write_binary_entry(buf, k, v);
         }
         let ext_len = (buf.len() - len_at - 4) as i32;
         buf[len_at..len_at + 4].copy_from_slice(&ext_len.to_be_bytes());
@@ -246,22 +280,133 @@ impl RemotingCommand {
 
     /// Decodes one frame *without* its 4-byte length prefix (what [`frame_len`] measured).
     pub fn decode(frame: &[u8]) -> Result<RemotingCommand, DecodeError> {
-        let mut r = Reader::new(frame);
-        let mark = r.u32()?;
-        let header_len = (mark & MAX_HEADER_LEN as u32) as usize;
-        let ty_code = (mark >> 24) as u8;
-        let header = r.bytes(header_len)?;
-        let body = r.rest().to_vec();
-        let ty = SerializeType::from_code(ty_code)
-            .ok_or_else(|| DecodeError::new(format!("unknown serialize type {ty_code}")))?;
+        let (ty, header, body) = split_frame(frame)?;
         let mut cmd = match ty {
             SerializeType::Json => json_header::decode(header)?,
             SerializeType::RocketMq => decode_binary_header(header)?,
         };
         cmd.serialize_type = ty;
-        cmd.body = body;
+        cmd.body = body.to_vec();
         Ok(cmd)
     }
+}
+
+/// Back-fills the length prefix and header mark of the frame begun at `start` with a
+/// placeholder for them, whose header ends the buffer, and appends `body`.
+#[inline]
+fn finish_frame(buf: &mut Vec<u8>, start: usize, ty: SerializeType, body: &[u8]) {
+    let header_len = buf.len() - start - 8;
+    buf.extend_from_slice(body);
+    let total = buf.len() - start - 4;
+    // Lengths that do not fit are the caller's bug; the peer would reject the frame,
+    // and the I/O layer checks frame size before queueing.
+    let mark = (u32::from(ty.code()) << 24) | (header_len as u32 & MAX_HEADER_LEN as u32);
+    buf[start..start + 4].copy_from_slice(&(total as u32).to_be_bytes());
+    buf[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
+}
+
+/// One binary `extFields` entry: `[key len i16][key][value len i32][value]`.
+#[inline]
+pub(crate) fn write_binary_entry(buf: &mut Vec<u8>, k: &[u8], v: &[u8]) {
+    // The binary layout cannot carry keys longer than i16; such a key is a bug in our
+    // header definitions, not user input, so truncating is not an option: skip.
+    let Ok(klen) = i16::try_from(k.len()) else {
+        return;
+    };
+    // One-letter keys and values (most of SEND_MESSAGE_V2) as fixed-size copies.
+    match k {
+        &[b] => buf.extend_from_slice(&[0, 1, b]),
+        _ => {
+            buf.extend_from_slice(&klen.to_be_bytes());
+            buf.extend_from_slice(k);
+        }
+    }
+    match v {
+        &[b] => buf.extend_from_slice(&[0, 0, 0, 1, b]),
+        _ => {
+            buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            buf.extend_from_slice(v);
+        }
+    }
+}
+
+/// One binary `extFields` entry from a typed header's value, integers formatted in place
+/// (`command_header!`'s borrowed twins).
+#[doc(hidden)]
+#[inline]
+pub fn write_binary_text(buf: &mut Vec<u8>, key: &str, value: ExtText<'_>) {
+    let mut digits = [0u8; 20];
+    let v: &[u8] = match value {
+        ExtText::Str(s) => s.as_bytes(),
+        ExtText::Int(n @ 0..=9) => &[b'0' + n as u8],
+        ExtText::Int(n) => int_bytes(n, &mut digits),
+        ExtText::Bool(true) => b"true",
+        ExtText::Bool(false) => b"false",
+    };
+    write_binary_entry(buf, key.as_bytes(), v);
+}
+
+/// A frame without its length prefix split into its header type, header and body.
+pub(super) fn split_frame(frame: &[u8]) -> Result<(SerializeType, &[u8], &[u8]), DecodeError> {
+    let mut r = Reader::new(frame);
+    let mark = r.u32()?;
+    let header_len = (mark & MAX_HEADER_LEN as u32) as usize;
+    let ty_code = (mark >> 24) as u8;
+    let header = r.bytes(header_len)?;
+    let body = r.rest();
+    let ty = SerializeType::from_code(ty_code)
+        .ok_or_else(|| DecodeError::new(format!("unknown serialize type {ty_code}")))?;
+    Ok((ty, header, body))
+}
+
+/// The fixed fields of a binary header, its remark and its `extFields` block.
+pub(super) struct BinaryHeader<'a> {
+    pub(super) code: i32,
+    pub(super) language: LanguageCode,
+    pub(super) version: i32,
+    pub(super) opaque: i32,
+    pub(super) flag: i32,
+    pub(super) remark: Option<&'a str>,
+    pub(super) ext: &'a [u8],
+}
+
+/// Splits a binary header, checking every length; the block is left to decode.
+pub(super) fn split_binary_header(header: &[u8]) -> Result<BinaryHeader<'_>, DecodeError> {
+    if header.len() < BINARY_FIXED_LEN {
+        return Err(DecodeError::new(format!(
+            "binary header of {} bytes is shorter than {BINARY_FIXED_LEN}",
+            header.len()
+        )));
+    }
+    let mut r = Reader::new(header);
+    let code = i32::from(r.i16()?);
+    let language = LanguageCode(r.u8()?);
+    let version = i32::from(r.i16()?);
+    let opaque = r.i32()?;
+    let flag = r.i32()?;
+    let remark_len = r.len_i32()?;
+    let remark = if remark_len > 0 {
+        Some(r.str(remark_len)?)
+    } else {
+        None
+    };
+    let ext_len = r.len_i32()?;
+    let ext = r.bytes(ext_len)?;
+    if !r.is_empty() {
+        return Err(DecodeError::new(format!(
+            "{} trailing bytes after the binary header",
+            r.remaining()
+        )));
+    }
+    Ok(BinaryHeader {
+        code,
+        language,
+        version,
+        opaque,
+        flag,
+        remark,
+        ext,
+    })
 }
 
 /// Measures the frame at the start of `buf`.
@@ -287,34 +432,16 @@ pub fn frame_len(buf: &[u8], max_frame: usize) -> Result<Option<usize>, DecodeEr
 }
 
 fn decode_binary_header(header: &[u8]) -> Result<RemotingCommand, DecodeError> {
-    if header.len() < BINARY_FIXED_LEN {
-        return Err(DecodeError::new(format!(
-            "binary header of {} bytes is shorter than {BINARY_FIXED_LEN}",
-            header.len()
-        )));
-    }
-    let mut r = Reader::new(header);
-    let code = i32::from(r.i16()?);
-    let language = LanguageCode(r.u8()?);
-    let version = i32::from(r.i16()?);
-    let opaque = r.i32()?;
-    let flag = r.i32()?;
-    let remark_len = r.len_i32()?;
-    let remark = if remark_len > 0 {
-        Some(r.utf8(remark_len)?)
-    } else {
-        None
-    };
-    let ext_len = r.len_i32()?;
-    let ext_fields = decode_binary_ext(r.bytes(ext_len)?)?;
-    if !r.is_empty() {
-        return Err(DecodeError::new(format!(
-            "{} trailing bytes after the binary header",
-            r.remaining()
-        )));
-    }
+    let h = split_binary_header(header)?;
+    let ext_fields = decode_binary_ext(h.ext)?;
     Ok(RemotingCommand::from_header(
-        code, language, version, opaque, flag, remark, ext_fields,
+        h.code,
+        h.language,
+        h.version,
+        h.opaque,
+        h.flag,
+        h.remark.map(str::to_string),
+        ext_fields,
     ))
 }
 
@@ -478,11 +605,6 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
-    pub(crate) fn utf8(&mut self, n: usize) -> Result<String, DecodeError> {
-        self.str(n).map(str::to_string)
-    }
-
-    #[inline]
     pub(crate) fn str(&mut self, n: usize) -> Result<&'a str, DecodeError> {
         std::str::from_utf8(self.bytes(n)?).map_err(|_| DecodeError::new("string is not UTF-8"))
     }
@@ -585,6 +707,88 @@ mod tests {
         for ty in [SerializeType::Json, SerializeType::RocketMq] {
             let c = sample(ty);
             assert_eq!(round_trip(&c), c, "{ty:?}");
+        }
+    }
+
+    #[test]
+    fn direct_request_encoding_is_byte_for_byte_the_command_encoding() {
+        use crate::protocol::header::{GetRouteInfoRequestHeader, SendMessageRequestHeaderV2Ref};
+        let full = SendMessageRequestHeaderV2Ref {
+            producer_group: "please_rename_unique_group_name",
+            topic: "TopicTest",
+            default_topic: "TBW102",
+            default_topic_queue_nums: 4,
+            queue_id: 13,
+            sys_flag: -1,
+            born_timestamp: 1_718_000_000_123,
+            flag: i32::MIN,
+            properties: Some("TAGS\u{1}Tag \"é\"\u{2}WAIT\u{1}true\u{2}"),
+            reconsume_times: Some(16),
+            unit_mode: true,
+            max_reconsume_times: Some(-1),
+            batch: true,
+            broker_name: Some(""),
+        };
+        let bare = SendMessageRequestHeaderV2Ref {
+            properties: None,
+            reconsume_times: None,
+            max_reconsume_times: None,
+            broker_name: None,
+            unit_mode: false,
+            batch: false,
+            sys_flag: 0,
+            flag: 9,
+            born_timestamp: 0,
+            ..full
+        };
+        let long_value = "v".repeat(70_000);
+        let long = SendMessageRequestHeaderV2Ref {
+            properties: Some(&long_value),
+            ..full
+        };
+        let route = GetRouteInfoRequestHeader {
+            topic: "T".into(),
+            accept_standard_json_only: Some(true),
+        };
+        let bodies: [&[u8]; 3] = [b"", b"x", &[0xff; 300]];
+        for ty in [SerializeType::RocketMq, SerializeType::Json] {
+            for body in bodies {
+                for (code, flag) in [
+                    (RequestCode::SEND_MESSAGE_V2, 0),
+                    (RequestCode::SEND_BATCH_MESSAGE, ONEWAY_FLAG),
+                    (RequestCode(i32::from(i16::MAX) + 1), 0),
+                ] {
+                    let expected = |h: &dyn Fn() -> RemotingCommand| {
+                        let mut cmd = h().with_body(body.to_vec());
+                        cmd.opaque = 77;
+                        cmd.flag = flag;
+                        cmd.serialize_type = ty;
+                        cmd.to_frame()
+                    };
+                    let direct = |h: &dyn Fn(&mut Vec<u8>)| {
+                        // After other bytes: the frame is appended, not written at 0.
+                        let mut buf = b"xyz".to_vec();
+                        h(&mut buf);
+                        buf.split_off(3)
+                    };
+                    for h in [&full, &bare, &long] {
+                        assert_eq!(
+                            direct(&|buf| RemotingCommand::encode_request(
+                                code, h, 77, flag, body, ty, buf
+                            )),
+                            expected(&|| RemotingCommand::request_with_header(code, h)),
+                            "{ty:?} {code:?} {h:?}"
+                        );
+                    }
+                    // A header without a borrowed twin goes through its fields.
+                    assert_eq!(
+                        direct(&|buf| RemotingCommand::encode_request(
+                            code, &route, 77, flag, body, ty, buf
+                        )),
+                        expected(&|| RemotingCommand::request_with_header(code, &route)),
+                    );
+                }
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 //! every field. Plain field types are required on decode (Java's `@CFNotNull`);
 //! `Option<T>` fields are optional.
 
+use super::command::write_binary_entry;
 use super::ext::{ExtFields, ExtText};
 use super::DecodeError;
 
@@ -21,7 +22,62 @@ pub trait CommandHeader: Sized {
 pub trait WriteHeader {
     /// Writes every present field into `ext`.
     fn write_header(&self, ext: &mut ExtFields);
+
+    /// Appends every present field to `buf` as binary `extFields` entries, in the order
+    /// [`write_header`](WriteHeader::write_header) inserts them. The borrowed twins write
+    /// straight from their fields; others go through an [`ExtFields`].
+    fn write_binary_ext(&self, buf: &mut Vec<u8>) {
+        let mut ext = ExtFields::new();
+        self.write_header(&mut ext);
+        for (k, v) in ext.iter_bytes() {
+            write_binary_entry(buf, k, v);
+        }
+    }
+
+    /// The most bytes [`write_binary_ext`](WriteHeader::write_binary_ext) writes, when
+    /// known cheaply (0 otherwise): room to reserve.
+    fn binary_ext_len_hint(&self) -> usize {
+        0
+    }
 }
+
+/// A header with borrowed fields read from a borrowed frame
+/// ([`RemotingCommandRef`](super::RemotingCommandRef)): the twins `command_header!`
+/// declares, whose strings are slices of the frame.
+pub trait ReadHeaderRef<'a>: Sized {
+    /// Reads the header from the fields; when a key repeats, the last value counts.
+    fn read_fields<I: Iterator<Item = (&'a str, &'a str)>>(fields: I) -> Result<Self, DecodeError>;
+}
+
+/// A borrowed header field type, parsed from the field's text without allocating.
+pub trait ExtValueRef<'a>: Sized {
+    /// Parses the field `key`; `raw` is `None` when it is absent.
+    fn from_ext_ref(raw: Option<&'a str>, key: &str) -> Result<Self, DecodeError>;
+}
+
+impl<'a> ExtValueRef<'a> for &'a str {
+    fn from_ext_ref(raw: Option<&'a str>, key: &str) -> Result<Self, DecodeError> {
+        required(raw, key)
+    }
+}
+
+impl<'a> ExtValueRef<'a> for Option<&'a str> {
+    fn from_ext_ref(raw: Option<&'a str>, _: &str) -> Result<Self, DecodeError> {
+        Ok(raw)
+    }
+}
+
+macro_rules! ext_value_ref {
+    ($($t:ty),*) => {$(
+        impl<'a> ExtValueRef<'a> for $t {
+            #[inline]
+            fn from_ext_ref(raw: Option<&'a str>, key: &str) -> Result<Self, DecodeError> {
+                ExtValue::from_ext(raw, key)
+            }
+        }
+    )*};
+}
+ext_value_ref!(i32, i64, bool, Option<i32>, Option<i64>, Option<bool>);
 
 impl<T: CommandHeader> WriteHeader for T {
     fn write_header(&self, ext: &mut ExtFields) {
@@ -173,7 +229,8 @@ macro_rules! command_header {
             }
         }
 
-        #[doc = concat!("[`", stringify!($name), "`] with borrowed fields, to write.")]
+        #[doc = concat!("[`", stringify!($name), "`] with borrowed fields, to write, and to \
+            read from a borrowed frame (`RemotingCommandRef`).")]
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct $ref_name<$lt> {
             $(#[doc = concat!("Wire key `", $key, "`.")]
@@ -183,6 +240,37 @@ macro_rules! command_header {
         impl<$lt> $crate::protocol::WriteHeader for $ref_name<$lt> {
             fn write_header(&self, ext: &mut $crate::protocol::ExtFields) {
                 ext.write_fields(&[$(($key, $crate::protocol::ToExt::to_ext(&self.$field))),*]);
+            }
+            #[inline]
+            fn write_binary_ext(&self, buf: &mut Vec<u8>) {
+                $(if let Some(v) = $crate::protocol::ToExt::to_ext(&self.$field) {
+                    $crate::protocol::write_binary_text(buf, $key, v);
+                })*
+            }
+            fn binary_ext_len_hint(&self) -> usize {
+                0 $(+ 6 + $key.len()
+                    + $crate::protocol::ToExt::to_ext(&self.$field)
+                        .map_or(0, |v| v.max_len()))*
+            }
+        }
+
+        impl<$lt> $crate::protocol::header::ReadHeaderRef<$lt> for $ref_name<$lt> {
+            fn read_fields<I: Iterator<Item = (&$lt str, &$lt str)>>(
+                fields: I,
+            ) -> Result<Self, $crate::protocol::DecodeError> {
+                // One pass; a repeated key overwrites, as Java's HashMap does.
+                $(let mut $field: Option<&$lt str> = None;)*
+                for (k, v) in fields {
+                    match k {
+                        $($key => $field = Some(v),)*
+                        _ => {}
+                    }
+                }
+                Ok($ref_name {
+                    $($field: $crate::protocol::header::ExtValueRef::from_ext_ref(
+                        $field, $key,
+                    )?,)*
+                })
             }
         }
     };

@@ -4,6 +4,7 @@
 //! Invariant: nothing here does I/O, and nothing here panics on bytes from the network.
 
 pub mod admin;
+mod borrowed;
 mod codes;
 mod command;
 pub mod consumer_admin;
@@ -17,12 +18,15 @@ pub mod transaction;
 
 use std::fmt;
 
+pub use borrowed::{ExtFieldsRef, RemotingCommandRef, INLINE_FIELDS};
 pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
+#[doc(hidden)]
+pub use command::write_binary_text;
 pub(crate) use command::Reader;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
 pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
-pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
+pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
