@@ -1,5 +1,10 @@
 //! The consume thread pool: named workers whose number moves between a minimum and a
 //! maximum (job 5 grows it under backlog and shrinks it when idle).
+//!
+//! Like Java's `ThreadPoolExecutor`, the pool has a core size (`min` at first, moved by
+//! `grow`/`shrink`) and starts workers only when jobs find none idle, up to that size: an
+//! idle push consumer holds one consume thread, not twenty. One worker starts with the
+//! pool, so a machine that cannot start threads fails the consumer's start.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -102,7 +107,10 @@ impl Shared {
 pub(crate) struct ConsumePool {
     shared: Arc<Shared>,
     workers: Mutex<Vec<Worker>>,
+    /// The core size: workers are started on demand up to it.
     size: AtomicUsize,
+    /// Workers started and not asked to stop.
+    live: AtomicUsize,
     min: usize,
     max: usize,
     next_id: AtomicUsize,
@@ -110,7 +118,7 @@ pub(crate) struct ConsumePool {
 }
 
 impl ConsumePool {
-    /// Starts `min` workers.
+    /// A pool of core size `min` with one worker started.
     pub(crate) fn new(name: &str, min: usize, max: usize) -> std::io::Result<Self> {
         let pool = ConsumePool {
             shared: Arc::new(Shared {
@@ -119,16 +127,48 @@ impl ConsumePool {
                 idle: Condvar::new(),
             }),
             workers: Mutex::new(Vec::new()),
-            size: AtomicUsize::new(0),
+            size: AtomicUsize::new(min.max(1)),
+            live: AtomicUsize::new(0),
             min: min.max(1),
             max: max.max(min.max(1)),
             next_id: AtomicUsize::new(0),
             name: name.to_string(),
         };
-        for _ in 0..pool.min {
-            pool.spawn()?;
-        }
+        pool.live.fetch_add(1, Ordering::SeqCst);
+        pool.spawn()?;
         Ok(pool)
+    }
+
+    /// Starts one more worker if fewer than the core size run (reserving its place first,
+    /// so racing callers never start more than the core size).
+    fn spawn_if_below_core(&self) {
+        let core = self.size();
+        if self
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| {
+                (l < core).then_some(l + 1)
+            })
+            .is_err()
+        {
+            return;
+        }
+        if let Err(e) = self.spawn() {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            warn!("{}: could not add a thread: {e}", self.name);
+        }
+    }
+
+    /// After queueing: wake a sleeper, or start a worker when none sleeps. The state
+    /// lock is released before a thread is started (locks are never nested).
+    fn dispatch(&self, mut s: parking_lot::MutexGuard<'_, State>) {
+        // A sleeper not already being woken takes the job (and wakes the next one if
+        // more wait); otherwise every worker is busy or claimed, and one more may start.
+        if s.sleeping > usize::from(s.waking) {
+            self.shared.wake_one(&mut s);
+            return;
+        }
+        drop(s);
+        self.spawn_if_below_core();
     }
 
     fn spawn(&self) -> std::io::Result<()> {
@@ -139,7 +179,6 @@ impl ConsumePool {
         let mut w = self.workers.lock();
         w.retain(|h| !h.is_finished());
         w.push(h);
-        self.size.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -154,7 +193,7 @@ impl ConsumePool {
             return false;
         }
         s.jobs.push_back(Box::new(job));
-        self.shared.wake_one(&mut s);
+        self.dispatch(s);
         true
     }
 
@@ -174,24 +213,33 @@ impl ConsumePool {
         s.jobs
             .extend(jobs.into_iter().map(|job| Box::new(job) as Job));
         if s.jobs.len() > before {
-            self.shared.wake_one(&mut s);
+            self.dispatch(s);
         }
         true
     }
 
-    /// Current number of workers.
+    /// The core size (Java `getCorePoolSize`): how many workers may run.
     pub(crate) fn size(&self) -> usize {
         self.size.load(Ordering::SeqCst)
     }
 
-    /// One more worker, up to the maximum (Java `incCorePoolSize`).
+    /// Workers started and not asked to stop.
+    #[cfg(test)]
+    fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
+    /// A core size one larger, up to the maximum (Java `incCorePoolSize`); the worker is
+    /// started now when jobs wait, as `setCorePoolSize` does.
     pub(crate) fn grow(&self) {
         if self.is_closed() || self.size() >= self.max {
             return;
         }
-        match self.spawn() {
-            Ok(()) => debug!("{}: grew to {} threads", self.name, self.size()),
-            Err(e) => warn!("{}: could not add a thread: {e}", self.name),
+        self.size.fetch_add(1, Ordering::SeqCst);
+        debug!("{}: core size {}", self.name, self.size());
+        let waiting = !self.shared.state.lock().jobs.is_empty();
+        if waiting {
+            self.spawn_if_below_core();
         }
     }
 
@@ -202,11 +250,19 @@ impl ConsumePool {
         if s.closed || self.size() <= self.min {
             return;
         }
-        s.stops += 1;
-        // Any sleeper may take the stop, even while a wake-up for a job is in flight.
-        self.shared.ready.notify_one();
-        self.size.fetch_sub(1, Ordering::SeqCst);
-        debug!("{}: shrank to {} threads", self.name, self.size());
+        let core = self.size.fetch_sub(1, Ordering::SeqCst) - 1;
+        if self
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |l| {
+                (l > core).then(|| l - 1)
+            })
+            .is_ok()
+        {
+            s.stops += 1;
+            // Any sleeper may take the stop, even while a wake-up for a job is in flight.
+            self.shared.ready.notify_one();
+        }
+        debug!("{}: core size {core}", self.name);
     }
 
     /// Drops queued jobs that have not started and waits up to `await_running` for the
@@ -250,6 +306,7 @@ impl ConsumePool {
         }
         worker::join_all(idle, JOIN_TIMEOUT, &self.name);
         self.size.store(0, Ordering::SeqCst);
+        self.live.store(0, Ordering::SeqCst);
         still_busy.is_empty()
             || (still_busy.len() == 1 && still_busy.contains(&std::thread::current().id()))
     }
@@ -344,6 +401,42 @@ mod tests {
         assert!(began.elapsed() < Duration::from_secs(2));
     }
 
+    /// A job that counts itself running, waits (up to 5 s) until `n` jobs run at once and
+    /// reports how many ran then.
+    fn waits_for_running(
+        running: &Arc<AtomicUsize>,
+        tx: &crossbeam_channel::Sender<usize>,
+        n: usize,
+    ) -> impl FnOnce() + Send + 'static {
+        let (running, tx) = (running.clone(), tx.clone());
+        move || {
+            running.fetch_add(1, Ordering::SeqCst);
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while running.load(Ordering::SeqCst) < n && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = tx.send(running.load(Ordering::SeqCst));
+        }
+    }
+
+    #[test]
+    fn workers_start_on_demand_up_to_the_core_size() {
+        // An idle pool of core size 4 holds one thread; four jobs that each wait for the
+        // others get four; a fifth waiting job never makes a fifth thread.
+        let p = ConsumePool::new("t-lazy", 4, 8).unwrap();
+        assert_eq!((p.size(), p.live()), (4, 1));
+        let running = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for _ in 0..5 {
+            assert!(p.execute(waits_for_running(&running, &tx, 4)));
+        }
+        for _ in 0..5 {
+            assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap() >= 4);
+        }
+        assert_eq!(p.live(), 4, "never more threads than the core size");
+        p.shutdown(Duration::ZERO);
+    }
+
     #[test]
     fn slow_jobs_get_every_worker() {
         // Each job waits until all four run at once, so a pool that wakes too few workers
@@ -352,15 +445,7 @@ mod tests {
         let running = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = crossbeam_channel::unbounded();
         for _ in 0..4 {
-            let (running, tx) = (running.clone(), tx.clone());
-            assert!(p.execute(move || {
-                running.fetch_add(1, Ordering::SeqCst);
-                let deadline = std::time::Instant::now() + Duration::from_secs(5);
-                while running.load(Ordering::SeqCst) < 4 && std::time::Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                let _ = tx.send(running.load(Ordering::SeqCst));
-            }));
+            assert!(p.execute(waits_for_running(&running, &tx, 4)));
         }
         for _ in 0..4 {
             assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 4);
