@@ -5,7 +5,9 @@
 //! The client is set up the way its README shows: a `RuntimeOwner` (a multi-thread tokio
 //! runtime with one worker per CPU, the default), a no-op telemetry handle (so the client's
 //! `tracing` output goes nowhere: no subscriber is installed) and one shared `ClientRuntime`.
-//! Every workload runs inside `RuntimeOwner::block_on`.
+//! Every workload runs inside `RuntimeOwner::block_on`. A push consumer's runtime has its
+//! metadata-io blocking lane (where the client runs the listener) sized to the consume threads
+//! (`runtime_for_listener`; README, "Found on 5.3.3").
 //!
 //!     rust-async-bench produce -n NAMESRV -t TOPIC -w THREADS -s SIZE -q COUNT -W WARMUP \
 //!                              -i INFLIGHT [-y true] [-b BATCH] [-o true]
@@ -35,7 +37,7 @@ use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
 use rocketmq_observability::TelemetryRuntimeGuard;
-use rocketmq_runtime::RuntimeOwner;
+use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 use tokio::sync::{Barrier, Notify, Semaphore};
 
 const CLIENT: &str = "rust-async";
@@ -65,7 +67,11 @@ fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return usage(&e),
     };
-    match with_client_runtime(|client_runtime| async move {
+    let listener_threads = match &command {
+        Command::Consume(a) if a.mode == ConsumeMode::Push => Some(a.threads),
+        _ => None,
+    };
+    match with_client_runtime(listener_threads, |client_runtime| async move {
         match command {
             Command::Produce(a) => produce(client_runtime, a).await,
             Command::Consume(a) => consume(client_runtime, a).await,
@@ -148,14 +154,45 @@ fn namesrv(o: &HashMap<String, String>) -> Result<String, String> {
         .ok_or_else(|| "-n namesrv (or NAMESRV_ADDR) is required".to_string())
 }
 
+/// How many consume requests the push consumer's scheduler holds: at most 4,096 (`CONSUME_SCHEDULER_CAPACITY`,
+/// consume_message_concurrently_service.rs:85).
+const CONSUME_SCHEDULER_CAPACITY: usize = 4096;
+
+/// The runtime for a push consumer with `threads` consume threads: the default profile, with
+/// the metadata-io blocking lane (where the client runs every listener call) given one slot
+/// per consume thread and a queue as deep as the consume scheduler. With the default lane
+/// (2 x CPUs slots, 8 x CPUs queued; 4 and 16 here) listener calls are refused under a
+/// backlog and the client sends those messages back for a delayed retry (README, "Found on
+/// 5.3.3").
+fn runtime_for_listener(threads: usize) -> Result<RuntimeConfig, Box<dyn std::error::Error>> {
+    let mut config = RuntimeConfig::default();
+    let lane = &mut config.blocking_lane_policies.metadata_io;
+    lane.max_concurrency = lane.max_concurrency.max(threads);
+    lane.max_queue_depth = lane.max_queue_depth.max(CONSUME_SCHEDULER_CAPACITY);
+    // The lanes share the global blocking limit, which caps each lane's concurrency: room for
+    // the listener slots and the other lanes' defaults on top.
+    let global = config.max_blocking_threads.max(threads + 16);
+    Ok(config.with_max_blocking_threads(global)?)
+}
+
 /// Builds the client runtime as the README does, runs `work` on it, then shuts the client
-/// runtime and the owner down (reporting, not failing, an unclean shutdown).
-fn with_client_runtime<F, Fut>(work: F) -> Result<Outcome, Box<dyn std::error::Error>>
+/// runtime and the owner down (reporting, not failing, an unclean shutdown). With
+/// `listener_threads` (a push consumer) the runtime comes from [`runtime_for_listener`]
+/// unless RUST_ASYNC_BENCH_DEFAULT_RUNTIME is set (to reproduce the default's failure).
+fn with_client_runtime<F, Fut>(
+    listener_threads: Option<usize>,
+    work: F,
+) -> Result<Outcome, Box<dyn std::error::Error>>
 where
     F: FnOnce(Arc<ClientRuntime>) -> Fut,
     Fut: Future<Output = ClientResult<Outcome>>,
 {
-    let owner = RuntimeOwner::new()?;
+    let owner = match listener_threads {
+        Some(threads) if std::env::var_os("RUST_ASYNC_BENCH_DEFAULT_RUNTIME").is_none() => {
+            RuntimeOwner::plan(runtime_for_listener(threads)?)?.build()?
+        }
+        _ => RuntimeOwner::new()?,
+    };
     let telemetry = TelemetryRuntimeGuard::noop();
     let client_runtime = ClientRuntime::try_new(
         owner.root_context().component("rust-async-bench"),
@@ -669,6 +706,8 @@ impl ConsumeArgs {
 struct OffsetSet {
     base: i64,
     words: Vec<u64>,
+    /// Distinct offsets added (for the progress lines).
+    count: u64,
 }
 
 impl OffsetSet {
@@ -694,6 +733,7 @@ impl OffsetSet {
         let bit = 1u64 << offset.rem_euclid(64);
         let fresh = self.words[i] & bit == 0;
         self.words[i] |= bit;
+        self.count += u64::from(fresh);
         fresh
     }
 }
@@ -704,6 +744,12 @@ struct TallyState {
     distinct: u64,
     deliveries: u64,
     duplicates: u64,
+    /// Deliveries with a reconsume count above zero: copies the client sent back to the
+    /// group's retry topic and got again (keyed by the retry queue, not the original).
+    redelivered: u64,
+    /// Listener calls (push) or non-empty polls (lite pull), and the OS threads they ran on.
+    calls: u64,
+    threads: std::collections::HashSet<std::thread::ThreadId>,
     first_us: u64,
     last: Option<Instant>,
 }
@@ -727,8 +773,13 @@ impl Tally {
     /// Messages beyond the count are acknowledged but not counted: the run is over.
     fn record<'a>(&self, msgs: impl IntoIterator<Item = &'a MessageExt>) {
         let mut s = lock(&self.state);
+        let mut any = false;
         for m in msgs {
+            any = true;
             s.deliveries += 1;
+            if m.reconsume_times() > 0 {
+                s.redelivered += 1;
+            }
             let fresh = s
                 .seen
                 .entry((m.broker_name().to_string(), m.queue_id()))
@@ -736,6 +787,18 @@ impl Tally {
                 .add(m.queue_offset());
             if !fresh {
                 s.duplicates += 1;
+                if debug_duplicates() && s.duplicates <= 20 {
+                    eprintln!(
+                        "duplicate: {}:{} offset {} commitlog {} msgId {} reconsume {} topic {}",
+                        m.broker_name(),
+                        m.queue_id(),
+                        m.queue_offset(),
+                        m.commit_log_offset(),
+                        m.msg_id(),
+                        m.reconsume_times(),
+                        m.topic()
+                    );
+                }
                 continue;
             }
             s.distinct += 1;
@@ -750,7 +813,56 @@ impl Tally {
                 self.done.notify_one();
             }
         }
+        if any {
+            s.calls += 1;
+            s.threads.insert(std::thread::current().id());
+        }
     }
+
+    /// One stderr line: distinct messages so far, the rate since the last line, the
+    /// deliveries per listener call (or poll), the threads seen and the count per queue.
+    fn report(&self, begin: Instant, previous: &mut (Instant, u64, u64)) {
+        let s = lock(&self.state);
+        let now = Instant::now();
+        let secs = (now - previous.0).as_secs_f64().max(1e-9);
+        let rate = (s.distinct - previous.1) as f64 / secs;
+        let calls = s.calls - previous.2;
+        let per_call = s.deliveries as f64 / s.calls.max(1) as f64;
+        let mut queues: Vec<_> = s.seen.iter().map(|(q, set)| (q, set.count)).collect();
+        queues.sort();
+        let queues: Vec<String> = queues
+            .iter()
+            .map(|((b, q), n)| format!("{b}:{q}={n}"))
+            .collect();
+        eprintln!(
+            "progress t={:.1}s distinct={} rate={rate:.0}/s calls={} (+{calls}) msgs/call={per_call:.1} \
+             threads={} duplicates={} redelivered={} queues [{}]",
+            (now - begin).as_secs_f64(),
+            s.distinct,
+            s.calls,
+            s.threads.len(),
+            s.duplicates,
+            s.redelivered,
+            queues.join(" ")
+        );
+        *previous = (now, s.distinct, s.calls);
+    }
+}
+
+/// RUST_ASYNC_BENCH_DEBUG_DUPS set: the first duplicates are printed to stderr.
+fn debug_duplicates() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("RUST_ASYNC_BENCH_DEBUG_DUPS").is_some())
+}
+
+/// How often the consumer prints a progress line to stderr (RUST_ASYNC_BENCH_PROGRESS_MS,
+/// default 5000; 0 turns them off).
+fn progress_interval() -> Option<Duration> {
+    let ms = std::env::var("RUST_ASYNC_BENCH_PROGRESS_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5000u64);
+    (ms > 0).then(|| Duration::from_millis(ms))
 }
 
 struct CountingListener(Arc<Tally>);
@@ -782,6 +894,17 @@ async fn consume(client_runtime: Arc<ClientRuntime>, a: ConsumeArgs) -> ClientRe
     let tally = Arc::new(Tally::new(a.count));
     let begin = Instant::now();
     let deadline = begin + a.timeout;
+    let progress = progress_interval().map(|every| {
+        let tally = Arc::clone(&tally);
+        tokio::spawn(async move {
+            let mut previous = (begin, 0, 0);
+            let mut tick = tokio::time::interval_at((begin + every).into(), every);
+            loop {
+                tick.tick().await;
+                tally.report(begin, &mut previous);
+            }
+        })
+    });
     match a.mode {
         ConsumeMode::Push => {
             let mut consumer = DefaultMQPushConsumer::builder(client_runtime)
@@ -844,6 +967,10 @@ async fn consume(client_runtime: Arc<ClientRuntime>, a: ConsumeArgs) -> ClientRe
         }
     }
 
+    if let Some(p) = progress {
+        p.abort();
+    }
+    tally.report(begin, &mut (begin, 0, 0));
     let s = lock(&tally.state);
     let messages = s.distinct.min(a.count);
     let elapsed_ms = match s.last {
@@ -857,19 +984,21 @@ async fn consume(client_runtime: Arc<ClientRuntime>, a: ConsumeArgs) -> ClientRe
         "lite-pull"
     };
     println!(
-        "{messages} messages consumed ({} duplicates) in {:.2} s: {tps:.0} msg/s",
+        "{messages} messages consumed ({} duplicates, {} redelivered from the retry topic) in {:.2} s: {tps:.0} msg/s",
         s.duplicates,
+        s.redelivered,
         elapsed_ms / 1e3
     );
     let json = format!(
         "{{\"client\":\"{CLIENT}\",\"clientVersion\":\"{CLIENT_VERSION}\",\"mode\":\"{mode}\",\"topic\":\"{}\",\
          \"group\":\"{}\",\"threads\":{},\"messages\":{messages},\"deliveries\":{},\"duplicates\":{},\
-         \"elapsedMs\":{elapsed_ms:.1},\"tps\":{tps:.1},\"firstMessageEpochUs\":{}}}",
+         \"redelivered\":{},\"elapsedMs\":{elapsed_ms:.1},\"tps\":{tps:.1},\"firstMessageEpochUs\":{}}}",
         json_escape(&a.topic),
         json_escape(&a.group),
         a.threads,
         s.deliveries,
         s.duplicates,
+        s.redelivered,
         if s.first_us == 0 { "null".into() } else { s.first_us.to_string() },
     );
     Ok(Outcome {
