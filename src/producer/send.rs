@@ -24,8 +24,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageExt, MessageQueue};
 use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
 use crate::protocol::transaction::CheckTransactionStateRequestHeader;
-use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
-use crate::remoting::InvokeCallback;
+use crate::protocol::{next_opaque, RemotingCommand, RequestCode, ResponseCode, ONEWAY_FLAG};
+use crate::remoting::{InvokeCallback, Outgoing, RemotingClient};
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 use crate::util;
 
@@ -546,7 +546,16 @@ impl ProducerImpl {
 
     // --- sending -----------------------------------------------------------------
 
-    fn request(&self, p: &Prepared<'_>, mq: &MessageQueue) -> RemotingCommand {
+    /// The request of one attempt. Unless hooks or ACL signing rewrite requests, the
+    /// frame is encoded straight from the borrowed header and the body, with no
+    /// `extFields` map and no copy of the body into a command between them.
+    fn request(
+        &self,
+        remoting: &RemotingClient,
+        p: &Prepared<'_>,
+        mq: &MessageQueue,
+        oneway: bool,
+    ) -> Outgoing {
         let header = SendMessageRequestHeaderV2Ref {
             producer_group: &self.group,
             topic: &p.topic,
@@ -571,7 +580,24 @@ impl ProducerImpl {
         } else {
             RequestCode::SEND_MESSAGE_V2
         };
-        RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec())
+        if remoting.rewrites_requests() {
+            let mut cmd =
+                RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec());
+            if oneway {
+                cmd.mark_oneway();
+            }
+            return Outgoing::Command(cmd);
+        }
+        let opaque = next_opaque();
+        let flag = if oneway { ONEWAY_FLAG } else { 0 };
+        let mut frame = Vec::new();
+        let ty = remoting.serialize_type();
+        RemotingCommand::encode_request(code, &header, opaque, flag, &p.body, ty, &mut frame);
+        Outgoing::Frame {
+            code,
+            opaque,
+            frame,
+        }
     }
 
     fn process_response(
@@ -717,18 +743,18 @@ impl ProducerImpl {
         timeout: Duration,
     ) -> Result<Option<SendResult>> {
         let addr = self.broker_addr(instance, &p.topic, &mq.broker_name)?;
-        let request = self.request(p, mq);
         let remoting = instance.remoting();
+        let request = self.request(remoting, p, mq, mode == Mode::Oneway);
         match mode {
             Mode::Sync => {
                 let started = Instant::now();
-                let resp = remoting.invoke_sync(&addr, request, timeout)?;
+                let resp = remoting.invoke_sync_outgoing(&addr, request, timeout)?;
                 let r = self.process_response(p, mq, &addr, resp)?;
                 self.trace_send(p, &addr, &r, started);
                 Ok(Some(r))
             }
             Mode::Oneway => remoting
-                .invoke_oneway(&addr, request, timeout)
+                .invoke_oneway_outgoing(&addr, request, timeout)
                 .map(|_| None),
         }
     }
@@ -907,8 +933,8 @@ impl AsyncAttempt {
             Ok(a) => a,
             Err(e) => return Err((e, callback)),
         };
-        let request = self.producer.request(&self.p, &mq);
         let remoting = self.instance.remoting().clone();
+        let request = self.producer.request(&remoting, &self.p, &mq, false);
         let in_flight = InFlight {
             attempt: self,
             mq,
@@ -918,7 +944,7 @@ impl AsyncAttempt {
         };
         let target = in_flight.addr.clone();
         remoting
-            .invoke_async_with(&target, request, left, in_flight)
+            .invoke_async_outgoing(&target, request, left, in_flight)
             .map_err(|e| {
                 let (e, in_flight) = e.into_parts();
                 (e, in_flight.callback)

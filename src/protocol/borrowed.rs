@@ -17,7 +17,7 @@ use super::codes::{LanguageCode, SerializeType};
 use super::command::{split_binary_header, split_frame, RemotingCommand};
 use super::ext::ExtFields;
 use super::header::ReadHeaderRef;
-use super::{json_header, DecodeError, Reader};
+use super::{json_header, DecodeError};
 
 /// Fields a binary header holds without allocating (SEND_MESSAGE_V2 has 14, plus room
 /// for the ACL or namespace fields a hook may add).
@@ -52,7 +52,7 @@ impl<'a> RemotingCommandRef<'a> {
         match ty {
             SerializeType::RocketMq => {
                 let h = split_binary_header(header)?;
-                Ok(RemotingCommandRef {
+                let mut cmd = RemotingCommandRef {
                     code: h.code,
                     language: h.language,
                     version: h.version,
@@ -61,8 +61,13 @@ impl<'a> RemotingCommandRef<'a> {
                     body,
                     serialize_type: ty,
                     remark: h.remark.map(Cow::Borrowed),
-                    ext_fields: ExtFieldsRef(Repr::Frame(decode_binary_ext_ref(h.ext)?)),
-                })
+                    ext_fields: ExtFieldsRef(Repr::Frame(Fields::new())),
+                };
+                // Filled in place: the inline array is not moved once more.
+                if let Repr::Frame(fields) = &mut cmd.ext_fields.0 {
+                    decode_binary_ext_ref(h.ext, fields)?;
+                }
+                Ok(cmd)
             }
             SerializeType::Json => {
                 let cmd = json_header::decode(header)?;
@@ -93,7 +98,14 @@ impl<'a> RemotingCommandRef<'a> {
 
     /// Decodes the typed borrowed header from the fields; its strings borrow from `self`.
     pub fn decode_header<'b, H: ReadHeaderRef<'b>>(&'b self) -> Result<H, DecodeError> {
-        H::read_fields(self.ext_fields.iter())
+        match &self.ext_fields.0 {
+            // The usual case gets a plain slice iterator: the header's one-pass match
+            // then runs without the chained iterators' per-entry branches.
+            Repr::Frame(fields) if fields.spill.is_empty() => {
+                H::read_fields(fields.inline[..fields.len].iter().copied())
+            }
+            _ => H::read_fields(self.ext_fields.iter()),
+        }
     }
 
     /// The owned command, equal to what [`RemotingCommand::decode`] gives for the frame.
@@ -232,7 +244,7 @@ impl<'a> Fields<'a> {
 
 /// The binary `extFields` block, `[key len i16][key][value len i32][value]` repeated,
 /// as slices of it. Empty keys and values are dropped, as Java's decoder does.
-fn decode_binary_ext_ref(block: &[u8]) -> Result<Fields<'_>, DecodeError> {
+fn decode_binary_ext_ref<'a>(block: &'a [u8], fields: &mut Fields<'a>) -> Result<(), DecodeError> {
     // Usually the whole block is UTF-8 (short lengths are ASCII bytes): one check, then
     // each slice only needs char boundaries at its ends, which `str::get` checks. A slice
     // of valid UTF-8 is valid exactly when both its ends are boundaries.
@@ -244,22 +256,34 @@ fn decode_binary_ext_ref(block: &[u8]) -> Result<Fields<'_>, DecodeError> {
         };
         s.ok_or_else(|| DecodeError::new("string is not UTF-8"))
     };
-    let mut fields = Fields::new();
-    let mut r = Reader::new(block);
-    while !r.is_empty() {
-        let klen = r.len_i16()?;
-        let key_at = r.position();
-        r.bytes(klen)?;
-        let vlen = r.len_i32()?;
-        let value_at = r.position();
-        r.bytes(vlen)?;
+    let truncated = || DecodeError::new("binary extFields entry is truncated");
+    let negative = || DecodeError::new("binary extFields length is negative");
+    // Slice patterns instead of a cursor: each step's bounds check is the split itself.
+    let (mut rest, mut at) = (block, 0usize);
+    while let [k0, k1, tail @ ..] = rest {
+        let klen = usize::try_from(i16::from_be_bytes([*k0, *k1])).map_err(|_| negative())?;
+        let Some((_, [v0, v1, v2, v3, tail @ ..])) = tail.split_at_checked(klen) else {
+            return Err(truncated());
+        };
+        let vlen =
+            usize::try_from(i32::from_be_bytes([*v0, *v1, *v2, *v3])).map_err(|_| negative())?;
+        let Some((_, tail)) = tail.split_at_checked(vlen) else {
+            return Err(truncated());
+        };
+        let key_at = at + 2;
+        let value_at = key_at + klen + 4;
+        at = value_at + vlen;
+        rest = tail;
         let key = field(key_at..key_at + klen)?;
-        let value = field(value_at..value_at + vlen)?;
+        let value = field(value_at..at)?;
         if !key.is_empty() && !value.is_empty() {
             fields.push(key, value);
         }
     }
-    Ok(fields)
+    if !rest.is_empty() {
+        return Err(truncated());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub const CURRENT_VERSION: i32 = 409;
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 
 const RESPONSE_FLAG: i32 = 1;
-const ONEWAY_FLAG: i32 = 1 << 1;
+pub(crate) const ONEWAY_FLAG: i32 = 1 << 1;
 const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
 /// code(2) language(1) version(2) opaque(4) flag(4) remark len(4) ext len(4).
 const BINARY_FIXED_LEN: usize = 21;
@@ -313,18 +313,19 @@ pub(crate) fn write_binary_entry(buf: &mut Vec<u8>, k: &[u8], v: &[u8]) {
     let Ok(klen) = i16::try_from(k.len()) else {
         return;
     };
-    // One-letter keys and values (most of SEND_MESSAGE_V2) as fixed-size copies.
-    match k {
-        &[b] => buf.extend_from_slice(&[0, 1, b]),
+    let [l0, l1, l2, l3] = (v.len() as i32).to_be_bytes();
+    // One-letter keys (most of SEND_MESSAGE_V2) with the value's length in one copy,
+    // and one-letter values too.
+    match (k, v) {
+        (&[kb], &[vb]) => buf.extend_from_slice(&[0, 1, kb, 0, 0, 0, 1, vb]),
+        (&[kb], _) => {
+            buf.extend_from_slice(&[0, 1, kb, l0, l1, l2, l3]);
+            buf.extend_from_slice(v);
+        }
         _ => {
             buf.extend_from_slice(&klen.to_be_bytes());
             buf.extend_from_slice(k);
-        }
-    }
-    match v {
-        &[b] => buf.extend_from_slice(&[0, 0, 0, 1, b]),
-        _ => {
-            buf.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            buf.extend_from_slice(&[l0, l1, l2, l3]);
             buf.extend_from_slice(v);
         }
     }

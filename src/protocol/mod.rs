@@ -22,8 +22,8 @@ pub use borrowed::{ExtFieldsRef, RemotingCommandRef, INLINE_FIELDS};
 pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
 #[doc(hidden)]
 pub use command::write_binary_text;
-pub(crate) use command::Reader;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
+pub(crate) use command::{Reader, ONEWAY_FLAG};
 pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};

@@ -72,6 +72,20 @@ fn no_name_server(mut failures: Vec<Error>) -> Error {
     }
 }
 
+/// A request on its way to [`RemotingClient`]'s crate-internal entry points.
+pub(crate) enum Outgoing {
+    /// A command: the RPC hooks and ACL signing see it, then it is encoded.
+    Command(RemotingCommand),
+    /// A frame the caller encoded straight from a typed header
+    /// ([`RemotingCommand::encode_request`]); only valid when
+    /// [`RemotingClient::rewrites_requests`] is false, since nothing can change it.
+    Frame {
+        code: RequestCode,
+        opaque: i32,
+        frame: Vec<u8>,
+    },
+}
+
 /// Settings of the remoting client (Java `NettyClientConfig` plus the system properties
 /// `NettySystemConfig` reads). `Default` gives Java's defaults.
 #[derive(Debug, Clone)]
@@ -439,17 +453,24 @@ impl RemotingClient {
     pub fn invoke_sync(
         &self,
         addr: &str,
-        mut request: RemotingCommand,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        self.invoke_sync_outgoing(addr, Outgoing::Command(request), timeout)
+    }
+
+    /// [`invoke_sync`](Self::invoke_sync) of a command or of a frame the caller encoded.
+    pub(crate) fn invoke_sync_outgoing(
+        &self,
+        addr: &str,
+        request: Outgoing,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
         let deadline = Instant::now() + timeout;
         self.check_running()?;
         let sock = resolve(addr)?;
-        self.before_request(addr, &mut request);
-        let frame = self.encode(&mut request)?;
-        let (code, opaque) = (request.request_code(), request.opaque);
         // The frame is all that travels; the body must not stay alive for the round trip.
-        drop(request);
+        let (frame, code, opaque) = self.frame_of(addr, request, false)?;
         let (tx, rx) = oneshot::oneshot();
         let pending = PendingRequest {
             opaque,
@@ -526,6 +547,18 @@ impl RemotingClient {
         timeout: Duration,
         callback: C,
     ) -> std::result::Result<(), InvokeAsyncError<C>> {
+        self.invoke_async_outgoing(addr, Outgoing::Command(request), timeout, callback)
+    }
+
+    /// [`invoke_async_with`](Self::invoke_async_with) of a command or of a frame the
+    /// caller encoded.
+    pub(crate) fn invoke_async_outgoing<C: InvokeCallback>(
+        &self,
+        addr: &str,
+        request: Outgoing,
+        timeout: Duration,
+        callback: C,
+    ) -> std::result::Result<(), InvokeAsyncError<C>> {
         let deadline = Instant::now() + timeout;
         let (sock, permit, frame, code, opaque) = match self.prepare_async(addr, request, deadline)
         {
@@ -586,7 +619,7 @@ impl RemotingClient {
     fn prepare_async(
         &self,
         addr: &str,
-        mut request: RemotingCommand,
+        request: Outgoing,
         deadline: Instant,
     ) -> Result<(SocketAddr, Permit, Vec<u8>, RequestCode, i32)> {
         self.check_running()?;
@@ -601,9 +634,8 @@ impl RemotingClient {
             )
             .with_addr(addr)
         })?;
-        self.before_request(addr, &mut request);
-        let frame = self.encode(&mut request)?;
-        Ok((sock, permit, frame, request.request_code(), request.opaque))
+        let (frame, code, opaque) = self.frame_of(addr, request, false)?;
+        Ok((sock, permit, frame, code, opaque))
     }
 
     /// Sends `request` expecting no response; returns once it is queued for writing.
@@ -611,7 +643,18 @@ impl RemotingClient {
     pub fn invoke_oneway(
         &self,
         addr: &str,
-        mut request: RemotingCommand,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<()> {
+        self.invoke_oneway_outgoing(addr, Outgoing::Command(request), timeout)
+    }
+
+    /// [`invoke_oneway`](Self::invoke_oneway) of a command or of a frame the caller
+    /// encoded (with the oneway flag set).
+    pub(crate) fn invoke_oneway_outgoing(
+        &self,
+        addr: &str,
+        request: Outgoing,
         timeout: Duration,
     ) -> Result<()> {
         let deadline = Instant::now() + timeout;
@@ -627,9 +670,7 @@ impl RemotingClient {
             )
             .with_addr(addr)
         })?;
-        request.mark_oneway();
-        self.before_request(addr, &mut request);
-        let frame = self.encode(&mut request)?;
+        let (frame, _, _) = self.frame_of(addr, request, true)?;
         self.submit(Command::Send {
             addr: addr.to_string(),
             sock,
@@ -834,6 +875,45 @@ impl RemotingClient {
         }
     }
 
+    /// Whether requests are changed after they are built (RPC hooks, ACL signing): then
+    /// they must reach this client as commands, not as frames encoded by the caller.
+    pub(crate) fn rewrites_requests(&self) -> bool {
+        self.shared.config.credentials.is_some() || !self.hooks.read().is_empty()
+    }
+
+    /// The header encoding of this client's requests.
+    pub(crate) fn serialize_type(&self) -> SerializeType {
+        self.shared.config.serialize_type
+    }
+
+    /// The frame to send for `request`, with its code and opaque: a command goes through
+    /// the hooks and signing and is encoded here; a frame only has its size checked.
+    fn frame_of(
+        &self,
+        addr: &str,
+        request: Outgoing,
+        oneway: bool,
+    ) -> Result<(Vec<u8>, RequestCode, i32)> {
+        match request {
+            Outgoing::Command(mut request) => {
+                if oneway {
+                    request.mark_oneway();
+                }
+                self.before_request(addr, &mut request);
+                let frame = self.encode(&mut request)?;
+                Ok((frame, request.request_code(), request.opaque))
+            }
+            Outgoing::Frame {
+                code,
+                opaque,
+                frame,
+            } => {
+                self.check_frame_size(&frame)?;
+                Ok((frame, code, opaque))
+            }
+        }
+    }
+
     /// Signs (when credentials are set: last, after the hooks) and encodes `request`.
     fn encode(&self, request: &mut RemotingCommand) -> Result<Vec<u8>> {
         if let Some(credentials) = &self.shared.config.credentials {
@@ -841,14 +921,19 @@ impl RemotingClient {
         }
         request.serialize_type = self.shared.config.serialize_type;
         let frame = request.to_frame();
-        if frame.len() - 4 > self.shared.config.max_frame {
+        self.check_frame_size(&frame)?;
+        Ok(frame)
+    }
+
+    fn check_frame_size(&self, frame: &[u8]) -> Result<()> {
+        if frame.len().saturating_sub(4) > self.shared.config.max_frame {
             return Err(Error::invalid_argument(format!(
                 "request of {} bytes exceeds the frame limit of {} bytes",
                 frame.len(),
                 self.shared.config.max_frame
             )));
         }
-        Ok(frame)
+        Ok(())
     }
 
     fn submit(&self, cmd: Command) -> Result<()> {
