@@ -581,11 +581,9 @@ impl ProducerImpl {
             RequestCode::SEND_MESSAGE_V2
         };
         if remoting.rewrites_requests() {
-            let mut cmd =
+            // The oneway entry marks a command itself; only a frame needs the flag here.
+            let cmd =
                 RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec());
-            if oneway {
-                cmd.mark_oneway();
-            }
             return Outgoing::Command(cmd);
         }
         let opaque = next_opaque();
