@@ -812,9 +812,15 @@ impl PushConsumer {
         self.inner.instance.client_id().to_string()
     }
 
-    /// Queues this consumer holds now.
+    /// Queues this consumer holds now; none once [`shutdown`](Self::shutdown) has begun
+    /// (from then on it takes no message from them, and a listener's retry leaves its
+    /// messages uncommitted instead of sending them back).
     pub fn assigned_queues(&self) -> Vec<MessageQueue> {
-        self.inner.held_queues()
+        if self.inner.is_running() {
+            self.inner.held_queues()
+        } else {
+            Vec::new()
+        }
     }
 
     /// Offsets in memory (what the next persist writes).
@@ -852,6 +858,9 @@ impl PushConsumer {
     /// including what listeners finished during that wait; unlocks orderly queues;
     /// unregisters from the brokers; and stops the client instance if nothing else uses
     /// it. Idempotent; `Drop` calls it.
+    ///
+    /// A listener that asks for a retry during the wait is not sent back to the broker:
+    /// its batch stays uncommitted and comes again, unchanged, from its own queue.
     ///
     /// A listener still running when the wait ends is not waited for (its thread ends on
     /// its own when the listener returns) and its batch is never acknowledged: whatever

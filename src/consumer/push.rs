@@ -185,7 +185,7 @@ impl PushConsumerImpl {
         self.is_orderly() && self.options.message_model == MessageModel::Clustering
     }
 
-    fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         *self.state.lock() == ServiceState::Running
     }
 
@@ -656,6 +656,19 @@ impl PushConsumerImpl {
         .min(msgs.len());
         self.stats
             .consumed(&mq.topic, acked, msgs.len() - acked, began.elapsed());
+        if acked < msgs.len()
+            && self.options.message_model == MessageModel::Clustering
+            && !self.is_running()
+        {
+            // Shutting down: a retry is not sent back (a broker call that would stretch
+            // shutdown). The messages stay in the queue, so its offset stays below them
+            // and they come again to the group from this queue.
+            let offset = pq.remove_messages(msgs.iter().take(acked).map(|m| m.queue_offset));
+            if offset >= 0 && !pq.is_dropped() {
+                self.record_offset(&mq, offset, true);
+            }
+            return;
+        }
         let mut failed = Vec::new();
         for m in msgs.iter().skip(acked) {
             match self.options.message_model {
@@ -761,6 +774,12 @@ impl PushConsumerImpl {
             let commit = match status {
                 ConsumeOrderlyStatus::Success => pq.commit(),
                 ConsumeOrderlyStatus::Suspend => {
+                    if !self.is_running() {
+                        // Shutting down: nothing goes to the broker's dead-letter queue
+                        // now; the batch stays uncommitted and comes again.
+                        pq.make_messages_to_consume_again(msgs);
+                        return;
+                    }
                     if self.check_reconsume_times(&mut msgs, &mq) {
                         pq.make_messages_to_consume_again(msgs);
                         let pause = ctx

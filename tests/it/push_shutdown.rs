@@ -182,3 +182,99 @@ fn shutdown_waits_for_a_stuck_listener_no_longer_than_await_termination() {
         "shutdown took {took:?}; (redelivered finished, unfinished lost) = ({redelivered}, {lost})"
     );
 }
+
+/// A listener that asks for a retry while shutdown waits for it: the message is not sent
+/// back to the broker (its retry topic, `reconsume_times` 1, ten seconds later) but stays
+/// uncommitted in its own queue, so the next consumer of the group gets it again as it was.
+#[test]
+fn a_retry_asked_during_shutdown_leaves_the_message_uncommitted_in_its_queue() {
+    let topic = cluster::topic("shutretry", 1);
+    let group = cluster::unique("cg_shutretry");
+    let p = producer();
+    let done: Ids = Arc::new(Mutex::new(Vec::new()));
+    let (started_tx, started) = crossbeam_channel::bounded::<()>(1);
+    let (release, released) = crossbeam_channel::bounded::<()>(0);
+    let d = done.clone();
+    let c = consumer(&group, &topic)
+        .await_termination_when_shutdown(Duration::from_secs(10))
+        .listener(move |msgs, _| {
+            if msgs.iter().any(|m| m.body() == b"late") {
+                let _ = started_tx.try_send(());
+                let _ = released.recv_timeout(Duration::from_secs(30));
+                return ConsumeStatus::ReconsumeLater;
+            }
+            d.lock().extend(msgs.iter().map(|m| m.msg_id().to_string()));
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    let finished: HashSet<String> = (0..3)
+        .map(|i| {
+            p.send(&Message::new(&topic, format!("f{i}")))
+                .unwrap()
+                .msg_id()
+                .to_string()
+        })
+        .collect();
+    wait_for("three messages", Duration::from_secs(60), || {
+        done.lock().len() >= 3
+    });
+    let late = p
+        .send(&Message::new(&topic, "late"))
+        .unwrap()
+        .msg_id()
+        .to_string();
+    started
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the late listener runs");
+
+    let took = std::thread::scope(|s| {
+        let shutting = s.spawn(|| {
+            let began = Instant::now();
+            c.shutdown();
+            began.elapsed()
+        });
+        // Shutdown has begun once the consumer gives up its queues; then the listener
+        // asks for a retry, within the 10 s that shutdown waits for it.
+        wait_for("shutdown to begin", Duration::from_secs(10), || {
+            c.assigned_queues().is_empty()
+        });
+        drop(release);
+        shutting.join().unwrap()
+    });
+    drop(c);
+
+    let seen: Arc<Mutex<Vec<(String, u32)>>> = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let again = consumer(&group, &topic)
+        .listener(move |msgs, _| {
+            s.lock().extend(
+                msgs.iter()
+                    .map(|m| (m.msg_id().to_string(), m.reconsume_times())),
+            );
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    // Sent back, it would come from the retry topic only after its ten-second delay.
+    wait_for("the late message again", Duration::from_secs(30), || {
+        seen.lock().iter().any(|(id, _)| *id == late)
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    again.shutdown();
+    let seen = seen.lock().clone();
+    let redelivered = seen.iter().filter(|(id, _)| finished.contains(id)).count();
+    let late_again: Vec<u32> = seen
+        .iter()
+        .filter(|(id, _)| *id == late)
+        .map(|(_, times)| *times)
+        .collect();
+    eprintln!(
+        "retry at shutdown: took {took:?}; late again as {late_again:?}; redelivered {redelivered}"
+    );
+    assert!(
+        took < Duration::from_secs(5) && late_again == [0] && redelivered == 0,
+        "shutdown took {took:?}; the late message came again with reconsume times \
+         {late_again:?}; {redelivered} finished messages came again"
+    );
+}

@@ -8,10 +8,11 @@
 //! The push consumer (default): the consume threads only render lines and hand them to
 //! the main thread, the one writer of stdout (so lines never interleave), then wait until
 //! it says they are out before the listener returns success. With `--count N` exactly N
-//! messages are printed and acknowledged: a listener that gets a message beyond the
-//! count holds it until shutdown has dropped its queue, so the consumer discards the
-//! answer and the message stays unacknowledged for the group (rather than being
-//! acknowledged unseen or sent to the retry topic).
+//! messages are printed and acknowledged: shutdown waits (up to [`SHUTDOWN_WAIT`]) for
+//! the listeners whose lines are out to return, so their offsets are committed, and a
+//! listener that gets a message beyond the count holds it until shutdown has begun, then
+//! asks for a retry, which a consumer shutting down leaves uncommitted in its queue
+//! (rather than acknowledging it unseen or sending it to the retry topic).
 //!
 //! `--lite-pull`: a lite pull consumer with auto-commit, polled by the main thread, which
 //! prints a batch before it polls again (the next poll is what commits a batch). When
@@ -35,8 +36,15 @@ use rocketmq_blocking::{MessageExt, MessageQueue, PushConsumer};
 
 use crate::{namesrv, parse_seconds, push_consumer, CliResult};
 
-/// How often a listener holding a message beyond `--count` checks whether its queue is gone.
+/// How often a listener holding a message beyond `--count` checks whether shutdown began.
 const RELEASE_POLL: Duration = Duration::from_millis(20);
+
+/// How long shutdown waits for running listeners (`await_termination_when_shutdown`).
+/// Without a wait, a listener told its lines are out could return after shutdown stopped
+/// recording offsets, and its printed messages would come again. Listeners return within
+/// microseconds of being told (holders as soon as shutdown begins), unless `--delay`
+/// holds them.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Longest single `poll` of the lite pull loop, so that the deadline is checked often.
 const POLL_SLICE: Duration = Duration::from_millis(500);
@@ -189,6 +197,7 @@ fn run_push<W: Write>(
     .subscribe_with(&args.topic, selector)
     .message_model(message_model(args))
     .consume_from_where(args.from.into())
+    .await_termination_when_shutdown(SHUTDOWN_WAIT)
     .start()?;
     let consumer = Arc::new(consumer);
     let _ = sink.consumer.set(Arc::downgrade(&consumer));
@@ -206,8 +215,8 @@ fn run_push<W: Write>(
 
 /// Shuts the push consumer down on another thread while this one goes on printing:
 /// listeners that were running wait for their lines to be out, and shutdown stops
-/// recording offsets only after the consume pool has stopped. What they hand over after
-/// shutdown is printed too (their messages were claimed), though no longer acknowledged.
+/// recording offsets only after they returned (or [`SHUTDOWN_WAIT`] passed). What they
+/// hand over after shutdown began is printed too (their messages were claimed).
 fn shut_down_while_printing<W: Write>(
     consumer: &PushConsumer,
     lines: &Receiver<Lines>,
@@ -440,10 +449,10 @@ impl Sink {
         }
     }
 
-    /// Returns once the consumer no longer holds `mq`: after that the consumer ignores
-    /// what the listener answers. The count was reached (or stdout broke), so the main
-    /// thread is shutting the consumer down, which drops every queue at its end; it does
-    /// not wait for running listeners (`await_termination_when_shutdown` is 0).
+    /// Returns once the consumer no longer holds `mq`, which is from the start of its
+    /// shutdown: a retry asked after that leaves the messages uncommitted in their queue.
+    /// The count was reached (or stdout broke), so the main thread is shutting the
+    /// consumer down, and its wait for running listeners ends when this one returns.
     fn wait_until_released(&self, mq: &MessageQueue) {
         loop {
             if let Some(weak) = self.consumer.get() {
