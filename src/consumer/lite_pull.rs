@@ -922,6 +922,9 @@ impl RebalanceHooks for LitePullImpl {
         _all: &HashSet<MessageQueue>,
         _mine: &HashSet<MessageQueue>,
     ) {
+    }
+
+    fn allocation_changed(&self) {
         self.instance.send_heartbeat_to_all_brokers_waiting();
     }
 

@@ -1003,6 +1003,9 @@ impl RebalanceHooks for PushConsumerImpl {
         if let Some(sub) = self.rebalance.subscriptions.write().get_mut(topic) {
             sub.sub_version = crate::util::now_millis();
         }
+    }
+
+    fn allocation_changed(&self) {
         self.instance.send_heartbeat_to_all_brokers_waiting();
     }
 

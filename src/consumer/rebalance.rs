@@ -22,6 +22,9 @@ use crate::protocol::heartbeat::{
 
 const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);
 
+/// A queue taken by a rebalance: its process queue and the offset to pull from.
+pub(crate) type PullStart = (MessageQueue, Arc<ProcessQueue>, i64);
+
 /// What differs between consumer kinds (Java's `RebalancePushImpl` / `RebalanceLitePullImpl`).
 pub(crate) trait RebalanceHooks: Send + Sync {
     /// The allocation of `topic` changed.
@@ -31,6 +34,9 @@ pub(crate) trait RebalanceHooks: Send + Sync {
         all: &HashSet<MessageQueue>,
         mine: &HashSet<MessageQueue>,
     );
+    /// The allocation of one or more topics changed in this round: tell the brokers (a
+    /// heartbeat), once for the round and before the new queues' first pulls.
+    fn allocation_changed(&self);
     /// Persists and forgets `mq`'s offset before the queue goes; false keeps it (retry later).
     fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, pq: &ProcessQueue) -> bool;
     /// Forgets an offset that may be stale before the queue is taken again.
@@ -38,7 +44,7 @@ pub(crate) trait RebalanceHooks: Send + Sync {
     /// The offset to start pulling `mq` from; `None` skips the queue this round.
     fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64>;
     /// Starts pulling the newly owned queues.
-    fn dispatch_pull_requests(&self, requests: Vec<(MessageQueue, Arc<ProcessQueue>, i64)>);
+    fn dispatch_pull_requests(&self, requests: Vec<PullStart>);
     /// Whether idle queues are dropped and re-created (push consumers).
     fn drops_idle_queues(&self) -> bool;
 }
@@ -119,7 +125,6 @@ impl RebalanceImpl {
             && !self.topic_subscribe_info.read().contains_key(topic)
     }
 
-    /// One round over every subscribed topic.
     /// The held queues and their process queues, copied out of the table's lock.
     pub(crate) fn held_queues(&self) -> Vec<(MessageQueue, Arc<ProcessQueue>)> {
         self.process_queues
@@ -136,11 +141,23 @@ impl RebalanceImpl {
         topics
     }
 
+    /// One round over every subscribed topic. The heartbeat that tells the brokers of
+    /// changed allocations goes out once for the round, after every topic, and the new
+    /// queues' pulls after it. Java sends one heartbeat per changed topic, each carrying
+    /// every subscription of the instance: for a consumer of N topics a first round sent
+    /// N heartbeats of N subscriptions each (5,000 topics: about 5,000 × 0.7 MB, more than
+    /// minutes of heartbeats before the last queue was pulled).
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
         let topics = self.subscribed_topics();
+        let mut requests = Vec::new();
+        let mut changed = false;
         for topic in &topics {
-            self.rebalance_by_topic(hooks, topic, is_order);
+            changed |= self.rebalance_by_topic(hooks, topic, is_order, &mut requests);
         }
+        if changed {
+            hooks.allocation_changed();
+        }
+        hooks.dispatch_pull_requests(requests);
         // Queues of topics no longer subscribed.
         let stale: Vec<MessageQueue> = self
             .process_queues
@@ -166,7 +183,15 @@ impl RebalanceImpl {
         }
     }
 
-    fn rebalance_by_topic(&self, hooks: &dyn RebalanceHooks, topic: &str, is_order: bool) {
+    /// Rebalances `topic`, adding the pulls of the queues it takes to `requests`; true if
+    /// its allocation changed.
+    fn rebalance_by_topic(
+        &self,
+        hooks: &dyn RebalanceHooks,
+        topic: &str,
+        is_order: bool,
+        requests: &mut Vec<PullStart>,
+    ) -> bool {
         let Some(mq_set) = self.topic_subscribe_info.read().get(topic).cloned() else {
             if !crate::client::validators::is_retry_topic(topic) {
                 warn!(
@@ -174,7 +199,7 @@ impl RebalanceImpl {
                     self.group
                 );
             }
-            return;
+            return false;
         };
         let mine: HashSet<MessageQueue> = match self.model {
             MessageModel::Broadcasting => mq_set.clone(),
@@ -183,11 +208,11 @@ impl RebalanceImpl {
                     Ok(c) if !c.is_empty() => c,
                     Ok(_) => {
                         warn!("{}: no consumer id found for topic {topic}", self.group);
-                        return;
+                        return false;
                     }
                     Err(e) => {
                         warn!("{}: consumer id list of topic {topic}: {e}", self.group);
-                        return;
+                        return false;
                     }
                 };
                 let mut all: Vec<MessageQueue> = mq_set.iter().cloned().collect();
@@ -208,12 +233,13 @@ impl RebalanceImpl {
                             self.group,
                             self.strategy.name()
                         );
-                        return;
+                        return false;
                     }
                 }
             }
         };
-        if self.update_process_queue_table(hooks, topic, &mine, is_order) {
+        let changed = self.update_process_queue_table(hooks, topic, &mine, is_order, requests);
+        if changed {
             info!(
                 "{}: rebalanced topic {topic} with {}: {} of {} queues are ours",
                 self.group,
@@ -223,6 +249,7 @@ impl RebalanceImpl {
             );
             hooks.message_queue_changed(topic, &mq_set, &mine);
         }
+        changed
     }
 
     fn update_process_queue_table(
@@ -231,6 +258,7 @@ impl RebalanceImpl {
         topic: &str,
         mine: &HashSet<MessageQueue>,
         is_order: bool,
+        requests: &mut Vec<PullStart>,
     ) -> bool {
         let mut changed = false;
         let current: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
@@ -256,7 +284,6 @@ impl RebalanceImpl {
                 }
             }
         }
-        let mut requests = Vec::new();
         for mq in mine {
             if self.process_queues.read().contains_key(mq) {
                 continue;
@@ -285,7 +312,6 @@ impl RebalanceImpl {
             requests.push((mq.clone(), pq, offset));
             changed = true;
         }
-        hooks.dispatch_pull_requests(requests);
         changed
     }
 
@@ -398,5 +424,110 @@ impl RebalanceImpl {
                 .push(mq.clone());
         }
         by
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientConfig;
+    use crate::consumer::allocate::AllocateAveragely;
+    use crate::consumer::subscription::{build_subscription_data, MessageSelector};
+    use parking_lot::Mutex;
+
+    /// Hooks that record what the rebalance asked for, in order.
+    #[derive(Default)]
+    struct Recorder {
+        events: Mutex<Vec<String>>,
+    }
+
+    impl RebalanceHooks for Recorder {
+        fn message_queue_changed(
+            &self,
+            topic: &str,
+            _: &HashSet<MessageQueue>,
+            mine: &HashSet<MessageQueue>,
+        ) {
+            self.events
+                .lock()
+                .push(format!("changed {topic} {}", mine.len()));
+        }
+        fn allocation_changed(&self) {
+            self.events.lock().push("heartbeat".into());
+        }
+        fn remove_unnecessary_message_queue(&self, _: &MessageQueue, _: &ProcessQueue) -> bool {
+            true
+        }
+        fn remove_dirty_offset(&self, _: &MessageQueue) {}
+        fn compute_pull_from_where(&self, _: &MessageQueue) -> Option<i64> {
+            Some(0)
+        }
+        fn dispatch_pull_requests(&self, requests: Vec<PullStart>) {
+            if !requests.is_empty() {
+                self.events.lock().push(format!("pulls {}", requests.len()));
+            }
+        }
+        fn drops_idle_queues(&self) -> bool {
+            false
+        }
+    }
+
+    /// A broadcasting group (it allocates without asking a broker) subscribed to `topics`
+    /// topics of two queues each.
+    fn rebalance_of(topics: usize) -> RebalanceImpl {
+        let config = ClientConfig::builder()
+            .namesrv_addr("127.0.0.1:9")
+            .instance_name(format!("rebalance-test-{}", crate::util::random_u64()))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        let r = RebalanceImpl::new(
+            "g",
+            MessageModel::Broadcasting,
+            Box::new(AllocateAveragely),
+            instance,
+        );
+        for i in 0..topics {
+            let topic = format!("T{i}");
+            let sub = build_subscription_data(&topic, &MessageSelector::by_tag("*")).unwrap();
+            r.subscriptions.write().insert(topic.clone(), sub);
+            let queues = (0..2).map(|q| MessageQueue::new(&topic, "b", q)).collect();
+            r.topic_subscribe_info.write().insert(topic, queues);
+        }
+        r
+    }
+
+    #[test]
+    fn a_round_sends_one_heartbeat_for_every_changed_topic_before_their_pulls() {
+        let r = rebalance_of(100);
+        let hooks = Recorder::default();
+        r.do_rebalance(&hooks, false);
+        let events = hooks.events.lock().clone();
+        let changed = events.iter().filter(|e| e.starts_with("changed")).count();
+        assert_eq!(changed, 100, "{events:?}");
+        // Once per round, not once per topic (each heartbeat carries every subscription),
+        // and the 200 new queues are pulled only after it.
+        assert_eq!(
+            events[changed..],
+            ["heartbeat".to_string(), "pulls 200".to_string()]
+        );
+        assert_eq!(r.process_queues.read().len(), 200);
+
+        // Nothing changed: neither heartbeat nor pulls.
+        hooks.events.lock().clear();
+        r.do_rebalance(&hooks, false);
+        assert!(hooks.events.lock().is_empty(), "{:?}", hooks.events.lock());
+
+        // One topic gains a queue: one heartbeat, one pull.
+        let extra = MessageQueue::new("T7", "b", 2);
+        r.topic_subscribe_info
+            .write()
+            .get_mut("T7")
+            .unwrap()
+            .insert(extra);
+        r.do_rebalance(&hooks, false);
+        assert_eq!(
+            *hooks.events.lock(),
+            ["changed T7 3", "heartbeat", "pulls 1"]
+        );
     }
 }

@@ -974,3 +974,57 @@ fn a_listener_past_the_consume_timeout_has_its_message_retried_and_the_offset_mo
         assert!(bodies.iter().any(|x| x == b), "{b:?} never came");
     }
 }
+
+/// Counts the HEART_BEAT requests of a client instance.
+#[derive(Default)]
+struct HeartbeatCounter(std::sync::atomic::AtomicUsize);
+
+impl rocketmq_blocking::remoting::RpcHook for HeartbeatCounter {
+    fn before_request(&self, _: &str, request: &mut rocketmq_blocking::protocol::RemotingCommand) {
+        if request.request_code() == rocketmq_blocking::protocol::RequestCode::HEART_BEAT {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+/// A first rebalance over many topics tells the broker once, not once per topic: each
+/// heartbeat carries every subscription, so one per topic grew with the square of the
+/// topics (5,000 topics: minutes of heartbeats before the last queue was pulled).
+#[test]
+fn a_consumer_of_many_topics_sends_one_heartbeat_per_rebalance_round() {
+    const TOPICS: usize = 20;
+    let topics: Vec<String> = (0..TOPICS).map(|_| cluster::topic("hbround", 1)).collect();
+    let p = producer();
+    for t in &topics {
+        p.send(&Message::new(t, &b"x"[..])).unwrap();
+    }
+    // The consumer's instance, made first so that the counter sees all it sends.
+    let name = cluster::unique("hb-round");
+    let instance = rocketmq_blocking::client::manager::get_or_create_instance(
+        &rocketmq_blocking::client::ClientConfig::builder()
+            .namesrv_addr(cluster::namesrv())
+            .instance_name(&name)
+            .build(),
+    )
+    .unwrap();
+    let counter = Arc::new(HeartbeatCounter::default());
+    instance.remoting().register_rpc_hook(counter.clone());
+    let mut builder = consumer(&cluster::unique("hbround"), &topics[0]).instance_name(&name);
+    for t in &topics[1..] {
+        builder = builder.subscribe(t, "*");
+    }
+    let (c, seen) = record(builder);
+    wait_for("a message of every topic", Duration::from_secs(60), || {
+        seen.lock().len() >= TOPICS
+    });
+    let heartbeats = counter.0.load(std::sync::atomic::Ordering::Relaxed);
+    c.shutdown();
+    drop(instance);
+    eprintln!("{heartbeats} heartbeats until {TOPICS} topics were consumed");
+    // The start's, the first round's, a new connection's, a periodic one or two: far
+    // fewer than one per topic.
+    assert!(
+        heartbeats < TOPICS / 2,
+        "{heartbeats} heartbeats for {TOPICS} topics"
+    );
+}

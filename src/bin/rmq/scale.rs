@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{value_parser, Subcommand};
-use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::protocol::{RequestCode, SerializeType};
 use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, Message, Producer};
 use rocketmq_blocking::{PushConsumer, TopicConfig};
 use serde_json::{json, Value};
@@ -357,6 +357,25 @@ pub(crate) struct TopicsArgs {
     heartbeat: Option<Duration>,
 }
 
+/// Requests sent, by request code: an RPC hook on the client instance (the library keeps
+/// no such counters).
+#[derive(Default)]
+struct RequestCounts(std::sync::Mutex<std::collections::BTreeMap<i32, u64>>);
+
+impl RequestCounts {
+    fn snapshot(&self) -> std::collections::BTreeMap<i32, u64> {
+        self.0.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+}
+
+impl rocketmq_blocking::remoting::RpcHook for RequestCounts {
+    fn before_request(&self, _: &str, request: &mut rocketmq_blocking::protocol::RemotingCommand) {
+        if let Ok(mut m) = self.0.lock() {
+            *m.entry(request.request_code().0).or_default() += 1;
+        }
+    }
+}
+
 /// Topics per UPDATE_AND_CREATE_TOPIC_LIST request.
 const CREATE_BATCH: usize = 500;
 
@@ -367,7 +386,7 @@ fn create_topic_list(
     broker: &str,
     topics: &[&String],
 ) -> Result<(), Box<dyn std::error::Error>> {
-    use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
+    use rocketmq_blocking::protocol::RemotingCommand;
     let configs: Vec<Value> = topics
         .iter()
         .map(|t| {
@@ -433,6 +452,11 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
             .poll_name_server_interval(a.interval)
             .heartbeat_interval(heartbeat)
     })?;
+    // The consumer shares the producer's instance: one counter sees all they send.
+    let requests = Arc::new(RequestCounts::default());
+    if let Some(instance) = producer.client_instance() {
+        instance.remoting().register_rpc_hook(requests.clone());
+    }
     let mut builder = {
         let received = received.clone();
         push_consumer(
@@ -475,9 +499,11 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
 
     eprintln!("rmq: scale topics: idle window begins");
     let (sent0, received0) = socket_bytes();
+    let requests0 = requests.snapshot();
     let before = Reading::now();
     std::thread::sleep(a.window);
     let after = Reading::now();
+    let requests1 = requests.snapshot();
     let (sent1, received1) = socket_bytes();
     eprintln!("rmq: scale topics: idle window ends");
     let (tcp_out, tcp_in) = (
@@ -488,6 +514,18 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
     let rounds = secs / a.interval.as_secs_f64();
     let cpu = after.cpu_s - before.cpu_s;
     let (read, written) = (after.rchar - before.rchar, after.wchar - before.wchar);
+    let per_s = |code: RequestCode| {
+        let n = requests1.get(&code.0).copied().unwrap_or(0)
+            - requests0.get(&code.0).copied().unwrap_or(0);
+        n as f64 / secs
+    };
+    let by_code: serde_json::Map<String, Value> = requests1
+        .iter()
+        .map(|(code, n)| {
+            let n = n - requests0.get(code).copied().unwrap_or(0);
+            (code.to_string(), round(n as f64 / secs, 1).into())
+        })
+        .collect();
     emit(
         "topics",
         "idle",
@@ -512,6 +550,11 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
             "tcp_received_bytes_per_round": round(tcp_in as f64 / rounds, 0),
             "rss_kib": after.rss_kib,
             "threads": after.threads,
+            // Rounds that really ran: one round queries every topic once. A round slower
+            // than the interval makes fewer rounds than `1 / interval_s` a second.
+            "route_rounds_per_s": round(per_s(RequestCode::GET_ROUTEINFO_BY_TOPIC) / f64::from(a.topics), 2),
+            "heartbeats_per_s": round(per_s(RequestCode::HEART_BEAT), 2),
+            "requests_per_s": by_code,
         }),
     );
     consumer.shutdown();
