@@ -78,16 +78,30 @@ impl MQClientAPI {
 
     /// GET_ROUTEINFO_BY_TOPIC. An unknown topic is an error with code `TOPIC_NOT_EXIST`.
     pub fn get_topic_route_info(&self, topic: &str, timeout: Duration) -> Result<TopicRouteData> {
-        let header = GetRouteInfoRequestHeader {
-            topic: topic.to_string(),
-            accept_standard_json_only: Some(true),
-        };
-        let request =
-            RemotingCommand::request_with_header(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header);
-        let response = self.remoting.invoke_namesrv_sync(request, timeout)?;
-        expect_success(&response).map_err(|e| e.context(format!("route of topic {topic}")))?;
-        json::from_slice(&response.body)
-            .map_err(|e| Error::from(e).context(format!("route of topic {topic}")))
+        let response = self
+            .remoting
+            .invoke_namesrv_sync(route_request(topic), timeout)?;
+        route_of(topic, &response)
+    }
+
+    /// GET_ROUTEINFO_BY_TOPIC of every topic, all sent at once to one name server; the
+    /// answers in the order of `topics`. `Err` when no name server can be chosen.
+    pub(crate) fn get_topic_route_infos(
+        &self,
+        topics: &[String],
+        timeout: Duration,
+    ) -> Result<Vec<Result<TopicRouteData>>> {
+        let requests = topics.iter().map(|t| route_request(t)).collect();
+        let answers = self.remoting.invoke_namesrv_all(requests, timeout)?;
+        Ok(topics
+            .iter()
+            .zip(answers)
+            .map(|(topic, answer)| {
+                answer
+                    .map_err(|e| e.context(format!("route of topic {topic}")))
+                    .and_then(|response| route_of(topic, &response))
+            })
+            .collect())
     }
 
     /// GET_BROKER_CLUSTER_INFO.
@@ -514,4 +528,18 @@ pub(crate) fn expect_success(response: &RemotingCommand) -> Result<()> {
             response.remark.as_deref(),
         ))
     }
+}
+
+fn route_request(topic: &str) -> RemotingCommand {
+    let header = GetRouteInfoRequestHeader {
+        topic: topic.to_string(),
+        accept_standard_json_only: Some(true),
+    };
+    RemotingCommand::request_with_header(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header)
+}
+
+fn route_of(topic: &str, response: &RemotingCommand) -> Result<TopicRouteData> {
+    expect_success(response).map_err(|e| e.context(format!("route of topic {topic}")))?;
+    json::from_slice(&response.body)
+        .map_err(|e| Error::from(e).context(format!("route of topic {topic}")))
 }

@@ -784,6 +784,69 @@ impl RemotingClient {
         result
     }
 
+    /// Sends every request to one name server (chosen as
+    /// [`invoke_namesrv_sync`](Self::invoke_namesrv_sync) does) at once and waits for all
+    /// the answers, returned in the order of `requests`: a refresh of many topics costs
+    /// about one round trip instead of one per topic. `Err` when no name server can be
+    /// chosen (nothing was sent).
+    pub(crate) fn invoke_namesrv_all(
+        &self,
+        requests: Vec<RemotingCommand>,
+        timeout: Duration,
+    ) -> Result<Vec<Result<RemotingCommand>>> {
+        let deadline = Instant::now() + timeout;
+        let addr = self.choose_name_server(deadline)?;
+        let n = requests.len();
+        let mut answers: Vec<Option<Result<RemotingCommand>>> = (0..n).map(|_| None).collect();
+        let (tx, rx) = crossbeam_channel::bounded(n);
+        let mut queued = 0;
+        for (i, request) in requests.into_iter().enumerate() {
+            let tx = tx.clone();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let sent = self.invoke_async(&addr, request, left, move |r| {
+                // The receiver is gone only once the wait below gave up.
+                let _ = tx.send((i, r));
+            });
+            match sent {
+                Ok(()) => queued += 1,
+                Err(e) => answers[i] = Some(Err(e.into_parts().0)),
+            }
+        }
+        drop(tx);
+        // Every queued callback runs once, by its timeout at the latest; the margin covers
+        // a busy callback pool, and the loop ends early if every sender is gone.
+        let wait_until = deadline + Duration::from_secs(1);
+        for _ in 0..queued {
+            match rx.recv_deadline(wait_until) {
+                Ok((i, r)) => answers[i] = Some(r),
+                Err(_) => break,
+            }
+        }
+        let answers: Vec<Result<RemotingCommand>> = answers
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| {
+                    Err(Error::timeout(TimeoutPhase::Response, timeout).with_addr(&addr))
+                })
+            })
+            .collect();
+        let connection_lost = answers.iter().any(|r| {
+            r.as_ref().err().is_some_and(|e| {
+                matches!(
+                    e.kind(),
+                    ErrorKind::Connect | ErrorKind::ConnectionClosed | ErrorKind::Tls
+                )
+            })
+        });
+        if connection_lost {
+            let mut st = self.namesrv.lock();
+            if st.chosen.as_deref() == Some(addr.as_str()) {
+                st.chosen = None;
+            }
+        }
+        Ok(answers)
+    }
+
     fn choose_name_server(&self, deadline: Instant) -> Result<String> {
         let chosen = self.namesrv.lock().chosen.clone();
         if let Some(addr) = chosen {

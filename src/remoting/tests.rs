@@ -434,3 +434,108 @@ fn a_name_server_choice_that_failed_alike_everywhere_keeps_the_kind() {
     let s = e.to_string();
     assert!(s.contains("a:1") && s.contains("b:2"), "{s}");
 }
+
+/// A name server that answers nothing until it has read `n` requests, then answers them
+/// all, last first, each with its request's body: only requests that are all in flight at
+/// once get any answer.
+fn answers_after_all(listener: TcpListener, n: usize) {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut got = Vec::new();
+        for _ in 0..n {
+            let mut len = [0u8; 4];
+            if s.read_exact(&mut len).is_err() {
+                return;
+            }
+            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+            if s.read_exact(&mut frame).is_err() {
+                return;
+            }
+            match RemotingCommand::decode(&frame) {
+                Ok(cmd) => got.push(cmd),
+                Err(_) => return,
+            }
+        }
+        for cmd in got.iter().rev() {
+            let answer = RemotingCommand::response(ResponseCode::SUCCESS, cmd.opaque, None)
+                .with_body(cmd.body.clone());
+            if s.write_all(&answer.to_frame()).is_err() {
+                return;
+            }
+        }
+        // Hold the connection until the client is done with it.
+        let _ = s.read(&mut [0u8; 1]);
+    });
+}
+
+#[test]
+fn requests_to_the_name_server_all_go_out_before_the_first_answer() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let n = 64;
+    answers_after_all(listener, n);
+    let c = client();
+    c.update_name_server_address_list(&[addr]);
+    let requests = (0..n)
+        .map(|i| {
+            RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC).with_body(vec![i as u8])
+        })
+        .collect();
+    // One at a time, the first would wait for an answer that comes only after the 64th.
+    let answers = c
+        .invoke_namesrv_all(requests, Duration::from_secs(3))
+        .unwrap();
+    assert_eq!(answers.len(), n);
+    for (i, a) in answers.into_iter().enumerate() {
+        let a = a.unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(a.body, vec![i as u8], "answer {i} out of place");
+    }
+    c.shutdown();
+}
+
+#[test]
+fn requests_to_a_silent_name_server_time_out_together() {
+    // Reads every request and never answers (nor closes until the client does).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, received) = unbounded();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut len = [0u8; 4];
+        while s.read_exact(&mut len).is_ok() {
+            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+            if s.read_exact(&mut frame).is_err() {
+                return;
+            }
+            let _ = tx.send(());
+        }
+    });
+    let c = client();
+    c.update_name_server_address_list(&[addr]);
+    let requests = (0..10)
+        .map(|_| RemotingCommand::request(RequestCode::GET_ROUTEINFO_BY_TOPIC))
+        .collect();
+    let began = std::time::Instant::now();
+    let answers = c
+        .invoke_namesrv_all(requests, Duration::from_millis(300))
+        .unwrap();
+    // One timeout for all (one at a time: ten, 3 s).
+    let took = began.elapsed();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.as_ref().err().map(Error::kind) == Some(ErrorKind::Timeout)),
+        "{answers:?}"
+    );
+    for _ in 0..10 {
+        received.recv_timeout(Duration::from_secs(5)).unwrap();
+    }
+    c.shutdown();
+}

@@ -400,3 +400,100 @@ fn an_unreachable_name_server_is_a_connect_error() {
     assert_eq!(e.kind(), ErrorKind::Connect, "{e}");
     assert!(e.to_string().contains(&dead), "{e}");
 }
+
+/// Counts the GET_ROUTEINFO_BY_TOPIC requests of a client instance.
+#[derive(Default)]
+struct RouteRequests(AtomicUsize);
+
+impl rocketmq_blocking::remoting::RpcHook for RouteRequests {
+    fn before_request(&self, _: &str, request: &mut rocketmq_blocking::protocol::RemotingCommand) {
+        if request.request_code()
+            == rocketmq_blocking::protocol::RequestCode::GET_ROUTEINFO_BY_TOPIC
+        {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A route round over more topics than one batch of requests (256) asks for each route
+/// once and stores each answer under its own topic: every topic's queues change, each to
+/// its own count, and after one round the instance holds every new route.
+#[test]
+fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
+    use rocketmq_blocking::TopicConfig;
+    const TOPICS: usize = 300;
+    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let queues = |i: usize, round: usize| (1 + (i + round) % 4) as u32;
+    let topics: Vec<String> = (0..TOPICS).map(|_| cluster::unique("routeround")).collect();
+    for (i, t) in topics.iter().enumerate() {
+        admin
+            .create_topic(&TopicConfig::new(t, queues(i, 0)))
+            .unwrap();
+    }
+    let name = cluster::unique("route-round");
+    let instance = rocketmq_blocking::client::manager::get_or_create_instance(
+        &rocketmq_blocking::client::ClientConfig::builder()
+            .namesrv_addr(cluster::namesrv())
+            .instance_name(&name)
+            .build(),
+    )
+    .unwrap();
+    let p = Producer::builder(cluster::unique("pg_route_round"))
+        .namesrv_addr(cluster::namesrv())
+        .instance_name(&name)
+        // Only the round this test runs.
+        .poll_name_server_interval(Duration::from_secs(3600))
+        .start()
+        .unwrap();
+    for t in &topics {
+        p.send(&Message::new(t, &b"x"[..])).unwrap();
+    }
+    // Every topic gets another queue count; the name server knows once the broker says so.
+    for (i, t) in topics.iter().enumerate() {
+        admin
+            .create_topic(&TopicConfig::new(t, queues(i, 1)))
+            .unwrap();
+    }
+    let write_queues = |route: &rocketmq_blocking::protocol::TopicRouteData| {
+        route
+            .queue_datas
+            .iter()
+            .map(|q| q.write_queue_nums as u32)
+            .sum::<u32>()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    for (i, t) in topics.iter().enumerate() {
+        while admin.topic_route(t).map(|r| write_queues(&r)).ok() != Some(queues(i, 1)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the name server never saw {t} change"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    let counter = Arc::new(RouteRequests::default());
+    instance.remoting().register_rpc_hook(counter.clone());
+    instance.update_topic_route_info_from_name_server();
+    let requests = counter.0.load(Ordering::Relaxed);
+    let wrong: Vec<(&String, Option<u32>)> = topics
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            let held = instance.topic_route(t).map(|r| write_queues(&r));
+            (held != Some(queues(i, 1))).then_some((t, held))
+        })
+        .collect();
+    p.shutdown();
+    drop(instance);
+    // The producer's topics and the default topic it starts with (TBW102).
+    assert!(
+        (TOPICS..=TOPICS + 1).contains(&requests),
+        "{requests} route requests for {TOPICS} topics"
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} routes not updated: {wrong:?}",
+        wrong.len()
+    );
+}
