@@ -345,29 +345,32 @@ fn frames_of_timed_out_requests_leave_the_write_queue() {
     drop(holder.join());
 }
 
+/// Reads one request frame the client wrote and decodes it; `None` at the end of the
+/// stream or on a frame that does not decode.
+fn read_request(s: &mut std::net::TcpStream) -> Option<RemotingCommand> {
+    use std::io::Read;
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).ok()?;
+    let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut frame).ok()?;
+    RemotingCommand::decode(&frame).ok()
+}
+
 /// What a bare TCP peer reads: each request frame the client writes, decoded.
 fn frames_received(
     listener: TcpListener,
     n: usize,
 ) -> crossbeam_channel::Receiver<RemotingCommand> {
-    use std::io::Read;
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
         let Ok((mut s, _)) = listener.accept() else {
             return;
         };
         for _ in 0..n {
-            let mut len = [0u8; 4];
-            if s.read_exact(&mut len).is_err() {
+            let Some(cmd) = read_request(&mut s) else {
                 return;
-            }
-            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
-            if s.read_exact(&mut frame).is_err() {
-                return;
-            }
-            if let Ok(cmd) = RemotingCommand::decode(&frame) {
-                let _ = tx.send(cmd);
-            }
+            };
+            let _ = tx.send(cmd);
         }
     });
     rx
@@ -446,18 +449,10 @@ fn answers_after_all(listener: TcpListener, n: usize) {
         };
         let mut got = Vec::new();
         for _ in 0..n {
-            let mut len = [0u8; 4];
-            if s.read_exact(&mut len).is_err() {
+            let Some(cmd) = read_request(&mut s) else {
                 return;
-            }
-            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
-            if s.read_exact(&mut frame).is_err() {
-                return;
-            }
-            match RemotingCommand::decode(&frame) {
-                Ok(cmd) => got.push(cmd),
-                Err(_) => return,
-            }
+            };
+            got.push(cmd);
         }
         for cmd in got.iter().rev() {
             let answer = RemotingCommand::response(ResponseCode::SUCCESS, cmd.opaque, None)
@@ -503,16 +498,10 @@ fn requests_to_a_silent_name_server_time_out_together() {
     let addr = listener.local_addr().unwrap().to_string();
     let (tx, received) = unbounded();
     std::thread::spawn(move || {
-        use std::io::Read;
         let Ok((mut s, _)) = listener.accept() else {
             return;
         };
-        let mut len = [0u8; 4];
-        while s.read_exact(&mut len).is_ok() {
-            let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
-            if s.read_exact(&mut frame).is_err() {
-                return;
-            }
+        while read_request(&mut s).is_some() {
             let _ = tx.send(());
         }
     });

@@ -58,3 +58,15 @@ pub fn topic(prefix: &str, queues: u32) -> String {
         .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
     name
 }
+
+/// A client instance of its own named `name`, made before any client of that name so that
+/// an RPC hook registered on it sees everything they send.
+pub fn instance(name: &str) -> std::sync::Arc<rocketmq_blocking::client::MQClientInstance> {
+    rocketmq_blocking::client::manager::get_or_create_instance(
+        &rocketmq_blocking::client::ClientConfig::builder()
+            .namesrv_addr(namesrv())
+            .instance_name(name)
+            .build(),
+    )
+    .unwrap()
+}

@@ -1000,13 +1000,7 @@ fn a_consumer_of_many_topics_sends_one_heartbeat_per_rebalance_round() {
     }
     // The consumer's instance, made first so that the counter sees all it sends.
     let name = cluster::unique("hb-round");
-    let instance = rocketmq_blocking::client::manager::get_or_create_instance(
-        &rocketmq_blocking::client::ClientConfig::builder()
-            .namesrv_addr(cluster::namesrv())
-            .instance_name(&name)
-            .build(),
-    )
-    .unwrap();
+    let instance = cluster::instance(&name);
     let counter = Arc::new(HeartbeatCounter::default());
     instance.remoting().register_rpc_hook(counter.clone());
     let mut builder = consumer(&cluster::unique("hbround"), &topics[0]).instance_name(&name);

@@ -431,13 +431,7 @@ fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
             .unwrap();
     }
     let name = cluster::unique("route-round");
-    let instance = rocketmq_blocking::client::manager::get_or_create_instance(
-        &rocketmq_blocking::client::ClientConfig::builder()
-            .namesrv_addr(cluster::namesrv())
-            .instance_name(&name)
-            .build(),
-    )
-    .unwrap();
+    let instance = cluster::instance(&name);
     let p = Producer::builder(cluster::unique("pg_route_round"))
         .namesrv_addr(cluster::namesrv())
         .instance_name(&name)

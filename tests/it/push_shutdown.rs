@@ -11,12 +11,50 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rocketmq_blocking::{ConsumeOrderlyStatus, ConsumeStatus, Message, MessageExt};
+use rocketmq_blocking::{ConsumeOrderlyStatus, ConsumeStatus, Message, MessageExt, Producer};
 
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
 
 type Ids = Arc<Mutex<Vec<String>>>;
+
+/// Sends `n` messages `<prefix>0`, `<prefix>1`, ...; their ids.
+fn send_numbered(p: &Producer, topic: &str, prefix: &str, n: usize) -> HashSet<String> {
+    (0..n)
+        .map(|i| {
+            p.send(&Message::new(topic, format!("{prefix}{i}")))
+                .unwrap()
+                .msg_id()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Sends `n` numbered messages and waits until the listener has finished them (`done`),
+/// then sends one with body `held` and waits until the listener holding it signals
+/// `started`; the ids of the finished ones and of the held one.
+fn finish_then_hold(
+    p: &Producer,
+    topic: &str,
+    n: usize,
+    done: &Ids,
+    held: &str,
+    started: &crossbeam_channel::Receiver<()>,
+) -> (HashSet<String>, String) {
+    let finished = send_numbered(p, topic, "f", n);
+    wait_for("the first messages", Duration::from_secs(60), || {
+        done.lock().len() >= n
+    });
+    let id = p
+        .send(&Message::new(topic, held))
+        .unwrap()
+        .msg_id()
+        .to_string();
+    started
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| panic!("the listener of {held:?} runs"));
+    (finished, id)
+}
 
 /// Starts a second consumer of `group` that records every message id, waits until it has
 /// `expected` and then a little more (redeliveries arrive with the rest), and shuts it down.
@@ -55,14 +93,7 @@ fn drain(orderly: bool) {
     let topic = cluster::topic("shutdrain", 4);
     let group = cluster::unique("cg_drain");
     let p = producer();
-    let sent: HashSet<String> = (0..100)
-        .map(|i| {
-            p.send(&Message::new(&topic, format!("d{i}")))
-                .unwrap()
-                .msg_id()
-                .to_string()
-        })
-        .collect();
+    let sent: HashSet<String> = send_numbered(&p, &topic, "d", 100);
     let done: Ids = Arc::new(Mutex::new(Vec::new()));
     let d = done.clone();
     let record = move |msgs: &[MessageExt]| {
@@ -144,25 +175,7 @@ fn shutdown_waits_for_a_stuck_listener_no_longer_than_await_termination() {
         })
         .start()
         .unwrap();
-    let finished: HashSet<String> = (0..5)
-        .map(|i| {
-            p.send(&Message::new(&topic, format!("f{i}")))
-                .unwrap()
-                .msg_id()
-                .to_string()
-        })
-        .collect();
-    wait_for("five messages", Duration::from_secs(60), || {
-        done.lock().len() >= 5
-    });
-    let stuck = p
-        .send(&Message::new(&topic, "stuck"))
-        .unwrap()
-        .msg_id()
-        .to_string();
-    started
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the stuck listener runs");
+    let (finished, stuck) = finish_then_hold(&p, &topic, 5, &done, "stuck", &started);
 
     let began = Instant::now();
     c.shutdown();
@@ -208,25 +221,7 @@ fn a_retry_asked_during_shutdown_leaves_the_message_uncommitted_in_its_queue() {
         })
         .start()
         .unwrap();
-    let finished: HashSet<String> = (0..3)
-        .map(|i| {
-            p.send(&Message::new(&topic, format!("f{i}")))
-                .unwrap()
-                .msg_id()
-                .to_string()
-        })
-        .collect();
-    wait_for("three messages", Duration::from_secs(60), || {
-        done.lock().len() >= 3
-    });
-    let late = p
-        .send(&Message::new(&topic, "late"))
-        .unwrap()
-        .msg_id()
-        .to_string();
-    started
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the late listener runs");
+    let (finished, late) = finish_then_hold(&p, &topic, 3, &done, "late", &started);
 
     let took = std::thread::scope(|s| {
         let shutting = s.spawn(|| {
