@@ -44,6 +44,8 @@ pub(crate) enum TraceType {
     Pub,
     SubBefore,
     SubAfter,
+    /// A transaction's end as the producer told the broker (Java `EndTransaction`).
+    EndTransaction,
 }
 
 /// What a trace record says of one message (Java `TraceBean` and `TraceContext`).
@@ -72,6 +74,11 @@ pub(crate) struct TraceRecord {
     pub(crate) retry_times: u32,
     /// Java `ConsumeReturnType` ordinal: 0 success, 1 time out, 2 exception, 4 failed.
     pub(crate) context_code: u8,
+    /// EndTransaction: the transaction's id, the state sent (Java `LocalTransactionState`
+    /// name) and whether it answered a broker's check.
+    pub(crate) transaction_id: String,
+    pub(crate) transaction_state: &'static str,
+    pub(crate) from_transaction_check: bool,
 }
 
 impl TraceRecord {
@@ -102,7 +109,35 @@ impl TraceRecord {
             request_id: String::new(),
             retry_times: 0,
             context_code: 0,
+            transaction_id: String::new(),
+            transaction_state: "",
+            from_transaction_check: false,
         }
+    }
+
+    /// The EndTransaction record of the half message `msg` (its id `msg_id`) whose end,
+    /// `state`, the producer `group` sent to the broker at `broker_addr` (Java
+    /// `EndTransactionTraceHookImpl`; message type `Trans_msg_Commit` whatever the state,
+    /// as there).
+    pub(crate) fn end_transaction(
+        group: &str,
+        msg: &Message,
+        msg_id: &str,
+        broker_addr: &str,
+        state: &'static str,
+        from_check: bool,
+    ) -> TraceRecord {
+        let mut r = TraceRecord::new(TraceType::EndTransaction, group, msg.topic(), msg);
+        r.msg_id = msg_id.to_string();
+        r.store_host = broker_addr.to_string();
+        r.msg_type = 2;
+        r.transaction_id = msg
+            .property(property::UNIQ_KEY)
+            .unwrap_or(msg_id)
+            .to_string();
+        r.transaction_state = state;
+        r.from_transaction_check = from_check;
+        r
     }
 
     /// Appends the record in Java's format (`TraceDataEncoder.encoderFromContextBean`).
@@ -150,6 +185,22 @@ impl TraceRecord {
                 self.context_code,
                 self.timestamp,
                 self.group
+            ),
+            TraceType::EndTransaction => write!(
+                out,
+                "EndTransaction{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{c}{}{FIELD}",
+                self.timestamp,
+                self.region_id,
+                self.group,
+                self.topic,
+                self.msg_id,
+                self.tags,
+                self.keys,
+                self.store_host,
+                self.msg_type,
+                self.transaction_id,
+                self.transaction_state,
+                self.from_transaction_check
             ),
         };
     }
@@ -510,6 +561,21 @@ mod tests {
         assert_eq!(
             s,
             "SubAfter\u{1}R1\u{1}ID1\u{1}7\u{1}true\u{1}k1 k2\u{1}0\u{1}1700000000000\u{1}G\u{2}"
+        );
+        // Java `TraceDataEncoder`'s EndTransaction: 13 fields, the state by its Java name.
+        let mut msg = Message::new("T", "body")
+            .with_tags("TagA")
+            .with_keys(["k1"]);
+        msg.put_property(property::UNIQ_KEY, "UNIQ1");
+        let mut end =
+            TraceRecord::end_transaction("G", &msg, "UNIQ1", "127.0.0.1:10911", "UNKNOW", true);
+        end.timestamp = 1_700_000_000_000;
+        let mut s = String::new();
+        end.encode_into(&mut s);
+        assert_eq!(
+            s,
+            "EndTransaction\u{1}1700000000000\u{1}DefaultRegion\u{1}G\u{1}T\u{1}UNIQ1\u{1}TagA\u{1}\
+             k1\u{1}127.0.0.1:10911\u{1}2\u{1}UNIQ1\u{1}UNKNOW\u{1}true\u{2}"
         );
         let mut keys = BTreeSet::new();
         record(TraceType::Pub).index_keys(&mut keys);

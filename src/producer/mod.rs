@@ -247,8 +247,6 @@ impl ProducerBuilder {
         Ok(Producer { inner })
     }
 
-    /// Like [`build`](Self::build) with a finished client configuration (used for the
-    /// consumers' retry producer, which must share their client id).
     /// Traces every send in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns tracing on
     /// (Java `customizedTraceTopic`).
     pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
@@ -257,6 +255,8 @@ impl ProducerBuilder {
         self
     }
 
+    /// Like [`build`](Self::build) with a finished client configuration (used for the
+    /// consumers' retry producer, which must share their client id).
     pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
         let inner = ProducerImpl::new(self.group, config, self.options)?;
         Ok(Producer { inner })

@@ -11,7 +11,7 @@ use log::{debug, warn};
 use parking_lot::{Mutex, RwLock};
 
 use super::fault::FaultStrategy;
-use super::transaction::TransactionEnv;
+use super::transaction::{CheckTrace, TransactionEnv};
 use super::{ProducerOptions, SendAsyncError, SendResult, SendStatus};
 use crate::client::validators::{
     check_body, check_group, check_send_topic, CLIENT_INNER_PRODUCER_GROUP, DEFAULT_PRODUCER_GROUP,
@@ -399,6 +399,14 @@ impl ProducerImpl {
 
     pub(super) fn trace_stats(&self) -> Option<crate::TraceStats> {
         self.trace.read().as_ref().map(|t| t.stats())
+    }
+
+    /// The trace dispatcher, while this producer traces.
+    pub(super) fn tracer(&self) -> Option<Arc<TraceDispatcher>> {
+        if !self.options.enable_msg_trace {
+            return None;
+        }
+        self.trace.read().clone()
     }
 
     /// Records the trace of an acknowledged send (Java `SendMessageTraceHookImpl`).
@@ -1071,7 +1079,17 @@ impl ProducerInner for ProducerImpl {
         };
         let instance = self.instance.read().clone();
         match instance {
-            Some(instance) => env.submit(instance, self.group.clone(), addr, msg, header),
+            Some(instance) => env.submit(
+                instance,
+                self.group.clone(),
+                self.tracer().map(|dispatcher| CheckTrace {
+                    dispatcher,
+                    namespace: self.namespace.clone(),
+                }),
+                addr,
+                msg,
+                header,
+            ),
             None => debug!(
                 "broker {addr} checks a transaction of {}, which is shut down",
                 self.group

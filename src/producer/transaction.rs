@@ -45,6 +45,7 @@ use crate::protocol::transaction::{
 };
 use crate::protocol::{RemotingCommand, RequestCode};
 use crate::remoting::ThreadPool;
+use crate::trace::{TraceDispatcher, TraceRecord};
 
 /// How a local transaction ended, as the application reports it (Java
 /// `LocalTransactionState`).
@@ -65,6 +66,15 @@ pub enum LocalTransactionState {
 }
 
 impl LocalTransactionState {
+    /// The Java name (`LocalTransactionState.name()`), as trace records carry it.
+    fn java_name(self) -> &'static str {
+        match self {
+            LocalTransactionState::CommitMessage => "COMMIT_MESSAGE",
+            LocalTransactionState::RollbackMessage => "ROLLBACK_MESSAGE",
+            LocalTransactionState::Unknown => "UNKNOW",
+        }
+    }
+
     /// The `commitOrRollback` value of END_TRANSACTION (Java `MessageSysFlag`).
     fn wire(self) -> i32 {
         match self {
@@ -178,6 +188,7 @@ impl TransactionEnv {
         &self,
         instance: Arc<MQClientInstance>,
         group: String,
+        trace: Option<CheckTrace>,
         addr: &str,
         msg: MessageExt,
         header: CheckTransactionStateRequestHeader,
@@ -190,6 +201,7 @@ impl TransactionEnv {
             listener: self.listener.clone(),
             instance,
             group,
+            trace,
             addr: addr.to_string(),
             msg,
             header,
@@ -225,11 +237,20 @@ impl TransactionEnv {
 /// The time an END_TRANSACTION answering a check may wait to be written (Java 3 s).
 const CHECK_ANSWER_TIMEOUT: Duration = Duration::from_millis(3000);
 
+/// Where a check's answer is traced: the producer's trace and namespace (the record
+/// names the topic without it).
+pub(super) struct CheckTrace {
+    pub(super) dispatcher: Arc<TraceDispatcher>,
+    pub(super) namespace: Option<String>,
+}
+
 /// One broker check, run on the check pool.
 struct Check {
     listener: Arc<dyn TransactionListener>,
     instance: Arc<MQClientInstance>,
     group: String,
+    /// The producer's trace while it traces: the answer is recorded (EndTransaction).
+    trace: Option<CheckTrace>,
     addr: String,
     msg: MessageExt,
     header: CheckTransactionStateRequestHeader,
@@ -276,6 +297,19 @@ impl Check {
                 "transaction check of group {}: {state:?} for {} ({})",
                 self.group, header.msg_id, self.addr
             );
+        }
+        if let Some(trace) = &self.trace {
+            // Java records the answer before it goes (`doExecuteEndTransactionHook`).
+            let mut user = self.msg.message().clone();
+            user.set_topic(namespace::unwrap(trace.namespace.as_deref(), user.topic()));
+            trace.dispatcher.record(TraceRecord::end_transaction(
+                &self.group,
+                &user,
+                &header.msg_id,
+                &self.addr,
+                state.java_name(),
+                true,
+            ));
         }
         let mut request =
             RemotingCommand::request_with_header(RequestCode::END_TRANSACTION, &header);
@@ -353,6 +387,17 @@ impl TransactionProducerBuilder {
         compress_over: usize;
         /// Largest body (Java 4 MiB).
         max_message_size: usize;
+        /// Trace every send and every transaction's end in the trace topic (Java
+        /// `enableMsgTrace`).
+        enable_msg_trace: bool;
+    }
+
+    /// Trace into `topic` instead of `RMQ_SYS_TRACE_TOPIC` (Java `customizedTraceTopic`);
+    /// turns tracing on.
+    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
+        self.options.enable_msg_trace = true;
+        self.options.trace_topic = Some(topic.into());
+        self
     }
 
     /// Threads the check pool starts with (Java `checkThreadPoolMinSize`, 1).
@@ -597,6 +642,16 @@ impl TransactionProducer {
             transaction_id: sent.transaction_id.clone(),
             broker_name: Some(broker.to_string()),
         };
+        if let Some(trace) = inner.tracer() {
+            trace.record(TraceRecord::end_transaction(
+                inner.group(),
+                half,
+                &sent.msg_id,
+                &addr,
+                state.java_name(),
+                false,
+            ));
+        }
         debug!("END_TRANSACTION {state:?} of {} to {addr}", sent.msg_id);
         let mut request =
             RemotingCommand::request_with_header(RequestCode::END_TRANSACTION, &header);
@@ -643,6 +698,7 @@ mod tests {
         env.submit(
             instance.clone(),
             "pg".into(),
+            None,
             "127.0.0.1:1",
             MessageExt::default(),
             header,

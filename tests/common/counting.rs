@@ -42,16 +42,9 @@ pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout`
-/// passes; returns, per message id, how many copies are stored: distinct (broker, queue,
-/// offset) places, so a batch the reader itself happens to get twice (a pull racing the
-/// seek to the beginning) is not taken for a duplicate the producer made.
-pub fn read_back(
-    namesrv: &str,
-    topic: &str,
-    want: &HashSet<String>,
-    timeout: Duration,
-) -> HashMap<String, usize> {
+/// A lite pull consumer (own group, no commits) assigned every queue of `topic`, each at
+/// its first offset.
+pub fn reader_from_the_start(namesrv: &str, topic: &str) -> LitePullConsumer {
     let p = Producer::builder(unique("pg_readback"))
         .namesrv_addr(namesrv)
         .start()
@@ -68,6 +61,20 @@ pub fn read_back(
     for q in &queues {
         c.seek_to_begin(q).unwrap();
     }
+    c
+}
+
+/// Reads every queue of `topic` from offset 0 until `want` is covered or `timeout`
+/// passes; returns, per message id, how many copies are stored: distinct (broker, queue,
+/// offset) places, so a batch the reader itself happens to get twice (a pull racing the
+/// seek to the beginning) is not taken for a duplicate the producer made.
+pub fn read_back(
+    namesrv: &str,
+    topic: &str,
+    want: &HashSet<String>,
+    timeout: Duration,
+) -> HashMap<String, usize> {
+    let c = reader_from_the_start(namesrv, topic);
     let mut places: HashMap<String, HashSet<(String, i32, i64)>> = HashMap::new();
     let poll = |places: &mut HashMap<String, HashSet<(String, i32, i64)>>| {
         for m in c.poll_timeout(Duration::from_millis(500)).unwrap() {

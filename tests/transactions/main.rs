@@ -18,6 +18,7 @@ mod delivery;
 mod interop;
 #[path = "../common/java.rs"]
 mod java;
+mod trace;
 
 use std::any::Any;
 use std::collections::{HashMap, HashSet};
