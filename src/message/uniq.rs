@@ -6,9 +6,11 @@
 //! address, 56 with IPv6. Everything before the time is fixed per process and computed
 //! once, so making an id costs a clock read, an atomic increment and one small string.
 //!
-//! Two deliberate differences from Java: the month starts in UTC, not local time (std has
-//! no time zones; Java readers use the field only for [`nearly_time_from_id`]), and the
-//! client IP comes from [`set_client_ip`] because std cannot list network interfaces.
+//! Three deliberate differences from Java: the month starts in UTC, not local time (std
+//! has no time zones; Java readers use the field only for [`nearly_time_from_id`]); the
+//! client IP comes from [`set_client_ip`] because std cannot list network interfaces; and
+//! [`nearly_time_from_id`] reads an id made in the current millisecond as of this month
+//! (Java's `>=` puts it a month back).
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -99,7 +101,9 @@ fn nearly_time_at(id: &str, now: i64) -> Option<i64> {
     let span = bytes.get(at..at + 4)?;
     let span = i64::from(u32::from_be_bytes([span[0], span[1], span[2], span[3]]));
     let mut start = month_start(now);
-    if start + span >= now {
+    // Only a time after `now` is in the future: an id read in the millisecond it was made
+    // is of this month.
+    if start + span > now {
         start = previous_month_start(start);
     }
     Some(start + span)
@@ -240,6 +244,13 @@ mod tests {
         let now = ms(2024, 1, 31, 23); // 30 days and 23 hours: more than i32::MAX ms
         let id = format_id(&build_prefix(&[1, 2, 3, 4]), now, 0);
         assert_eq!(nearly_time_at(&id, now + 1), Some(now));
+    }
+
+    #[test]
+    fn an_id_read_in_the_millisecond_it_was_made_is_of_this_month() {
+        let now = ms(2026, 12, 2, 7);
+        let id = format_id(&build_prefix(&[1, 2, 3, 4]), now, 0);
+        assert_eq!(nearly_time_at(&id, now), Some(now));
     }
 
     #[test]

@@ -78,6 +78,25 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
         .wait_for_route(&topic, 1, Duration::from_secs(30))
         .expect("route");
 
+    // The controller promotes only a node of the SyncStateSet, which the slave joins once
+    // it has caught up (the master checks every 5 s): killing the master before that
+    // leaves nobody to promote, whatever the clients do.
+    let controller = cluster.controller_addrs()[0].clone();
+    let mut sync_state = String::new();
+    let in_sync = eventually(Duration::from_secs(60), || {
+        sync_state = cluster
+            .mqadmin(
+                &["getSyncStateSet", "-a", &controller, "-b", GROUP],
+                Duration::from_secs(60),
+            )
+            .unwrap_or_else(|e| e.to_string());
+        sync_state.contains("#SyncStateSetNums\t2")
+    });
+    assert!(
+        in_sync,
+        "the slave never joined the SyncStateSet:\n{sync_state}"
+    );
+
     let total = 3_000 * scale();
     let p = Producer::builder(unique("pg_ctl"))
         .namesrv_addr(&ns)
