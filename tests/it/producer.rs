@@ -457,13 +457,15 @@ fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
             .map(|q| q.write_queue_nums as u32)
             .sum::<u32>()
     };
-    let wrong = || -> Vec<(&String, Option<u32>)> {
+    // Against what the name server answers now (a broker registration lost under load
+    // leaves a topic at its old count there for a while): each topic its own count.
+    let wrong = || -> Vec<(&String, Option<u32>, Option<u32>)> {
         topics
             .iter()
-            .enumerate()
-            .filter_map(|(i, t)| {
+            .filter_map(|t| {
                 let held = instance.topic_route(t).map(|r| write_queues(&r));
-                (held != Some(queues(i, 1))).then_some((t, held))
+                let served = admin.topic_route(t).ok().map(|r| write_queues(&r));
+                (held != served).then_some((t, held, served))
             })
             .collect()
     };
