@@ -81,11 +81,7 @@ impl TopicPublishInfo {
     }
 }
 
-/// Java `topicRouteData2TopicPublishInfo`.
-/// The most queues of one topic on one broker that a route may give: a route from the wire
-/// claiming more (a corrupt or hostile answer, up to `i32::MAX`) is cut here with a warning
-/// rather than allocating a queue list of that size.
-pub const MAX_QUEUES_PER_BROKER: i32 = 65_536;
+pub use crate::protocol::MAX_QUEUES_PER_BROKER;
 
 /// `0..n` queue ids, with `n` capped at [`MAX_QUEUES_PER_BROKER`].
 fn queue_ids(topic: &str, broker: &str, n: i32) -> std::ops::Range<i32> {
@@ -97,6 +93,8 @@ fn queue_ids(topic: &str, broker: &str, n: i32) -> std::ops::Range<i32> {
     0..n.min(MAX_QUEUES_PER_BROKER)
 }
 
+/// Java `topicRouteData2TopicPublishInfo`. Routes from the wire were checked by
+/// [`TopicRouteData::check_bounds`]; each broker's count is cut here too.
 pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo {
     let mut info = TopicPublishInfo {
         route: route.clone(),

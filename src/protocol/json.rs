@@ -4,8 +4,10 @@
 //! (`{0:"127.0.0.1:10911"}` in route and cluster data) and object keys as objects
 //! (`{{"brokerName":"b","queueId":0,"topic":"T"}:100}` in offset tables). [`normalize`]
 //! rewrites both into standard JSON — bare numbers are quoted, object keys become strings
-//! holding their JSON text — so that serde can take it from there. It keeps its own stack
-//! instead of recursing, so hostile nesting cannot overflow ours.
+//! holding their JSON text — so that serde can take it from there. It is one pass with its own
+//! stack, linear in time and output, with caps on nesting ([`MAX_DEPTH`], [`MAX_KEY_DEPTH`]):
+//! a hostile body is a decode error, never a deep recursion or an output that doubles per
+//! level.
 
 use std::borrow::Cow;
 
@@ -47,106 +49,153 @@ where
     Ok(())
 }
 
+/// The deepest nesting of objects and arrays a body may have. serde_json refuses more
+/// than 128 as well; the deepest RocketMQ body (a consumer's running info) nests about 6.
+pub const MAX_DEPTH: usize = 128;
+
+/// The deepest nesting of object map keys inside object map keys. fastjson writes object
+/// keys for `MessageQueue`s only, which hold no maps (one level). Each level escapes its
+/// text once more, doubling the backslashes, so this bounds the output at
+/// 2^`MAX_KEY_DEPTH` bytes per input byte.
+pub const MAX_KEY_DEPTH: usize = 2;
+
 #[derive(Clone, Copy)]
-enum Frame {
-    Object { expect_key: bool },
-    Array,
+struct Frame {
+    object: bool,
+    expect_key: bool,
+    /// This object is a map key: closing it closes the string it is written into.
+    key: bool,
 }
 
 /// Rewrites fastjson's non-standard map keys into standard JSON; borrows when there are none.
+///
+/// One pass with its own stack, linear in time and output: a body nesting deeper than
+/// [`MAX_DEPTH`], or object keys nesting deeper than [`MAX_KEY_DEPTH`], is an error.
 pub fn normalize(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
+    // Created, with the input so far, at the first rewrite.
     let mut out: Option<Vec<u8>> = None;
     let mut stack: Vec<Frame> = Vec::new();
+    // How many object keys enclose the current byte: each escapes what it holds once.
+    let mut level = 0usize;
     let mut i = 0;
     while i < input.len() {
         let b = input[i];
+        if b == b'"' {
+            let end = string_end(input, i)?;
+            if let Some(o) = out.as_mut() {
+                put(o, &input[i..end], level);
+            }
+            i = end;
+            continue;
+        }
+        let mut closes_key = false;
         match b {
-            b'"' => {
-                let end = string_end(input, i)?;
-                if let Some(o) = out.as_mut() {
-                    o.extend_from_slice(&input[i..end]);
-                }
-                i = end;
-                continue;
-            }
-            b'{' => stack.push(Frame::Object { expect_key: true }),
-            b'[' => stack.push(Frame::Array),
-            b'}' | b']' => {
-                stack.pop();
-            }
-            b':' => {
-                if let Some(Frame::Object { expect_key }) = stack.last_mut() {
-                    *expect_key = false;
-                }
-            }
-            b',' => {
-                if let Some(Frame::Object { expect_key }) = stack.last_mut() {
-                    *expect_key = true;
+            b'{' | b'[' => push(
+                &mut stack,
+                Frame {
+                    object: b == b'{',
+                    expect_key: true,
+                    key: false,
+                },
+            )?,
+            b'}' | b']' => closes_key = stack.pop().is_some_and(|f| f.key),
+            b':' | b',' => {
+                if let Some(f) = stack.last_mut().filter(|f| f.object) {
+                    f.expect_key = b == b',';
                 }
             }
             _ => {}
         }
-        if let Some(o) = out.as_mut() {
-            o.push(b);
+        // A key's JSON text goes compacted into its string: whitespace outside its
+        // strings is dropped (pretty-printed offset files have tabs and newlines).
+        if let Some(o) = out
+            .as_mut()
+            .filter(|_| level == 0 || !b.is_ascii_whitespace())
+        {
+            put(o, &[b], level);
         }
         i += 1;
-        // After `{` or `,` in an object a key follows: look at it.
-        if matches!(b, b'{' | b',')
-            && matches!(stack.last(), Some(Frame::Object { expect_key: true }))
-        {
-            let ws_end = skip_ws(input, i);
-            match input.get(ws_end) {
-                Some(c) if c.is_ascii_digit() || *c == b'-' => {
-                    let end = number_end(input, ws_end);
-                    let o = out.get_or_insert_with(|| input[..i].to_vec());
-                    o.extend_from_slice(&input[i..ws_end]);
-                    o.push(b'"');
-                    o.extend_from_slice(&input[ws_end..end]);
-                    o.push(b'"');
-                    i = end;
-                }
-                Some(b'{') => {
-                    let end = object_end(input, ws_end)?;
-                    let inner = normalize(&input[ws_end..end])?;
-                    let o = out.get_or_insert_with(|| input[..i].to_vec());
-                    o.extend_from_slice(&input[i..ws_end]);
-                    o.push(b'"');
-                    // The key's JSON text goes compacted into a string: whitespace outside
-                    // its strings dropped (pretty-printed files have tabs and newlines),
-                    // quotes and backslashes escaped.
-                    let mut in_str = false;
-                    let mut escaped = false;
-                    for &c in inner.iter() {
-                        if !in_str && c.is_ascii_whitespace() {
-                            continue;
-                        }
-                        if in_str {
-                            if escaped {
-                                escaped = false;
-                            } else if c == b'\\' {
-                                escaped = true;
-                            } else if c == b'"' {
-                                in_str = false;
-                            }
-                        } else if c == b'"' {
-                            in_str = true;
-                        }
-                        if c == b'"' || c == b'\\' {
-                            o.push(b'\\');
-                        }
-                        o.push(c);
-                    }
-                    o.push(b'"');
-                    i = end;
-                }
-                _ => {}
+        if closes_key {
+            level -= 1;
+            if let Some(o) = out.as_mut() {
+                put(o, b"\"", level);
             }
         }
+        // After `{` or `,` in an object a key follows: look at it. A key that is an
+        // object opens another, whose first key is looked at in turn.
+        let mut key_next = matches!(b, b'{' | b',');
+        while key_next && stack.last().is_some_and(|f| f.object && f.expect_key) {
+            key_next = false;
+            let ws_end = skip_ws(input, i);
+            let number = match input.get(ws_end) {
+                Some(c) if c.is_ascii_digit() || *c == b'-' => true,
+                Some(b'{') => false,
+                _ => break,
+            };
+            let o = out.get_or_insert_with(|| input[..i].to_vec());
+            if level == 0 {
+                o.extend_from_slice(&input[i..ws_end]);
+            }
+            put(o, b"\"", level);
+            if number {
+                let end = number_end(input, ws_end);
+                put(o, &input[ws_end..end], level);
+                put(o, b"\"", level);
+                i = end;
+            } else {
+                if level == MAX_KEY_DEPTH {
+                    return Err(DecodeError::new(format!(
+                        "JSON body nests object map keys deeper than {MAX_KEY_DEPTH}"
+                    )));
+                }
+                level += 1;
+                push(
+                    &mut stack,
+                    Frame {
+                        object: true,
+                        expect_key: true,
+                        key: true,
+                    },
+                )?;
+                put(o, b"{", level);
+                i = ws_end + 1;
+                key_next = true;
+            }
+        }
+    }
+    if level > 0 {
+        return Err(DecodeError::new("unterminated object key in JSON body"));
     }
     Ok(match out {
         Some(v) => Cow::Owned(v),
         None => Cow::Borrowed(input),
     })
+}
+
+fn push(stack: &mut Vec<Frame>, frame: Frame) -> Result<(), DecodeError> {
+    if stack.len() == MAX_DEPTH {
+        return Err(DecodeError::new(format!(
+            "JSON body nests deeper than {MAX_DEPTH}"
+        )));
+    }
+    stack.push(frame);
+    Ok(())
+}
+
+/// Appends `bytes` as they read inside `level` enclosing key strings: each quote and
+/// backslash escaped once per level (2^level - 1 backslashes before it).
+fn put(o: &mut Vec<u8>, bytes: &[u8], level: usize) {
+    if level == 0 {
+        o.extend_from_slice(bytes);
+        return;
+    }
+    let escapes = (1usize << level) - 1;
+    for &c in bytes {
+        if c == b'"' || c == b'\\' {
+            o.resize(o.len() + escapes, b'\\');
+        }
+        o.push(c);
+    }
 }
 
 fn skip_ws(s: &[u8], mut i: usize) -> usize {
@@ -174,30 +223,6 @@ fn string_end(s: &[u8], start: usize) -> Result<usize, DecodeError> {
         }
     }
     Err(DecodeError::new("unterminated string in JSON body"))
-}
-
-/// Index just past the `}` that closes the object starting at `start`.
-fn object_end(s: &[u8], start: usize) -> Result<usize, DecodeError> {
-    let mut depth = 0usize;
-    let mut i = start;
-    while i < s.len() {
-        match s[i] {
-            b'"' => {
-                i = string_end(s, i)?;
-                continue;
-            }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return Ok(i + 1);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    Err(DecodeError::new("unterminated object key in JSON body"))
 }
 
 #[cfg(test)]
@@ -228,6 +253,8 @@ mod tests {
             "{\n\t{\n\t\t\"brokerName\":\"b c\",\n\t\t\"queueId\":0\n\t}:1}",
             "{\n\t\"{\\\"brokerName\\\":\\\"b c\\\",\\\"queueId\\\":0}\":1}",
         );
+        // An object key inside an object key: escaped twice.
+        check(r#"{{{0:1}:2}:3}"#, r#"{"{\"{\\\"0\\\":1}\":2}":3}"#);
         check(
             r#"{{"brokerName":"b","queueId":0,"topic":"T"}:100}"#,
             r#"{"{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"T\"}":100}"#,
@@ -259,6 +286,47 @@ mod tests {
         assert_eq!(parsed[0].0.queue_id, 0);
         assert_eq!(parsed[0].1, 100);
         assert_eq!(parsed[1].1, 7);
+    }
+
+    #[test]
+    fn nesting_past_the_caps_is_an_error() {
+        let deep = |open: u8, close: u8, n: usize| {
+            let mut v = vec![open; n];
+            v.resize(2 * n, close);
+            v
+        };
+        assert!(normalize(&deep(b'[', b']', MAX_DEPTH)).is_ok());
+        let e = normalize(&deep(b'[', b']', MAX_DEPTH + 1)).unwrap_err();
+        assert!(e.to_string().contains("nests deeper than 128"), "{e}");
+        // `{{{}}}` is an object key holding an object key: at the cap, decodable.
+        assert!(normalize(&deep(b'{', b'}', MAX_KEY_DEPTH + 1)).is_ok());
+        let e = normalize(&deep(b'{', b'}', MAX_KEY_DEPTH + 2)).unwrap_err();
+        assert!(
+            e.to_string().contains("object map keys deeper than 2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_output_is_linear_in_the_input() {
+        // Keys two levels deep, each holding quotes: at most 4 bytes out per byte in.
+        let mut body = b"{".to_vec();
+        for i in 0..1000 {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(format!(r#"{{{{"k":{i}}}:"v"}}:{i}"#).as_bytes());
+        }
+        body.push(b'}');
+        let out = normalize(&body).unwrap();
+        assert!(
+            out.len() <= 4 * body.len(),
+            "{} from {}",
+            out.len(),
+            body.len()
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 1000);
     }
 
     #[test]

@@ -27,7 +27,10 @@ pub(crate) use command::{Reader, ONEWAY_FLAG};
 pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};
-pub use route::{BrokerData, ClusterInfo, QueueData, TopicRouteData};
+pub use route::{
+    BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER, MAX_ROUTE_BROKERS,
+    MAX_ROUTE_QUEUES,
+};
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
 #[derive(Debug, Clone, PartialEq, Eq)]

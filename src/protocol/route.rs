@@ -4,6 +4,23 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::{json, DecodeError};
+
+/// The most queues of one topic on one broker that a route may give: a route from the wire
+/// claiming more (a corrupt or hostile answer, up to `i32::MAX`) is cut at this many, with a
+/// warning, when it is expanded into queues.
+pub const MAX_QUEUES_PER_BROKER: i32 = 65_536;
+
+/// The most queues a route may expand to over all its brokers (readable or writable, each
+/// broker's count cut at [`MAX_QUEUES_PER_BROKER`]), far above any real cluster (100
+/// brokers of 64 queues are 6,400). A route claiming more is a decode error, not a queue
+/// list of that size.
+pub const MAX_ROUTE_QUEUES: u64 = 1 << 18;
+
+/// The most brokers a route may list (its queue data, broker data and `orderTopicConf`
+/// entries, each counted on its own).
+pub const MAX_ROUTE_BROKERS: usize = 4_096;
+
 /// One broker group: a master (id 0) and its slaves (Java `BrokerData`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -70,6 +87,52 @@ pub struct TopicRouteData {
 }
 
 impl TopicRouteData {
+    /// Decodes a GET_ROUTEINFO_BY_TOPIC body and checks that it stays within
+    /// [`MAX_ROUTE_BROKERS`] and [`MAX_ROUTE_QUEUES`], so that expanding it into queues
+    /// cannot allocate without bound.
+    pub fn from_body(body: &[u8]) -> Result<TopicRouteData, DecodeError> {
+        let route: TopicRouteData = json::from_slice(body)?;
+        route.check_bounds()?;
+        Ok(route)
+    }
+
+    /// An error when the route lists more than [`MAX_ROUTE_BROKERS`] brokers or would
+    /// expand to more than [`MAX_ROUTE_QUEUES`] queues.
+    pub fn check_bounds(&self) -> Result<(), DecodeError> {
+        let per_broker = |n: i32| n.clamp(0, MAX_QUEUES_PER_BROKER) as u64;
+        let order: Vec<&str> = match self.order_topic_conf.as_deref() {
+            Some(conf) => conf.split(';').filter(|i| !i.is_empty()).collect(),
+            None => Vec::new(),
+        };
+        let brokers = [
+            ("queue data", self.queue_datas.len()),
+            ("broker data", self.broker_datas.len()),
+            ("orderTopicConf", order.len()),
+        ];
+        if let Some((what, n)) = brokers.iter().find(|(_, n)| *n > MAX_ROUTE_BROKERS) {
+            return Err(DecodeError::new(format!(
+                "route lists {n} brokers in its {what}, more than {MAX_ROUTE_BROKERS}"
+            )));
+        }
+        let order_queues: u64 = order
+            .iter()
+            .filter_map(|item| item.split(':').nth(1))
+            .map(|n| per_broker(n.trim().parse().unwrap_or(0)))
+            .sum();
+        let queues: u64 = self
+            .queue_datas
+            .iter()
+            .map(|q| per_broker(q.read_queue_nums).max(per_broker(q.write_queue_nums)))
+            .sum();
+        let most = order_queues.max(queues);
+        if most > MAX_ROUTE_QUEUES {
+            return Err(DecodeError::new(format!(
+                "route would expand to {most} queues, more than {MAX_ROUTE_QUEUES}"
+            )));
+        }
+        Ok(())
+    }
+
     /// A copy with queue and broker lists sorted, for change detection (Java sorts both
     /// before `equals`).
     pub fn sorted(&self) -> TopicRouteData {
