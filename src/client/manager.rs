@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use super::config::ClientConfig;
 use super::instance::{MQClientInstance, ServiceState};
 use crate::error::{Error, ErrorKind, Result};
-use crate::remoting::Credentials;
+use crate::remoting::{Credentials, TlsConfig};
 
 /// Client id → instance. No strong reference to an instance is ever dropped while this
 /// lock is held: dropping the last one runs the instance's `Drop`, which takes the lock.
@@ -24,9 +24,10 @@ fn table() -> &'static Mutex<HashMap<String, Weak<MQClientInstance>>> {
 /// `MQClientManager.getOrCreateMQClientInstance`). Clients with the same id share it; an
 /// instance that is shut down or failed to start is replaced by a new one.
 ///
-/// The instance signs with the credentials it was created with, so a client asking for a
-/// live instance with other credentials (or none where it has some) is a `Config` error:
-/// it would otherwise sign silently as the first one.
+/// The instance signs with the credentials and connects with the TLS settings it was
+/// created with, so a client asking for a live instance with other credentials or other TLS
+/// settings (or none where it has some) is a `Config` error: it would otherwise sign
+/// silently as the first one, or run in plaintext where it asked for TLS.
 pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInstance>> {
     let id = config.client_id();
     // Declared before the guard so that it is dropped after it (see `table`).
@@ -36,15 +37,24 @@ pub fn get_or_create_instance(config: &ClientConfig) -> Result<Arc<MQClientInsta
     if let Some(i) = t.get(&id).and_then(Weak::upgrade) {
         match i.state() {
             ServiceState::CreateJust | ServiceState::Running => {
-                if i.config().credentials() != config.credentials() {
+                let (theirs, ours) = (i.config(), config);
+                let clash = if theirs.credentials() != ours.credentials() {
+                    Some((describe(theirs.credentials()), describe(ours.credentials())))
+                } else if theirs.remoting.tls != ours.remoting.tls {
+                    Some((
+                        describe_tls(theirs.remoting.tls.as_ref()),
+                        describe_tls(ours.remoting.tls.as_ref()),
+                    ))
+                } else {
+                    None
+                };
+                if let Some((theirs, ours)) = clash {
                     drop(t);
                     return Err(Error::new(
                         ErrorKind::Config,
                         format!(
-                            "client instance {id} already runs with {}; give this client \
-                             another instance name to use {}",
-                            describe(i.config().credentials()),
-                            describe(config.credentials())
+                            "client instance {id} already runs with {theirs}; give this client \
+                             another instance name to use {ours}"
                         ),
                     ));
                 }
@@ -65,6 +75,14 @@ fn describe(credentials: Option<&Credentials>) -> String {
     match credentials {
         Some(c) => format!("the credentials of access key {:?}", c.access_key()),
         None => "no credentials".to_string(),
+    }
+}
+
+/// TLS settings as an error message names them.
+fn describe_tls(tls: Option<&TlsConfig>) -> String {
+    match tls {
+        Some(t) => format!("TLS settings {t:?}"),
+        None => "no TLS (plaintext)".to_string(),
     }
 }
 
@@ -168,6 +186,37 @@ mod tests {
             assert!(text.contains("access key \"ak\""), "{text}");
             assert!(!text.contains("secret"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_tls_client_of_a_plain_instance_is_a_config_error_not_a_plaintext_client() {
+        use crate::remoting::TlsConfig;
+        let plain = config("tls");
+        let mut tls = plain.clone();
+        tls.remoting.tls = Some(TlsConfig::new());
+        let mut other_tls = plain.clone();
+        other_tls.remoting.tls = Some(TlsConfig::danger_accept_any_server_certificate());
+        let instance = get_or_create_instance(&plain).unwrap();
+        for config in [&tls, &other_tls] {
+            let Err(e) = get_or_create_instance(config) else {
+                panic!("a TLS client shared a plaintext instance");
+            };
+            assert_eq!(e.kind(), crate::ErrorKind::Config, "{e}");
+            assert!(e.to_string().contains("TLS"), "{e}");
+        }
+        drop(instance);
+        // The other way round: a plain client of a TLS instance.
+        let mut tls = config("tls-first");
+        tls.remoting.tls = Some(TlsConfig::new());
+        let mut plain = tls.clone();
+        plain.remoting.tls = None;
+        let _instance = get_or_create_instance(&tls).unwrap();
+        let same = get_or_create_instance(&tls.clone()).unwrap();
+        assert!(Arc::ptr_eq(&_instance, &same), "same TLS settings share");
+        let e = get_or_create_instance(&plain)
+            .err()
+            .expect("a plaintext client of a TLS instance");
+        assert_eq!(e.kind(), crate::ErrorKind::Config, "{e}");
     }
 
     #[test]
