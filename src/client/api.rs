@@ -231,20 +231,35 @@ impl MQClientAPI {
         oneway: bool,
         timeout: Duration,
     ) -> Result<()> {
-        let header = UpdateConsumerOffsetRequestHeader {
-            consumer_group: group.to_string(),
-            topic: mq.topic.to_string(),
-            queue_id: mq.queue_id,
-            commit_offset: offset,
-            broker_name: Some(mq.broker_name.to_string()),
-        };
-        let request =
-            RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &header);
+        let request = update_offset_request(group, mq, offset);
         if oneway {
             return self.remoting.invoke_oneway(addr, request, timeout);
         }
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))
+    }
+
+    /// UPDATE_CONSUMER_OFFSET of many queues, each to its broker's address, all sent at
+    /// once and answered by `deadline` (a broker that stops reading costs the deadline
+    /// once, not a timeout per queue). The results are in the order of `commits`.
+    pub(crate) fn update_consumer_offsets_until(
+        &self,
+        group: &str,
+        commits: &[(String, MessageQueue, i64)],
+        deadline: std::time::Instant,
+    ) -> Vec<Result<()>> {
+        let requests = commits
+            .iter()
+            .map(|(addr, mq, offset)| (addr.clone(), update_offset_request(group, mq, *offset)))
+            .collect();
+        self.remoting
+            .invoke_all(requests, deadline)
+            .into_iter()
+            .zip(commits)
+            .map(|(r, (addr, _, _))| {
+                r.and_then(|response| expect_success(&response).map_err(|e| e.with_addr(addr)))
+            })
+            .collect()
     }
 
     /// GET_CONSUMER_LIST_BY_GROUP: client ids of the group's consumers known to a broker.
@@ -530,6 +545,17 @@ pub(crate) fn expect_success(response: &RemotingCommand) -> Result<()> {
     }
 }
 
+fn update_offset_request(group: &str, mq: &MessageQueue, offset: i64) -> RemotingCommand {
+    let header = UpdateConsumerOffsetRequestHeader {
+        consumer_group: group.to_string(),
+        topic: mq.topic.to_string(),
+        queue_id: mq.queue_id,
+        commit_offset: offset,
+        broker_name: Some(mq.broker_name.to_string()),
+    };
+    RemotingCommand::request_with_header(RequestCode::UPDATE_CONSUMER_OFFSET, &header)
+}
+
 fn route_request(topic: &str) -> RemotingCommand {
     let header = GetRouteInfoRequestHeader {
         topic: topic.to_string(),
@@ -540,6 +566,6 @@ fn route_request(topic: &str) -> RemotingCommand {
 
 fn route_of(topic: &str, response: &RemotingCommand) -> Result<TopicRouteData> {
     expect_success(response).map_err(|e| e.context(format!("route of topic {topic}")))?;
-    json::from_slice(&response.body)
+    TopicRouteData::from_body(&response.body)
         .map_err(|e| Error::from(e).context(format!("route of topic {topic}")))
 }

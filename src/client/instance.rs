@@ -112,6 +112,8 @@ const LOCK_TIMEOUT: Duration = Duration::from_millis(3000);
 /// of the name-server lock (other lookups wait for one batch, not for the round).
 const ROUTE_BATCH: usize = 256;
 /// The least time between two heartbeats that new broker connections ask for.
+/// The least time a shutdown gives its threads to be joined, even past its deadline.
+pub(crate) const JOIN_GRACE: Duration = Duration::from_millis(500);
 const CONNECT_HEARTBEAT_SPACING: Duration = Duration::from_secs(1);
 
 /// The shared client core (Java `MQClientInstance`).
@@ -344,7 +346,7 @@ impl MQClientInstance {
                 *state = ServiceState::StartFailed;
                 drop(state);
                 manager::remove(&self.client_id, self);
-                self.stop_threads();
+                self.stop_threads(Instant::now() + self.config.remoting.shutdown_timeout);
                 Err(e.context(format!("starting client instance {}", self.client_id)))
             }
         }
@@ -434,6 +436,14 @@ impl MQClientInstance {
     /// Stops the jobs and the remoting client once no producer or consumer uses the
     /// instance any more, and removes it from the manager. Java `shutdown`.
     pub fn shutdown(&self) {
+        self.shutdown_until(Instant::now() + self.config.remoting.shutdown_timeout);
+    }
+
+    /// [`shutdown`](Self::shutdown), joining the threads by `deadline` (a client's own
+    /// shutdown passes the deadline its other steps shared). The threads get at least
+    /// [`JOIN_GRACE`] even when the deadline has passed: once told to stop they end in
+    /// milliseconds, and a thread left behind would outlive its client.
+    pub(crate) fn shutdown_until(&self, deadline: Instant) {
         if !self.consumers.read().is_empty() || !self.producers.read().is_empty() {
             return;
         }
@@ -444,16 +454,14 @@ impl MQClientInstance {
         *state = ServiceState::ShutdownAlready;
         drop(state);
         manager::remove(&self.client_id, self);
-        self.stop_threads();
+        self.stop_threads(deadline.max(Instant::now() + JOIN_GRACE));
         info!("client instance {} shut down", self.client_id);
     }
 
     /// Stops the timer, the consumer services and the remoting client, joining their
-    /// threads (never the calling one) under one deadline, `shutdown_timeout` from now:
-    /// a thread still running then (a stuck callback) is left behind with a warning.
-    /// Idempotent.
-    fn stop_threads(&self) {
-        let deadline = Instant::now() + self.config.remoting.shutdown_timeout;
+    /// threads (never the calling one) by one deadline: a thread still running then (a
+    /// stuck callback) is left behind with a warning. Idempotent.
+    fn stop_threads(&self, deadline: Instant) {
         // Waiting requests end now, each exactly once, before the timer that would time
         // them out stops.
         self.replies.fail_all(|| {
@@ -487,10 +495,10 @@ impl MQClientInstance {
         true
     }
 
-    /// Unregisters a producer locally and at every broker.
-    pub(crate) fn unregister_producer(&self, group: &str) {
+    /// Unregisters a producer locally and at every broker, within `deadline` when given.
+    pub(crate) fn unregister_producer_until(&self, group: &str, deadline: Option<Instant>) {
         self.producers.write().remove(group);
-        self.unregister_client(Some(group), None);
+        self.unregister_client(Some(group), None, deadline);
     }
 
     /// Registers a consumer; false if the group is already registered here.
@@ -505,11 +513,22 @@ impl MQClientInstance {
 
     /// Unregisters a consumer locally and at every broker.
     pub(crate) fn unregister_consumer(&self, group: &str) {
-        self.consumers.write().remove(group);
-        self.unregister_client(None, Some(group));
+        self.unregister_consumer_until(group, None);
     }
 
-    fn unregister_client(&self, producer_group: Option<&str>, consumer_group: Option<&str>) {
+    /// [`unregister_consumer`](Self::unregister_consumer) within `deadline`: a broker not
+    /// asked by then forgets the consumer when the instance's connections close.
+    pub(crate) fn unregister_consumer_until(&self, group: &str, deadline: Option<Instant>) {
+        self.consumers.write().remove(group);
+        self.unregister_client(None, Some(group), deadline);
+    }
+
+    fn unregister_client(
+        &self,
+        producer_group: Option<&str>,
+        consumer_group: Option<&str>,
+        deadline: Option<Instant>,
+    ) {
         let addrs: Vec<String> = self
             .broker_addr_table
             .read()
@@ -517,12 +536,20 @@ impl MQClientInstance {
             .flat_map(|m| m.values().cloned())
             .collect();
         for addr in addrs {
+            let mut timeout = self.config.mq_client_api_timeout;
+            if let Some(d) = deadline {
+                timeout = timeout.min(d.saturating_duration_since(Instant::now()));
+                if timeout.is_zero() {
+                    warn!("no time left to unregister {} at {addr}", self.client_id);
+                    continue;
+                }
+            }
             if let Err(e) = self.api.unregister_client(
                 &addr,
                 &self.client_id,
                 producer_group,
                 consumer_group,
-                self.config.mq_client_api_timeout,
+                timeout,
             ) {
                 warn!("unregister client {} at {addr}: {e}", self.client_id);
             }
@@ -1454,7 +1481,7 @@ impl Drop for MQClientInstance {
     fn drop(&mut self) {
         *self.state.get_mut() = ServiceState::ShutdownAlready;
         manager::remove(&self.client_id, self);
-        self.stop_threads();
+        self.stop_threads(Instant::now() + self.config.remoting.shutdown_timeout);
         debug!("client instance {} dropped", self.client_id);
     }
 }

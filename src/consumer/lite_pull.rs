@@ -50,12 +50,20 @@ pub struct LitePullOptions {
     pub pull_threshold_for_all: usize,
     /// Cached messages per queue before its pulls pause (Java 1000).
     pub pull_threshold_for_queue: usize,
+    /// Cached body bytes per queue, in MiB, before its pulls pause (Java
+    /// `pullThresholdSizeForQueue`, 100 MiB).
+    #[doc(alias = "pullThresholdSizeForQueue")]
+    pub pull_threshold_size_for_queue_mib: u64,
+    /// Cached body bytes across all queues, in MiB, before pulls pause (1,024 MiB; Java has
+    /// no such bound, so 10,000 cached bodies of 4 MiB could hold 40 GB there).
+    pub pull_threshold_size_for_all_mib: u64,
     /// Default wait of [`poll`](LitePullConsumer::poll) (Java 5 s).
     pub poll_timeout: Duration,
     /// Commit automatically (Java true): at the start of a `poll`, at most once per
     /// `auto_commit_interval`, what earlier polls returned is committed (the application
     /// is done with it then). The batch the last `poll` returned is never committed
-    /// before the next `poll` (or `commit_sync`, or shutdown).
+    /// before the next `poll` or `commit_sync`; shutdown (and `Drop`) commit only what
+    /// those confirmed.
     pub auto_commit: bool,
     /// How often auto-commit runs, checked at each poll (Java 5 s, at least 1 s).
     pub auto_commit_interval: Duration,
@@ -82,6 +90,8 @@ impl Default for LitePullOptions {
             pull_batch_size: 10,
             pull_threshold_for_all: 10_000,
             pull_threshold_for_queue: 1000,
+            pull_threshold_size_for_queue_mib: 100,
+            pull_threshold_size_for_all_mib: 1024,
             poll_timeout: Duration::from_secs(5),
             auto_commit: true,
             auto_commit_interval: Duration::from_secs(5),
@@ -108,6 +118,10 @@ struct QueueState {
     pull_offset: Option<i64>,
     /// Offset after the last message `poll` returned; -1 until then.
     consumed_offset: i64,
+    /// The consumed offset a later `poll` (or `commit_sync`, or `seek`) confirmed: the
+    /// application is done with everything before it. Shutdown commits this, never the
+    /// consumed offset, whose last batch may still be in processing.
+    confirmed_offset: i64,
     paused: bool,
     /// Bumped by seek and re-assignment: pulls and cached batches of older epochs are void.
     epoch: u64,
@@ -136,6 +150,8 @@ struct LitePullImpl {
     cache_tx: Sender<Batch>,
     cache_rx: Receiver<Batch>,
     cached_msgs: AtomicU64,
+    /// Body bytes of the batches waiting in `cache_rx`.
+    cached_bytes: AtomicU64,
     epochs: AtomicU64,
     state: Mutex<ServiceState>,
     last_commit: Mutex<Instant>,
@@ -187,6 +203,11 @@ impl LitePullConsumerBuilder {
         pull_threshold_for_all: usize;
         /// Cached messages per queue before its pulls pause (Java 1000).
         pull_threshold_for_queue: usize;
+        /// Cached body MiB per queue before its pulls pause (Java
+        /// `pullThresholdSizeForQueue`, 100).
+        pull_threshold_size_for_queue_mib: u64;
+        /// Cached body MiB across all queues before pulls pause (1,024).
+        pull_threshold_size_for_all_mib: u64;
         /// Default wait of `poll` (Java 5 s).
         poll_timeout: Duration;
         /// Commit what earlier polls returned at the start of a `poll` (Java true); see
@@ -288,6 +309,7 @@ impl LitePullConsumerBuilder {
             cache_tx,
             cache_rx,
             cached_msgs: AtomicU64::new(0),
+            cached_bytes: AtomicU64::new(0),
             epochs: AtomicU64::new(1),
             state: Mutex::new(ServiceState::CreateJust),
             last_commit: Mutex::new(Instant::now()),
@@ -451,9 +473,11 @@ impl LitePullConsumer {
         if *c.state.lock() != ServiceState::Running {
             return Err(Error::state(format!("consumer {} is not running", c.group)));
         }
+        // Calling poll again says the application is done with what earlier polls returned.
+        c.confirm_consumed();
         if c.options.auto_commit && c.last_commit.lock().elapsed() >= c.options.auto_commit_interval
         {
-            c.commit_all(false);
+            c.commit_all(None);
         }
         let deadline = Instant::now() + timeout;
         loop {
@@ -466,6 +490,8 @@ impl LitePullConsumer {
             };
             c.cached_msgs
                 .fetch_sub(batch.msgs.len() as u64, Ordering::SeqCst);
+            c.cached_bytes
+                .fetch_sub(body_bytes(&batch.msgs), Ordering::SeqCst);
             let mut queues = c.queues.lock();
             let Some(q) = queues.get_mut(&batch.mq) else {
                 continue;
@@ -507,9 +533,12 @@ impl LitePullConsumer {
         self.inner.trace.lock().as_ref().map(|t| t.stats())
     }
 
-    /// Writes the consumed offsets of every queue to the offset store, synchronously.
+    /// Writes the consumed offsets of every queue to the offset store, synchronously: the
+    /// application is done with everything `poll` returned.
     pub fn commit_sync(&self) -> Result<()> {
-        self.inner.commit_all(true);
+        self.inner.confirm_consumed();
+        let deadline = Instant::now() + super::offset_store::BROKER_TIMEOUT;
+        self.inner.commit_all(Some(deadline));
         Ok(())
     }
 
@@ -590,8 +619,10 @@ impl LitePullConsumer {
         }
     }
 
-    /// Commits (when auto-commit is on), unregisters and stops the client instance if
-    /// nothing else uses it. Idempotent.
+    /// Commits (when auto-commit is on) what a later `poll` or `commit_sync` confirmed —
+    /// never the batch the last `poll` returned, which may still be in processing (as when
+    /// a panic while processing it drops the consumer) — then unregisters and stops the
+    /// client instance if nothing else uses it. Idempotent.
     pub fn shutdown(&self) {
         let c = &self.inner;
         {
@@ -609,16 +640,19 @@ impl LitePullConsumer {
         for s in c.queues.lock().values() {
             s.pq.set_dropped(true);
         }
+        // One deadline for the commits (sent together), the trace, the unregistration and
+        // the threads, however many queues and brokers.
+        let deadline = Instant::now() + c.instance.config().remoting.shutdown_timeout;
         if c.options.auto_commit {
-            c.commit_all(true);
+            c.commit_all(Some(deadline));
         }
         let trace = c.trace.lock().take();
         if let Some(t) = trace {
-            let wait = c.instance.config().remoting.shutdown_timeout;
-            t.shutdown_until(Instant::now() + wait);
+            t.shutdown_until(deadline);
         }
-        c.instance.unregister_consumer(&c.group);
-        c.instance.shutdown();
+        c.instance
+            .unregister_consumer_until(&c.group, Some(deadline));
+        c.instance.shutdown_until(deadline);
         info!("lite pull consumer {} shut down", c.group);
     }
 }
@@ -687,6 +721,7 @@ impl LitePullImpl {
                     pq: Arc::new(ProcessQueue::default()),
                     pull_offset: offset,
                     consumed_offset: -1,
+                    confirmed_offset: -1,
                     paused: false,
                     epoch,
                 },
@@ -723,6 +758,7 @@ impl LitePullImpl {
             s.pq = Arc::new(ProcessQueue::default());
             s.pull_offset = Some(offset);
             s.consumed_offset = offset;
+            s.confirmed_offset = offset;
             s.epoch = epoch;
         }
         self.store.update_offset(mq, offset, false);
@@ -799,8 +835,12 @@ impl LitePullImpl {
         if paused {
             return self.schedule_pull(mq, epoch, Duration::from_millis(1000));
         }
+        const MIB: u64 = 1 << 20;
         if self.cached_msgs.load(Ordering::SeqCst) as usize > o.pull_threshold_for_all
             || pq.msg_count() > o.pull_threshold_for_queue
+            || self.cached_bytes.load(Ordering::SeqCst)
+                > o.pull_threshold_size_for_all_mib.saturating_mul(MIB)
+            || pq.msg_size() > o.pull_threshold_size_for_queue_mib.saturating_mul(MIB)
         {
             return self.schedule_pull(mq, epoch, Duration::from_millis(50));
         }
@@ -869,6 +909,8 @@ impl LitePullImpl {
                 pq.put_messages(&r.msgs);
                 self.cached_msgs
                     .fetch_add(r.msgs.len() as u64, Ordering::SeqCst);
+                self.cached_bytes
+                    .fetch_add(body_bytes(&r.msgs), Ordering::SeqCst);
                 let _ = self.cache_tx.send(Batch {
                     mq: mq.clone(),
                     epoch,
@@ -886,33 +928,48 @@ impl LitePullImpl {
         self.schedule_pull(mq, epoch, Duration::ZERO);
     }
 
-    /// Commits every queue's consumed offset (Java `commitAll`): the offset store takes
-    /// it, and `sync` writes it through at once, else a persist of every held queue
-    /// sends it. Called by `commit_sync`, by the auto-commit at the start of `poll` (the
-    /// batches earlier polls returned are processed then) and by shutdown.
-    fn commit_all(&self, sync: bool) {
+    /// Marks everything `poll` returned so far as processed (the start of a `poll`,
+    /// `commit_sync`).
+    fn confirm_consumed(&self) {
+        for s in self.queues.lock().values_mut() {
+            s.confirmed_offset = s.consumed_offset;
+        }
+    }
+
+    /// Commits every queue's confirmed offset (Java `commitAll`): the offset store takes
+    /// it, and with `until` writes every held queue's through at once, waiting until that
+    /// deadline, else a persist of every held queue sends it. Called by `commit_sync`, by
+    /// the auto-commit at the start of `poll` (the batches earlier polls returned are
+    /// processed then) and by shutdown.
+    fn commit_all(&self, until: Option<Instant>) {
         *self.last_commit.lock() = Instant::now();
         let (held, offsets): (HashSet<MessageQueue>, Vec<(MessageQueue, i64)>) = {
             let q = self.queues.lock();
             let offsets = q
                 .iter()
-                .filter(|(_, s)| s.consumed_offset >= 0)
-                .map(|(mq, s)| (mq.clone(), s.consumed_offset))
+                .filter(|(_, s)| s.confirmed_offset >= 0)
+                .map(|(mq, s)| (mq.clone(), s.confirmed_offset))
                 .collect();
             (q.keys().cloned().collect(), offsets)
         };
         for (mq, off) in &offsets {
             self.store.update_offset(mq, *off, false);
-            if sync {
-                if let Err(e) = self.store.update_consume_offset_to_store(mq, *off) {
-                    warn!("{}: committing {off} for {mq}: {e}", self.group);
+        }
+        match until {
+            Some(deadline) => {
+                let failed = self.store.persist_until(&held, deadline);
+                if failed > 0 {
+                    warn!("{}: {failed} offsets not committed", self.group);
                 }
             }
-        }
-        if !sync {
-            self.store.persist_all(&held);
+            None => self.store.persist_all(&held),
         }
     }
+}
+
+/// Body bytes of `msgs`, as the process queue counts them.
+fn body_bytes(msgs: &[MessageExt]) -> u64 {
+    msgs.iter().map(|m| m.body().len() as u64).sum()
 }
 
 impl RebalanceHooks for LitePullImpl {

@@ -868,7 +868,9 @@ impl PushConsumer {
     /// every batch that had not started — is delivered to the group again (to a consumer
     /// started later, or to another member). Messages whose listener returned before the
     /// wait ended are committed and do not come again. The wait bounds what this call
-    /// spends on listeners; the rest is a few broker calls, each with its own timeout.
+    /// spends on listeners; everything after it — the offsets of every held queue, sent
+    /// together, the unlocks, the unregistration and the threads — shares one deadline,
+    /// `shutdown_timeout` (10 s) after the wait, even when a broker stops reading.
     ///
     /// [`await_termination_when_shutdown`]: PushConsumerBuilder::await_termination_when_shutdown
     pub fn shutdown(&self) {
@@ -893,22 +895,25 @@ impl PushConsumer {
         c.pool.shutdown(c.options.await_termination_when_shutdown);
         // From here on no offset moves: a listener that returns later is not acknowledged.
         c.stop_recording_offsets();
+        // One deadline for the rest: the trace, the commits (sent together), the unlocks,
+        // the unregistration and the threads, however many queues and brokers.
+        let deadline = std::time::Instant::now() + c.instance.config().remoting.shutdown_timeout;
         let trace = c.trace.write().take();
         if let Some(t) = trace {
-            let wait = c.instance.config().remoting.shutdown_timeout;
-            t.shutdown_until(std::time::Instant::now() + wait);
+            t.shutdown_until(deadline);
         }
-        c.persist_offsets_sync();
+        c.persist_offsets_until(deadline);
         if c.is_orderly_clustering() {
-            c.rebalance.unlock_all(false);
+            c.rebalance.unlock_all_until(deadline);
         }
         let fallback = c.fallback_producer.write().take();
         if let Some(p) = fallback {
-            p.shutdown();
+            p.shutdown_until(deadline);
         }
-        c.instance.unregister_consumer(&c.group);
+        c.instance
+            .unregister_consumer_until(&c.group, Some(deadline));
         c.drop_all_queues();
-        c.instance.shutdown();
+        c.instance.shutdown_until(deadline);
         info!("push consumer {} shut down", c.group);
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
 use parking_lot::Mutex;
@@ -18,7 +18,7 @@ use crate::message::MessageQueue;
 use crate::protocol::consumer_admin::ProcessQueueInfo;
 use crate::protocol::json;
 
-const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
+pub(crate) const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
 
 /// Where a read of the offset store looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +49,15 @@ pub(crate) trait OffsetStore: Send + Sync {
     fn update_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool);
     fn read_offset(&self, mq: &MessageQueue, ty: ReadOffsetType) -> ReadOffset;
     fn persist_all(&self, mqs: &HashSet<MessageQueue>);
+    /// Writes the offsets of `mqs` through and waits until they are written or `deadline`
+    /// passes, whichever is first (shutdown, `commit_sync`): the remote store sends every
+    /// commit at once, so a broker that stops reading costs the deadline once, not a
+    /// timeout per queue. Forgets nothing. Returns how many offsets were not written.
+    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> usize {
+        let _ = deadline;
+        self.persist_all(mqs);
+        0
+    }
     fn persist(&self, mq: &MessageQueue);
     fn remove_offset(&self, mq: &MessageQueue);
     /// Sync write of one offset to where it lives (used by seek/commit of lite pull).
@@ -148,6 +157,46 @@ impl RemoteBrokerOffsetStore {
 impl OffsetStore for RemoteBrokerOffsetStore {
     fn load(&self) -> Result<()> {
         Ok(())
+    }
+
+    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> usize {
+        let mut commits = Vec::new();
+        let mut failed = 0;
+        let snapshot: Vec<(MessageQueue, i64)> = {
+            let t = self.table.lock();
+            mqs.iter()
+                .filter_map(|mq| t.get(mq).map(|o| (mq.clone(), *o)))
+                .collect()
+        };
+        for (mq, offset) in snapshot {
+            // The cached route only: a route refresh is a name-server round trip that the
+            // deadline does not cover.
+            let addr = self
+                .instance
+                .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, false)
+                .map(|f| f.addr);
+            match addr {
+                Some(addr) => commits.push((addr, mq, offset)),
+                None => {
+                    warn!(
+                        "{}: no address of {} to commit {offset} for {mq}",
+                        self.group, mq.broker_name
+                    );
+                    failed += 1;
+                }
+            }
+        }
+        let results =
+            self.instance
+                .api()
+                .update_consumer_offsets_until(&self.group, &commits, deadline);
+        for (r, (_, mq, offset)) in results.iter().zip(&commits) {
+            if let Err(e) = r {
+                warn!("{}: committing {offset} for {mq}: {e}", self.group);
+                failed += 1;
+            }
+        }
+        failed
     }
 
     fn update_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {

@@ -975,11 +975,10 @@ impl PushConsumerImpl {
     }
 
     /// Sync persist of every held queue's offset (shutdown).
-    pub(crate) fn persist_offsets_sync(&self) {
+    /// Commits the offsets of every held queue, all at once, acknowledged by `deadline`
+    /// (shutdown): no lock is held while they are on the way.
+    pub(crate) fn persist_offsets_until(&self, deadline: std::time::Instant) {
         let _persisting = self.persisting.lock();
-        for mq in self.rebalance.process_queues.read().keys() {
-            self.offset_store.persist(mq);
-        }
         let all: HashSet<MessageQueue> = self
             .rebalance
             .process_queues
@@ -987,7 +986,14 @@ impl PushConsumerImpl {
             .keys()
             .cloned()
             .collect();
-        self.offset_store.persist_all(&all);
+        let failed = self.offset_store.persist_until(&all, deadline);
+        if failed > 0 {
+            warn!(
+                "{}: {failed} of {} offsets not committed at shutdown; their messages come again",
+                self.group,
+                all.len()
+            );
+        }
     }
 }
 

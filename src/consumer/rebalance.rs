@@ -391,19 +391,27 @@ impl RebalanceImpl {
         }
     }
 
-    /// Unlocks every held queue (on shutdown, synchronously).
-    pub(crate) fn unlock_all(&self, oneway: bool) {
+    /// Unlocks every held queue, broker by broker and synchronously, by `deadline` (on
+    /// shutdown). A broker not asked before the deadline frees the locks on its own when
+    /// they expire (Java `rebalanceLockMaxLiveTime`, 60 s).
+    pub(crate) fn unlock_all_until(&self, deadline: std::time::Instant) {
         for (broker, mqs) in self.held_by_broker() {
             let Some(addr) = self.master_of(&broker) else {
                 continue;
             };
-            if let Err(e) = self.instance.api().unlock_batch_mq(
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                warn!(
+                    "{}: no time left to unlock the queues on {broker}",
+                    self.group
+                );
+            } else if let Err(e) = self.instance.api().unlock_batch_mq(
                 &addr,
                 &self.group,
                 self.instance.client_id(),
                 &mqs,
-                oneway,
-                LOCK_TIMEOUT,
+                false,
+                left.min(LOCK_TIMEOUT),
             ) {
                 warn!("{}: unlocking queues on {broker}: {e}", self.group);
             }

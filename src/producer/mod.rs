@@ -323,6 +323,12 @@ impl Producer {
         self.inner.shutdown()
     }
 
+    /// [`shutdown`](Self::shutdown) with every step done by `deadline` (a consumer's
+    /// shutdown passes its own deadline to the producer it sends retries with).
+    pub(crate) fn shutdown_until(&self, deadline: std::time::Instant) {
+        self.inner.shutdown_until(deadline)
+    }
+
     /// The producer group (with namespace).
     pub fn group(&self) -> &str {
         self.inner.group()

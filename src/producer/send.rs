@@ -207,7 +207,7 @@ impl ProducerImpl {
             PublishEntry::new(Arc::new(TopicPublishInfo::default())),
         );
         if let Err(e) = instance.start() {
-            instance.unregister_producer(&self.group);
+            instance.unregister_producer_until(&self.group, None);
             return Err(e);
         }
         *self.instance.write() = Some(instance.clone());
@@ -228,6 +228,13 @@ impl ProducerImpl {
     }
 
     pub(super) fn shutdown(&self) {
+        self.shutdown_until(Instant::now() + self.config.remoting.shutdown_timeout);
+    }
+
+    /// Shuts down with everything — the trace, the unregistration at each broker and the
+    /// client instance's threads — done by `deadline`, so a broker that stops reading
+    /// costs the deadline once.
+    pub(super) fn shutdown_until(&self, deadline: Instant) {
         let mut state = self.state.lock();
         if *state != ServiceState::Running {
             if *state == ServiceState::CreateJust {
@@ -239,12 +246,12 @@ impl ProducerImpl {
         drop(state);
         let trace = self.trace.write().take();
         if let Some(t) = trace {
-            t.shutdown_until(Instant::now() + self.config.remoting.shutdown_timeout);
+            t.shutdown_until(deadline);
         }
         let instance = self.instance.write().take();
         if let Some(instance) = instance {
-            instance.unregister_producer(&self.group);
-            instance.shutdown();
+            instance.unregister_producer_until(&self.group, Some(deadline));
+            instance.shutdown_until(deadline);
         }
         debug!("producer {} shut down", self.group);
     }

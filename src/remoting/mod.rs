@@ -796,40 +796,10 @@ impl RemotingClient {
     ) -> Result<Vec<Result<RemotingCommand>>> {
         let deadline = Instant::now() + timeout;
         let addr = self.choose_name_server(deadline)?;
-        let n = requests.len();
-        let mut answers: Vec<Option<Result<RemotingCommand>>> = (0..n).map(|_| None).collect();
-        let (tx, rx) = crossbeam_channel::bounded(n);
-        let mut queued = 0;
-        for (i, request) in requests.into_iter().enumerate() {
-            let tx = tx.clone();
-            let left = deadline.saturating_duration_since(Instant::now());
-            let sent = self.invoke_async(&addr, request, left, move |r| {
-                // The receiver is gone only once the wait below gave up.
-                let _ = tx.send((i, r));
-            });
-            match sent {
-                Ok(()) => queued += 1,
-                Err(e) => answers[i] = Some(Err(e.into_parts().0)),
-            }
-        }
-        drop(tx);
-        // Every queued callback runs once, by its timeout at the latest; the margin covers
-        // a busy callback pool, and the loop ends early if every sender is gone.
-        let wait_until = deadline + Duration::from_secs(1);
-        for _ in 0..queued {
-            match rx.recv_deadline(wait_until) {
-                Ok((i, r)) => answers[i] = Some(r),
-                Err(_) => break,
-            }
-        }
-        let answers: Vec<Result<RemotingCommand>> = answers
-            .into_iter()
-            .map(|a| {
-                a.unwrap_or_else(|| {
-                    Err(Error::timeout(TimeoutPhase::Response, timeout).with_addr(&addr))
-                })
-            })
-            .collect();
+        let answers = self.invoke_all(
+            requests.into_iter().map(|r| (addr.clone(), r)).collect(),
+            deadline,
+        );
         let connection_lost = answers.iter().any(|r| {
             r.as_ref().err().is_some_and(|e| {
                 matches!(
@@ -845,6 +815,55 @@ impl RemotingClient {
             }
         }
         Ok(answers)
+    }
+
+    /// Sends every request to its address at once and waits for all the answers until
+    /// `deadline`, returned in the order of `requests`: n requests cost about one round
+    /// trip, and a peer that does not answer costs the deadline once, not n timeouts. A
+    /// request that could not be queued, or had no answer by the deadline, is an error.
+    pub(crate) fn invoke_all(
+        &self,
+        requests: Vec<(String, RemotingCommand)>,
+        deadline: Instant,
+    ) -> Vec<Result<RemotingCommand>> {
+        let n = requests.len();
+        let total = deadline.saturating_duration_since(Instant::now());
+        let mut answers: Vec<Option<Result<RemotingCommand>>> = (0..n).map(|_| None).collect();
+        let mut addrs = Vec::with_capacity(n);
+        let (tx, rx) = crossbeam_channel::bounded(n);
+        let mut queued = 0;
+        for (i, (addr, request)) in requests.into_iter().enumerate() {
+            let tx = tx.clone();
+            let left = deadline.saturating_duration_since(Instant::now());
+            let sent = self.invoke_async(&addr, request, left, move |r| {
+                // The receiver is gone only once the wait below gave up.
+                let _ = tx.send((i, r));
+            });
+            match sent {
+                Ok(()) => queued += 1,
+                Err(e) => answers[i] = Some(Err(e.into_parts().0)),
+            }
+            addrs.push(addr);
+        }
+        drop(tx);
+        // Every queued callback runs once, by its timeout at the latest; the margin covers
+        // a busy callback pool, and the loop ends early if every sender is gone.
+        let wait_until = deadline + Duration::from_secs(1);
+        for _ in 0..queued {
+            match rx.recv_deadline(wait_until) {
+                Ok((i, r)) => answers[i] = Some(r),
+                Err(_) => break,
+            }
+        }
+        answers
+            .into_iter()
+            .zip(addrs)
+            .map(|(a, addr)| {
+                a.unwrap_or_else(|| {
+                    Err(Error::timeout(TimeoutPhase::Response, total).with_addr(&addr))
+                })
+            })
+            .collect()
     }
 
     fn choose_name_server(&self, deadline: Instant) -> Result<String> {

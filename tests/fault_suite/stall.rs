@@ -289,3 +289,66 @@ fn a_broker_that_stops_reading_under_async_sends_keeps_the_write_queue_bounded()
         "RSS grew by {rss_growth_kib} KiB"
     );
 }
+
+#[test]
+fn push_consumer_shutdown_with_a_broker_that_stops_reading_ends_within_its_shutdown_timeout() {
+    use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
+    let _serial = serial();
+    let _forward = ForwardOnDrop;
+    // 16 queues on each broker: the consumer holds 16 of broker-a's queues, each with an
+    // offset to commit at shutdown.
+    let topic = topic_on_both("stall_shutdown", 16);
+    let p = Producer::builder(unique("pg_stall_shutdown"))
+        .namesrv_addr(crate::namesrv())
+        .start()
+        .unwrap();
+    let total = 128;
+    for i in 0..total {
+        p.send(&Message::new(&topic, format!("m{i}"))).unwrap();
+    }
+    let consumed = Arc::new(AtomicUsize::new(0));
+    let seen = consumed.clone();
+    let shutdown_timeout = Duration::from_secs(3);
+    let c = PushConsumer::builder(unique("cg_stall_shutdown"))
+        .namesrv_addr(crate::namesrv())
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .shutdown_timeout(shutdown_timeout)
+        .subscribe(&topic, "*")
+        .listener(move |msgs, _| {
+            seen.fetch_add(msgs.len(), Ordering::SeqCst);
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(60), || consumed.load(Ordering::SeqCst)
+            >= total),
+        "only {} of {total} consumed",
+        consumed.load(Ordering::SeqCst)
+    );
+    let held_on_a = c
+        .assigned_queues()
+        .iter()
+        .filter(|mq| mq.broker_name() == BROKER_A)
+        .count();
+    proxy(BROKER_A).stall(Direction::ToUpstream);
+    let began = Instant::now();
+    c.shutdown();
+    let took = began.elapsed();
+    proxy(BROKER_A).forward();
+    table(
+        "push consumer shutdown while broker-a stops reading",
+        &[
+            ("queues held on broker-a", held_on_a.to_string()),
+            ("shutdown_timeout", format!("{shutdown_timeout:?}")),
+            ("shutdown took", format!("{:.2} s", took.as_secs_f64())),
+        ],
+    );
+    assert!(held_on_a >= 16, "{held_on_a} queues held on broker-a");
+    // One deadline covers the commits, the unlocks, the unregistration and the threads;
+    // the margin is for the work that waits on nothing.
+    assert!(
+        took <= shutdown_timeout + Duration::from_secs(2),
+        "shutdown took {took:?} with a shutdown_timeout of {shutdown_timeout:?}"
+    );
+}

@@ -708,6 +708,111 @@ fn lite_pull_auto_commit_commits_a_batch_only_when_the_next_poll_comes() {
     c.shutdown();
 }
 
+/// How a lite pull consumer holding an unprocessed batch ends.
+#[derive(Debug, Clone, Copy)]
+enum LiteEnd {
+    Shutdown,
+    Drop,
+    /// The application panics while processing the batch: unwinding drops the consumer.
+    Panic,
+}
+
+#[test]
+fn lite_pull_shutdown_drop_or_panic_commits_only_the_batches_a_later_poll_confirmed() {
+    for end in [LiteEnd::Shutdown, LiteEnd::Drop, LiteEnd::Panic] {
+        let topic = cluster::topic("litesd", 1);
+        let group = cluster::unique("litesdg");
+        let p = producer();
+        for i in 0..30 {
+            p.send(&Message::new(&topic, format!("s{i}"))).unwrap();
+        }
+        let mq = p.fetch_publish_message_queues(&topic).unwrap().remove(0);
+        let c = lite(&group).pull_batch_size(10).start().unwrap();
+        c.assign(std::slice::from_ref(&mq)).unwrap();
+        let first = poll_batch(&c);
+        // This poll confirms `first`; `second` is never processed.
+        let second = poll_batch(&c);
+        let confirmed = second[0].queue_offset();
+        assert_eq!(confirmed, first.last().unwrap().queue_offset() + 1);
+        match end {
+            LiteEnd::Shutdown => c.shutdown(),
+            LiteEnd::Drop => drop(c),
+            LiteEnd::Panic => {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+                    let _consumer = c;
+                    panic!("processing the batch failed");
+                }));
+                assert!(r.is_err());
+            }
+        }
+        assert_eq!(
+            broker_offset(&group, &mq),
+            Some(confirmed),
+            "{end:?}: the broker must hold the end of the confirmed batch, not of the \
+             {} unprocessed messages",
+            second.len()
+        );
+        // A new member of the group gets the unprocessed batch again.
+        let c2 = lite(&group).pull_batch_size(10).start().unwrap();
+        c2.assign(std::slice::from_ref(&mq)).unwrap();
+        let again = poll_batch(&c2);
+        let ids = |v: &[MessageExt]| v.iter().map(|m| m.msg_id().to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(&again), ids(&second), "{end:?}: the batch comes again");
+        c2.shutdown();
+    }
+}
+
+#[test]
+fn lite_pull_caches_about_its_size_threshold_of_64_kib_bodies_when_nobody_polls() {
+    const BODY: usize = 64 << 10;
+    // Per queue (one queue, 1 MiB) and for the whole consumer (four queues, 1 MiB in all).
+    for (queues, per_queue_mib, all_mib) in [(1, 1, 1024), (4, 1024, 1)] {
+        let topic = cluster::topic("litesz", queues);
+        let group = cluster::unique("liteszg");
+        let p = producer();
+        let body = vec![b'x'; BODY];
+        for _ in 0..200 {
+            p.send(&Message::new(&topic, body.clone())).unwrap();
+        }
+        let batch = 8;
+        let c = lite(&group)
+            .pull_batch_size(batch)
+            .pull_threshold_size_for_queue_mib(per_queue_mib)
+            .pull_threshold_size_for_all_mib(all_mib)
+            .subscribe(&topic, "*")
+            .start()
+            .unwrap();
+        // Nobody polls while the pulls run into the threshold.
+        std::thread::sleep(Duration::from_secs(4));
+        // What is cached now comes out of polls that wait for nothing; paused queues start
+        // no pull meanwhile (none is in flight: the cache is at its threshold).
+        let assigned = c.assignment();
+        assert_eq!(assigned.len(), queues as usize);
+        c.pause(&assigned);
+        let mut cached = 0;
+        loop {
+            let got = c.poll_timeout(Duration::ZERO).unwrap();
+            if got.is_empty() {
+                break;
+            }
+            cached += got.len();
+        }
+        // The threshold, plus one pull per queue that started just below it.
+        let bound = (1 << 20) / BODY + queues as usize * batch;
+        println!("{queues} queue(s): {cached} bodies of 64 KiB cached while nobody polled (bound {bound})");
+        assert!(
+            cached > 0 && cached <= bound,
+            "{queues} queue(s): {cached} bodies of 64 KiB cached ({} KiB) against a bound of {bound}",
+            cached * 64
+        );
+        // The rest still comes once polled.
+        c.resume(&assigned);
+        let rest = poll_until(&c, 200 - cached);
+        assert_eq!(cached + rest.len(), 200);
+        c.shutdown();
+    }
+}
+
 #[test]
 fn lite_pull_without_auto_commit_a_rebalance_commits_nothing() {
     let topic = cluster::topic("literb", 4);
