@@ -280,8 +280,10 @@ rmq_result rmq_last_error(char *buf, size_t len, size_t *written);
 // `ResponseCode`s (1 SYSTEM_ERROR, 17 TOPIC_NOT_EXIST, ...).
 rmq_result rmq_last_response_code(bool *present, int32_t *code);
 
-// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT").
-const char *rmq_result_name(rmq_result result);
+// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT"), and
+// "RMQ_UNKNOWN" for any value that is not an `rmq_result`: it takes an `int32_t`, so
+// whatever integer C holds is a valid argument.
+const char *rmq_result_name(int32_t result);
 
 // Starts building a lite pull consumer of `group` (Java defaults: auto-commit every
 // 5 s, clustering, from the last offset). Subscribe here, or `assign` after start.
