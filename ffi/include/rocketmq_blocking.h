@@ -280,8 +280,10 @@ rmq_result rmq_last_error(char *buf, size_t len, size_t *written);
 // `ResponseCode`s (1 SYSTEM_ERROR, 17 TOPIC_NOT_EXIST, ...).
 rmq_result rmq_last_response_code(bool *present, int32_t *code);
 
-// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT").
-const char *rmq_result_name(rmq_result result);
+// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT"), and
+// "RMQ_UNKNOWN" for any value that is not an `rmq_result`: it takes an `int32_t`, so
+// whatever integer C holds is a valid argument.
+const char *rmq_result_name(int32_t result);
 
 // Starts building a lite pull consumer of `group` (Java defaults: auto-commit every
 // 5 s, clustering, from the last offset). Subscribe here, or `assign` after start.
@@ -693,7 +695,7 @@ rmq_result rmq_producer_send_oneway_to_queue(const rmq_producer *p,
 // Sends without blocking for the answer; `callback` gets the outcome later (see
 // `rmq_send_callback`). When this returns an error, the callback is never called.
 // `userdata` goes to the callback as is, on a crate thread. `rmq_producer_free` waits
-// (up to the send timeout plus 10 s) for the callbacks of sends still in flight.
+// for the callbacks of sends still in flight (see there).
 rmq_result rmq_producer_send_async(const rmq_producer *p,
                                    const rmq_message *message,
                                    rmq_send_callback callback,
@@ -741,8 +743,13 @@ rmq_result rmq_producer_request(const rmq_producer *p,
 rmq_result rmq_producer_shutdown(const rmq_producer *p);
 
 // Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-// still in flight have run (bounded by the send timeout plus 10 s; from inside one of
-// its own callbacks it does not wait). NULL is a no-op.
+// still in flight have run. It waits up to the send timeout plus 10 s for them; a
+// callback that has not started by then is never called (its send's outcome is lost),
+// and one that has started is waited for however long it takes. So once this returns
+// no callback of the producer runs or will run, and their userdata may be freed. The
+// one exception is a call from inside one of the producer's own callbacks, which does
+// not wait (it would wait for itself); a call from a callback of another client waits
+// as from any thread. NULL is a no-op.
 void rmq_producer_free(rmq_producer *p);
 
 // The queue the messages come from, borrowed from the context.
@@ -884,7 +891,8 @@ rmq_result rmq_push_consumer_send_message_back(const rmq_push_consumer *c,
 
 // Shuts down (if not yet) and frees the consumer. Returns only after every listener
 // call in flight has returned, so the userdata may be freed right after (called from
-// inside its own listener it cannot wait for itself, and does not). NULL is a no-op.
+// inside its own listener it cannot wait for itself, and does not; called from a
+// callback of another client it waits as from any thread). NULL is a no-op.
 void rmq_push_consumer_free(rmq_push_consumer *c);
 
 // Starts building a transactional producer of `group` (Java defaults: send timeout 3 s,
@@ -958,7 +966,8 @@ rmq_result rmq_transaction_producer_shutdown(const rmq_transaction_producer *p);
 
 // Shuts down (if not yet) and frees the producer. Returns only after every callback in
 // flight has returned, and no callback starts after it, so the userdata may be freed
-// right after (from inside a callback it does not wait for itself). NULL is a no-op.
+// right after (from inside one of its own callbacks it does not wait for itself; from a
+// callback of another client it waits as from any thread). NULL is a no-op.
 void rmq_transaction_producer_free(rmq_transaction_producer *p);
 
 #ifdef __cplusplus

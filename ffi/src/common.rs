@@ -1,8 +1,10 @@
 //! What every builder shares: name servers, instance name, ACL credentials, TLS; and the
 //! gate that keeps C callbacks from running after their client is freed.
 
+use std::cell::RefCell;
 use std::ffi::c_char;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use rocketmq_blocking::{
@@ -274,50 +276,79 @@ pub(crate) fn set_tls<H: HasSlot<B: CommonBuilder>>(
 }
 
 thread_local! {
-    /// Set while this thread runs a C callback, so a `_free` called from inside one does
-    /// not wait for itself.
-    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The gates whose callbacks this thread is running now, innermost last: a `_free`
+    /// called from inside a callback of its own client does not wait for itself, and a
+    /// `_free` of any other client waits as from any thread.
+    static INSIDE: RefCell<Vec<*const Gate>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Counts the C callbacks of one client that are running or still to come, and closes
 /// the door on new ones. `_free` closes it and waits, so that after `_free` returns no
-/// callback runs with the caller's userdata.
+/// callback runs with the caller's userdata, nor ever will.
 #[derive(Default)]
 pub(crate) struct Gate {
-    state: Mutex<(bool, usize)>,
+    state: Mutex<GateState>,
     idle: Condvar,
 }
 
-/// One admitted callback (or one pending async send); leaving drops the count.
+#[derive(Default)]
+struct GateState {
+    /// No new pass is admitted.
+    closed: bool,
+    /// Passes that exist (callbacks running or still to come).
+    admitted: usize,
+    /// Passes inside C now.
+    running: usize,
+    /// `_free` stopped waiting for passes that had not called C yet: they never will.
+    abandoned: bool,
+}
+
+/// One admitted callback (or one pending async send); dropping it leaves the gate.
 pub(crate) struct Pass(Arc<Gate>);
 
 impl Gate {
     /// Admits one more unless closed.
     pub(crate) fn enter(gate: &Arc<Gate>) -> Option<Pass> {
         let mut s = gate.state.lock();
-        if s.0 {
+        if s.closed {
             return None;
         }
-        s.1 += 1;
+        s.admitted += 1;
         Some(Pass(gate.clone()))
     }
 
-    /// Closes the gate and waits until every admitted pass has left (without waiting
-    /// when called from inside a callback, which would wait for itself).
-    pub(crate) fn close_and_wait(&self, bound: Option<std::time::Duration>) {
+    /// Closes the gate and waits until every admitted pass has left. From inside a
+    /// callback of this gate it does not wait (it would wait for itself); inside a
+    /// callback of another gate it waits like anywhere else. With a `bound`, passes that
+    /// have not called C when it expires never will, and this still waits for those
+    /// inside C: it never returns while C runs with the userdata.
+    pub(crate) fn close_and_wait(&self, bound: Option<Duration>) {
         let mut s = self.state.lock();
-        s.0 = true;
-        if IN_CALLBACK.with(|c| c.get()) {
+        s.closed = true;
+        let me: *const Gate = self;
+        if INSIDE
+            .try_with(|v| v.borrow().contains(&me))
+            .unwrap_or(false)
+        {
             return;
         }
-        let deadline = bound.map(|b| std::time::Instant::now() + b);
-        while s.1 > 0 {
+        let deadline = bound.map(|b| Instant::now() + b);
+        while s.admitted > 0 {
             match deadline {
-                Some(d) => {
-                    if self.idle.wait_until(&mut s, d).timed_out() {
-                        log::warn!("{} C callbacks still pending after the shutdown wait", s.1);
-                        return;
+                Some(d) if Instant::now() >= d => {
+                    log::warn!(
+                        "{} C callbacks still pending when the client was freed: those not \
+                         yet started will not be called",
+                        s.admitted - s.running
+                    );
+                    s.abandoned = true;
+                    while s.running > 0 {
+                        self.idle.wait(&mut s);
                     }
+                    return;
+                }
+                Some(d) => {
+                    self.idle.wait_until(&mut s, d);
                 }
                 None => self.idle.wait(&mut s),
             }
@@ -325,33 +356,57 @@ impl Gate {
     }
 }
 
-impl Drop for Pass {
-    fn drop(&mut self) {
-        let mut s = self.0.state.lock();
-        s.1 -= 1;
-        if s.1 == 0 {
-            self.0.idle.notify_all();
+impl Pass {
+    /// Runs `f`, the call into C, as a callback of this pass's gate; `None`, without
+    /// running it, once `_free` has stopped waiting for this pass (its userdata may be
+    /// freed).
+    pub(crate) fn call<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let gate: &Gate = &self.0;
+        {
+            let mut s = gate.state.lock();
+            if s.abandoned {
+                return None;
+            }
+            s.running += 1;
         }
+        struct Leave<'a>(&'a Gate);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                let me: *const Gate = self.0;
+                // `try_with`: a drop must not panic, even in thread-local teardown.
+                let _ = INSIDE.try_with(|v| {
+                    let mut v = v.borrow_mut();
+                    if let Some(i) = v.iter().rposition(|&g| g == me) {
+                        v.remove(i);
+                    }
+                });
+                let mut s = self.0.state.lock();
+                s.running -= 1;
+                if s.running == 0 {
+                    self.0.idle.notify_all();
+                }
+            }
+        }
+        let _leave = Leave(gate);
+        let _ = INSIDE.try_with(|v| v.borrow_mut().push(gate));
+        Some(f())
     }
 }
 
-/// Runs a C callback with the in-callback flag set.
-pub(crate) fn in_callback<R>(f: impl FnOnce() -> R) -> R {
-    struct Reset(bool);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            IN_CALLBACK.with(|c| c.set(self.0));
+impl Drop for Pass {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.admitted -= 1;
+        if s.admitted == 0 {
+            self.0.idle.notify_all();
         }
     }
-    let _reset = Reset(IN_CALLBACK.with(|c| c.replace(true)));
-    f()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
 
     #[test]
     fn closing_the_gate_waits_for_passes_in_flight_and_refuses_new_ones() {
@@ -379,19 +434,41 @@ mod tests {
     #[test]
     fn closing_from_inside_a_callback_does_not_wait_for_itself() {
         let gate = Arc::new(Gate::default());
-        let _pass = Gate::enter(&gate).unwrap();
+        let pass = Gate::enter(&gate).unwrap();
         // Would block forever if it waited for its own pass.
-        in_callback(|| gate.close_and_wait(None));
+        assert_eq!(pass.call(|| gate.close_and_wait(None)), Some(()));
         assert!(Gate::enter(&gate).is_none());
     }
 
     #[test]
-    fn a_bounded_wait_gives_up_on_a_pass_that_never_leaves() {
+    fn closing_inside_another_gates_callback_still_waits_for_this_gates_passes() {
+        let (other, gate) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
+        let in_other = Gate::enter(&other).expect("open gate admits");
+        let pass = Gate::enter(&gate).expect("open gate admits");
+        let released = Arc::new(AtomicBool::new(false));
+        let r = released.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            r.store(true, Ordering::SeqCst);
+            drop(pass);
+        });
+        // A listener of one client freeing another client.
+        in_other.call(|| gate.close_and_wait(None));
+        assert!(
+            released.load(Ordering::SeqCst),
+            "returned before the other client's callback left"
+        );
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn a_bounded_wait_stops_waiting_for_a_pass_that_has_not_called_and_it_never_will() {
         let gate = Arc::new(Gate::default());
-        let _pass = Gate::enter(&gate).unwrap();
-        let start = std::time::Instant::now();
+        let pass = Gate::enter(&gate).unwrap();
+        let start = Instant::now();
         gate.close_and_wait(Some(Duration::from_millis(200)));
         assert!(start.elapsed() >= Duration::from_millis(200));
+        assert_eq!(pass.call(|| "called C"), None);
     }
 
     #[test]

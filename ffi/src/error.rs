@@ -167,30 +167,55 @@ pub extern "C" fn rmq_last_response_code(present: *mut bool, code: *mut i32) -> 
     })
 }
 
-/// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT").
+/// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT"), and
+/// "RMQ_UNKNOWN" for any value that is not an `rmq_result`: it takes an `int32_t`, so
+/// whatever integer C holds is a valid argument.
 #[no_mangle]
-pub extern "C" fn rmq_result_name(result: rmq_result) -> *const c_char {
+pub extern "C" fn rmq_result_name(result: i32) -> *const c_char {
     use rmq_result::*;
-    let s: &'static [u8] = match result {
-        RMQ_OK => b"RMQ_OK\0",
-        RMQ_TIMEOUT => b"RMQ_TIMEOUT\0",
-        RMQ_CONNECT => b"RMQ_CONNECT\0",
-        RMQ_CONNECTION_CLOSED => b"RMQ_CONNECTION_CLOSED\0",
-        RMQ_RESPONSE => b"RMQ_RESPONSE\0",
-        RMQ_DECODE => b"RMQ_DECODE\0",
-        RMQ_INVALID_ARGUMENT => b"RMQ_INVALID_ARGUMENT\0",
-        RMQ_STATE => b"RMQ_STATE\0",
-        RMQ_OVERLOADED => b"RMQ_OVERLOADED\0",
-        RMQ_NO_ROUTE => b"RMQ_NO_ROUTE\0",
-        RMQ_IO => b"RMQ_IO\0",
-        RMQ_CONFIG => b"RMQ_CONFIG\0",
-        RMQ_TLS => b"RMQ_TLS\0",
-        RMQ_OTHER => b"RMQ_OTHER\0",
-        RMQ_NULL_PARAMETER => b"RMQ_NULL_PARAMETER\0",
-        RMQ_PANIC => b"RMQ_PANIC\0",
-        RMQ_INVALID_UTF8 => b"RMQ_INVALID_UTF8\0",
-        RMQ_BUFFER_TOO_SMALL => b"RMQ_BUFFER_TOO_SMALL\0",
-        RMQ_OUT_OF_RANGE => b"RMQ_OUT_OF_RANGE\0",
+    // Compared as integers: a C value out of range must never become a Rust enum.
+    let known = [
+        RMQ_OK,
+        RMQ_TIMEOUT,
+        RMQ_CONNECT,
+        RMQ_CONNECTION_CLOSED,
+        RMQ_RESPONSE,
+        RMQ_DECODE,
+        RMQ_INVALID_ARGUMENT,
+        RMQ_STATE,
+        RMQ_OVERLOADED,
+        RMQ_NO_ROUTE,
+        RMQ_IO,
+        RMQ_CONFIG,
+        RMQ_TLS,
+        RMQ_OTHER,
+        RMQ_NULL_PARAMETER,
+        RMQ_PANIC,
+        RMQ_INVALID_UTF8,
+        RMQ_BUFFER_TOO_SMALL,
+        RMQ_OUT_OF_RANGE,
+    ];
+    let s: &'static [u8] = match known.into_iter().find(|&c| c as i32 == result) {
+        Some(RMQ_OK) => b"RMQ_OK\0",
+        Some(RMQ_TIMEOUT) => b"RMQ_TIMEOUT\0",
+        Some(RMQ_CONNECT) => b"RMQ_CONNECT\0",
+        Some(RMQ_CONNECTION_CLOSED) => b"RMQ_CONNECTION_CLOSED\0",
+        Some(RMQ_RESPONSE) => b"RMQ_RESPONSE\0",
+        Some(RMQ_DECODE) => b"RMQ_DECODE\0",
+        Some(RMQ_INVALID_ARGUMENT) => b"RMQ_INVALID_ARGUMENT\0",
+        Some(RMQ_STATE) => b"RMQ_STATE\0",
+        Some(RMQ_OVERLOADED) => b"RMQ_OVERLOADED\0",
+        Some(RMQ_NO_ROUTE) => b"RMQ_NO_ROUTE\0",
+        Some(RMQ_IO) => b"RMQ_IO\0",
+        Some(RMQ_CONFIG) => b"RMQ_CONFIG\0",
+        Some(RMQ_TLS) => b"RMQ_TLS\0",
+        Some(RMQ_OTHER) => b"RMQ_OTHER\0",
+        Some(RMQ_NULL_PARAMETER) => b"RMQ_NULL_PARAMETER\0",
+        Some(RMQ_PANIC) => b"RMQ_PANIC\0",
+        Some(RMQ_INVALID_UTF8) => b"RMQ_INVALID_UTF8\0",
+        Some(RMQ_BUFFER_TOO_SMALL) => b"RMQ_BUFFER_TOO_SMALL\0",
+        Some(RMQ_OUT_OF_RANGE) => b"RMQ_OUT_OF_RANGE\0",
+        None => b"RMQ_UNKNOWN\0",
     };
     s.as_ptr().cast()
 }
@@ -248,6 +273,44 @@ mod tests {
             rmq_last_error(std::ptr::null_mut(), 4, &mut n),
             rmq_result::RMQ_NULL_PARAMETER
         );
+    }
+
+    fn name(code: i32) -> String {
+        // SAFETY: rmq_result_name returns a static NUL-terminated string for any value.
+        let s = unsafe { std::ffi::CStr::from_ptr(rmq_result_name(code)) };
+        s.to_str().expect("ASCII").to_string()
+    }
+
+    #[test]
+    fn a_result_name_of_an_integer_no_code_has_is_rmq_unknown() {
+        use rmq_result::*;
+        let known = [
+            RMQ_OK,
+            RMQ_TIMEOUT,
+            RMQ_CONNECT,
+            RMQ_CONNECTION_CLOSED,
+            RMQ_RESPONSE,
+            RMQ_DECODE,
+            RMQ_INVALID_ARGUMENT,
+            RMQ_STATE,
+            RMQ_OVERLOADED,
+            RMQ_NO_ROUTE,
+            RMQ_IO,
+            RMQ_CONFIG,
+            RMQ_TLS,
+            RMQ_OTHER,
+            RMQ_NULL_PARAMETER,
+            RMQ_PANIC,
+            RMQ_INVALID_UTF8,
+            RMQ_BUFFER_TOO_SMALL,
+            RMQ_OUT_OF_RANGE,
+        ];
+        for code in known {
+            assert_eq!(name(code as i32), format!("{code:?}"));
+        }
+        for v in [-1, 14, 99, 105, 9999, i32::MIN, i32::MAX] {
+            assert_eq!(name(v), "RMQ_UNKNOWN", "{v}");
+        }
     }
 
     #[test]

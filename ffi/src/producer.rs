@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
 
-use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{
     rmq_message, rmq_message_ext, rmq_message_queue, rmq_queue_list, rmq_send_result,
@@ -301,7 +301,8 @@ fn select(
             .collect();
         let ptrs: Vec<*const rmq_message_queue> = views.iter().map(|v| v as *const _).collect();
         let mview = rmq_message::borrowed(m);
-        let i = in_callback(|| f(userdata.0, ptrs.as_ptr(), ptrs.len(), &mview));
+        // On the sending thread, during the send: no gate (the caller holds the handle).
+        let i = f(userdata.0, ptrs.as_ptr(), ptrs.len(), &mview);
         usize::try_from(i).ok().and_then(|i| mqs.get(i).cloned())
     })
 }
@@ -410,17 +411,21 @@ fn async_callback(
     let ud = Userdata(userdata);
     Ok(
         move |r: rocketmq_blocking::Result<rocketmq_blocking::SendResult>| {
-            let _pass = pass;
             let ud = ud;
-            match r {
+            // `None`: `rmq_producer_free` stopped waiting for this callback, and C may
+            // have freed the userdata since.
+            let called = match r {
                 Ok(r) => {
                     let sr = rmq_send_result::new(r);
-                    in_callback(|| cb(ud.0, rmq_result::RMQ_OK, &sr));
+                    pass.call(|| cb(ud.0, rmq_result::RMQ_OK, &sr))
                 }
                 Err(e) => {
                     let code = err(e);
-                    in_callback(|| cb(ud.0, code, std::ptr::null()));
+                    pass.call(|| cb(ud.0, code, std::ptr::null()))
                 }
+            };
+            if called.is_none() {
+                log::warn!("an async send ended after rmq_producer_free gave up waiting for it: its callback is not called");
             }
         },
     )
@@ -429,7 +434,7 @@ fn async_callback(
 /// Sends without blocking for the answer; `callback` gets the outcome later (see
 /// `rmq_send_callback`). When this returns an error, the callback is never called.
 /// `userdata` goes to the callback as is, on a crate thread. `rmq_producer_free` waits
-/// (up to the send timeout plus 10 s) for the callbacks of sends still in flight.
+/// for the callbacks of sends still in flight (see there).
 #[no_mangle]
 pub extern "C" fn rmq_producer_send_async(
     p: *const rmq_producer,
@@ -562,8 +567,13 @@ pub extern "C" fn rmq_producer_shutdown(p: *const rmq_producer) -> rmq_result {
 }
 
 /// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-/// still in flight have run (bounded by the send timeout plus 10 s; from inside one of
-/// its own callbacks it does not wait). NULL is a no-op.
+/// still in flight have run. It waits up to the send timeout plus 10 s for them; a
+/// callback that has not started by then is never called (its send's outcome is lost),
+/// and one that has started is waited for however long it takes. So once this returns
+/// no callback of the producer runs or will run, and their userdata may be freed. The
+/// one exception is a call from inside one of the producer's own callbacks, which does
+/// not wait (it would wait for itself); a call from a callback of another client waits
+/// as from any thread. NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn rmq_producer_free(p: *mut rmq_producer) {
     guard_void(|| {
@@ -574,4 +584,122 @@ pub extern "C" fn rmq_producer_free(p: *mut rmq_producer) {
                 .close_and_wait(Some(p.send_timeout + Duration::from_secs(10)));
         }
     });
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! `rmq_producer_free` against async-send callbacks still to come, without a broker:
+    //! the wrapper `async_callback` builds is what the crate calls when a send ends.
+    use super::*;
+    use std::ptr::null_mut;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+    /// What the C side of a test sees: its callbacks count here, and `freed` is set
+    /// right after `rmq_producer_free` of `victim` returned (C would free userdata then).
+    #[derive(Default)]
+    pub(crate) struct Probe {
+        pub(crate) victim: AtomicPtr<rmq_producer>,
+        pub(crate) freed: AtomicBool,
+        pub(crate) calls: AtomicUsize,
+        pub(crate) calls_after_free: AtomicUsize,
+        entered: AtomicBool,
+        pub(crate) release: AtomicBool,
+    }
+
+    pub(crate) fn probe<'a>(ud: *mut c_void) -> &'a Probe {
+        // SAFETY: every test passes a `Probe` that outlives the callbacks it is given to.
+        unsafe { &*(ud as *const Probe) }
+    }
+
+    /// A send callback of the victim: counts, and counts again if it runs after the free.
+    pub(crate) extern "C" fn counting(ud: *mut c_void, _r: rmq_result, _s: *const rmq_send_result) {
+        let p = probe(ud);
+        p.entered.store(true, Ordering::SeqCst);
+        while !p.release.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        p.calls.fetch_add(1, Ordering::SeqCst);
+        if p.freed.load(Ordering::SeqCst) {
+            p.calls_after_free.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A started producer that needs no broker: nothing is sent.
+    pub(crate) fn producer(send_timeout_ms: u64) -> *mut rmq_producer {
+        let (mut b, mut p) = (null_mut(), null_mut());
+        let group = format!("ffi_free_{}", std::process::id());
+        assert_eq!(
+            rmq_producer_builder_new(group.as_ptr().cast(), group.len(), &mut b),
+            rmq_result::RMQ_OK
+        );
+        let addr = "127.0.0.1:1";
+        assert_eq!(
+            rmq_producer_builder_namesrv(b, addr.as_ptr().cast(), addr.len()),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            rmq_producer_builder_send_timeout_ms(b, send_timeout_ms),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(rmq_producer_builder_start(b, &mut p), rmq_result::RMQ_OK);
+        p
+    }
+
+    pub(crate) type Callback =
+        Box<dyn FnOnce(rocketmq_blocking::Result<rocketmq_blocking::SendResult>) + Send>;
+
+    /// An async send's callback as the crate holds it: admitted at the producer's gate.
+    pub(crate) fn pending(p: *mut rmq_producer, cb: rmq_send_callback, probe: &Probe) -> Callback {
+        let p = handle(p, "producer").expect("live producer");
+        let ud = probe as *const Probe as *mut c_void;
+        match async_callback(p, cb, ud) {
+            Ok(f) => Box::new(f),
+            Err(code) => panic!("not admitted: {code:?}"),
+        }
+    }
+
+    pub(crate) fn failed() -> rocketmq_blocking::Result<rocketmq_blocking::SendResult> {
+        Err(rocketmq_blocking::Error::new(
+            rocketmq_blocking::ErrorKind::Timeout,
+            "test",
+        ))
+    }
+
+    #[test]
+    fn after_the_free_bound_a_running_callback_is_waited_for_and_a_later_one_never_reaches_c() {
+        let probe = Arc::new(Probe::default());
+        let p = producer(100);
+        let running = pending(p, Some(counting), &probe);
+        let later = pending(p, Some(counting), &probe);
+        let t = std::thread::spawn(move || running(failed()));
+        while !probe.entered.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let pr = probe.clone();
+        let pp = p as usize;
+        let freer = std::thread::spawn(move || {
+            rmq_producer_free(pp as *mut rmq_producer);
+            pr.freed.store(true, Ordering::SeqCst);
+        });
+        // Past the bound (send timeout 100 ms + 10 s), with the first callback still in C:
+        // nothing to await here but the time the bound takes.
+        std::thread::sleep(Duration::from_millis(10_600));
+        assert!(
+            !probe.freed.load(Ordering::SeqCst),
+            "rmq_producer_free returned while a callback of the producer was running"
+        );
+        probe.release.store(true, Ordering::SeqCst);
+        t.join().unwrap();
+        freer.join().unwrap();
+        assert!(probe.freed.load(Ordering::SeqCst));
+        // A send whose callback comes after the free: the crate still calls the wrapper,
+        // which must not call C with the userdata C has freed by now.
+        later(failed());
+        assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            probe.calls_after_free.load(Ordering::SeqCst),
+            0,
+            "a callback reached C after rmq_producer_free returned"
+        );
+    }
 }

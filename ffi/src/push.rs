@@ -16,7 +16,7 @@ use rocketmq_blocking::{
     ReconsumeDelay,
 };
 
-use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_queue, Ref};
 use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
@@ -488,7 +488,7 @@ fn call(
     mq: rocketmq_blocking::MessageQueue,
     kind: ContextKind,
 ) -> Option<i32> {
-    let _pass = Gate::enter(gate)?;
+    let pass = Gate::enter(gate)?;
     let views: Vec<rmq_message_ext> = msgs
         .iter()
         .map(|m| rmq_message_ext {
@@ -500,7 +500,7 @@ fn call(
         queue: rmq_message_queue { inner: mq },
         kind,
     };
-    Some(in_callback(|| f(ud.0, ptrs.as_ptr(), ptrs.len(), &mut ctx)))
+    pass.call(|| f(ud.0, ptrs.as_ptr(), ptrs.len(), &mut ctx))
 }
 
 /// Starts the consumer. The builder is consumed, whatever the result.
@@ -593,7 +593,8 @@ pub extern "C" fn rmq_push_consumer_send_message_back(
 
 /// Shuts down (if not yet) and frees the consumer. Returns only after every listener
 /// call in flight has returned, so the userdata may be freed right after (called from
-/// inside its own listener it cannot wait for itself, and does not). NULL is a no-op.
+/// inside its own listener it cannot wait for itself, and does not; called from a
+/// callback of another client it waits as from any thread). NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn rmq_push_consumer_free(c: *mut rmq_push_consumer) {
     guard_void(|| {
@@ -602,4 +603,66 @@ pub extern "C" fn rmq_push_consumer_free(c: *mut rmq_push_consumer) {
             c.gate.close_and_wait(None);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::producer::rmq_producer_free;
+    use crate::producer::tests::{counting, failed, pending, probe, producer, Probe};
+    use std::ptr::null_mut;
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    /// A listener that frees another client, the producer in its userdata.
+    extern "C" fn freeing_listener(
+        ud: *mut c_void,
+        _msgs: *const *const rmq_message_ext,
+        _count: usize,
+        _ctx: *mut rmq_consume_context,
+    ) -> i32 {
+        let p = probe(ud);
+        rmq_producer_free(p.victim.swap(null_mut(), Ordering::SeqCst));
+        p.freed.store(true, Ordering::SeqCst);
+        rmq_consume_status::RMQ_CONSUME_SUCCESS as i32
+    }
+
+    #[test]
+    fn a_push_listener_freeing_a_producer_waits_for_that_producers_send_callbacks() {
+        let victim_probe = Arc::new(Probe::default());
+        let victim = producer(3000);
+        victim_probe.victim.store(victim, Ordering::SeqCst);
+        victim_probe.release.store(true, Ordering::SeqCst);
+        // An async send of the producer whose callback has not run yet.
+        let slow = pending(victim, Some(counting), &victim_probe);
+        // The callback runs once the free returned, or after 1 s, whichever is first: a
+        // free that waits for it returns only after it ran.
+        let vp = victim_probe.clone();
+        let t = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !vp.freed.load(Ordering::SeqCst) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            slow(failed());
+        });
+        // One listener call of a push consumer, through its gate, as the consume pool
+        // makes it.
+        let consumer_gate = Arc::new(Gate::default());
+        let status = call(
+            &consumer_gate,
+            freeing_listener,
+            Userdata(Arc::as_ptr(&victim_probe) as *mut c_void),
+            &[],
+            rocketmq_blocking::MessageQueue::new("t", "broker-a", 0),
+            ContextKind::Concurrent(null_mut()),
+        );
+        assert_eq!(status, Some(0));
+        t.join().unwrap();
+        assert_eq!(victim_probe.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            victim_probe.calls_after_free.load(Ordering::SeqCst),
+            0,
+            "a send callback of the freed producer ran after rmq_producer_free returned"
+        );
+    }
 }

@@ -15,7 +15,7 @@ use rocketmq_blocking::{
     LocalTransactionState, Message, MessageExt, TransactionProducer, TransactionProducerBuilder,
 };
 
-use crate::common::{self, in_callback, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message, rmq_message_ext, rmq_send_result, Ref};
 use crate::util::{handle, out, out_handle, str_arg, take_handle, Userdata};
@@ -100,7 +100,7 @@ struct CArg(*mut c_void);
 
 impl rocketmq_blocking::TransactionListener for CListener {
     fn execute_local_transaction(&self, msg: &Message, arg: &dyn Any) -> LocalTransactionState {
-        let Some(_pass) = Gate::enter(&self.gate) else {
+        let Some(pass) = Gate::enter(&self.gate) else {
             return LocalTransactionState::Unknown;
         };
         let arg = arg
@@ -108,18 +108,24 @@ impl rocketmq_blocking::TransactionListener for CListener {
             .map_or(std::ptr::null_mut(), |a| a.0);
         let view = rmq_message::borrowed(msg);
         let ud = self.userdata.0;
-        rmq_transaction_state::from_c(in_callback(|| (self.execute)(ud, &view, arg)))
+        pass.call(|| (self.execute)(ud, &view, arg)).map_or(
+            LocalTransactionState::Unknown,
+            rmq_transaction_state::from_c,
+        )
     }
 
     fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
-        let Some(_pass) = Gate::enter(&self.gate) else {
+        let Some(pass) = Gate::enter(&self.gate) else {
             return LocalTransactionState::Unknown;
         };
         let view = rmq_message_ext {
             inner: Ref::Borrowed(msg),
         };
         let ud = self.userdata.0;
-        rmq_transaction_state::from_c(in_callback(|| (self.check)(ud, &view)))
+        pass.call(|| (self.check)(ud, &view)).map_or(
+            LocalTransactionState::Unknown,
+            rmq_transaction_state::from_c,
+        )
     }
 }
 
@@ -301,7 +307,8 @@ pub extern "C" fn rmq_transaction_producer_shutdown(
 
 /// Shuts down (if not yet) and frees the producer. Returns only after every callback in
 /// flight has returned, and no callback starts after it, so the userdata may be freed
-/// right after (from inside a callback it does not wait for itself). NULL is a no-op.
+/// right after (from inside one of its own callbacks it does not wait for itself; from a
+/// callback of another client it waits as from any thread). NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn rmq_transaction_producer_free(p: *mut rmq_transaction_producer) {
     guard_void(|| {

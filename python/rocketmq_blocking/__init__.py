@@ -6,18 +6,24 @@
         r = p.send(Message("TopicTest", b"hello", tags="TagA"))
         print(r.msg_id)
 
-Producers and consumers are context managers that shut down on exit; consumers still
-running when the interpreter exits are shut down by an ``atexit`` hook first. Errors are
-:class:`RocketMQError` with the C ABI's code name (``kind``) and the broker's response
-code when it sent one.
+Producers and consumers are context managers that shut down on exit; clients still
+open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
+may be used from several threads at once, and ``close`` may come from any of them: it
+waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
+``"RMQ_STATE"``. Errors are :class:`RocketMQError` with the C ABI's code name (``kind``)
+and the broker's response code when it sent one. The package logs (listener exceptions,
+for one) on the ``rocketmq_blocking`` logger.
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
+import logging
 import threading
+import time
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -34,6 +40,9 @@ __all__ = [
     "SendResult",
     "version",
 ]
+
+
+_log = logging.getLogger("rocketmq_blocking")
 
 
 def version() -> str:
@@ -181,11 +190,27 @@ class SendResult:
 # objects their callbacks use.
 _open: "weakref.WeakSet" = weakref.WeakSet()
 
+# How long the exit hook waits, for all clients together, for calls other threads (daemon
+# threads, typically) are making; a client still in use then is left open, not freed.
+_EXIT_WAIT_S = 5.0
+
 
 @atexit.register
 def _close_all() -> None:
-    for c in list(_open):
-        c.close()
+    clients = list(_open)
+    for c in clients:
+        c._begin_close()
+    deadline = time.monotonic() + _EXIT_WAIT_S
+    for c in clients:
+        try:
+            if not c._finish_close(max(0.0, deadline - time.monotonic())):
+                _log.warning(
+                    "%s still in use by another thread %.0f s after the interpreter began to exit: left open",
+                    type(c).__name__,
+                    _EXIT_WAIT_S,
+                )
+        except Exception:
+            _log.exception("closing %s at exit", type(c).__name__)
 
 
 def _configure(prefix: str, b, namesrv: Optional[str], instance_name: Optional[str]) -> None:
@@ -202,23 +227,80 @@ def _start(prefix: str, b) -> ctypes.c_void_p:
 
 
 class _Client:
+    """A handle shared by threads. The C ABI frees a handle only with exclusive access, so
+    every call holds it through ``_use`` and ``close`` frees it only once no call is inside
+    the library: a reader/writer guard whose writer comes once."""
+
     _free: Callable
 
     def __init__(self) -> None:
         self._h: Optional[ctypes.c_void_p] = None
         self._lock = threading.Lock()
+        # Guards the three below; notified whenever a call leaves.
+        self._state = threading.Condition(threading.Lock())
+        self._inside: Dict[int, int] = {}  # calls inside the library, by thread
+        self._closing = False
+        self._free_on_leave = False
 
-    def _handle(self) -> ctypes.c_void_p:
-        if self._h is None:
-            raise RocketMQError("RMQ_STATE", "the client is closed")
-        return self._h
+    @contextmanager
+    def _use(self) -> Iterator[ctypes.c_void_p]:
+        """The handle for one call into the library; raises the closed error once ``close``
+        has begun."""
+        me = threading.get_ident()
+        with self._state:
+            if self._closing or self._h is None:
+                raise RocketMQError("RMQ_STATE", "the client is closed")
+            self._inside[me] = self._inside.get(me, 0) + 1
+            h = self._h
+        try:
+            yield h
+        finally:
+            free = None
+            with self._state:
+                n = self._inside.pop(me) - 1
+                if n:
+                    self._inside[me] = n
+                elif not self._inside and self._free_on_leave:
+                    # The close came from inside a call on this thread: the last call out frees.
+                    free, self._h, self._free_on_leave = self._h, None, False
+                self._state.notify_all()
+            if free is not None:
+                type(self)._free(free)
+
+    def _begin_close(self) -> bool:
+        """Refuses new calls; False if another close began first."""
+        with self._state:
+            if self._closing:
+                return False
+            self._closing = True
+            return True
+
+    def _finish_close(self, timeout: Optional[float]) -> bool:
+        """Waits up to ``timeout`` seconds (``None``: as long as it takes) for the calls
+        inside the library to return, then frees the handle. False, leaving the handle
+        unfreed, if calls were still inside when the time was up."""
+        me = threading.get_ident()
+        with self._state:
+            if self._h is None:
+                return True
+            if me in self._inside:
+                # A call on this thread is inside: it cannot be waited for here.
+                self._free_on_leave = True
+                return True
+            if not self._state.wait_for(lambda: not self._inside, timeout):
+                return False
+            h, self._h = self._h, None
+        if h is not None:  # None: a concurrent close freed it meanwhile
+            type(self)._free(h)
+        return True
 
     def close(self) -> None:
-        """Shuts down and frees the client (idempotent)."""
-        with self._lock:
-            h, self._h = self._h, None
-        if h is not None:
-            type(self)._free(h)
+        """Shuts down and frees the client, after the calls other threads are making on
+        it have returned; calls made from now on raise :class:`RocketMQError` of kind
+        ``"RMQ_STATE"``. Idempotent. A close that finds another one under way returns at
+        once (so a listener may close its own consumer while another thread closes it)."""
+        if self._begin_close():
+            self._finish_close(None)
 
     def __enter__(self):
         return self
@@ -269,7 +351,8 @@ class Producer(_Client):
         m = message._handle()
         try:
             r = ctypes.c_void_p()
-            _check(lib.rmq_producer_send(self._handle(), m, ctypes.byref(r)))
+            with self._use() as h:
+                _check(lib.rmq_producer_send(h, m, ctypes.byref(r)))
             try:
                 return SendResult._of(r)
             finally:
@@ -281,7 +364,8 @@ class Producer(_Client):
         """Sends without waiting for an answer."""
         m = message._handle()
         try:
-            _check(lib.rmq_producer_send_oneway(self._handle(), m))
+            with self._use() as h:
+                _check(lib.rmq_producer_send_oneway(h, m))
         finally:
             lib.rmq_message_free(m)
 
@@ -291,7 +375,8 @@ class Producer(_Client):
         try:
             arr = (ctypes.c_void_p * len(handles))(*[h.value for h in handles])
             r = ctypes.c_void_p()
-            _check(lib.rmq_producer_send_batch(self._handle(), arr, len(handles), ctypes.byref(r)))
+            with self._use() as h:
+                _check(lib.rmq_producer_send_batch(h, arr, len(handles), ctypes.byref(r)))
             try:
                 return SendResult._of(r)
             finally:
@@ -308,11 +393,14 @@ class Producer(_Client):
             self._next += 1
 
         def done(_ud, code, r) -> None:
+            # Nothing may escape into ctypes, which would only print it.
             try:
                 if code == 0:
                     callback(SendResult._of(r), None)
                 else:
                     callback(None, _error(code))
+            except BaseException:
+                _log.exception("the send_async callback raised")
             finally:
                 with self._lock:
                     self._pending.pop(key, None)
@@ -322,7 +410,8 @@ class Producer(_Client):
             self._pending[key] = cb
         m = message._handle()
         try:
-            rc = lib.rmq_producer_send_async(self._handle(), m, cb, None)
+            with self._use() as h:
+                rc = lib.rmq_producer_send_async(h, m, cb, None)
             if rc != 0:
                 with self._lock:
                     self._pending.pop(key, None)
@@ -332,17 +421,36 @@ class Producer(_Client):
 
 
 class ConsumeStatus:
-    """What a listener returns (``True``/``None`` also mean success, ``False`` later)."""
+    """What a listener returns. Only ``SUCCESS`` (or ``True``) acknowledges the messages;
+    anything else (``LATER``, ``False``, ``None``, any other value, an exception) means
+    "deliver them again later", as Java treats a ``null`` status."""
 
     SUCCESS = 0
     LATER = 1
 
 
+def _consume_status(status: object) -> int:
+    """The C status of what a listener returned: success only for an explicit success."""
+    if status is True:
+        return ConsumeStatus.SUCCESS
+    if isinstance(status, int) and not isinstance(status, bool):
+        if status == ConsumeStatus.SUCCESS:
+            return ConsumeStatus.SUCCESS
+        if status == ConsumeStatus.LATER:
+            return ConsumeStatus.LATER
+    if status is not False:
+        _log.warning("the listener returned %r, not a ConsumeStatus: its messages come again later", status)
+    return ConsumeStatus.LATER
+
+
 class PushConsumer(_Client):
     """A push consumer (Java ``DefaultMQPushConsumer``) calling ``listener(messages)``
-    on library threads; ``listener`` returns a :class:`ConsumeStatus` (or a bool). An
-    exception in the listener means "deliver again later". ``close`` returns after every
-    listener call in flight has returned."""
+    on library threads; ``listener`` returns a :class:`ConsumeStatus` (or a bool): only
+    a success acknowledges the messages, anything else means "deliver again later". An
+    exception in the listener (any, ``KeyboardInterrupt`` included) means the same, and
+    is logged with its traceback on the ``rocketmq_blocking`` logger. ``close`` returns
+    after every listener call in flight has returned (a listener may close its own
+    consumer: that close does not wait for the call it is made from)."""
 
     _free = lib.rmq_push_consumer_free
 
@@ -364,15 +472,16 @@ class PushConsumer(_Client):
         super().__init__()
 
         def on_messages(_ud, msgs, count, _queue) -> int:
+            # Everything inside the try: an exception escaping into ctypes would leave the
+            # C return value undefined (0 is success).
             try:
-                status = listener([ReceivedMessage._of(msgs[i]) for i in range(count)])
+                return _consume_status(listener([ReceivedMessage._of(msgs[i]) for i in range(count)]))
             except BaseException:
+                try:
+                    _log.exception("the listener raised: its messages come again later")
+                except BaseException:
+                    pass
                 return ConsumeStatus.LATER
-            if status is None or status is True:
-                return ConsumeStatus.SUCCESS
-            if status is False:
-                return ConsumeStatus.LATER
-            return int(status)
 
         self._callback = CONSUME_CALLBACK(on_messages)  # must outlive the consumer
         b = ctypes.c_void_p()
@@ -435,7 +544,8 @@ class LitePullConsumer(_Client):
         """Waits up to ``timeout_ms`` for messages (possibly none)."""
         t = self.poll_timeout_ms if timeout_ms is None else timeout_ms
         lst = ctypes.c_void_p()
-        _check(lib.rmq_lite_pull_consumer_poll(self._handle(), t, ctypes.byref(lst)))
+        with self._use() as h:
+            _check(lib.rmq_lite_pull_consumer_poll(h, t, ctypes.byref(lst)))
         try:
             n = _int_out(lib.rmq_message_list_len, lst, ctypes.c_size_t)
             out = []
@@ -449,13 +559,19 @@ class LitePullConsumer(_Client):
 
     def commit(self) -> None:
         """Commits the offsets of what was polled."""
-        _check(lib.rmq_lite_pull_consumer_commit(self._handle()))
+        with self._use() as h:
+            _check(lib.rmq_lite_pull_consumer_commit(h))
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
-        """Yields messages as they come, until the consumer is closed."""
-        while self._h is not None:
-            for m in self.poll():
-                yield m
+        """Yields messages as they come, until the consumer is closed (by any thread)."""
+        while True:
+            try:
+                batch = self.poll()
+            except RocketMQError as e:
+                if e.kind == "RMQ_STATE" and self._closing:
+                    return
+                raise
+            yield from batch
 
 
 def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:

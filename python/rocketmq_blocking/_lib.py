@@ -137,7 +137,7 @@ for _name in _FREES:
     _f = getattr(lib, _name)
     _f.argtypes = [ctypes.c_void_p]
     _f.restype = None
-lib.rmq_result_name.argtypes = [ctypes.c_int]
+lib.rmq_result_name.argtypes = [ctypes.c_int32]
 lib.rmq_result_name.restype = ctypes.c_char_p
 lib.rmq_version.argtypes = []
 lib.rmq_version.restype = ctypes.c_char_p

@@ -90,6 +90,7 @@ def test_an_orderly_listener_sees_each_queue_in_offset_order(namesrv, topic):
             for m in msgs:
                 offsets[m.queue_id].append(m.queue_offset)
                 seen.add(m.msg_id)
+        return rmq.ConsumeStatus.SUCCESS
 
     with rmq.PushConsumer(unique("py_orderly"), topic, listener, namesrv=namesrv, orderly=True, from_first=True):
         assert wait_for(lambda: acked <= seen)
@@ -111,6 +112,7 @@ def test_a_tag_subscription_gets_only_its_tag(namesrv, topic):
         for m in msgs:
             tags.append(m.tags)
             seen.add(m.msg_id)
+        return rmq.ConsumeStatus.SUCCESS
 
     with rmq.PushConsumer(unique("py_tags"), topic, listener, expression="TagB", namesrv=namesrv, from_first=True):
         assert wait_for(lambda: b_ids <= seen)
@@ -143,6 +145,7 @@ started = threading.Event()
 def listener(msgs):
     started.set()
     time.sleep(0.3)  # still in flight when the interpreter exits
+    return rmq.ConsumeStatus.SUCCESS
 c = rmq.PushConsumer(group, topic, listener, namesrv=namesrv, from_first=True)
 with rmq.Producer(group + "_p", namesrv=namesrv) as p:
     for i in range(3):

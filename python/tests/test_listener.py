@@ -1,0 +1,65 @@
+"""What a push listener returns decides the fate of its messages: only a success
+acknowledges them; anything else (a wrong value, None, an exception) means "deliver again
+later", and exceptions are logged with their traceback."""
+
+import logging
+import threading
+
+import rocketmq_blocking as rmq
+from conftest import unique, wait_for
+
+
+class Weird:
+    pass
+
+
+def _raise(e):
+    raise e
+
+
+# What the listener does with the first delivery of each message, by its body.
+FIRST_DELIVERY = {
+    "later": lambda: "later",
+    "none": lambda: None,
+    "float": lambda: 1.5,
+    "object": lambda: Weird(),
+    "value_error": lambda: _raise(ValueError("listener failed: value_error")),
+    "keyboard_interrupt": lambda: _raise(KeyboardInterrupt("listener failed: keyboard_interrupt")),
+}
+
+
+def test_a_listener_that_does_not_return_success_gets_its_message_again_and_exceptions_are_logged(
+    namesrv, topic, caplog
+):
+    caplog.set_level(logging.WARNING, logger="rocketmq_blocking")
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        for case in FIRST_DELIVERY:
+            p.send(rmq.Message(topic, case.encode()))
+    again = {}
+    lock = threading.Lock()
+
+    def listener(msgs):
+        assert len(msgs) == 1
+        m = msgs[0]
+        case = m.body.decode()
+        if m.reconsume_times == 0:
+            return FIRST_DELIVERY[case]()
+        with lock:
+            again[case] = m.reconsume_times
+        return rmq.ConsumeStatus.SUCCESS
+
+    with rmq.PushConsumer(unique("py_retry"), topic, listener, namesrv=namesrv, from_first=True):
+        # The broker's first retry delay is 10 s (delay level 3).
+        came_again = wait_for(lambda: set(again) == set(FIRST_DELIVERY), timeout=90)
+    assert came_again, f"acknowledged instead of retried: {sorted(set(FIRST_DELIVERY) - set(again))}"
+    assert all(n > 0 for n in again.values()), again
+    for case in ("value_error", "keyboard_interrupt"):
+        logged = [
+            r
+            for r in caplog.records
+            if r.name == "rocketmq_blocking" and r.exc_info and f"listener failed: {case}" in str(r.exc_info[1])
+        ]
+        assert logged, f"no log record with the {case} exception: {caplog.text}"
+    assert "Traceback (most recent call last)" in caplog.text
+    assert "ValueError: listener failed: value_error" in caplog.text
+    assert "KeyboardInterrupt: listener failed: keyboard_interrupt" in caplog.text
