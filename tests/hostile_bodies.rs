@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use rocketmq_blocking::protocol::{json, TopicRouteData};
+use rocketmq_blocking::protocol::{decode_route, json};
 
 /// Address space a child may map, in KiB (`ulimit -v`): room for the test harness and its
 /// threads, far below what the doubling of escaped keys would build.
@@ -65,7 +65,7 @@ fn a_68_byte_route_of_nested_object_keys_is_a_decode_error_within_the_memory_cap
     }
     for n in [34, 28, 22] {
         let body = nested_keys(n);
-        let r = on_small_stack(move || TopicRouteData::from_body(&body).map(|_| ()));
+        let r = on_small_stack(move || decode_route(&body).map(|_| ()));
         let e = r.expect_err("a route of nested object keys must not decode");
         assert!(
             e.to_string().contains("nest"),
@@ -138,7 +138,7 @@ fn a_route_that_would_expand_to_billions_of_queues_is_a_decode_error() {
         ),
     ] {
         let r = on_small_stack(move || {
-            TopicRouteData::from_body(&body).map(|route| {
+            decode_route(&body).map(|route| {
                 let publish = to_publish_info("T", &route).message_queues.len();
                 (publish, to_subscribe_info("T", &route).len())
             })
@@ -149,7 +149,7 @@ fn a_route_that_would_expand_to_billions_of_queues_is_a_decode_error() {
     // A large real-looking cluster is fine: 100 brokers of 64 queues.
     let body = route_of_many_brokers(100, 64);
     let queues = on_small_stack(move || {
-        TopicRouteData::from_body(&body).map(|route| to_subscribe_info("T", &route).len())
+        decode_route(&body).map(|route| to_subscribe_info("T", &route).len())
     });
     assert_eq!(queues.expect("a large real route decodes"), 6400);
 }

@@ -566,6 +566,6 @@ fn route_request(topic: &str) -> RemotingCommand {
 
 fn route_of(topic: &str, response: &RemotingCommand) -> Result<TopicRouteData> {
     expect_success(response).map_err(|e| e.context(format!("route of topic {topic}")))?;
-    TopicRouteData::from_body(&response.body)
+    crate::protocol::decode_route(&response.body)
         .map_err(|e| Error::from(e).context(format!("route of topic {topic}")))
 }

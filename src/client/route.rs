@@ -94,7 +94,7 @@ fn queue_ids(topic: &str, broker: &str, n: i32) -> std::ops::Range<i32> {
 }
 
 /// Java `topicRouteData2TopicPublishInfo`. Routes from the wire were checked by
-/// [`TopicRouteData::check_bounds`]; each broker's count is cut here too.
+/// [`decode_route`](crate::protocol::decode_route); each broker's count is cut here too.
 pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo {
     let mut info = TopicPublishInfo {
         route: route.clone(),

@@ -28,8 +28,8 @@ pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};
 pub use route::{
-    BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER, MAX_ROUTE_BROKERS,
-    MAX_ROUTE_QUEUES,
+    decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER,
+    MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES,
 };
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.

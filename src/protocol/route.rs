@@ -87,18 +87,22 @@ pub struct TopicRouteData {
 }
 
 impl TopicRouteData {
-    /// Decodes a GET_ROUTEINFO_BY_TOPIC body and checks that it stays within
-    /// [`MAX_ROUTE_BROKERS`] and [`MAX_ROUTE_QUEUES`], so that expanding it into queues
-    /// cannot allocate without bound.
-    pub fn from_body(body: &[u8]) -> Result<TopicRouteData, DecodeError> {
-        let route: TopicRouteData = json::from_slice(body)?;
-        route.check_bounds()?;
-        Ok(route)
+    /// A copy with queue and broker lists sorted, for change detection (Java sorts both
+    /// before `equals`).
+    pub fn sorted(&self) -> TopicRouteData {
+        let mut r = self.clone();
+        r.queue_datas
+            .sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        r.broker_datas
+            .sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        r
     }
+}
 
+impl TopicRouteData {
     /// An error when the route lists more than [`MAX_ROUTE_BROKERS`] brokers or would
     /// expand to more than [`MAX_ROUTE_QUEUES`] queues.
-    pub fn check_bounds(&self) -> Result<(), DecodeError> {
+    pub(crate) fn check_bounds(&self) -> Result<(), DecodeError> {
         let per_broker = |n: i32| n.clamp(0, MAX_QUEUES_PER_BROKER) as u64;
         let order: Vec<&str> = match self.order_topic_conf.as_deref() {
             Some(conf) => conf.split(';').filter(|i| !i.is_empty()).collect(),
@@ -132,17 +136,15 @@ impl TopicRouteData {
         }
         Ok(())
     }
+}
 
-    /// A copy with queue and broker lists sorted, for change detection (Java sorts both
-    /// before `equals`).
-    pub fn sorted(&self) -> TopicRouteData {
-        let mut r = self.clone();
-        r.queue_datas
-            .sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
-        r.broker_datas
-            .sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
-        r
-    }
+/// Decodes a GET_ROUTEINFO_BY_TOPIC body and checks that it stays within
+/// [`MAX_ROUTE_BROKERS`] and [`MAX_ROUTE_QUEUES`], so that expanding it into queues cannot
+/// allocate without bound.
+pub fn decode_route(body: &[u8]) -> Result<TopicRouteData, DecodeError> {
+    let route: TopicRouteData = json::from_slice(body)?;
+    route.check_bounds()?;
+    Ok(route)
 }
 
 /// GET_BROKER_CLUSTER_INFO body (Java `ClusterInfo`).
