@@ -1032,7 +1032,11 @@ impl Drop for RemotingClient {
     }
 }
 
-/// Resolves `host:port`; literal addresses take the fast path without a lookup.
+/// Resolves `host:port` on the calling thread, never the I/O thread. An IP literal (what
+/// brokers register and routes carry, unless a broker is configured with a host name) is
+/// parsed without DNS; only a host name reaches the system resolver (getaddrinfo), on
+/// whichever thread sends: the caller's, the client timer, and for a broker known by
+/// name also the callback pool (async re-sends) and the pull thread.
 fn resolve(addr: &str) -> Result<SocketAddr> {
     if let Ok(sock) = addr.parse::<SocketAddr>() {
         return Ok(sock);
