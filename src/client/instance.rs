@@ -150,6 +150,9 @@ pub struct MQClientInstance {
     /// A heartbeat was asked for with [`MQClientInstance::request_heartbeat`] and has not
     /// gone out yet: later requests ride along with it.
     heartbeat_requested: AtomicBool,
+    /// Routes asked for with [`MQClientInstance::request_route`], fetched on the timer.
+    /// Taken alone, never across a fetch or a job.
+    route_requests: Mutex<RouteRequests>,
     /// The last answer of the HTTP address server.
     fetched_namesrv_addr: Mutex<Option<String>>,
     scheduler: Mutex<Option<ScheduledExecutor>>,
@@ -157,6 +160,20 @@ pub struct MQClientInstance {
     /// Requests of this client's producers waiting for replies.
     replies: crate::producer::ReplyTable,
     me: Weak<MQClientInstance>,
+}
+
+/// A job that waits for a route fetched on the timer.
+pub(crate) type AfterRoute = Box<dyn FnOnce() + Send + 'static>;
+
+/// Routes wanted by threads that must not fetch them (callback, pull): one fetch on the
+/// client timer serves every request made before it.
+#[derive(Default)]
+struct RouteRequests {
+    topics: HashSet<String>,
+    /// Run on the callback pool once the fetch is over, whatever its outcome.
+    then: Vec<AfterRoute>,
+    /// A fetch is scheduled and has not taken the requests yet.
+    scheduled: bool,
 }
 
 /// The pull and rebalance services (Java `PullMessageService`, `RebalanceService`):
@@ -260,6 +277,7 @@ impl MQClientInstance {
             heartbeat_times: AtomicU64::new(0),
             heartbeat_gathered: AtomicU64::new(0),
             heartbeat_sent: AtomicU64::new(0),
+            route_requests: Mutex::new(RouteRequests::default()),
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
@@ -476,6 +494,9 @@ impl MQClientInstance {
         if let Some(exec) = scheduler {
             exec.shutdown_until(deadline);
         }
+        // Jobs waiting for a route the stopped timer will not fetch run now, while the
+        // callback pool still takes them (each owns a callback that must run once).
+        self.release_route_requests();
         let services = self.services.lock().take();
         if let Some(services) = services {
             services.stop(deadline);
@@ -887,6 +908,101 @@ impl MQClientInstance {
     /// network. Requests made before it goes out are served by that one heartbeat.
     pub(crate) fn request_heartbeat(&self) {
         self.request_heartbeat_in(Duration::ZERO);
+    }
+
+    /// Fetches the route of `topic` soon, on the client timer rather than the calling
+    /// thread (callback and pull threads must not wait for the name server, Java's
+    /// callback executor does), then runs `then` on the callback pool, whatever the
+    /// fetch's outcome. Requests made before the fetch starts are served by it.
+    pub(crate) fn request_route(&self, topic: &str, then: Option<AfterRoute>) {
+        let mut requests = self.route_requests.lock();
+        requests.topics.insert(topic.to_string());
+        requests.then.extend(then);
+        if requests.scheduled {
+            return;
+        }
+        requests.scheduled = true;
+        drop(requests);
+        let me = self.me.clone();
+        let scheduled = self.scheduler.lock().as_ref().map(|s| {
+            s.schedule_once("route-now", Duration::ZERO, move || {
+                with(&me, |i| {
+                    i.serve_route_requests();
+                    Ok(())
+                })
+            })
+        });
+        if !matches!(scheduled, Some(Ok(_))) {
+            // Not running: nothing is fetched; the waiting jobs find what is cached.
+            self.release_route_requests();
+        }
+    }
+
+    /// Drops the requested routes unfetched and lets their waiting jobs go.
+    fn release_route_requests(&self) {
+        let waiting = {
+            let mut requests = self.route_requests.lock();
+            requests.scheduled = false;
+            requests.topics.clear();
+            std::mem::take(&mut requests.then)
+        };
+        self.run_after_route(waiting);
+    }
+
+    /// On the timer: fetches the requested routes, then lets their waiting jobs go.
+    fn serve_route_requests(&self) {
+        let (topics, waiting) = {
+            let mut requests = self.route_requests.lock();
+            requests.scheduled = false;
+            (
+                std::mem::take(&mut requests.topics),
+                std::mem::take(&mut requests.then),
+            )
+        };
+        let topics: Vec<String> = topics.into_iter().collect();
+        for batch in topics.chunks(ROUTE_BATCH) {
+            self.update_routes(batch);
+        }
+        self.run_after_route(waiting);
+    }
+
+    /// Runs each job on the callback pool, or here once the pool is shut down: each owns
+    /// a callback that must run once.
+    fn run_after_route(&self, jobs: Vec<AfterRoute>) {
+        for job in jobs {
+            let slot = Arc::new(Mutex::new(Some(job)));
+            let queued = slot.clone();
+            let accepted = self.remoting().execute_callback(move || {
+                let job = queued.lock().take();
+                if let Some(job) = job {
+                    job();
+                }
+            });
+            if !accepted {
+                let job = slot.lock().take();
+                if let Some(job) = job {
+                    job();
+                }
+            }
+        }
+    }
+
+    /// Runs `job` on the client timer after `delay`: work that waits for brokers or the
+    /// name server (an offset written after an illegal one), which must not hold up the
+    /// pull-delay timer every consumer's delayed pulls share. Dropped when not running.
+    pub(crate) fn schedule_on_client_timer(
+        &self,
+        name: &str,
+        delay: Duration,
+        job: impl FnOnce() + Send + 'static,
+    ) {
+        let guard = self.scheduler.lock();
+        if let Some(s) = guard.as_ref() {
+            let _ = s.schedule_once(name, delay, move || {
+                job();
+                Ok(())
+            });
+        }
     }
 
     /// [`request_heartbeat`](Self::request_heartbeat), sent after `delay`.
@@ -1894,6 +2010,68 @@ mod tests {
             1,
             "the heartbeat went out, on one connection"
         );
+        instance.producers.write().clear();
+        instance.shutdown();
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_requested_route_is_fetched_on_the_timer_and_its_jobs_run_after_it() {
+        use crate::protocol::RequestCode;
+        use crate::testkit::fault::{Fault, FaultPeer, Responder};
+        // A name server that holds each route request until released (or 20 s).
+        let route = serde_json::to_vec(&route_of_b(&[(0, "127.0.0.1:1")])).unwrap();
+        let asked = Arc::new(AtomicUsize::new(0));
+        let (release, held) = crossbeam_channel::bounded::<()>(0);
+        let counter = asked.clone();
+        let namesrv = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+            if req.request_code() == RequestCode::GET_ROUTEINFO_BY_TOPIC
+                && req.ext_fields.get("topic") == Some("T")
+            {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _ = held.recv_timeout(Duration::from_secs(20));
+            }
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None).with_body(route.clone())
+        })))
+        .unwrap();
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name(unique("route_request"))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        // A producer of "T" keeps the route in use (routes nobody uses are forgotten).
+        assert!(instance.register_producer("pg", Arc::new(Probe::default())));
+        let (ran_tx, ran) = crossbeam_channel::unbounded();
+        let asking = std::time::Instant::now();
+        for _ in 0..100 {
+            let (tx, i) = (ran_tx.clone(), instance.clone());
+            instance.request_route(
+                "T",
+                Some(Box::new(move || {
+                    let thread = std::thread::current().name().unwrap_or("").to_string();
+                    let _ = tx.send((thread, i.topic_route("T").is_some()));
+                })),
+            );
+        }
+        // The caller (a callback or the pull thread) is not held by the name server.
+        let took = asking.elapsed();
+        assert!(took < Duration::from_millis(500), "{took:?}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while asked.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ran.try_recv().is_err(), "a job ran before the route came");
+        drop(release);
+        for _ in 0..100 {
+            let (thread, routed) = ran.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert!(thread.starts_with("rmq-callback"), "ran on {thread}");
+            assert!(routed, "a job ran before the route was stored");
+        }
+        // One fetch took the requests made before it; one more at most the rest (and the
+        // periodic refresh, which may have come due meanwhile, one).
+        let fetches = asked.load(Ordering::SeqCst);
+        assert!((1..=3).contains(&fetches), "{fetches} route requests");
         instance.producers.write().clear();
         instance.shutdown();
     }

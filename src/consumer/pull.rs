@@ -103,16 +103,19 @@ fn request(
     let find = || {
         instance.find_broker_address_in_subscribe(&p.mq.broker_name, routing.broker_id(p.mq), false)
     };
+    // Called on the pull thread: a broker not cached has its route fetched on the client
+    // timer, and this pull fails now, to be tried again after the caller's delay.
     let found = match find() {
         Some(f) => f,
         None => {
-            instance.update_topic_route(&p.mq.topic)?;
-            find().ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NoRoute,
-                    format!("the broker {} does not exist", p.mq.broker_name),
-                )
-            })?
+            instance.request_route(&p.mq.topic, None);
+            return Err(Error::new(
+                ErrorKind::NoRoute,
+                format!(
+                    "the broker {} is not in the cached route; its route is being fetched",
+                    p.mq.broker_name
+                ),
+            ));
         }
     };
     let mut flag = p.sys_flag;
@@ -300,5 +303,72 @@ mod tests {
         assert_eq!(got, [(10, &b"m10"[..]), (12, &b"m12"[..])]);
         let skipped: Vec<Option<i64>> = r.skipped.iter().map(|s| s.queue_offset).collect();
         assert_eq!(skipped, [Some(11)]);
+    }
+
+    #[cfg(feature = "testkit")]
+    #[test]
+    fn a_pull_of_a_broker_not_cached_fails_at_once_and_its_route_comes_on_the_timer() {
+        use crate::client::ClientConfig;
+        use crate::testkit::fault::{Fault, FaultPeer, Responder};
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::time::Instant;
+        // A name server that holds each request until released (or 20 s), then routes
+        // every topic to broker "b".
+        let route = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"c"}],"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":1}]}"#;
+        let asked = Arc::new(AtomicUsize::new(0));
+        let (release, held) = crossbeam_channel::bounded::<()>(0);
+        let counter = asked.clone();
+        let namesrv = FaultPeer::start(Fault::Respond(Responder::new(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = held.recv_timeout(Duration::from_secs(20));
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
+                .with_body(route.as_bytes().to_vec())
+        })))
+        .unwrap();
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name(format!("pull-route-{}", std::process::id()))
+            .build();
+        let instance = MQClientInstance::new(config).unwrap();
+        instance.start().unwrap();
+        let mq = MessageQueue::new("T", "b", 0);
+        let sub = build_subscription_data("T", &MessageSelector::by_tag("*")).unwrap();
+        let params = PullParams {
+            mq: &mq,
+            sub: &sub,
+            offset: 0,
+            max_nums: 32,
+            sys_flag: 0,
+            commit_offset: 0,
+            suspend: Duration::from_secs(15),
+            timeout: Duration::from_secs(30),
+            post_subscription: false,
+        };
+        let routing = PullRouting::default();
+        // On the pull thread: no wait for the stalled name server.
+        let began = Instant::now();
+        let e = request(&instance, &routing, "g", &params).unwrap_err();
+        let took = began.elapsed();
+        assert!(
+            took < Duration::from_millis(500),
+            "the pull thread waited {took:?} for the name server"
+        );
+        assert_eq!(e.kind(), ErrorKind::NoRoute, "{e}");
+        // The route is asked for on the timer; once it is in, the next pull goes out.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while asked.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(release);
+        // (A route nobody subscribes to may be forgotten by the periodic refresh; then
+        // the next pull asks for it again.)
+        let mut next = request(&instance, &routing, "g", &params);
+        while next.is_err() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+            next = request(&instance, &routing, "g", &params);
+        }
+        let (addr, _) = next.unwrap();
+        assert_eq!(addr, "127.0.0.1:1");
+        instance.shutdown();
     }
 }

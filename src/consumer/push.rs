@@ -511,8 +511,12 @@ impl PushConsumerImpl {
                 req.next_offset = r.next_begin_offset;
                 req.pq.set_dropped(true);
                 let me = self.clone();
-                self.instance
-                    .schedule_later("offset-illegal", OFFSET_ILLEGAL_DELAY, move || {
+                // The offset goes to the broker: on the client timer, not the pull-delay
+                // one that every consumer's delayed pulls share.
+                self.instance.schedule_on_client_timer(
+                    "offset-illegal",
+                    OFFSET_ILLEGAL_DELAY,
+                    move || {
                         me.offset_store
                             .update_offset(&req.mq, req.next_offset, false);
                         me.offset_store.persist(&req.mq);
@@ -521,7 +525,8 @@ impl PushConsumerImpl {
                             "{}: removed {} after an illegal offset; rebalance re-adds it",
                             me.group, req.mq
                         );
-                    });
+                    },
+                );
             }
         }
     }

@@ -926,17 +926,14 @@ struct AsyncAttempt {
 }
 
 impl AsyncAttempt {
-    /// Queues one attempt to `mq`. On `Ok`, `callback` runs exactly once; on `Err`, it
-    /// comes back unrun.
+    /// Queues the first attempt to `mq`, on the caller's thread (which may look the
+    /// route up). On `Ok`, `callback` runs exactly once; on `Err`, it comes back unrun.
     fn send(
         self,
         mq: MessageQueue,
         callback: SendCallback,
     ) -> std::result::Result<(), (Error, SendCallback)> {
-        let left = self.timeout.saturating_sub(self.begin.elapsed());
-        if left.is_zero() {
-            let e = Error::timeout(crate::TimeoutPhase::Response, self.timeout)
-                .context("async send call");
+        if let Err(e) = self.time_left() {
             return Err((e, callback));
         }
         let addr = match self
@@ -944,6 +941,69 @@ impl AsyncAttempt {
             .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
         {
             Ok(a) => a,
+            Err(e) => return Err((e, callback)),
+        };
+        self.send_to(mq, addr, callback)
+    }
+
+    /// The budget left, or the timeout error when none is.
+    fn time_left(&self) -> Result<Duration> {
+        let left = self.timeout.saturating_sub(self.begin.elapsed());
+        if left.is_zero() {
+            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout)
+                .context("async send call"));
+        }
+        Ok(left)
+    }
+
+    /// Re-sends to `mq` after `cause`, from the callback pool, where nothing waits for the
+    /// name server: a broker whose address is not cached has its route fetched on the
+    /// client timer (`MQClientInstance::request_route`) and the re-send goes on from
+    /// there. `callback` runs exactly once.
+    fn resend(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+        let instance = self.instance.clone();
+        if instance
+            .find_broker_address_in_publish(&mq.broker_name)
+            .is_some()
+        {
+            return self.resend_now(mq, callback, cause);
+        }
+        let topic = self.p.topic.clone();
+        instance.request_route(
+            &topic,
+            Some(Box::new(move || self.resend_now(mq, callback, cause))),
+        );
+    }
+
+    /// Re-sends to `mq` with the broker address cached now, if any.
+    fn resend_now(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+        let Some(addr) = self
+            .instance
+            .find_broker_address_in_publish(&mq.broker_name)
+        else {
+            let e = Error::new(
+                ErrorKind::NoRoute,
+                format!("the broker {} does not exist", mq.broker_name),
+            );
+            return callback(Err(e.context(format!("after {cause}"))));
+        };
+        let addr = self.producer.vip(addr);
+        // Queued, the re-send owns the callback; not queued, it comes back here.
+        if let Err((e, callback)) = self.send_to(mq, addr, callback) {
+            callback(Err(e.context(format!("after {cause}"))));
+        }
+    }
+
+    /// Queues one attempt to `mq` at `addr`. On `Ok`, `callback` runs exactly once; on
+    /// `Err`, it comes back unrun.
+    fn send_to(
+        self,
+        mq: MessageQueue,
+        addr: String,
+        callback: SendCallback,
+    ) -> std::result::Result<(), (Error, SendCallback)> {
+        let left = match self.time_left() {
+            Ok(left) => left,
             Err(e) => return Err((e, callback)),
         };
         let remoting = self.instance.remoting().clone();
@@ -1009,10 +1069,7 @@ impl InvokeCallback for InFlight {
                     retries_left: attempt.retries_left - 1,
                     ..attempt
                 };
-                // Queued, the retry owns the callback; not queued, it comes back here.
-                if let Err((e2, callback)) = retry.send(next, callback) {
-                    callback(Err(e2.context(format!("after {e}"))));
-                }
+                retry.resend(next, callback, e);
             }
             Err(e) => {
                 if e.is_retriable() {
@@ -1146,5 +1203,162 @@ mod tests {
         assert!(idle.is_none(), "the route of an idle topic is still kept");
         // The auto-create topic's entry is kept: sends to new topics start from it.
         assert!(published.iter().any(|t| t == AUTO_CREATE_TOPIC_KEY_TOPIC));
+    }
+
+    /// Reads one frame from `s`; `None` at the end of the stream or on garbage.
+    fn read_frame(s: &mut std::net::TcpStream) -> Option<RemotingCommand> {
+        use std::io::Read;
+        let mut len = [0u8; 4];
+        s.read_exact(&mut len).ok()?;
+        let mut frame = vec![0u8; u32::from_be_bytes(len) as usize];
+        s.read_exact(&mut frame).ok()?;
+        RemotingCommand::decode(&frame).ok()
+    }
+
+    /// The route of one writable queue on broker `name` at `addr`.
+    fn route_on(name: &str, addr: &str) -> Vec<u8> {
+        format!(
+            r#"{{"brokerDatas":[{{"brokerAddrs":{{"0":"{addr}"}},"brokerName":"{name}","cluster":"c"}}],"filterServerTable":{{}},"queueDatas":[{{"brokerName":"{name}","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":1}}]}}"#
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks() {
+        use crate::testkit::fault::Responder;
+        use std::io::Write;
+        use std::sync::atomic::AtomicUsize;
+        // Broker "a" answers everything but a send, and closes the connection on a send
+        // once told to: the async send fails with a transport error and is re-sent.
+        let broker_a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr_a = broker_a.local_addr().unwrap().to_string();
+        let (got_send_tx, got_send) = crossbeam_channel::unbounded::<()>();
+        let (close_tx, close_rx) = crossbeam_channel::bounded::<()>(0);
+        let broker_a = std::thread::spawn(move || {
+            let Ok((mut s, _)) = broker_a.accept() else {
+                return;
+            };
+            while let Some(req) = read_frame(&mut s) {
+                if req.request_code() == RequestCode::SEND_MESSAGE_V2 {
+                    let _ = got_send_tx.send(());
+                    let _ = close_rx.recv_timeout(Duration::from_secs(30));
+                    return; // closes the connection
+                }
+                let ok = RemotingCommand::response(ResponseCode::SUCCESS, req.opaque, None);
+                if s.write_all(&ok.to_frame()).is_err() {
+                    return;
+                }
+            }
+        });
+        // Broker "b" answers every send at once.
+        let broker_b = FaultPeer::start(Fault::Respond(Responder::new(|_| {
+            let mut ok = RemotingCommand::response(ResponseCode::SUCCESS, 0, None);
+            ok.ext_fields.insert("msgId", "0A0000010000000000000000");
+            ok.ext_fields.insert("queueId", "0");
+            ok.ext_fields.insert("queueOffset", "0");
+            ok
+        })))
+        .unwrap();
+        // The name server routes "TA" to broker a and "TB" to broker b; once stalled, it
+        // holds every request until released (or 20 s).
+        let stalled = Arc::new(AtomicBool::new(false));
+        let stalled_requests = Arc::new(AtomicUsize::new(0));
+        let (unstall_tx, unstall) = crossbeam_channel::bounded::<()>(0);
+        let (s, n, a, b) = (
+            stalled.clone(),
+            stalled_requests.clone(),
+            addr_a.clone(),
+            broker_b.addr().to_string(),
+        );
+        let namesrv = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+            if s.load(Ordering::SeqCst) {
+                n.fetch_add(1, Ordering::SeqCst);
+                let _ = unstall.recv_timeout(Duration::from_secs(20));
+            }
+            let body = match req.ext_fields.get("topic") {
+                Some("TA") => route_on("a", &a),
+                Some("TB") => route_on("b", &b),
+                _ => return RemotingCommand::response(ResponseCode::TOPIC_NOT_EXIST, 0, None),
+            };
+            RemotingCommand::response(ResponseCode::SUCCESS, 0, None).with_body(body)
+        })))
+        .unwrap();
+        // Two producers on one client instance with one callback thread.
+        let config = ClientConfig::builder()
+            .namesrv_addr(namesrv.addr())
+            .instance_name(format!("retry-route-{}", std::process::id()))
+            .callback_threads(1)
+            .build();
+        let pa = ProducerImpl::new("retry_a".into(), config.clone(), ProducerOptions::default())
+            .unwrap();
+        let pb = ProducerImpl::new("retry_b".into(), config, ProducerOptions::default()).unwrap();
+        pa.start().unwrap();
+        pb.start().unwrap();
+        let instance = pa.instance().unwrap();
+        assert!(Arc::ptr_eq(&instance, &pb.instance().unwrap()));
+        let send_b = || {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let sent = Instant::now();
+            pb.send_async(
+                Message::new("TB", b"b".to_vec()),
+                None,
+                Duration::from_secs(10),
+                Box::new(move |r| {
+                    let _ = tx.send((sent.elapsed(), r.map(|_| ())));
+                }),
+            )
+            .unwrap();
+            rx
+        };
+        // Producer b's route and connection are ready.
+        let (_, warm) = send_b().recv_timeout(Duration::from_secs(10)).unwrap();
+        warm.unwrap();
+        // Producer a's send is on the wire to broker a.
+        let (a_tx, a_done) = crossbeam_channel::unbounded();
+        pa.send_async(
+            Message::new("TA", b"a".to_vec()),
+            None,
+            Duration::from_secs(15),
+            Box::new(move |r| {
+                let _ = a_tx.send(r.map(|_| ()));
+            }),
+        )
+        .unwrap();
+        got_send.recv_timeout(Duration::from_secs(10)).unwrap();
+        // Meanwhile the route of "TA" is dropped (as the idle sweep and the offline-broker
+        // cleanup drop it) and the name server stalls: the re-send needs a route lookup.
+        pa.publish_table.write().remove("TA");
+        instance.update_topic_route_info_from_name_server();
+        instance.clean_offline_broker();
+        assert_eq!(instance.find_broker_address_in_publish("a"), None);
+        stalled.store(true, Ordering::SeqCst);
+        drop(close_tx); // broker a closes: the send fails and is re-sent
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while stalled_requests.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(
+            stalled_requests.load(Ordering::SeqCst),
+            1,
+            "the route lookup"
+        );
+        // The lookup waits for the name server; producer b's callbacks must not.
+        let (took, r) = send_b().recv_timeout(Duration::from_secs(20)).unwrap();
+        r.unwrap();
+        drop(unstall_tx);
+        // Producer a's callback runs once, whatever the re-send's outcome.
+        let a_result = a_done.recv_timeout(Duration::from_secs(20));
+        assert!(a_result.is_ok(), "producer a's callback never ran");
+        pa.shutdown();
+        pb.shutdown();
+        drop(broker_a.join());
+        assert!(
+            a_done.try_recv().is_err(),
+            "producer a's callback ran twice"
+        );
+        assert!(
+            took < Duration::from_millis(500),
+            "producer b's callback waited {took:?} behind a route lookup"
+        );
     }
 }

@@ -154,6 +154,8 @@ struct WriteItem {
     /// The request's opaque when a response is awaited: its frame leaves the queue when
     /// the request times out before a byte of it was written.
     opaque: Option<i32>,
+    /// An answer to a peer's request (counted in `Conn::reply_bytes`).
+    reply: bool,
     _permit: Option<Permit>,
 }
 
@@ -180,6 +182,8 @@ struct Conn {
     rbuf: Vec<u8>,
     rstart: usize,
     wq: VecDeque<WriteItem>,
+    /// Bytes of the replies in `wq` (bounded by `RemotingConfig::reply_queue_bytes`).
+    reply_bytes: usize,
     /// Bytes of the front item already written.
     woff: usize,
     writable_interest: bool,
@@ -364,14 +368,27 @@ impl IoLoop {
                         );
                     }
                 }
-                self.queue_write(token, frame, opaque, permit);
+                self.queue_write(token, frame, opaque, permit, false);
             }
             Command::Reply { token, frame } => {
-                if self.conns.contains_key(&token) {
-                    self.queue_write(token, frame, None, None);
-                } else {
+                let Some(c) = self.conns.get(&token) else {
                     debug!("dropping a reply: its connection is gone");
+                    return;
+                };
+                // A peer that sends requests and reads none of the answers would grow the
+                // queue for ever: past the bound it is cut off (a broker is dialled again
+                // by the next request to it). One reply bigger than the bound still goes.
+                let limit = self.shared.config.reply_queue_bytes;
+                if c.reply_bytes > 0 && c.reply_bytes + frame.len() > limit {
+                    let why = format!(
+                        "the peer reads none of our replies ({} bytes unwritten, at most {limit})",
+                        c.reply_bytes
+                    );
+                    warn!("closing the connection to {}: {why}", c.addr);
+                    self.close(token, CloseReason::Closed(why));
+                    return;
                 }
+                self.queue_write(token, frame, None, None, true);
             }
             Command::Close { addr, why } => {
                 if let Some(&t) = self.by_addr.get(&addr) {
@@ -417,6 +434,7 @@ impl IoLoop {
                 rbuf: Vec::new(),
                 rstart: 0,
                 wq: VecDeque::new(),
+                reply_bytes: 0,
                 woff: 0,
                 writable_interest: true,
                 flush_pending: false,
@@ -434,6 +452,7 @@ impl IoLoop {
         frame: Vec<u8>,
         opaque: Option<i32>,
         permit: Option<Permit>,
+        reply: bool,
     ) {
         let Some(c) = self.conns.get_mut(&token) else {
             return;
@@ -441,9 +460,13 @@ impl IoLoop {
         self.shared
             .queued_bytes
             .fetch_add(frame.len(), Ordering::Relaxed);
+        if reply {
+            c.reply_bytes += frame.len();
+        }
         c.wq.push_back(WriteItem {
             frame,
             opaque,
+            reply,
             _permit: permit,
         });
         if matches!(c.state, ConnState::Connected) && !c.flush_pending {
@@ -636,8 +659,8 @@ impl IoLoop {
                 }
             }
         }
-        for cmd in frames {
-            self.dispatch(token, cmd);
+        for (cmd, len) in frames {
+            self.dispatch(token, cmd, len);
         }
         if let Some(reason) = failure {
             self.close(token, reason);
@@ -697,8 +720,8 @@ impl IoLoop {
             }
         }
         // Frames that arrived before a failure are still delivered.
-        for cmd in frames {
-            self.dispatch(token, cmd);
+        for (cmd, len) in frames {
+            self.dispatch(token, cmd, len);
         }
         if let Some(reason) = failure {
             self.close(token, reason);
@@ -754,6 +777,9 @@ impl IoLoop {
                             n -= left;
                             c.woff = 0;
                             if let Some(done) = c.wq.pop_front() {
+                                if done.reply {
+                                    c.reply_bytes -= done.frame.len();
+                                }
                                 // Dropping it releases a oneway permit.
                                 self.shared
                                     .queued_bytes
@@ -808,7 +834,8 @@ impl IoLoop {
         }
     }
 
-    fn dispatch(&mut self, token: Token, cmd: RemotingCommand) {
+    /// Handles one frame of `len` bytes read from `token`'s connection.
+    fn dispatch(&mut self, token: Token, cmd: RemotingCommand, len: usize) {
         if cmd.is_response() {
             match self.pending.complete(cmd.opaque) {
                 Some(entry) => self.complete(entry.waiter, Ok(cmd)),
@@ -828,7 +855,10 @@ impl IoLoop {
         let shared = self.shared.clone();
         let (busy_opaque, busy_ty, busy_oneway) = (cmd.opaque, cmd.serialize_type, cmd.is_oneway());
         let limit = self.shared.config.processor_queue;
-        let queued = self.shared.processor_pool.try_execute(limit, move || {
+        let job = move || {
+            shared
+                .processor_queued_bytes
+                .fetch_sub(len, Ordering::Relaxed);
             let opaque = cmd.opaque;
             let ty = cmd.serialize_type;
             let oneway = cmd.is_oneway();
@@ -852,7 +882,24 @@ impl IoLoop {
                     frame: resp.to_frame(),
                 });
             }
-        });
+        };
+        // Bounded by bytes too: each waiting request may be a whole frame (16 MiB). One
+        // request bigger than the bound still gets in when none waits.
+        let waiting = self.shared.processor_queued_bytes.load(Ordering::Relaxed);
+        let queued = if waiting > 0 && waiting + len > self.shared.config.processor_queue_bytes {
+            Err(Refused::Full)
+        } else {
+            self.shared
+                .processor_queued_bytes
+                .fetch_add(len, Ordering::Relaxed);
+            let queued = self.shared.processor_pool.try_execute(limit, job);
+            if queued.is_err() {
+                self.shared
+                    .processor_queued_bytes
+                    .fetch_sub(len, Ordering::Relaxed);
+            }
+            queued
+        };
         match queued {
             Ok(()) => {}
             Err(Refused::Full) => {
@@ -861,8 +908,10 @@ impl IoLoop {
                 let refused = BUSY_REFUSALS.fetch_add(1, Ordering::Relaxed);
                 if refused % 1000 == 0 {
                     warn!(
-                        "request from {} refused: {limit} broker requests already wait ({} refused so far)",
+                        "request from {} refused: {} broker requests of {waiting} bytes already wait (at most {limit}, {} bytes; {} refused so far)",
                         self.conn_addr(token),
+                        self.shared.processor_pool.waiting(),
+                        self.shared.config.processor_queue_bytes,
                         refused + 1
                     );
                 }
@@ -1041,7 +1090,7 @@ fn parse_frames(
     rbuf: &mut Vec<u8>,
     rstart: &mut usize,
     max_frame: usize,
-    out: &mut Vec<RemotingCommand>,
+    out: &mut Vec<(RemotingCommand, usize)>,
 ) -> Result<(), String> {
     loop {
         let avail = &rbuf[*rstart..];
@@ -1058,7 +1107,7 @@ fn parse_frames(
         let cmd =
             RemotingCommand::decode(&avail[4..4 + n]).map_err(|e| format!("bad frame: {e}"))?;
         *rstart += 4 + n;
-        out.push(cmd);
+        out.push((cmd, 4 + n));
     }
     if *rstart == rbuf.len() {
         rbuf.clear();

@@ -112,6 +112,14 @@ pub struct RemotingConfig {
     /// I/O thread answers SYSTEM_BUSY at once, so a flood cannot grow memory without bound
     /// (Java's client queue is unbounded).
     pub processor_queue: usize,
+    /// Bytes of the broker-initiated requests waiting for a processor thread; a request
+    /// that would take them beyond this is answered SYSTEM_BUSY as above (64 MiB: four
+    /// frames of the largest size; unbounded in Java).
+    pub processor_queue_bytes: usize,
+    /// Bytes of our replies to a peer's requests that one connection may hold unwritten
+    /// (the peer is not reading them); a reply beyond this closes the connection (16 MiB;
+    /// unbounded in Java).
+    pub reply_queue_bytes: usize,
     /// How long to wait for the lock that serialises name-server connection set-up (Java 3 s).
     pub namesrv_lock_timeout: Duration,
     /// How long a shutdown waits for all of this client's threads together (I/O thread,
@@ -139,6 +147,8 @@ impl Default for RemotingConfig {
             callback_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
             processor_threads: 4,
             processor_queue: 1024,
+            processor_queue_bytes: 64 * 1024 * 1024,
+            reply_queue_bytes: 16 * 1024 * 1024,
             namesrv_lock_timeout: Duration::from_millis(3000),
             shutdown_timeout: JOIN_TIMEOUT,
             credentials: None,
@@ -197,6 +207,8 @@ pub(crate) struct Shared {
     /// Bytes of frames queued on connections and not yet wholly written (kept by the I/O
     /// thread; for diagnostics and the bounded-memory tests).
     queued_bytes: AtomicUsize,
+    /// Bytes of the broker-initiated request frames waiting for a processor thread.
+    processor_queued_bytes: AtomicUsize,
     /// Built once from `config.tls` (its files read at start, not per connection).
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Told the address of every connection once it is established, on the callback pool.
@@ -386,6 +398,7 @@ impl RemotingClient {
             callback_pool,
             processor_pool,
             queued_bytes: AtomicUsize::new(0),
+            processor_queued_bytes: AtomicUsize::new(0),
             tls,
             connect_listener: RwLock::new(None),
         });
@@ -442,6 +455,11 @@ impl RemotingClient {
     /// Bytes of frames queued for writing and not yet wholly written, over all connections.
     pub fn queued_write_bytes(&self) -> usize {
         self.shared.queued_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the broker-initiated request frames waiting for a processor thread.
+    pub fn processor_queued_bytes(&self) -> usize {
+        self.shared.processor_queued_bytes.load(Ordering::Relaxed)
     }
 
     /// Whether a connection to `addr` is established now.
@@ -1033,7 +1051,11 @@ impl Drop for RemotingClient {
     }
 }
 
-/// Resolves `host:port`; literal addresses take the fast path without a lookup.
+/// Resolves `host:port` on the calling thread, never the I/O thread. An IP literal (what
+/// brokers register and routes carry, unless a broker is configured with a host name) is
+/// parsed without DNS; only a host name reaches the system resolver (getaddrinfo), on
+/// whichever thread sends: the caller's, the client timer, and for a broker known by
+/// name also the callback pool (async re-sends) and the pull thread.
 fn resolve(addr: &str) -> Result<SocketAddr> {
     if let Ok(sock) = addr.parse::<SocketAddr>() {
         return Ok(sock);

@@ -528,3 +528,170 @@ fn requests_to_a_silent_name_server_time_out_together() {
     }
     c.shutdown();
 }
+
+/// Waits (polling) until `done` holds or `within` passes; returns whether it holds.
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// A peer that, once the client connects, writes `requests` (whole frames, back to back)
+/// and then holds the connection without reading a byte until `release` is dropped.
+fn sends_and_never_reads(
+    listener: TcpListener,
+    requests: Vec<u8>,
+) -> (Sender<()>, std::thread::JoinHandle<()>) {
+    use std::io::Write;
+    let (release, held) = crossbeam_channel::bounded::<()>(0);
+    let peer = std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        if s.write_all(&requests).is_err() {
+            return;
+        }
+        let _ = held.recv_timeout(Duration::from_secs(60));
+    });
+    (release, peer)
+}
+
+#[test]
+fn replies_to_a_peer_that_never_reads_close_its_connection_beyond_the_reply_bound() {
+    const CODE: i32 = 9_998;
+    const REQUESTS: usize = 1000;
+    const REPLY_BODY: usize = 64 * 1024;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut frames = Vec::new();
+    for i in 0..REQUESTS {
+        let mut ask = RemotingCommand::request(RequestCode(CODE));
+        ask.opaque = i as i32;
+        frames.extend_from_slice(&ask.to_frame());
+    }
+    let (release, peer) = sends_and_never_reads(listener, frames);
+    let c = client();
+    let processed = Arc::new(AtomicUsize::new(0));
+    let p = processed.clone();
+    c.register_processor(
+        RequestCode(CODE),
+        Arc::new(move |_: &str, r: RemotingCommand| {
+            p.fetch_add(1, Ordering::SeqCst);
+            Some(
+                RemotingCommand::response(ResponseCode::SUCCESS, r.opaque, None)
+                    .with_body(vec![0u8; REPLY_BODY]),
+            )
+        }),
+    );
+    c.connect(&addr, std::time::Instant::now() + Duration::from_secs(5))
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(20), || processed
+        .load(Ordering::SeqCst)
+        == REQUESTS));
+    // 62.5 MiB of replies, and the peer reads none: the connection must not keep them.
+    let all = REQUESTS * REPLY_BODY;
+    wait_until(Duration::from_secs(10), || {
+        !c.is_connected(&addr) || c.queued_write_bytes() >= all - 16 * 1024 * 1024
+    });
+    let queued = c.queued_write_bytes();
+    assert!(
+        !c.is_connected(&addr),
+        "{queued} bytes of replies queued for a peer that reads nothing, connection still open"
+    );
+    assert!(queued <= REPLY_BODY + 1024, "{queued} bytes left queued");
+    drop(release);
+    c.shutdown();
+    drop(peer.join());
+}
+
+#[test]
+fn big_broker_requests_beyond_the_processor_byte_bound_are_answered_busy() {
+    use std::io::Write;
+    const CODE: i32 = 9_997;
+    const REQUESTS: usize = 48;
+    const BODY: usize = 2 * 1024 * 1024;
+    let bound = RemotingConfig::default().processor_queue_bytes;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // The peer writes every request, reading the client's answers meanwhile.
+    let (answers_tx, answers) = unbounded();
+    let peer = std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let Ok(mut r) = s.try_clone() else { return };
+        let reader = std::thread::spawn(move || {
+            while let Some(answer) = read_request(&mut r) {
+                let _ = answers_tx.send(answer.code);
+            }
+        });
+        for i in 0..REQUESTS {
+            let mut ask = RemotingCommand::request(RequestCode(CODE)).with_body(vec![1u8; BODY]);
+            ask.opaque = i as i32;
+            if s.write_all(&ask.to_frame()).is_err() {
+                break;
+            }
+        }
+        drop(reader.join());
+    });
+    let c = RemotingClient::new(RemotingConfig {
+        processor_threads: 1,
+        ..RemotingConfig::default()
+    })
+    .unwrap();
+    // The one processor thread is held until released: the rest wait for it.
+    let (started_tx, started) = unbounded();
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    c.register_processor(
+        RequestCode(CODE),
+        Arc::new(move |_: &str, r: RemotingCommand| {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv_timeout(Duration::from_secs(30));
+            Some(RemotingCommand::response(
+                ResponseCode::SUCCESS,
+                r.opaque,
+                None,
+            ))
+        }),
+    );
+    c.connect(&addr, std::time::Instant::now() + Duration::from_secs(5))
+        .unwrap();
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
+    // Every request but the running one either waits or was answered busy.
+    let mut busy = 0;
+    let settled = wait_until(Duration::from_secs(20), || {
+        while let Ok(code) = answers.try_recv() {
+            assert_eq!(code, ResponseCode::SYSTEM_BUSY.0);
+            busy += 1;
+        }
+        c.shared.processor_pool.waiting() + busy == REQUESTS - 1
+    });
+    let waiting_bytes = c.processor_queued_bytes();
+    assert!(
+        settled,
+        "{busy} busy, {} waiting",
+        c.shared.processor_pool.waiting()
+    );
+    assert!(
+        waiting_bytes <= bound,
+        "{waiting_bytes} bytes of requests wait for the processor ({} requests, {busy} answered busy)",
+        c.shared.processor_pool.waiting()
+    );
+    assert!(busy > 0);
+    drop(release_tx);
+    // The waiting ones are processed, answered SUCCESS; nothing is left counted.
+    let mut ok = 0;
+    while ok + busy < REQUESTS {
+        let code = answers.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(code, ResponseCode::SUCCESS.0);
+        ok += 1;
+    }
+    assert_eq!(c.processor_queued_bytes(), 0);
+    c.shutdown();
+    drop(peer.join());
+}
