@@ -165,7 +165,7 @@
 //! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
 //!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
-// `unsafe` belongs in the FFI layer only (there is none yet).
+// `unsafe` belongs in the FFI layer only: the `ffi/` crate, never this one.
 #![deny(unsafe_code)]
 // A lock guard in a `match`/`if let` scrutinee lives to the end of the block, across what
 // the arms do (network calls, user code): keep such temporaries out of scrutinees.
