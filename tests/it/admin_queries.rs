@@ -13,7 +13,7 @@ use rocketmq_blocking::{
     SubscriptionGroupConfig,
 };
 
-use crate::admin_tool::{mqadmin, send};
+use crate::admin_tool::{mqadmin, send, wait_for_committed};
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
 
@@ -230,10 +230,7 @@ fn offsets_by_time_and_resets_move_a_running_group_and_an_absent_one() {
         consumed.load(Ordering::SeqCst) >= 6
     });
     // The broker has to know the group's offsets before it resets them.
-    eventually("offsets committed", Duration::from_secs(30), || {
-        let s = admin.consume_stats(&group, Some(&topic)).ok()?;
-        (s.queues.values().map(|q| q.consumer_offset).sum::<i64>() == 6).then_some(())
-    });
+    wait_for_committed(&group, &topic, 2);
     // Through the broker: the running consumer is told and consumes everything again.
     let reset = admin
         .reset_offset(&group, &topic, ResetTarget::Earliest)

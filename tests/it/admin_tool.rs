@@ -3,9 +3,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use rocketmq_blocking::{ConsumeStatus, Message, PushConsumer};
+use rocketmq_blocking::{Admin, ConsumeStatus, Message, PushConsumer};
 
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
@@ -30,6 +30,36 @@ pub(crate) fn send(topic: &str, n: usize) -> Vec<String> {
         .collect();
     p.shutdown();
     ids
+}
+
+/// Waits until the brokers hold `group`'s committed offset of each of the `queues` queues
+/// of `topic`, every one at the queue's end. A 4.9 broker refuses a reset through it
+/// (`resetOffsetByTime`, INVOKE_BROKER_TO_RESET_OFFSET) with "consumer group not exist"
+/// while it has no committed offset for some queue of the topic, whatever consumers are
+/// online (`Broker2Client.resetOffset`); a consumer, Rust or Java 4.9, commits what it
+/// consumed only with its next persist or a later pull of the queue. The broker reports
+/// a queue it has no offset for as offset 0, so every queue must hold messages for the
+/// wait to tell committed from absent. (5.x brokers reset on their own side.)
+pub(crate) fn wait_for_committed(group: &str, topic: &str, queues: usize) {
+    let admin = Admin::new(cluster::namesrv()).expect("admin client");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match admin.consume_stats(group, Some(topic)) {
+            Ok(s)
+                if s.queues.len() == queues
+                    && s.queues
+                        .values()
+                        .all(|q| q.broker_offset > 0 && q.consumer_offset == q.broker_offset) =>
+            {
+                return
+            }
+            other => assert!(
+                Instant::now() < deadline,
+                "{group}'s offsets in {topic} are not all committed: {other:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A push consumer counting what it consumes.
@@ -95,10 +125,29 @@ fn reset_offset_by_time_makes_a_rust_consumer_consume_again() {
     let topic = cluster::topic("adm_reset", 4);
     let group = cluster::unique("adm_reset_g");
     send(&topic, 10);
-    let (c, n) = counting(&group, &topic);
+    // The listener's count says nothing about what the broker knows, and this consumer
+    // makes it so every time rather than once in a while: each queue's messages come in
+    // its first pull, the next pull leaves before a listener that takes a moment has
+    // finished them (so it commits nothing) and the broker holds it 15 s, and an
+    // instance of its own persists first after 10 s (then every 60 s).
+    let n = Arc::new(AtomicUsize::new(0));
+    let seen = n.clone();
+    let c = consumer(&group, &topic)
+        .instance_name(cluster::unique("adm_reset_i"))
+        .persist_offset_interval(Duration::from_secs(60))
+        .listener(move |msgs, _| {
+            // The consumer's work, not a wait for anything.
+            std::thread::sleep(Duration::from_millis(100));
+            seen.fetch_add(msgs.len(), Ordering::SeqCst);
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
     wait_for("10 consumed", Duration::from_secs(60), || {
         n.load(Ordering::SeqCst) >= 10
     });
+    // What a 4.9 broker needs before it relays a reset.
+    wait_for_committed(&group, &topic, 4);
     // RESET_CONSUMER_CLIENT_OFFSET through the broker, to the first message.
     let out = mqadmin(&["resetOffsetByTime", "-g", &group, "-t", &topic, "-s", "0"]);
     assert!(out.contains("#brokerName"), "{out}");
