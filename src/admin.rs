@@ -494,6 +494,11 @@ impl Admin {
     /// the offsets are written directly (UPDATE_CONSUMER_OFFSET, Java's
     /// `resetOffsetByTimestampOld`), for the next consumer to start from. Returns the new
     /// offset of every queue.
+    ///
+    /// A 4.9 broker refuses the reset of a running group ("consumer group not exist", a
+    /// `Response` error) until it holds the group's committed offset for every queue of the
+    /// topic; a consumer sends those with its next persist (every 5 s) or pull, as Java's
+    /// does. A 5.x broker resets on its own side and needs none.
     pub fn reset_offset(
         &self,
         group: &str,
