@@ -7,11 +7,13 @@
 //! the fields come off the wire; this one reaches the field parsers directly.
 //!
 //! Besides "never panics": a header read and written back reads the same, the borrowed
-//! and owned decoders agree, and a reply keeps its topic and the body cap.
+//! and owned decoders agree, a send's offsetMsgId that decodes encodes back to itself,
+//! and a reply keeps its topic and the body cap.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rocketmq_blocking::fuzzing;
+use rocketmq_blocking::message::{create_offset_msg_id, decode_offset_msg_id};
 use rocketmq_blocking::protocol::header::{
     OffsetResponseHeader, PullMessageResponseHeader, QueryMessageResponseHeader, ReadHeaderRef,
     SendMessageRequestHeaderV2, SendMessageRequestHeaderV2Ref, SendMessageResponseHeader,
@@ -53,6 +55,12 @@ fuzz_target!(|data: &[u8]| {
     }
 
     round_trip::<SendMessageResponseHeader>(&ext);
+    if let Ok(h) = SendMessageResponseHeader::read_from(&ext) {
+        // A transaction's END_TRANSACTION takes the commit log offset from this id.
+        if let Ok((host, offset)) = decode_offset_msg_id(&h.msg_id) {
+            assert!(create_offset_msg_id(host, offset).eq_ignore_ascii_case(&h.msg_id));
+        }
+    }
     round_trip::<PullMessageResponseHeader>(&ext);
     round_trip::<OffsetResponseHeader>(&ext);
     round_trip::<QueryMessageResponseHeader>(&ext);
