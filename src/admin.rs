@@ -320,8 +320,7 @@ impl Admin {
             e.with_addr(broker_addr)
                 .context(format!("producer connections of {group}"))
         })?;
-        let body: ConnectionSet = crate::protocol::json::from_slice(&response.body)?;
-        Ok(body.connection_set)
+        Ok(decode_connection_set(&response.body)?)
     }
 }
 
@@ -590,4 +589,12 @@ pub struct Connection {
 struct ConnectionSet {
     #[serde(default)]
     connection_set: Vec<Connection>,
+}
+
+/// GET_PRODUCER_CONNECTION_LIST's answer (Java `ProducerConnection`).
+pub(crate) fn decode_connection_set(
+    body: &[u8],
+) -> std::result::Result<Vec<Connection>, crate::protocol::DecodeError> {
+    let b: ConnectionSet = crate::protocol::json::from_slice(body)?;
+    Ok(b.connection_set)
 }

@@ -210,6 +210,11 @@ pub mod scheduler;
 #[allow(dead_code, unused_imports)]
 mod scheduler;
 
+// Thin wrappers over crate-private decoders of what a peer sends, for the fuzz targets.
+#[cfg(feature = "unstable-internals")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 mod admin;
 mod consumer;
 mod error;

@@ -7,7 +7,9 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocketmq_blocking::protocol::header::SendMessageRequestHeaderV2Ref;
-use rocketmq_blocking::protocol::{frame_len, RemotingCommand, RemotingCommandRef, DEFAULT_MAX_FRAME};
+use rocketmq_blocking::protocol::{
+    frame_len, RemotingCommand, RemotingCommandRef, DEFAULT_MAX_FRAME,
+};
 
 fn check(frame: &[u8]) {
     let owned = RemotingCommand::decode(frame);

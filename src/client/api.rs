@@ -23,7 +23,8 @@ use crate::protocol::header::{
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
-    json, perm, ClusterInfo, RemotingCommand, RequestCode, ResponseCode, TopicRouteData,
+    json, perm, ClusterInfo, DecodeError, RemotingCommand, RequestCode, ResponseCode,
+    TopicRouteData,
 };
 use crate::remoting::RemotingClient;
 
@@ -193,6 +194,22 @@ struct ConsumerIdList {
     consumer_id_list: Vec<String>,
 }
 
+/// LOCK_BATCH_MQ's answer: the queues the broker locked.
+pub(crate) fn decode_lock_batch_response(
+    body: &[u8],
+) -> std::result::Result<Vec<MessageQueue>, DecodeError> {
+    let r: LockBatchResponse = json::from_slice(body)?;
+    Ok(r.lock_ok_mq_set)
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP's answer: the group's client ids.
+pub(crate) fn decode_consumer_id_list(
+    body: &[u8],
+) -> std::result::Result<Vec<String>, DecodeError> {
+    let r: ConsumerIdList = json::from_slice(body)?;
+    Ok(r.consumer_id_list)
+}
+
 impl MQClientAPI {
     /// QUERY_CONSUMER_OFFSET. `Ok(None)` when the broker has no offset for the group
     /// (QUERY_NOT_FOUND).
@@ -276,8 +293,7 @@ impl MQClientAPI {
             RemotingCommand::request_with_header(RequestCode::GET_CONSUMER_LIST_BY_GROUP, &header);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))?;
-        let body: ConsumerIdList = crate::protocol::json::from_slice(&response.body)?;
-        Ok(body.consumer_id_list)
+        Ok(decode_consumer_id_list(&response.body)?)
     }
 
     /// GET_MAX_OFFSET (`max = false`: GET_MIN_OFFSET) of one queue.
@@ -356,8 +372,7 @@ impl MQClientAPI {
         let request = RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body);
         let response = self.remoting.invoke_sync(addr, request, timeout)?;
         expect_success(&response).map_err(|e| e.with_addr(addr))?;
-        let r: LockBatchResponse = crate::protocol::json::from_slice(&response.body)?;
-        Ok(r.lock_ok_mq_set)
+        Ok(decode_lock_batch_response(&response.body)?)
     }
 
     /// UNLOCK_BATCH_MQ, oneway or sync.

@@ -146,7 +146,7 @@ fn resolve(
     }
 }
 
-fn parse_response(raw: &[u8]) -> Result<(u16, String)> {
+pub(crate) fn parse_response(raw: &[u8]) -> Result<(u16, String)> {
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text
         .split_once("\r\n\r\n")

@@ -11,7 +11,11 @@ mod route;
 pub mod validators;
 
 pub(crate) use api::expect_success;
+#[cfg(feature = "unstable-internals")]
+pub(crate) use api::{decode_consumer_id_list, decode_lock_batch_response};
 pub use api::{MQClientAPI, TopicConfig};
+#[cfg(feature = "unstable-internals")]
+pub(crate) use config::parse_namesrv_list;
 pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};

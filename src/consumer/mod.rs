@@ -38,6 +38,8 @@ pub use allocate::{
 };
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
+#[cfg(feature = "unstable-internals")]
+pub(crate) use offset_store::parse_offsets_file;
 pub use subscription::MessageSelector;
 
 use push::PushConsumerImpl;

@@ -16,7 +16,7 @@ use crate::client::{MQClientInstance, MASTER_ID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageQueue;
 use crate::protocol::consumer_admin::ProcessQueueInfo;
-use crate::protocol::json;
+use crate::protocol::{json, DecodeError};
 
 pub(crate) const BROKER_TIMEOUT: Duration = Duration::from_millis(5000);
 
@@ -428,11 +428,17 @@ fn read_offsets_file(path: &Path) -> Result<Option<BTreeMap<MessageQueue, i64>>>
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
+    parse_offsets_file(&bytes).map_err(|e| Error::from(e).context(path.display()))
+}
+
+/// The offsets an offsets file holds; `None` for a blank file.
+pub(crate) fn parse_offsets_file(
+    bytes: &[u8],
+) -> std::result::Result<Option<BTreeMap<MessageQueue, i64>>, DecodeError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    let w: OffsetWrapper =
-        json::from_slice(&bytes).map_err(|e| Error::from(e).context(path.display()))?;
+    let w: OffsetWrapper = json::from_slice(bytes)?;
     let mut out = BTreeMap::new();
     for (k, v) in w.offset_table {
         out.insert(json::parse_object_key::<MessageQueue>(&k)?, v);

@@ -33,6 +33,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
+#[cfg(feature = "unstable-internals")]
+pub(crate) use request::decode_reply;
 pub use request::{create_reply_message, reply_topic};
 pub(crate) use request::{process_reply, ReplyTable};
 use send::ProducerImpl;

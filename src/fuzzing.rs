@@ -1,0 +1,47 @@
+//! The client's own decoders of what a peer sends that are not reachable through the
+//! other internal modules, for the `fuzz/` targets (feature `unstable-internals`; not
+//! covered by semver). Each function only calls the code the client runs on that input.
+
+use std::collections::BTreeMap;
+
+use crate::message::{MessageExt, MessageQueue};
+use crate::protocol::{DecodeError, RemotingCommand};
+use crate::Connection;
+
+/// LOCK_BATCH_MQ's answer: the queues the broker locked.
+pub fn lock_batch_response(body: &[u8]) -> Result<Vec<MessageQueue>, DecodeError> {
+    crate::client::decode_lock_batch_response(body)
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP's answer: the group's client ids.
+pub fn consumer_id_list(body: &[u8]) -> Result<Vec<String>, DecodeError> {
+    crate::client::decode_consumer_id_list(body)
+}
+
+/// GET_PRODUCER_CONNECTION_LIST's answer.
+pub fn producer_connections(body: &[u8]) -> Result<Vec<Connection>, DecodeError> {
+    crate::admin::decode_connection_set(body)
+}
+
+/// A broadcasting consumer's offsets file (`LocalFileOffsetStore`); `None` when blank.
+pub fn offsets_file(bytes: &[u8]) -> Result<Option<BTreeMap<MessageQueue, i64>>, DecodeError> {
+    crate::consumer::parse_offsets_file(bytes)
+}
+
+/// A reply pushed by a broker (PUSH_REPLY_MESSAGE_TO_CLIENT), its body inflated up to
+/// `max_body` bytes.
+pub fn reply_message(req: &RemotingCommand, max_body: usize) -> Result<MessageExt, DecodeError> {
+    crate::producer::decode_reply(req, max_body)
+}
+
+/// The HTTP address server's raw answer read as the client instance reads it: the status
+/// and body of the response, then for a 200 the body's first line as name-server
+/// addresses.
+pub fn name_server_answer(raw: &[u8]) -> crate::Result<(u16, Vec<String>)> {
+    let (status, body) = crate::client::http::parse_response(raw)?;
+    if status != 200 {
+        return Ok((status, Vec::new()));
+    }
+    let line = crate::client::http::clear_new_line(&body);
+    Ok((status, crate::client::parse_namesrv_list(&line)))
+}
