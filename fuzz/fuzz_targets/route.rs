@@ -1,5 +1,6 @@
 //! Route bodies from the name server (GET_ROUTEINFO_BY_TOPIC): the tolerant fastjson
-//! reader into `TopicRouteData`, then what the client makes of a route — the publish info
+//! reader into `TopicRouteData` with the client's bounds on brokers and queues
+//! (`protocol::decode_route`, as the client decodes every route), then what the client makes of a route — the publish info
 //! (writable queues of brokers with a master, or `orderTopicConf`), the subscribe set
 //! (readable queues) and a producer's queue choice.
 //!
@@ -9,12 +10,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocketmq_blocking::client::{to_publish_info, to_subscribe_info};
-use rocketmq_blocking::protocol::{json, perm, TopicRouteData};
+use rocketmq_blocking::protocol::{decode_route, json, perm, TopicRouteData};
 
 const TOPIC: &str = "T";
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(route) = json::from_slice::<TopicRouteData>(data) else {
+    let Ok(route) = decode_route(data) else {
         return;
     };
     let sorted = route.sorted();
