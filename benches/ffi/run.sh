@@ -19,6 +19,9 @@ export NAMESRV_ADDR
 trap '[ -n "$started" ] && $rmq cluster stop >/dev/null' EXIT
 out=target/ffi-bench
 mkdir -p "$out"
+# A program linked with -lrocketmq_blocking asks for the soname (ffi/build.rs).
+ln -sf librocketmq_blocking.so "target/release/$(readelf -d target/release/librocketmq_blocking.so |
+  sed -n 's/.*soname: \[\(.*\)\]/\1/p')"
 cc -O2 -Iffi/include benches/ffi/produce_bench.c -Ltarget/release -lrocketmq_blocking \
   -Wl,-rpath,"$PWD/target/release" -o "$out/produce_bench"
 topic=FfiBench$$

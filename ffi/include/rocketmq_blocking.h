@@ -7,6 +7,30 @@
  * thread. Strings are UTF-8 as pointer + length (no NUL needed); strings handed out are
  * borrowed from their handle and are not NUL-terminated (print with %.*s). Callbacks
  * take a void *userdata and run on the library's threads, as documented on each.
+ *
+ * Threads. Every client handle may be shared by any number of threads at once:
+ * rmq_producer, rmq_transaction_producer, rmq_push_consumer, rmq_lite_pull_consumer and
+ * rmq_admin (every call takes it as const). Only its _free needs it exclusively: call
+ * it once, after every other call on the handle has returned. The other handles are
+ * for one thread at a time: builders, rmq_message, rmq_message_ext and their lists,
+ * rmq_send_result, rmq_tls_config; one that is only read (getters) may be moved to
+ * another thread. rmq_last_error and rmq_last_response_code are per thread.
+ *
+ * Callbacks. A push listener runs on the library's consume threads, several at once for
+ * a concurrent listener (one per queue at a time for an orderly one); an async send's
+ * callback on a callback thread; a transaction's execute callback on the sending thread,
+ * during the send, its check callback on the producer's check threads; a queue selector
+ * on the sending thread, during the send; the log callback on any thread. So each
+ * callback and its userdata must be thread-safe. Inside a callback any call of this
+ * library may be made (sends, acks, other clients' _free), except that a client's
+ * _free made from inside one of its own callbacks does not wait for its other
+ * callbacks. After a client's _free returns, none of its callbacks runs or will run,
+ * whichever thread freed it.
+ *
+ * Lifetimes. A pointer a getter returns (a topic, a body, a property) is borrowed from
+ * its handle: it stays valid until the handle is freed or changed by any setter. The
+ * messages handed to a listener, and their strings, live until the listener returns.
+ * Strings passed in are copied before the call returns.
  */
 
 #ifndef ROCKETMQ_BLOCKING_H
@@ -17,6 +41,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+// The major version of the header (compile time); `rmq_version()` gives the library's
+// (run time). A 0.x library is compatible within one minor version (its soname is
+// `librocketmq_blocking.so.0.<minor>`), a later one within one major.
+#define RMQ_VERSION_MAJOR 0
+
+// The minor version of the header.
+#define RMQ_VERSION_MINOR 1
+
+// The patch version of the header.
+#define RMQ_VERSION_PATCH 0
+
+// The header's version as one number, `major * 10000 + minor * 100 + patch`, for `#if`.
+#define RMQ_VERSION_NUMBER (((RMQ_VERSION_MAJOR * 10000) + (RMQ_VERSION_MINOR * 100)) + RMQ_VERSION_PATCH)
 
 // What a call returned. `RMQ_OK` is success; the codes up to `RMQ_TLS` are the crate's
 // `ErrorKind`s, the rest are failures of the C boundary itself. After a failure,

@@ -32,6 +32,18 @@ mod util;
 
 use std::ffi::c_char;
 
+/// The major version of the header (compile time); `rmq_version()` gives the library's
+/// (run time). A 0.x library is compatible within one minor version (its soname is
+/// `librocketmq_blocking.so.0.<minor>`), a later one within one major.
+pub const RMQ_VERSION_MAJOR: u32 = 0;
+/// The minor version of the header.
+pub const RMQ_VERSION_MINOR: u32 = 1;
+/// The patch version of the header.
+pub const RMQ_VERSION_PATCH: u32 = 0;
+/// The header's version as one number, `major * 10000 + minor * 100 + patch`, for `#if`.
+pub const RMQ_VERSION_NUMBER: u32 =
+    RMQ_VERSION_MAJOR * 10000 + RMQ_VERSION_MINOR * 100 + RMQ_VERSION_PATCH;
+
 /// The library's version as a static NUL-terminated string.
 #[no_mangle]
 pub extern "C" fn rmq_version() -> *const c_char {
@@ -206,5 +218,13 @@ mod tests {
         // SAFETY: rmq_version returns a static NUL-terminated string.
         let v = unsafe { std::ffi::CStr::from_ptr(rmq_version()) };
         assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+
+    #[test]
+    fn the_header_version_macros_are_the_crate_version() {
+        let part = |s: &str| s.parse::<u32>().unwrap();
+        assert_eq!(RMQ_VERSION_MAJOR, part(env!("CARGO_PKG_VERSION_MAJOR")));
+        assert_eq!(RMQ_VERSION_MINOR, part(env!("CARGO_PKG_VERSION_MINOR")));
+        assert_eq!(RMQ_VERSION_PATCH, part(env!("CARGO_PKG_VERSION_PATCH")));
     }
 }

@@ -72,7 +72,30 @@ fn profile_dir() -> PathBuf {
 /// holds the lock of the shared one while tests run).
 fn lib_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
+    DIR.get_or_init(|| with_soname_link(find_or_build_lib_dir()))
+        .clone()
+}
+
+/// Links the library's soname (`librocketmq_blocking.so.0.<minor>`, set by `build.rs`) to
+/// the file cargo built, as `ffi/install.sh` does in a prefix: a program linked with
+/// `-lrocketmq_blocking` asks the loader for the soname.
+fn with_soname_link(dir: PathBuf) -> PathBuf {
+    let soname = format!(
+        "librocketmq_blocking.so.{}.{}",
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR")
+    );
+    let link = dir.join(&soname);
+    if std::fs::symlink_metadata(&link).is_err() {
+        // Another test binary may make it at the same moment.
+        let _ = std::os::unix::fs::symlink("librocketmq_blocking.so", &link);
+    }
+    assert!(link.exists(), "no {soname} in {}", dir.display());
+    dir
+}
+
+fn find_or_build_lib_dir() -> PathBuf {
+    {
         let profile = profile_dir();
         if profile.join("librocketmq_blocking.so").exists() {
             return profile;
@@ -96,8 +119,7 @@ fn lib_dir() -> PathBuf {
             dir.display()
         );
         dir
-    })
-    .clone()
+    }
 }
 
 /// The C block of the README's "From C" section, written to `hello.c`.
