@@ -113,6 +113,19 @@ int main(int argc, char **argv) {
   int in_flight_at_free = s.in_flight;
   pthread_mutex_unlock(&s.lock);
 
+  if (!s.slow) {
+    /* The queues it holds (it received messages, so at least one), then a pause of its
+       pulls and their resumption. */
+    rmq_queue_list *held;
+    size_t n_held = 0;
+    CHECK(rmq_push_consumer_assigned_queues(c, &held));
+    CHECK(rmq_queue_list_len(held, &n_held));
+    rmq_queue_list_free(held);
+    CHECK(rmq_push_consumer_suspend(c));
+    CHECK(rmq_push_consumer_resume(c));
+    printf("assigned_queues=%zu\n", n_held);
+  }
+
   rmq_push_consumer_free(c);
   pthread_mutex_lock(&s.lock);
   int in_flight_after = s.in_flight;

@@ -8,7 +8,9 @@
  * filters; assigned: every message is read and printed, and the others are not counted).
  * With "assign", the consumer takes the topic's queues itself (from the admin client's
  * route) instead of subscribing, seeks each to its beginning, pauses and resumes the
- * first, and prints the committed offsets at the end.
+ * first, prints its assignment and the first queue's offset for the time 0 (the queue's
+ * first offset), and prints the committed offsets at the end. The first message's
+ * properties are listed once ("props ...").
  */
 #include <time.h>
 
@@ -52,9 +54,18 @@ int main(int argc, char **argv) {
     CHECK(rmq_lite_pull_consumer_pause(c, qs, 1));
     CHECK(rmq_lite_pull_consumer_resume(c, qs, 1));
     printf("assigned %zu queues\n", nq);
+    rmq_queue_list *held;
+    size_t n_held = 0;
+    CHECK(rmq_lite_pull_consumer_assignment(c, &held));
+    CHECK(rmq_queue_list_len(held, &n_held));
+    rmq_queue_list_free(held);
+    int64_t first;
+    CHECK(rmq_lite_pull_consumer_offset_for_timestamp(c, qs[0], 0, &first));
+    printf("assignment %zu queues offset_for_time_0=%lld\n", n_held, (long long)first);
   }
 
   size_t received = 0;
+  int listed_props = 0;
   time_t give_up = time(NULL) + 120;
   while (received < expect && time(NULL) < give_up) {
     rmq_message_list *list;
@@ -77,6 +88,29 @@ int main(int argc, char **argv) {
              (long long)offset, (int)tags_len, tags ? tags : "", (long long)stored);
       if (tag == NULL || (tags != NULL && tags_len == strlen(tag) && memcmp(tags, tag, tags_len) == 0))
         received++;
+      if (!listed_props) {
+        /* Every property by index; the TAGS one must match the tags getter. */
+        size_t np;
+        int tags_match = 0;
+        CHECK(rmq_message_ext_property_count(m, &np));
+        for (size_t k = 0; k < np; k++) {
+          const char *name, *value;
+          size_t name_len, value_len;
+          CHECK(rmq_message_ext_property_at(m, k, &name, &name_len, &value, &value_len));
+          if (name_len == 4 && memcmp(name, "TAGS", 4) == 0 && value_len == tags_len &&
+              memcmp(value, tags, tags_len) == 0)
+            tags_match = 1;
+        }
+        const char *name, *value;
+        size_t name_len, value_len;
+        if (rmq_message_ext_property_at(m, np, &name, &name_len, &value, &value_len) !=
+            RMQ_OUT_OF_RANGE) {
+          fprintf(stderr, "a property index past the end was not RMQ_OUT_OF_RANGE\n");
+          return 1;
+        }
+        printf("props count=%zu tags_match=%d\n", np, tags_match);
+        listed_props = 1;
+      }
     }
     if (rmq_message_list_get(list, n, &(const rmq_message_ext *){NULL}) != RMQ_OUT_OF_RANGE) {
       fprintf(stderr, "an index past the end was not RMQ_OUT_OF_RANGE\n");

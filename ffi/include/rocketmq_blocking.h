@@ -287,9 +287,11 @@ void rmq_admin_free(rmq_admin *a);
 // `rmq_tls_config_ca_file`, a CA file).
 rmq_result rmq_tls_config_new(rmq_tls_config **config_out);
 
-// TLS that accepts any server certificate (Java's default client, `tls.test.mode`).
-// Encrypts, but does not authenticate the server.
-rmq_result rmq_tls_config_new_accept_any(rmq_tls_config **config_out);
+// DANGER: TLS that accepts ANY server certificate (Java's default client,
+// `tls.test.mode`): it encrypts but does not authenticate the server, so anyone on the
+// path can pose as it. For tests only (the Rust
+// `TlsConfig::danger_accept_any_server_certificate`).
+rmq_result rmq_tls_config_new_danger_accept_any_server_certificate(rmq_tls_config **config_out);
 
 // Trusts the CA certificates of a PEM file (path as UTF-8).
 rmq_result rmq_tls_config_ca_file(rmq_tls_config *c, const char *path, size_t path_len);
@@ -416,6 +418,19 @@ rmq_result rmq_lite_pull_consumer_committed(const rmq_lite_pull_consumer *c,
                                             bool *found,
                                             int64_t *offset);
 
+// The queues this consumer holds now (assigned, or allocated by the rebalance of its
+// subscriptions); `*list_out` is a new list to free with `rmq_queue_list_free`.
+rmq_result rmq_lite_pull_consumer_assignment(const rmq_lite_pull_consumer *c,
+                                             rmq_queue_list **list_out);
+
+// The first offset of `queue` whose message was stored at or after `timestamp_ms`
+// (milliseconds since the Unix epoch), asked of the queue's broker: `seek` there to
+// consume from a point in time.
+rmq_result rmq_lite_pull_consumer_offset_for_timestamp(const rmq_lite_pull_consumer *c,
+                                                       const rmq_message_queue *queue,
+                                                       uint64_t timestamp_ms,
+                                                       int64_t *offset);
+
 // Moves the next poll of a held queue to `offset` (cached messages are dropped).
 rmq_result rmq_lite_pull_consumer_seek(const rmq_lite_pull_consumer *c,
                                        const rmq_message_queue *queue,
@@ -539,6 +554,19 @@ rmq_result rmq_message_ext_property(const rmq_message_ext *m,
                                     size_t name_len,
                                     const char **data,
                                     size_t *len);
+
+// The number of properties of a received message (system properties such as `KEYS`,
+// `TAGS` and `UNIQ_KEY` included), for `rmq_message_ext_property_at`.
+rmq_result rmq_message_ext_property_count(const rmq_message_ext *m, size_t *count);
+
+// The property at `index` (in name order): its name and value, borrowed from the
+// message. `RMQ_OUT_OF_RANGE` past the last one.
+rmq_result rmq_message_ext_property_at(const rmq_message_ext *m,
+                                       size_t index,
+                                       const char **name,
+                                       size_t *name_len,
+                                       const char **value,
+                                       size_t *value_len);
 
 // The body, borrowed from the message.
 rmq_result rmq_message_ext_body(const rmq_message_ext *m, const uint8_t **data, size_t *len);
@@ -690,10 +718,10 @@ rmq_result rmq_producer_send(const rmq_producer *p,
                              rmq_send_result **result_out);
 
 // Like `rmq_producer_send`, bounded by `timeout_ms` instead of the builder's timeout.
-rmq_result rmq_producer_send_timeout(const rmq_producer *p,
-                                     const rmq_message *message,
-                                     uint64_t timeout_ms,
-                                     rmq_send_result **result_out);
+rmq_result rmq_producer_send_with_timeout(const rmq_producer *p,
+                                          const rmq_message *message,
+                                          uint64_t timeout_ms,
+                                          rmq_send_result **result_out);
 
 // Sends to one queue (no retry on another queue).
 rmq_result rmq_producer_send_to_queue(const rmq_producer *p,
@@ -926,6 +954,17 @@ rmq_result rmq_push_consumer_shutdown(const rmq_push_consumer *c);
 rmq_result rmq_push_consumer_send_message_back(const rmq_push_consumer *c,
                                                const rmq_message_ext *message,
                                                int32_t delay_level);
+
+// Stops pulling (Java `suspend`): what is cached is still consumed, the queues stay the
+// consumer's; `rmq_push_consumer_resume` pulls again.
+rmq_result rmq_push_consumer_suspend(const rmq_push_consumer *c);
+
+// Pulls again after `rmq_push_consumer_suspend`.
+rmq_result rmq_push_consumer_resume(const rmq_push_consumer *c);
+
+// The queues the consumer holds now (empty once shutdown has begun); `*list_out` is a
+// new list to free with `rmq_queue_list_free`.
+rmq_result rmq_push_consumer_assigned_queues(const rmq_push_consumer *c, rmq_queue_list **list_out);
 
 // Shuts down (if not yet) and frees the consumer. Returns only after every listener
 // call in flight has returned, so the userdata may be freed right after (called from

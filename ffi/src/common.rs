@@ -35,10 +35,12 @@ pub extern "C" fn rmq_tls_config_new(config_out: *mut *mut rmq_tls_config) -> rm
     })
 }
 
-/// TLS that accepts any server certificate (Java's default client, `tls.test.mode`).
-/// Encrypts, but does not authenticate the server.
+/// DANGER: TLS that accepts ANY server certificate (Java's default client,
+/// `tls.test.mode`): it encrypts but does not authenticate the server, so anyone on the
+/// path can pose as it. For tests only (the Rust
+/// `TlsConfig::danger_accept_any_server_certificate`).
 #[no_mangle]
-pub extern "C" fn rmq_tls_config_new_accept_any(
+pub extern "C" fn rmq_tls_config_new_danger_accept_any_server_certificate(
     config_out: *mut *mut rmq_tls_config,
 ) -> rmq_result {
     guard(|| {

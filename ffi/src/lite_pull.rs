@@ -12,7 +12,7 @@ use rocketmq_blocking::{LitePullConsumer, LitePullConsumerBuilder, MessageQueue,
 
 use crate::common::{self, rmq_tls_config, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
-use crate::message::{rmq_message_ext, rmq_message_list, rmq_message_queue, Ref};
+use crate::message::{rmq_message_ext, rmq_message_list, rmq_message_queue, rmq_queue_list, Ref};
 use crate::push::{consume_from, message_model};
 use crate::util::{handle, handle_array, out, out_handle, str_arg, take_handle};
 
@@ -281,6 +281,42 @@ pub extern "C" fn rmq_lite_pull_consumer_committed(
             .map_err(err)?;
         out(found, o.is_some())?;
         out(offset, o.unwrap_or(-1))
+    })
+}
+
+/// The queues this consumer holds now (assigned, or allocated by the rebalance of its
+/// subscriptions); `*list_out` is a new list to free with `rmq_queue_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_assignment(
+    c: *const rmq_lite_pull_consumer,
+    list_out: *mut *mut rmq_queue_list,
+) -> rmq_result {
+    guard(|| {
+        let items = consumer(c)?
+            .assignment()
+            .into_iter()
+            .map(|inner| rmq_message_queue { inner })
+            .collect();
+        out_handle(list_out, rmq_queue_list { items })
+    })
+}
+
+/// The first offset of `queue` whose message was stored at or after `timestamp_ms`
+/// (milliseconds since the Unix epoch), asked of the queue's broker: `seek` there to
+/// consume from a point in time.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_offset_for_timestamp(
+    c: *const rmq_lite_pull_consumer,
+    queue: *const rmq_message_queue,
+    timestamp_ms: u64,
+    offset: *mut i64,
+) -> rmq_result {
+    guard(|| {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(timestamp_ms);
+        let o = consumer(c)?
+            .offset_for_timestamp(&handle(queue, "queue")?.inner, at)
+            .map_err(err)?;
+        out(offset, o)
     })
 }
 

@@ -420,6 +420,39 @@ pub extern "C" fn rmq_message_ext_property(
     })
 }
 
+/// The number of properties of a received message (system properties such as `KEYS`,
+/// `TAGS` and `UNIQ_KEY` included), for `rmq_message_ext_property_at`.
+#[no_mangle]
+pub extern "C" fn rmq_message_ext_property_count(
+    m: *const rmq_message_ext,
+    count: *mut usize,
+) -> rmq_result {
+    guard(|| out(count, ext(m)?.properties().len()))
+}
+
+/// The property at `index` (in name order): its name and value, borrowed from the
+/// message. `RMQ_OUT_OF_RANGE` past the last one.
+#[no_mangle]
+pub extern "C" fn rmq_message_ext_property_at(
+    m: *const rmq_message_ext,
+    index: usize,
+    name: *mut *const c_char,
+    name_len: *mut usize,
+    value: *mut *const c_char,
+    value_len: *mut usize,
+) -> rmq_result {
+    guard(|| {
+        let m = ext(m)?;
+        let count = m.properties().len();
+        let (k, v) = m
+            .properties()
+            .nth(index)
+            .ok_or_else(|| out_of_range(index, count))?;
+        out_str(k, name, name_len)?;
+        out_str(v, value, value_len)
+    })
+}
+
 /// The body, borrowed from the message.
 #[no_mangle]
 pub extern "C" fn rmq_message_ext_body(

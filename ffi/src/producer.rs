@@ -255,7 +255,7 @@ pub extern "C" fn rmq_producer_send(
 
 /// Like `rmq_producer_send`, bounded by `timeout_ms` instead of the builder's timeout.
 #[no_mangle]
-pub extern "C" fn rmq_producer_send_timeout(
+pub extern "C" fn rmq_producer_send_with_timeout(
     p: *const rmq_producer,
     message: *const rmq_message,
     timeout_ms: u64,

@@ -18,7 +18,7 @@ use rocketmq_blocking::{
 
 use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
-use crate::message::{rmq_message_ext, rmq_message_queue, Ref};
+use crate::message::{rmq_message_ext, rmq_message_queue, rmq_queue_list, Ref};
 use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
 
 /// What a listener answers.
@@ -588,6 +588,43 @@ pub extern "C" fn rmq_push_consumer_send_message_back(
         let c = handle(c, "consumer")?;
         let m = handle(message, "message")?.inner.get();
         c.inner.send_message_back(m, delay_level).map_err(err)
+    })
+}
+
+/// Stops pulling (Java `suspend`): what is cached is still consumed, the queues stay the
+/// consumer's; `rmq_push_consumer_resume` pulls again.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_suspend(c: *const rmq_push_consumer) -> rmq_result {
+    guard(|| {
+        handle(c, "consumer")?.inner.suspend();
+        Ok(())
+    })
+}
+
+/// Pulls again after `rmq_push_consumer_suspend`.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_resume(c: *const rmq_push_consumer) -> rmq_result {
+    guard(|| {
+        handle(c, "consumer")?.inner.resume();
+        Ok(())
+    })
+}
+
+/// The queues the consumer holds now (empty once shutdown has begun); `*list_out` is a
+/// new list to free with `rmq_queue_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_assigned_queues(
+    c: *const rmq_push_consumer,
+    list_out: *mut *mut rmq_queue_list,
+) -> rmq_result {
+    guard(|| {
+        let items = handle(c, "consumer")?
+            .inner
+            .assigned_queues()
+            .into_iter()
+            .map(|inner| rmq_message_queue { inner })
+            .collect();
+        out_handle(list_out, rmq_queue_list { items })
     })
 }
 

@@ -293,6 +293,12 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
     );
     assert!(push.status.success(), "consume failed:\n{}", stdout(&push));
     check_read_back("push", &acked, &ids(&stdout(&push), "msg "));
+    let held: usize = stdout(&push)
+        .lines()
+        .find_map(|l| l.strip_prefix("assigned_queues="))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("an assigned_queues line");
+    assert!(held >= 1, "{}", stdout(&push));
 
     let orderly = run(
         Command::new(example("consume")).args([
@@ -345,6 +351,11 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
         "lite_pull assign failed:\n{text}"
     );
     assert!(text.contains("assigned 4 queues"), "{text}");
+    assert!(
+        text.contains("assignment 4 queues offset_for_time_0=0"),
+        "{text}"
+    );
+    assert!(text.contains("tags_match=1"), "{text}");
     let received = ids(&text, "msg ");
     check_read_back("lite pull assign", &acked, &received);
     let committed: i64 = text
