@@ -1073,7 +1073,7 @@ impl MQClientInstance {
                         .entry(name.clone())
                         .or_default()
                         .insert(addr.clone(), version);
-                    if times % 20 == 0 {
+                    if times.is_multiple_of(20) {
                         info!("heartbeat to broker {name} {addr} ok (broker version {version})");
                     }
                 }
