@@ -165,6 +165,8 @@
 //! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
 //!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly) labels feature-gated items with their feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // `unsafe` belongs in the FFI layer only (there is none yet).
 #![deny(unsafe_code)]
 // A lock guard in a `match`/`if let` scrutinee lives to the end of the block, across what
