@@ -116,7 +116,10 @@
 //! answer, [`is_timeout`](Error::is_timeout) and [`timeout_phase`](Error::timeout_phase)
 //! say which part of a call ran out of time, and [`is_retriable`](Error::is_retriable)
 //! says whether trying again (usually on another broker) may help. Bad input (names, sizes,
-//! addresses) is an [`ErrorKind::InvalidArgument`] before anything is sent.
+//! addresses) is an [`ErrorKind::InvalidArgument`] before anything is sent; a client with no
+//! name server to ask fails `start` with an [`ErrorKind::Config`] error that says how to set
+//! one. `Display` shows the message; the cause (an I/O error, say) is `source()`, and
+//! `{:#}` prints both on one line.
 //!
 //! # Threads and shutdown
 //!
