@@ -251,3 +251,13 @@ pub use protocol::{
 pub use remoting::Credentials;
 pub use remoting::TlsConfig;
 pub use trace::{TraceStats, RMQ_SYS_TRACE_TOPIC};
+
+// The Rust snippets of the README and of the security guide compile (and the ones not
+// marked `no_run` run) with `cargo test`, as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/security.md")]
+struct SecurityGuideDoctests;
