@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The crate as crates.io would ship it: `cargo package` (which builds the packaged library
 # on its own), `cargo publish --dry-run` (never a real publish), then, outside this
-# workspace, the packaged examples and a scratch crate that depends on the unpacked
-# `.crate` are built. Called by `.ci/run`; also runs alone from the repository root
-# (uncommitted changes are packaged too: `--allow-dirty`).
+# workspace, the packaged examples, the `rmq` tool and a scratch crate that depends on the
+# unpacked `.crate` are built. Called by `.ci/run`; also runs alone from the repository
+# root (uncommitted changes are packaged too: `--allow-dirty`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -45,6 +45,9 @@ echo "== package: the packaged examples build from the package alone"
 # must build, so a missing declaration fails here.
 (cd "$pkg" && cargo build --locked --quiet --examples)
 (cd "$pkg" && cargo build --locked --quiet --examples --features testkit)
+
+echo "== package: the rmq tool builds from the package (cargo install --features cli)"
+(cd "$pkg" && cargo build --locked --quiet --features cli --bin rmq)
 
 echo "== package: a crate depending on the packaged crate builds"
 mkdir "$scratch/user"
