@@ -31,6 +31,15 @@ echo "== package: cargo publish --dry-run"
 # Needs the crates.io index; it checks the manifest as the registry would (no upload).
 quiet_package cargo publish --dry-run --locked --allow-dirty --no-verify --quiet -p rocketmq-blocking
 
+# docs.rs builds with nightly, the `[package.metadata.docs.rs]` features and `--cfg docsrs`.
+if rustup run nightly rustc --version >/dev/null 2>&1; then
+  echo "== package: the docs.rs build (nightly, --cfg docsrs)"
+  CARGO_TARGET_DIR="$root/target/docsrs-check" cargo +nightly rustdoc --locked --quiet \
+    -p rocketmq-blocking --lib --features testkit -- --cfg docsrs
+else
+  echo "== package: no nightly toolchain, the docs.rs build is not checked"
+fi
+
 # Outside the repository, so no parent workspace claims the unpacked crate; one target
 # directory (under ours, kept between runs) serves both builds below.
 scratch=$(mktemp -d)

@@ -168,8 +168,10 @@
 //! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
 //!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
-// docs.rs (`--cfg docsrs`, nightly) labels feature-gated items with their feature.
+// docs.rs (`--cfg docsrs`, nightly) labels feature-gated items with their feature; not
+// with `unstable-internals`, which only chooses between a public and a private module path.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(docsrs, doc(auto_cfg(hide(feature, values("unstable-internals")))))]
 // `unsafe` belongs in the FFI layer only (there is none yet).
 #![deny(unsafe_code)]
 // A lock guard in a `match`/`if let` scrutinee lives to the end of the block, across what
