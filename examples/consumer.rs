@@ -4,10 +4,14 @@
 //! [`DEMO_TIME`] or until it has printed [`DEMO_MESSAGES`] messages. Groups are unique per
 //! run and start from the first offset, so on a busy topic older messages show up too.
 //!
+//! With `NAMESRV_ADDR` set it uses that cluster, else it starts a local one.
+//!
 //! ```sh
-//! export NAMESRV_ADDR=127.0.0.1:9876        # e.g. from `cargo run --bin rmq -- cluster start`
 //! cargo run --example consumer -- MyTopic   # default topic: TopicTest
 //! ```
+
+#[path = "common/mod.rs"]
+mod common;
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver};
@@ -24,21 +28,24 @@ const DEMO_TIME: Duration = Duration::from_secs(5);
 /// Messages a demo prints at most.
 const DEMO_MESSAGES: usize = 10;
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use common::Result;
 
 fn main() -> Result<()> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    common::init_logging();
     let topic = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "TopicTest".to_string());
-    // The name server comes from NAMESRV_ADDR, as with the Java client.
-    let producer = Producer::builder("example_consumer_producer").start()?;
+    let target = common::target()?;
+    let ns = target.namesrv.as_str();
+    let producer = Producer::builder("example_consumer_producer")
+        .namesrv_addr(ns)
+        .start()?;
     let run = format!("{}_{}", std::process::id(), now_ms());
 
-    push_concurrently(&producer, &topic, &run)?;
-    push_orderly(&producer, &topic, &run)?;
-    broadcasting(&producer, &topic, &run)?;
-    lite_pull(&topic)?;
+    push_concurrently(ns, &producer, &topic, &run)?;
+    push_orderly(ns, &producer, &topic, &run)?;
+    broadcasting(ns, &producer, &topic, &run)?;
+    lite_pull(ns, &topic)?;
 
     producer.shutdown();
     Ok(())
@@ -46,13 +53,14 @@ fn main() -> Result<()> {
 
 /// Push, concurrently (Java `MessageListenerConcurrently`): the consume pool runs the
 /// listener on many threads at once, so messages arrive in no particular order.
-fn push_concurrently(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+fn push_concurrently(ns: &str, producer: &Producer, topic: &str, run: &str) -> Result<()> {
     println!("== push, concurrently");
     for i in 0..5 {
         producer.send(&Message::new(topic, format!("concurrently {i}")).with_tags("TagA"))?;
     }
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_concurrently_{run}"))
+        .namesrv_addr(ns)
         .subscribe(topic, "TagA || TagB")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {
@@ -81,7 +89,7 @@ fn push_concurrently(producer: &Producer, topic: &str, run: &str) -> Result<()> 
 /// Push, orderly (Java `MessageListenerOrderly`): one thread per queue at a time, in queue
 /// order. Messages sent with the same hash key land on one queue, so each order's steps
 /// arrive in the order they were sent.
-fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+fn push_orderly(ns: &str, producer: &Producer, topic: &str, run: &str) -> Result<()> {
     println!("== push, orderly");
     for order in ["order-1", "order-2"] {
         for step in ["created", "paid", "shipped"] {
@@ -91,6 +99,7 @@ fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
     }
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_orderly_{run}"))
+        .namesrv_addr(ns)
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .orderly_listener(move |msgs, _ctx| {
@@ -125,7 +134,7 @@ fn push_orderly(producer: &Producer, topic: &str, run: &str) -> Result<()> {
 /// Broadcasting: every consumer of the group gets every message, and each keeps its own
 /// offsets in a local file instead of on the broker. Two consumers of one group run here;
 /// they need different instance names to live in one process.
-fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
+fn broadcasting(ns: &str, producer: &Producer, topic: &str, run: &str) -> Result<()> {
     println!("== broadcasting");
     for i in 0..3 {
         producer.send(&Message::new(topic, format!("broadcast {i}")))?;
@@ -137,6 +146,7 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
     for name in ["first", "second"] {
         let tx = tx.clone();
         let consumer = PushConsumer::builder(&group)
+            .namesrv_addr(ns)
             .instance_name(format!("example_{name}_{run}"))
             .subscribe(topic, "*")
             .message_model(MessageModel::Broadcasting)
@@ -177,11 +187,12 @@ fn broadcasting(producer: &Producer, topic: &str, run: &str) -> Result<()> {
 }
 
 /// Lite pull (Java `DefaultLitePullConsumer`): the application polls for messages itself.
-fn lite_pull(topic: &str) -> Result<()> {
+fn lite_pull(ns: &str, topic: &str) -> Result<()> {
     use rocketmq_blocking::LitePullConsumer;
 
     println!("== lite pull: poll, then commit");
     let consumer = LitePullConsumer::builder(format!("example_lite_{}", now_ms()))
+        .namesrv_addr(ns)
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .auto_commit(false)
         .subscribe(topic, "*")

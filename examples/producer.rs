@@ -1,22 +1,29 @@
 //! The producer's send modes: sync, async (callback and future), oneway, ordered, batch.
 //!
+//! With `NAMESRV_ADDR` set it uses that cluster, else it starts a local one.
+//!
 //! ```sh
-//! export NAMESRV_ADDR=127.0.0.1:9876        # e.g. from `cargo run --bin rmq -- cluster start`
-//! cargo run --example producer -- MyTopic
+//! cargo run --example producer -- MyTopic   # default topic: TopicTest
 //! ```
+
+#[path = "common/mod.rs"]
+mod common;
 
 use std::sync::mpsc;
 
 use rocketmq_blocking::SelectMessageQueueByHash;
 use rocketmq_blocking::{Message, Producer};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+fn main() -> common::Result<()> {
+    common::init_logging();
     let topic = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "TopicTest".to_string());
-    // The name server comes from NAMESRV_ADDR, as with the Java client.
-    let producer = Producer::builder("example_producer").start()?;
+    // Keep `target` to the end: dropping it stops a cluster this run started.
+    let target = common::target()?;
+    let producer = Producer::builder("example_producer")
+        .namesrv_addr(&target.namesrv)
+        .start()?;
 
     // Sync: returns once the broker stored the message.
     let r = producer.send(&Message::new(&topic, "sync hello").with_tags("TagA"))?;

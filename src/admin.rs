@@ -68,8 +68,11 @@ impl AdminBuilder {
         let config = self.client.build();
         let list = config.namesrv_addr_list();
         if list.is_empty() {
-            return Err(Error::invalid_argument(
-                "no name-server address: set one on the builder or in NAMESRV_ADDR",
+            // The same kind as the clients' (they also take an address server; this does not).
+            return Err(Error::new(
+                ErrorKind::Config,
+                "no name server address: set `namesrv_addr` on the builder or the \
+                 NAMESRV_ADDR environment variable",
             ));
         }
         let remoting = Arc::new(RemotingClient::new(config.remoting().clone())?);

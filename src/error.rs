@@ -43,6 +43,25 @@ pub enum ErrorKind {
     Tls,
 }
 
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Connect => "connect error",
+            ErrorKind::ConnectionClosed => "connection closed",
+            ErrorKind::Response => "error response",
+            ErrorKind::Decode => "decode error",
+            ErrorKind::InvalidArgument => "invalid argument",
+            ErrorKind::State => "invalid state",
+            ErrorKind::Overloaded => "overloaded",
+            ErrorKind::NoRoute => "no route",
+            ErrorKind::Io => "I/O error",
+            ErrorKind::Config => "configuration error",
+            ErrorKind::Tls => "TLS error",
+        })
+    }
+}
+
 /// Which part of a call ran out of time.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -69,6 +88,11 @@ impl fmt::Display for TimeoutPhase {
 }
 
 /// The error type of every fallible call in this crate.
+///
+/// `Display` shows the message and the peer; the underlying cause (an I/O error, for one)
+/// is [`source`](std::error::Error::source), as error reporters expect, and is not
+/// repeated in the message. The alternate form (`{:#}`) prints the whole chain on one
+/// line, for logs: `could not connect (peer 10.0.0.1:9876): Connection refused (os error 111)`.
 pub struct Error {
     inner: Box<Inner>,
 }
@@ -247,8 +271,12 @@ impl fmt::Display for Error {
         if let Some(addr) = &self.inner.addr {
             write!(f, " (peer {addr})")?;
         }
-        if let Some(src) = &self.inner.source {
-            write!(f, ": {src}")?;
+        if f.alternate() {
+            let mut next = std::error::Error::source(self);
+            while let Some(cause) = next {
+                write!(f, ": {cause}")?;
+                next = cause.source();
+            }
         }
         Ok(())
     }
@@ -327,6 +355,58 @@ mod tests {
         assert!(s.contains("127.0.0.1:9876"), "{s}");
         assert!(e.is_timeout());
         assert_eq!(e.timeout_phase(), Some(TimeoutPhase::Response));
+    }
+
+    /// The message of `e` and of every source under it, as a chained reporter prints them.
+    fn chain(e: &Error) -> String {
+        let mut out = e.to_string();
+        let mut next = std::error::Error::source(e);
+        while let Some(s) = next {
+            out.push_str("\ncaused by: ");
+            out.push_str(&s.to_string());
+            next = s.source();
+        }
+        out
+    }
+
+    #[test]
+    fn a_chained_reporter_shows_the_cause_once() {
+        let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused by peer");
+        let e = Error::connect("127.0.0.1:1", cause);
+        let shown = chain(&e);
+        assert_eq!(shown.matches("refused by peer").count(), 1, "{shown}");
+        assert_eq!(
+            std::error::Error::source(&e).map(ToString::to_string),
+            Some("refused by peer".to_string())
+        );
+        // The alternate form is the whole chain on one line, for logs.
+        assert_eq!(
+            format!("{e:#}"),
+            "could not connect (peer 127.0.0.1:1): refused by peer"
+        );
+    }
+
+    #[test]
+    fn every_error_kind_displays_as_distinct_words() {
+        let kinds = [
+            ErrorKind::Timeout,
+            ErrorKind::Connect,
+            ErrorKind::ConnectionClosed,
+            ErrorKind::Response,
+            ErrorKind::Decode,
+            ErrorKind::InvalidArgument,
+            ErrorKind::State,
+            ErrorKind::Overloaded,
+            ErrorKind::NoRoute,
+            ErrorKind::Io,
+            ErrorKind::Config,
+            ErrorKind::Tls,
+        ];
+        let shown: std::collections::HashSet<String> =
+            kinds.iter().map(ToString::to_string).collect();
+        assert_eq!(shown.len(), kinds.len(), "{shown:?}");
+        assert_eq!(ErrorKind::Config.to_string(), "configuration error");
+        assert_eq!(ErrorKind::NoRoute.to_string(), "no route");
     }
 
     #[test]

@@ -116,7 +116,10 @@
 //! answer, [`is_timeout`](Error::is_timeout) and [`timeout_phase`](Error::timeout_phase)
 //! say which part of a call ran out of time, and [`is_retriable`](Error::is_retriable)
 //! says whether trying again (usually on another broker) may help. Bad input (names, sizes,
-//! addresses) is an [`ErrorKind::InvalidArgument`] before anything is sent.
+//! addresses) is an [`ErrorKind::InvalidArgument`] before anything is sent; a client with no
+//! name server to ask fails `start` with an [`ErrorKind::Config`] error that says how to set
+//! one. `Display` shows the message; the cause (an I/O error, say) is `source()`, and
+//! `{:#}` prints both on one line.
 //!
 //! # Threads and shutdown
 //!
@@ -165,6 +168,10 @@
 //! - `unstable-internals`: the internal layers (codec, remoting, client instance) for the
 //!   tool, the benches and the fuzz targets. Not covered by semver.
 #![warn(missing_docs)]
+// docs.rs (`--cfg docsrs`, nightly) labels feature-gated items with their feature; not
+// with `unstable-internals`, which only chooses between a public and a private module path.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(docsrs, doc(auto_cfg(hide(feature, values("unstable-internals")))))]
 // `unsafe` belongs in the FFI layer only: the `ffi/` crate, never this one.
 #![deny(unsafe_code)]
 // A lock guard in a `match`/`if let` scrutinee lives to the end of the block, across what
@@ -251,3 +258,13 @@ pub use protocol::{
 pub use remoting::Credentials;
 pub use remoting::TlsConfig;
 pub use trace::{TraceStats, RMQ_SYS_TRACE_TOPIC};
+
+// The Rust snippets of the README and of the security guide compile (and the ones not
+// marked `no_run` run) with `cargo test`, as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/security.md")]
+struct SecurityGuideDoctests;

@@ -29,17 +29,21 @@ macro_rules! client_setters {
             self
         }
 
-        /// Ignore `NAMESRV_ADDR` and find the name servers through the HTTP address server
-        /// (see [`name_server_address_url`](Self::name_server_address_url)).
+        /// Ignore `NAMESRV_ADDR` and find the name servers through the HTTP address server,
+        /// which must then be configured (see
+        /// [`name_server_address_url`](Self::name_server_address_url)).
         pub fn no_namesrv_addr(mut self) -> Self {
             self.client = self.client.no_namesrv_addr();
             self
         }
 
-        /// Full URL of the HTTP name-server address server, asked every two minutes when no
-        /// address is configured (default `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`;
-        /// the environment variables `ROCKETMQ_NAMESRV_DOMAIN` and
-        /// `ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP` change its host and path).
+        /// Full URL of the HTTP name-server address server, asked at `start` and every two
+        /// minutes when no name-server address is configured (Java's default
+        /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`; the environment variables
+        /// `ROCKETMQ_NAMESRV_DOMAIN` and `ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP` change its host
+        /// and path). It is asked only when chosen, here or by those variables: with
+        /// neither a name server nor an address server, `start` fails at once with a
+        /// [`Config`](crate::ErrorKind::Config) error that says so.
         pub fn name_server_address_url(mut self, url: impl Into<String>) -> Self {
             self.client = self.client.name_server_address_url(url);
             self

@@ -1,5 +1,5 @@
 //! The crate's decoders against frames captured from real Apache RocketMQ servers
-//! (`tests/data/<version>/*.bin`, written by `examples/capture_frames.rs`; each file is
+//! (`tests/data/<version>/*.bin`, written by `tools/src/bin/capture_frames.rs`; each file is
 //! one whole frame, 4-byte length prefix included).
 //!
 //! The expected values below were fixed at capture time: broker ports, opaques and offsets

@@ -311,6 +311,35 @@ fn lite_pull_consumers_leave_no_thread_behind() {
 }
 
 #[test]
+fn a_start_without_a_name_server_leaves_no_thread_behind() {
+    let census = Census::begin();
+    let p = Producer::builder(unique("pg_no_ns"))
+        .no_namesrv_addr()
+        .instance_name(unique("census_no_ns"))
+        .start();
+    assert!(p.is_err(), "a producer without a name server started");
+    census.assert_back("producer without a name server");
+    let c = PushConsumer::builder(unique("cg_no_ns"))
+        .no_namesrv_addr()
+        .instance_name(unique("census_no_ns"))
+        .subscribe("TopicTest", "*")
+        .listener(|_, _| ConsumeStatus::Success)
+        .start();
+    assert!(c.is_err(), "a push consumer without a name server started");
+    census.assert_back("push consumer without a name server");
+    let l = LitePullConsumer::builder(unique("lg_no_ns"))
+        .no_namesrv_addr()
+        .instance_name(unique("census_no_ns"))
+        .subscribe("TopicTest", "*")
+        .start();
+    assert!(
+        l.is_err(),
+        "a lite pull consumer without a name server started"
+    );
+    census.assert_back("lite pull consumer without a name server");
+}
+
+#[test]
 fn an_admin_client_leaves_no_thread_behind() {
     let census = Census::begin();
     let admin = Admin::new(&census.namesrv).expect("admin");

@@ -105,7 +105,8 @@ pub(crate) fn fail(code: rmq_result, text: impl Into<String>) -> rmq_result {
 
 /// Records a crate error as this thread's last error and maps its kind.
 pub(crate) fn err(e: Error) -> rmq_result {
-    record(e.to_string(), e.response_code().map(|c| c.0));
+    // The alternate form: the message and its causes (an I/O error, for one) on one line.
+    record(format!("{e:#}"), e.response_code().map(|c| c.0));
     rmq_result::of_kind(e.kind())
 }
 

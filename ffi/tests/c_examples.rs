@@ -122,12 +122,12 @@ fn find_or_build_lib_dir() -> PathBuf {
     }
 }
 
-/// The C block of the README's "From C" section, written to `hello.c`.
+/// The C block of `docs/c.md` ("From C", linked from the README), written to `hello.c`.
 fn readme_example() -> PathBuf {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .expect("README.md");
-    let section = readme.split("## From C").nth(1).expect("a From C section");
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/c.md"))
+            .expect("docs/c.md");
+    let section = readme.split("# From C").nth(1).expect("a From C section");
     let code = section
         .split("```c\n")
         .nth(1)
@@ -509,9 +509,9 @@ fn the_python_package_passes_its_pytest_suite() {
 #[test]
 fn the_readme_python_example_works_as_written() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let readme = std::fs::read_to_string(root.join("docs/python.md")).expect("docs/python.md");
     let section = readme
-        .split("## From Python")
+        .split("# From Python")
         .nth(1)
         .expect("a From Python section");
     let code = section
@@ -534,7 +534,7 @@ fn the_readme_python_example_works_as_written() {
     let text = stdout(&out);
     assert!(
         out.status.success(),
-        "the README's Python example failed ({}):\n{text}",
+        "the Python example of docs/python.md failed ({}):\n{text}",
         out.status
     );
     assert!(text.starts_with("consumed "), "{text}");

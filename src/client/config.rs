@@ -4,6 +4,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
+use crate::error::{Error, ErrorKind};
 use crate::protocol::{LanguageCode, SerializeType};
 use crate::remoting::{Credentials, RemotingConfig};
 
@@ -17,6 +18,22 @@ pub const DEFAULT_INSTANCE_NAME: &str = "DEFAULT";
 pub const DEFAULT_NAMESRV_DOMAIN: &str = "jmenv.tbsite.net";
 /// Default subgroup of the address server path.
 pub const DEFAULT_NAMESRV_SUBGROUP: &str = "nsaddr";
+
+/// The error of a client that has no name server to ask (Java: "No name server address,
+/// please set it"), with what the address server answered when one was asked.
+pub(crate) fn no_name_server(address_server: Option<&Error>) -> Error {
+    let message = match address_server {
+        None => "no name server address: set `namesrv_addr` on the builder or the \
+                 NAMESRV_ADDR environment variable, or an address server \
+                 (`name_server_address_url`)"
+            .to_string(),
+        Some(e) => format!(
+            "no name server address: {e:#}; set `namesrv_addr` on the builder or the \
+             NAMESRV_ADDR environment variable, or fix the address server"
+        ),
+    };
+    Error::new(ErrorKind::Config, message)
+}
 
 /// Configuration shared by producers and consumers.
 #[derive(Debug, Clone)]
@@ -37,6 +54,9 @@ pub struct ClientConfig {
     pub(crate) fetch_name_server_interval: Duration,
     pub(crate) adjust_thread_pool_interval: Duration,
     pub(crate) name_server_address_url: String,
+    /// Whether the user chose an address server (the URL, or its environment variables):
+    /// only then is it asked, so that a client with nothing configured fails at once.
+    pub(crate) address_server_configured: bool,
     pub(crate) remoting: RemotingConfig,
 }
 
@@ -162,10 +182,11 @@ pub struct ClientConfigBuilder {
 
 impl Default for ClientConfigBuilder {
     fn default() -> Self {
-        let domain = std::env::var("ROCKETMQ_NAMESRV_DOMAIN")
-            .unwrap_or_else(|_| DEFAULT_NAMESRV_DOMAIN.to_string());
-        let subgroup = std::env::var("ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP")
-            .unwrap_or_else(|_| DEFAULT_NAMESRV_SUBGROUP.to_string());
+        let domain = std::env::var("ROCKETMQ_NAMESRV_DOMAIN").ok();
+        let subgroup = std::env::var("ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP").ok();
+        let address_server_configured = domain.is_some() || subgroup.is_some();
+        let domain = domain.unwrap_or_else(|| DEFAULT_NAMESRV_DOMAIN.to_string());
+        let subgroup = subgroup.unwrap_or_else(|| DEFAULT_NAMESRV_SUBGROUP.to_string());
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         ClientConfigBuilder {
             config: ClientConfig {
@@ -188,6 +209,7 @@ impl Default for ClientConfigBuilder {
                 fetch_name_server_interval: Duration::from_millis(120_000),
                 adjust_thread_pool_interval: Duration::from_secs(60),
                 name_server_address_url: format!("http://{domain}:8080/rocketmq/{subgroup}"),
+                address_server_configured,
                 remoting: RemotingConfig {
                     callback_threads: threads,
                     ..RemotingConfig::default()
@@ -214,7 +236,8 @@ impl ClientConfigBuilder {
         self
     }
 
-    /// Forget any name-server address, so that they are fetched over HTTP.
+    /// Forget any name-server address, so that they are fetched over HTTP from the address
+    /// server (which must then be configured).
     pub fn no_namesrv_addr(mut self) -> Self {
         self.config.namesrv_addr = None;
         self
@@ -245,9 +268,11 @@ impl ClientConfigBuilder {
     }
 
     /// Full URL of the HTTP name-server address server (default
-    /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`).
+    /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`, asked only when this or the
+    /// `ROCKETMQ_NAMESRV_DOMAIN*` variables choose it).
     pub fn name_server_address_url(mut self, url: impl Into<String>) -> Self {
         self.config.name_server_address_url = url.into();
+        self.config.address_server_configured = true;
         self
     }
 

@@ -335,20 +335,13 @@ impl MQClientInstance {
             return Ok(());
         }
         // The HTTP fetch runs before the state lock is taken: no lock is held across I/O.
-        if self.config.namesrv_addr.is_none() {
-            if let Err(e) = self.fetch_name_server_addr() {
-                warn!(
-                    "fetching name-server addresses from {}: {e}",
-                    self.config.name_server_address_url
-                );
-            }
-        }
+        let name_servers = self.name_servers_for_start();
         let mut state = self.state.lock();
         if !self.may_start(*state)? {
             return Ok(()); // another user started it meanwhile
         }
-        match self
-            .start_scheduled_tasks()
+        match name_servers
+            .and_then(|()| self.start_scheduled_tasks())
             .and_then(|exec| Ok((exec, self.start_consumer_services()?)))
         {
             Ok((exec, services)) => {
@@ -368,6 +361,28 @@ impl MQClientInstance {
                 Err(e.context(format!("starting client instance {}", self.client_id)))
             }
         }
+    }
+
+    /// Whether there are name servers to start with: configured ones, else the answer of an
+    /// address server the user chose (job 1, once now). Otherwise a `Config` error naming
+    /// the fix, at once: Java's built-in address server (`jmenv.tbsite.net`) is asked only
+    /// when chosen, since elsewhere its lookup takes seconds and then fails.
+    fn name_servers_for_start(&self) -> Result<()> {
+        let c = &self.config;
+        if c.namesrv_addr.is_some() {
+            // Set but empty (`namesrv_addr("")`) is no name server either.
+            return if c.namesrv_addr_list().is_empty() {
+                Err(super::config::no_name_server(None))
+            } else {
+                Ok(())
+            };
+        }
+        if !c.address_server_configured {
+            return Err(super::config::no_name_server(None));
+        }
+        self.fetch_name_server_addr()
+            .map(|_| ())
+            .map_err(|e| super::config::no_name_server(Some(&e)))
     }
 
     /// Whether `start` has work to do in `state`: false when running, an error when failed
@@ -583,19 +598,21 @@ impl MQClientInstance {
     /// Returns the answer.
     pub fn fetch_name_server_addr(&self) -> Result<String> {
         let url = &self.config.name_server_address_url;
-        let (status, body) = http::get(url, self.config.mq_client_api_timeout)?;
+        let in_context = |e: Error| e.context(format!("address server {url}"));
+        let (status, body) =
+            http::get(url, self.config.mq_client_api_timeout).map_err(in_context)?;
         if status != 200 {
-            return Err(Error::new(
+            return Err(in_context(Error::new(
                 ErrorKind::Response,
-                format!("address server {url} answered HTTP {status}"),
-            ));
+                format!("answered HTTP {status}"),
+            )));
         }
         let addrs = http::clear_new_line(&body);
         if addrs.is_empty() {
-            return Err(Error::new(
+            return Err(in_context(Error::new(
                 ErrorKind::Response,
-                format!("address server {url} answered nothing"),
-            ));
+                "answered nothing",
+            )));
         }
         let mut last = self.fetched_namesrv_addr.lock();
         if last.as_deref() != Some(addrs.as_str()) {
@@ -1073,7 +1090,7 @@ impl MQClientInstance {
                         .entry(name.clone())
                         .or_default()
                         .insert(addr.clone(), version);
-                    if times % 20 == 0 {
+                    if times.is_multiple_of(20) {
                         info!("heartbeat to broker {name} {addr} ok (broker version {version})");
                     }
                 }

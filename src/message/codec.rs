@@ -775,7 +775,7 @@ pub(super) fn push_hex(out: &mut String, bytes: &[u8]) {
 pub(super) fn parse_hex(s: &str, out: &mut Vec<u8>) -> Option<()> {
     let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
     let s = s.as_bytes();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     for pair in s.chunks_exact(2) {

@@ -265,7 +265,7 @@ impl Message {
     pub fn wait_store_msg_ok(&self) -> bool {
         // Java `Boolean.parseBoolean`: only "true", in any case, is true.
         self.property(property::WAIT)
-            .map_or(true, |v| v.eq_ignore_ascii_case("true"))
+            .is_none_or(|v| v.eq_ignore_ascii_case("true"))
     }
 
     /// Sets `WAIT`.

@@ -110,7 +110,7 @@ impl FaultStrategy {
         self.items
             .lock()
             .get(broker)
-            .map_or(true, |i| Instant::now() >= i.start)
+            .is_none_or(|i| Instant::now() >= i.start)
     }
 
     /// Among the known brokers, one of the better half (Java `pickOneAtLeast`).

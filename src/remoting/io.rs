@@ -906,7 +906,7 @@ impl IoLoop {
                 // Java's broker answers a full queue the same way ("system busy"). One
                 // warning per 1000 refusals: a flood must not become a flood of logs.
                 let refused = BUSY_REFUSALS.fetch_add(1, Ordering::Relaxed);
-                if refused % 1000 == 0 {
+                if refused.is_multiple_of(1000) {
                     warn!(
                         "request from {} refused: {} broker requests of {waiting} bytes already wait (at most {limit}, {} bytes; {} refused so far)",
                         self.conn_addr(token),

@@ -441,7 +441,7 @@ fn reliability_a_lite_pull_process_killed_in_a_batch_repeats_only_what_it_had_no
     // offset (a queue without a commit starts from its first offset).
     let must_repeat: HashSet<&str> = before
         .iter()
-        .filter(|p| committed[&p.queue].map_or(true, |c| p.offset >= c))
+        .filter(|p| committed[&p.queue].is_none_or(|c| p.offset >= c))
         .map(|p| p.msg_id.as_str())
         .collect();
 

@@ -7,6 +7,7 @@ mod admin_tool;
 mod async_send;
 mod cluster;
 mod compression;
+mod configuration;
 mod consumer;
 mod consumer_api;
 #[path = "../common/counting.rs"]

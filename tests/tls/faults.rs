@@ -54,7 +54,7 @@ fn hostile_bytes_during_the_handshake_are_a_tls_error_not_a_panic() {
         ("HTTP", b"HTTP/1.1 400 Bad Request\r\n\r\n".to_vec()),
         ("a record claiming 64 KiB", {
             let mut v = record(22, 0xffff);
-            v.extend(std::iter::repeat(0xAA).take(4096));
+            v.extend(std::iter::repeat_n(0xAA, 4096));
             v
         }),
         ("an empty handshake record", record(22, 0)),

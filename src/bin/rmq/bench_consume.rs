@@ -276,7 +276,7 @@ impl OffsetSet {
         } else if word < self.base {
             // Consume threads finish out of order: an earlier offset may come later.
             let grow = usize::try_from(self.base - word).unwrap_or(usize::MAX);
-            self.words.splice(0..0, std::iter::repeat(0).take(grow));
+            self.words.splice(0..0, std::iter::repeat_n(0, grow));
             self.base = word;
         }
         let i = usize::try_from(word - self.base).unwrap_or(usize::MAX);

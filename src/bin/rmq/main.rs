@@ -315,8 +315,14 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // One line, even when a broker's remark spans several.
-            let text = e.to_string();
+            // One line, even when a broker's remark spans several; the causes follow the
+            // message (`Display` leaves them to `source`).
+            let mut text = e.to_string();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                text.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
             let line: Vec<&str> = text
                 .lines()
                 .map(str::trim)

@@ -7,13 +7,14 @@
 //! server wrote, with nothing of our remoting layer in between.
 //!
 //! ```sh
-//! cargo run --example capture_frames                     # starts RocketMQ 5.3.3
-//! cargo run --example capture_frames -- --version 4.9.7  # starts RocketMQ 4.9.7
-//! NAMESRV_ADDR=127.0.0.1:9876 cargo run --example capture_frames -- --version 5.3.3
+//! cargo run -p rocketmq-blocking-tools --bin capture_frames                     # starts RocketMQ 5.3.3
+//! cargo run -p rocketmq-blocking-tools --bin capture_frames -- --version 4.9.7  # starts RocketMQ 4.9.7
+//! NAMESRV_ADDR=127.0.0.1:9876 cargo run -p rocketmq-blocking-tools --bin capture_frames -- --version 5.3.3
 //! ```
 //!
 //! With `NAMESRV_ADDR` set, that cluster is used and `--version` only names the output
-//! directory. Options: `--version V` (default 5.3.3), `--out DIR` (default `tests/data`).
+//! directory. Options: `--version V` (default 5.3.3), `--out DIR` (default the main
+//! crate's `tests/data`).
 
 use std::error::Error;
 use std::io::{Read, Write};
@@ -54,7 +55,7 @@ type Res<T> = Result<T, Box<dyn Error>>;
 fn main() -> Res<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let mut version = DEFAULT_VERSION.to_string();
-    let mut out = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data");
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match (a.as_str(), args.next()) {

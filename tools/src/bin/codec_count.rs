@@ -1,6 +1,6 @@
 //! Loops codec operations for instruction counting (`valgrind --tool=callgrind`):
-//! `cargo build --release --example codec_count`, then
-//! `valgrind --tool=callgrind target/release/examples/codec_count OP N` for N and 2N
+//! `cargo build --release -p rocketmq-blocking-tools --bin codec_count`, then
+//! `valgrind --tool=callgrind target/release/codec_count OP N` for N and 2N
 //! iterations; the difference divided by N is the cost of one operation, setup excluded.
 //! OP is one of the names listed by running it without arguments.
 
