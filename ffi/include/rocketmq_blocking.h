@@ -511,6 +511,17 @@ rmq_result rmq_message_put_property(rmq_message *message,
 // Sets the delay level (1 = 1 s ... 18 = 2 h with the broker's default levels).
 rmq_result rmq_message_set_delay_level(rmq_message *message, uint32_t level);
 
+// A timer message (5.x brokers): delivered at `deliver_time_ms`, milliseconds since the
+// Unix epoch, to the broker's 1 s precision. A 4.x broker delivers it at once. Sending
+// refuses a time over 10 minutes in the past and a timer with a delay level
+// (`RMQ_INVALID_ARGUMENT`); the broker refuses one beyond its maximum delay, 3 days by
+// default (`RMQ_RESPONSE`).
+rmq_result rmq_message_set_deliver_time_ms(rmq_message *message, uint64_t deliver_time_ms);
+
+// A timer message (5.x brokers) delivered `delay_ms` after the broker stores it; as
+// `rmq_message_set_deliver_time_ms` otherwise.
+rmq_result rmq_message_set_delivery_delay_ms(rmq_message *message, uint64_t delay_ms);
+
 // The topic, borrowed from the message (not NUL-terminated).
 rmq_result rmq_message_topic(const rmq_message *message, const char **data, size_t *len);
 

@@ -250,6 +250,40 @@ pub extern "C" fn rmq_message_set_delay_level(message: *mut rmq_message, level: 
     })
 }
 
+/// A timer message (5.x brokers): delivered at `deliver_time_ms`, milliseconds since the
+/// Unix epoch, to the broker's 1 s precision. A 4.x broker delivers it at once. Sending
+/// refuses a time over 10 minutes in the past and a timer with a delay level
+/// (`RMQ_INVALID_ARGUMENT`); the broker refuses one beyond its maximum delay, 3 days by
+/// default (`RMQ_RESPONSE`).
+#[no_mangle]
+pub extern "C" fn rmq_message_set_deliver_time_ms(
+    message: *mut rmq_message,
+    deliver_time_ms: u64,
+) -> rmq_result {
+    guard(|| {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(deliver_time_ms);
+        handle_mut(message, "message")?
+            .owned_mut()?
+            .set_deliver_time(at);
+        Ok(())
+    })
+}
+
+/// A timer message (5.x brokers) delivered `delay_ms` after the broker stores it; as
+/// `rmq_message_set_deliver_time_ms` otherwise.
+#[no_mangle]
+pub extern "C" fn rmq_message_set_delivery_delay_ms(
+    message: *mut rmq_message,
+    delay_ms: u64,
+) -> rmq_result {
+    guard(|| {
+        handle_mut(message, "message")?
+            .owned_mut()?
+            .set_delivery_delay(std::time::Duration::from_millis(delay_ms));
+        Ok(())
+    })
+}
+
 fn message_str(
     message: *const rmq_message,
     data: *mut *const c_char,
@@ -754,6 +788,38 @@ mod tests {
         let (mut b, mut bn) = (null(), 0usize);
         rmq_message_body(m, &mut b, &mut bn);
         assert_eq!(bn, 2);
+        rmq_message_free(m);
+    }
+
+    #[test]
+    fn timer_setters_write_the_timer_properties() {
+        let mut m = null_mut();
+        rmq_message_new(b"T".as_ptr().cast(), 1, b"hi".as_ptr(), 2, &mut m);
+        let prop = |m, name: &[u8]| {
+            let (mut p, mut n) = (null(), 0usize);
+            rmq_message_property(m, name.as_ptr().cast(), name.len(), &mut p, &mut n);
+            // SAFETY: a property handed out is `n` bytes borrowed from the live message.
+            (!p.is_null())
+                .then(|| unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) }.to_vec())
+        };
+        assert_eq!(
+            rmq_message_set_deliver_time_ms(m, 1_700_000_000_123),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            prop(m, b"TIMER_DELIVER_MS").as_deref(),
+            Some(&b"1700000000123"[..])
+        );
+        assert_eq!(
+            rmq_message_set_delivery_delay_ms(m, 5000),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(prop(m, b"TIMER_DELIVER_MS"), None);
+        assert_eq!(prop(m, b"TIMER_DELAY_SEC").as_deref(), Some(&b"5"[..]));
+        assert_eq!(
+            rmq_message_set_delivery_delay_ms(null_mut(), 1),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
         rmq_message_free(m);
     }
 

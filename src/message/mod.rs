@@ -22,7 +22,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::Error;
 
@@ -70,6 +70,11 @@ pub mod sys_flag {
     /// zlib compression (RFC 1950).
     pub const COMPRESSION_ZLIB: i32 = 0x300;
 }
+
+/// How far in the past a timer message's delivery time may be: a little is a clock's
+/// skew or a late send (the broker delivers it at once), more is a mistake (seconds given
+/// for milliseconds) and the send refuses it.
+pub const TIMER_PAST_TOLERANCE: Duration = Duration::from_secs(600);
 
 /// A message to send (Java `Message`).
 ///
@@ -259,6 +264,118 @@ impl Message {
         } else {
             self.put_property(property::DELAY, level.to_string());
         }
+    }
+
+    /// Delivers the message at `at` rather than at once: a timer message of a 5.x broker
+    /// (Java 5 `setDeliverTimeMs`), to the second (the broker's `timerPrecisionMs`, 1 s,
+    /// may bring it up to that much early). Replaces a delivery delay set before. A 4.x
+    /// broker ignores it and delivers at once. A send refuses a time more than 10 minutes
+    /// in the past (a unit mistake, not a clock's skew) and a
+    /// timer with a delay level; the broker refuses one beyond its `timerMaxDelaySec`
+    /// (3 days by default) with a `Response` error.
+    #[doc(alias = "setDeliverTimeMs")]
+    pub fn set_deliver_time(&mut self, at: SystemTime) {
+        let ms = at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis().min(i64::MAX as u128) as i64);
+        self.remove_property(property::TIMER_DELAY_SEC);
+        self.remove_property(property::TIMER_DELAY_MS);
+        self.put_property(property::TIMER_DELIVER_MS, ms.to_string());
+    }
+
+    /// [`set_deliver_time`](Self::set_deliver_time) in builder style.
+    pub fn with_deliver_time(mut self, at: SystemTime) -> Self {
+        self.set_deliver_time(at);
+        self
+    }
+
+    /// Delivers the message `delay` after the broker stores it: a timer message of a 5.x
+    /// broker (Java 5 `setDelayTimeSec`, or `setDelayTimeMs` for a delay that is not whole
+    /// seconds). Replaces a delivery time set before. As with
+    /// [`set_deliver_time`](Self::set_deliver_time), a 4.x broker delivers at once.
+    #[doc(alias = "setDelayTimeSec")]
+    #[doc(alias = "setDelayTimeMs")]
+    pub fn set_delivery_delay(&mut self, delay: Duration) {
+        self.remove_property(property::TIMER_DELIVER_MS);
+        self.remove_property(property::TIMER_DELAY_SEC);
+        self.remove_property(property::TIMER_DELAY_MS);
+        if delay.subsec_millis() == 0 {
+            self.put_property(property::TIMER_DELAY_SEC, delay.as_secs().to_string());
+        } else {
+            let ms = delay.as_millis().min(i64::MAX as u128);
+            self.put_property(property::TIMER_DELAY_MS, ms.to_string());
+        }
+    }
+
+    /// [`set_delivery_delay`](Self::set_delivery_delay) in builder style.
+    pub fn with_delivery_delay(mut self, delay: Duration) -> Self {
+        self.set_delivery_delay(delay);
+        self
+    }
+
+    /// Removes a delivery time or delay: the message is delivered at once.
+    pub fn clear_timer(&mut self) {
+        self.remove_property(property::TIMER_DELIVER_MS);
+        self.remove_property(property::TIMER_DELAY_SEC);
+        self.remove_property(property::TIMER_DELAY_MS);
+    }
+
+    /// When a timer message is to be delivered, if one was set with
+    /// [`set_deliver_time`](Self::set_deliver_time) (`None` for a delay, or a value that is
+    /// not a number).
+    pub fn deliver_time(&self) -> Option<SystemTime> {
+        let ms: u64 = self.property(property::TIMER_DELIVER_MS)?.parse().ok()?;
+        Some(UNIX_EPOCH + Duration::from_millis(ms))
+    }
+
+    /// The delivery delay of a timer message, if one was set with
+    /// [`set_delivery_delay`](Self::set_delivery_delay).
+    pub fn delivery_delay(&self) -> Option<Duration> {
+        if let Some(s) = self.property(property::TIMER_DELAY_SEC) {
+            return s.parse().ok().map(Duration::from_secs);
+        }
+        let ms: u64 = self.property(property::TIMER_DELAY_MS)?.parse().ok()?;
+        Some(Duration::from_millis(ms))
+    }
+
+    /// Checks a timer message before it is sent: a delivery time or delay that is not a
+    /// number, a time more than `TIMER_PAST_TOLERANCE` in the past, or a timer together
+    /// with a delay level (the broker would silently drop the timer) is an
+    /// `InvalidArgument` error.
+    pub(crate) fn check_timer(&self, now: SystemTime) -> crate::Result<()> {
+        let bad = |what: String| Err(crate::Error::invalid_argument(what));
+        let timer = [
+            property::TIMER_DELIVER_MS,
+            property::TIMER_DELAY_SEC,
+            property::TIMER_DELAY_MS,
+        ]
+        .into_iter()
+        .filter_map(|k| self.property(k).map(|v| (k, v)))
+        .collect::<Vec<_>>();
+        let Some(&(first, _)) = timer.first() else {
+            return Ok(());
+        };
+        for (k, v) in &timer {
+            if v.parse::<u64>().is_err() {
+                return bad(format!("{k} is {v:?}, not a number of its unit"));
+            }
+        }
+        if let Some(level) = self.delay_time_level() {
+            return bad(format!(
+                "a timer message ({first}) cannot also have delay level {level}: the broker \
+                 would deliver it by the level and drop the timer"
+            ));
+        }
+        if let Some(at) = self.deliver_time() {
+            if at + TIMER_PAST_TOLERANCE < now {
+                let ago = now.duration_since(at).unwrap_or_default();
+                return bad(format!(
+                    "the delivery time is {ago:?} in the past (more than {TIMER_PAST_TOLERANCE:?}: \
+                     milliseconds since the epoch expected)"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the broker answers only after the store succeeded; true when absent.
@@ -632,6 +749,52 @@ mod tests {
         assert!(!m.wait_store_msg_ok());
         m.remove_property(property::WAIT);
         assert!(m.wait_store_msg_ok(), "absent means true");
+    }
+
+    #[test]
+    fn timer_setters_write_javas_properties_and_replace_each_other() {
+        let at = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        let mut m = Message::new("T", Vec::new()).with_deliver_time(at);
+        assert_eq!(
+            m.property(property::TIMER_DELIVER_MS),
+            Some("1700000000123")
+        );
+        assert_eq!(m.deliver_time(), Some(at));
+        m.set_delivery_delay(Duration::from_secs(5));
+        assert_eq!(m.property(property::TIMER_DELIVER_MS), None);
+        assert_eq!(m.property(property::TIMER_DELAY_SEC), Some("5"));
+        m.set_delivery_delay(Duration::from_millis(1500));
+        assert_eq!(m.property(property::TIMER_DELAY_SEC), None);
+        assert_eq!(m.property(property::TIMER_DELAY_MS), Some("1500"));
+        assert_eq!(m.delivery_delay(), Some(Duration::from_millis(1500)));
+        m.clear_timer();
+        assert_eq!((m.deliver_time(), m.delivery_delay()), (None, None));
+    }
+
+    #[test]
+    fn a_timer_that_cannot_be_meant_is_refused_before_the_send() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let ok = |m: &Message| m.check_timer(now);
+        let refused = |m: &Message, says: &str| {
+            let e = m.check_timer(now).expect_err(says);
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        };
+        let m = Message::new("T", Vec::new());
+        assert!(ok(&m).is_ok(), "no timer");
+        assert!(ok(&m.clone().with_deliver_time(now + Duration::from_secs(5))).is_ok());
+        // A little in the past is a late send: the broker delivers it at once.
+        assert!(ok(&m.clone().with_deliver_time(now - Duration::from_secs(30))).is_ok());
+        // Seconds given where milliseconds are meant: 1970.
+        let mut seconds = m.clone();
+        seconds.put_property(property::TIMER_DELIVER_MS, "1700000005");
+        refused(&seconds, "in the past");
+        let mut both = m.clone().with_delivery_delay(Duration::from_secs(5));
+        both.set_delay_time_level(3);
+        refused(&both, "delay level 3");
+        let mut garbage = m.clone();
+        garbage.put_property(property::TIMER_DELAY_SEC, "soon");
+        refused(&garbage, "not a number");
     }
 
     #[test]

@@ -43,6 +43,13 @@ pub const MSG_REGION: &str = "MSG_REGION";
 pub const TRACE_ON: &str = "TRACE_ON";
 /// The client-side message id (`PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX`); see [`super::uniq`].
 pub const UNIQ_KEY: &str = "UNIQ_KEY";
+/// Deliver at this time, ms since the Unix epoch, by a 5.x broker's timer
+/// (`PROPERTY_TIMER_DELIVER_MS`; 4.x brokers ignore it).
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+/// Deliver this many seconds after the broker stores it (`PROPERTY_TIMER_DELAY_SEC`, 5.x).
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+/// Deliver this many ms after the broker stores it (`PROPERTY_TIMER_DELAY_MS`, 5.x).
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 /// Retries before a message goes to the dead-letter queue (`PROPERTY_MAX_RECONSUME_TIMES`).
 pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
 /// When the consumer started consuming, in ms (`PROPERTY_CONSUME_START_TIMESTAMP`).

@@ -19,4 +19,5 @@ mod producer;
 mod push_shutdown;
 mod remoting;
 mod request_reply;
+mod timer;
 mod trace;
