@@ -321,10 +321,25 @@ fn mqadmin_names_and_short_flags_drive_the_existing_commands() {
         "{to_now:?}"
     );
 
+    let err = fails_with_one_line(&["deleteTopic", "-t", &topic, "-c", "NoSuchCluster"]);
+    assert!(err.contains("NoSuchCluster"), "{err}");
     let deleted = lines_of(&["deleteTopic", "-t", &topic, "-c", "DefaultCluster"]);
     assert_eq!(
         deleted,
         vec![json!({"topic": topic, "deleted": true, "brokers": ["broker-a"]})]
     );
     assert!(!lines_of(&["topicList"]).contains(&json!({ "topic": topic })));
+
+    // On one broker by address: that broker is the one named, and the route follows.
+    let addr = &cluster().broker_addrs()[0].1;
+    let on_one = unique("cli_mq_one");
+    let created = lines_of(&["updateTopic", "-t", &on_one, "-b", addr, "-w", "3"]);
+    assert_eq!(
+        created,
+        vec![json!({"topic": on_one, "queues": 3, "brokers": [addr]})]
+    );
+    let status = lines_until(&["topicStatus", "-t", &on_one], |l| l.len() == 3);
+    assert!(status.iter().all(|q| q["maxOffset"] == 0), "{status:?}");
+    let err = fails_with_one_line(&["updateTopic", "-t", &on_one, "-c", "NoSuchCluster"]);
+    assert!(err.contains("NoSuchCluster"), "{err}");
 }
