@@ -13,6 +13,8 @@ use serde_json::Value;
 
 #[path = "cli/admin.rs"]
 mod admin;
+#[path = "cli/mqadmin.rs"]
+mod mqadmin;
 #[path = "cli/reliability.rs"]
 mod reliability;
 #[path = "cli/request.rs"]

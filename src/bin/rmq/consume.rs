@@ -54,10 +54,10 @@ const PRINT_GROUP: usize = 256;
 
 #[derive(clap::Args)]
 pub(crate) struct ConsumeArgs {
-    /// Topic to consume.
-    topic: String,
+    #[command(flatten)]
+    topic: crate::TopicArg,
     /// Consumer group.
-    #[arg(long)]
+    #[arg(short = 'g', long)]
     group: String,
     /// Tag expression (`*`, `TagA || TagB`) [default: *].
     #[arg(long, conflicts_with = "sql")]
@@ -110,7 +110,7 @@ impl From<StartAt> for ConsumeFromWhere {
 
 pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult {
     let began = Instant::now();
-    check_topic(&args.topic)?;
+    check_topic(args.topic.name())?;
     if args.sql.as_deref().is_some_and(|sql| sql.trim().is_empty()) {
         return Err("--sql must not be blank".into());
     }
@@ -142,7 +142,7 @@ fn message_model(args: &ConsumeArgs) -> MessageModel {
 fn announce(args: &ConsumeArgs) {
     eprintln!(
         "rmq: consuming {} as {} ({}{}, new groups start from the {} offset)",
-        args.topic,
+        args.topic.name(),
         args.group,
         if args.broadcast {
             "broadcasting"
@@ -194,7 +194,7 @@ fn run_push<W: Write>(
         args.orderly,
         listener,
     )
-    .subscribe_with(&args.topic, selector)
+    .subscribe_with(args.topic.name(), selector)
     .message_model(message_model(args))
     .consume_from_where(args.from.into())
     .await_termination_when_shutdown(SHUTDOWN_WAIT)
@@ -268,7 +268,7 @@ fn run_lite_pull<W: Write>(
         .serialize_type(SerializeType::from_env())
         .message_model(message_model(args))
         .consume_from_where(args.from.into())
-        .subscribe(&args.topic, args.expr.as_deref().unwrap_or("*"))
+        .subscribe(args.topic.name(), args.expr.as_deref().unwrap_or("*"))
         .start()?;
     announce(args);
     let mut rest: Option<MessageExt> = None;

@@ -156,13 +156,15 @@ enum Command {
         action: ClusterAction,
     },
     /// Print the route of a topic as JSON.
-    Route { topic: String },
+    #[command(visible_alias = "topicRoute")]
+    Route(TopicArg),
     /// Topic administration.
     Topic {
         #[command(subcommand)]
         action: TopicAction,
     },
     /// Send messages; prints one JSON line per acknowledged message and a summary line.
+    #[command(visible_alias = "sendMessage")]
     Send(send::SendArgs),
     /// Consume with a push consumer; prints one JSON line per message and a summary line.
     Consume(consume::ConsumeArgs),
@@ -188,6 +190,104 @@ enum Command {
         #[command(subcommand)]
         action: BenchAction,
     },
+    /// The brokers of every cluster (or of one), one line per broker (mqadmin clusterList).
+    #[command(name = "clusterList")]
+    ClusterList(admin::ClusterListArgs),
+    /// Each queue's min and max offset on its master broker (mqadmin topicStatus).
+    #[command(name = "topicStatus")]
+    TopicStatus(admin::TopicStatusArgs),
+    /// The client ids of a consumer group's online consumers, one line per broker and
+    /// client (mqadmin consumerConnection, without the address and subscription columns).
+    #[command(name = "consumerConnection")]
+    ConsumerConnection(admin::ConsumerConnectionArgs),
+    /// The clients connected under a producer group, from the brokers of a topic (mqadmin
+    /// producerConnection).
+    #[command(name = "producerConnection")]
+    ProducerConnection(admin::ProducerConnectionArgs),
+    /// Create or update a subscription group (mqadmin updateSubGroup).
+    #[command(name = "updateSubGroup")]
+    UpdateSubGroup(admin::SubGroupArgs),
+    /// Create a topic on every master broker, a cluster's masters or one broker (= `rmq
+    /// topic create`).
+    #[command(name = "updateTopic")]
+    UpdateTopic(CreateTopicArgs),
+    /// Print every topic the name server knows, one line each (= `rmq topic list`).
+    #[command(name = "topicList")]
+    TopicList,
+    /// Delete a topic on every master broker and name server (= `rmq topic delete`).
+    #[command(name = "deleteTopic")]
+    DeleteTopic(DeleteTopicArgs),
+    /// Print one message by its offset message id, or with -t by its msgId (= `rmq message
+    /// show`).
+    #[command(name = "queryMsgById")]
+    QueryMsgById(admin::ShowArgs),
+    /// Print one message by the id its producer gave it, the msgId `send` prints (= `rmq
+    /// message show -i ID -t TOPIC`).
+    #[command(name = "queryMsgByUniqueKey")]
+    QueryMsgByUniqueKey(admin::UniqueKeyArgs),
+    /// Print the messages of a topic with a key (= `rmq message query`).
+    #[command(name = "queryMsgByKey")]
+    QueryMsgByKey(admin::QueryArgs),
+    /// A consumer group's lag per queue, then the total (= `rmq group progress`).
+    #[command(name = "consumerProgress")]
+    ConsumerProgress(admin::ProgressArgs),
+    /// Move a group's offsets in a topic to a time (= `rmq offset reset`).
+    #[command(name = "resetOffsetByTime")]
+    ResetOffsetByTime(admin::ResetArgs),
+}
+
+/// A topic: mqadmin's `-t`, or (for older scripts) the first positional argument.
+#[derive(clap::Args, Debug)]
+pub(crate) struct TopicArg {
+    /// The topic.
+    #[arg(
+        short = 't',
+        long = "topic",
+        value_name = "TOPIC",
+        required_unless_present = "topic_pos",
+        conflicts_with = "topic_pos"
+    )]
+    topic: Option<String>,
+    /// The topic, positionally (the older form of `-t`).
+    #[arg(id = "topic_pos", value_name = "TOPIC", hide = true)]
+    topic_pos: Option<String>,
+}
+
+impl TopicArg {
+    /// The topic given; clap requires one of the two forms.
+    pub(crate) fn name(&self) -> &str {
+        self.topic
+            .as_deref()
+            .or(self.topic_pos.as_deref())
+            .unwrap_or_default()
+    }
+}
+
+/// `rmq topic create` / `rmq updateTopic`.
+#[derive(clap::Args)]
+struct CreateTopicArgs {
+    #[command(flatten)]
+    topic: TopicArg,
+    /// Read and write queues per broker (mqadmin `-w`; `-r` is taken as the same number).
+    #[arg(long, short = 'w', short_alias = 'r', default_value_t = 8)]
+    queues: u32,
+    /// Only on the master brokers of this cluster (default: every master broker).
+    #[arg(short = 'c', long, conflicts_with = "broker")]
+    cluster: Option<String>,
+    /// Only on the broker at this address (`host:port`); prints that address as the broker.
+    #[arg(short = 'b', long, value_name = "ADDR")]
+    broker: Option<String>,
+}
+
+/// `rmq topic delete` / `rmq deleteTopic`.
+#[derive(clap::Args)]
+struct DeleteTopicArgs {
+    #[command(flatten)]
+    topic: TopicArg,
+    /// A cluster that must exist (mqadmin's `-c`). The topic is deleted from every master
+    /// broker and name server all the same: rmq has no per-cluster delete.
+    #[arg(short = 'c', long)]
+    cluster: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -212,6 +312,7 @@ enum ClusterAction {
     Stop,
     /// Download the RocketMQ jars of a version into the cache (what `start` does first).
     Fetch {
+        /// RocketMQ version (Maven Central release).
         #[arg(long, default_value = rocketmq_blocking::testkit::DEFAULT_VERSION)]
         version: String,
     },
@@ -233,17 +334,12 @@ enum ClusterAction {
 
 #[derive(Subcommand)]
 enum TopicAction {
-    /// Create a topic on every master broker.
-    Create {
-        topic: String,
-        /// Read and write queues per broker.
-        #[arg(long, default_value_t = 8)]
-        queues: u32,
-    },
-    /// Print every topic the name server knows, one line each.
+    /// Create a topic on every master broker (mqadmin updateTopic).
+    Create(CreateTopicArgs),
+    /// Print every topic the name server knows, one line each (mqadmin topicList).
     List,
-    /// Delete a topic on every master broker and name server.
-    Delete { topic: String },
+    /// Delete a topic on every master broker and name server (mqadmin deleteTopic).
+    Delete(DeleteTopicArgs),
 }
 
 #[derive(Subcommand)]
@@ -371,30 +467,61 @@ fn run(cli: Cli) -> CliResult {
     let _ = CREDENTIALS.set(credentials_of(&cli)?);
     match cli.command {
         Command::Cluster { action } => cluster::run(action),
-        Command::Route { topic } => {
+        Command::Route(topic) => {
             let admin = admin(&namesrv(&cli.namesrv)?)?;
-            let route = admin.topic_route(&topic)?;
+            let route = admin.topic_route(topic.name())?;
             println!("{}", serde_json::to_string_pretty(&route)?);
             Ok(())
         }
         Command::Topic {
-            action: TopicAction::Create { topic, queues },
-        } => {
-            check_queues(queues)?;
-            let admin = admin(&namesrv(&cli.namesrv)?)?;
-            let brokers = admin.create_topic(&TopicConfig::new(&topic, queues))?;
-            println!(
-                "{}",
-                serde_json::json!({"topic": topic, "queues": queues, "brokers": brokers})
-            );
-            Ok(())
+            action: TopicAction::Create(args),
         }
+        | Command::UpdateTopic(args) => create_topic(&admin(&namesrv(&cli.namesrv)?)?, &args),
         Command::Topic {
             action: TopicAction::List,
-        } => admin::topic_list(&admin(&namesrv(&cli.namesrv)?)?),
+        }
+        | Command::TopicList => admin::topic_list(&admin(&namesrv(&cli.namesrv)?)?),
         Command::Topic {
-            action: TopicAction::Delete { topic },
-        } => admin::topic_delete(&admin(&namesrv(&cli.namesrv)?)?, &topic),
+            action: TopicAction::Delete(args),
+        }
+        | Command::DeleteTopic(args) => {
+            let admin = admin(&namesrv(&cli.namesrv)?)?;
+            if let Some(c) = &args.cluster {
+                admin::cluster_masters(&admin, c)?;
+            }
+            admin::topic_delete(&admin, args.topic.name())
+        }
+        Command::ClusterList(args) => admin::cluster_list(&admin(&namesrv(&cli.namesrv)?)?, args),
+        Command::TopicStatus(args) => admin::topic_status(&admin(&namesrv(&cli.namesrv)?)?, args),
+        Command::ConsumerConnection(args) => {
+            admin::consumer_connection(&admin(&namesrv(&cli.namesrv)?)?, args)
+        }
+        Command::ProducerConnection(args) => {
+            admin::producer_connection(&admin(&namesrv(&cli.namesrv)?)?, args)
+        }
+        Command::UpdateSubGroup(args) => {
+            admin::update_sub_group(&admin(&namesrv(&cli.namesrv)?)?, args)
+        }
+        Command::QueryMsgById(args) => admin::message(
+            &admin(&namesrv(&cli.namesrv)?)?,
+            admin::MessageAction::Show(args),
+        ),
+        Command::QueryMsgByUniqueKey(args) => admin::message(
+            &admin(&namesrv(&cli.namesrv)?)?,
+            admin::MessageAction::Show(args.into()),
+        ),
+        Command::QueryMsgByKey(args) => admin::message(
+            &admin(&namesrv(&cli.namesrv)?)?,
+            admin::MessageAction::Query(args),
+        ),
+        Command::ConsumerProgress(args) => admin::group(
+            &admin(&namesrv(&cli.namesrv)?)?,
+            admin::GroupAction::Progress(args),
+        ),
+        Command::ResetOffsetByTime(args) => admin::offset(
+            &admin(&namesrv(&cli.namesrv)?)?,
+            admin::OffsetAction::Reset(args),
+        ),
         Command::Message { action } => admin::message(&admin(&namesrv(&cli.namesrv)?)?, action),
         Command::Group { action } => admin::group(&admin(&namesrv(&cli.namesrv)?)?, action),
         Command::Offset { action } => admin::offset(&admin(&namesrv(&cli.namesrv)?)?, action),
@@ -411,6 +538,34 @@ fn run(cli: Cli) -> CliResult {
             action: BenchAction::Scale { experiment },
         } => scale::run(&cli.namesrv, experiment),
     }
+}
+
+/// `rmq topic create` / `rmq updateTopic`: on every master, on a cluster's masters, or on
+/// one broker; one JSON line naming where.
+fn create_topic(admin: &Admin, args: &CreateTopicArgs) -> CliResult {
+    check_queues(args.queues)?;
+    let topic = args.topic.name();
+    let config = TopicConfig::new(topic, args.queues);
+    let brokers = match (&args.cluster, &args.broker) {
+        (_, Some(addr)) => {
+            admin.create_topic_on(addr, &config)?;
+            vec![addr.clone()]
+        }
+        (Some(cluster), None) => {
+            let masters = admin::cluster_masters(admin, cluster)?;
+            for addr in masters.values() {
+                admin.create_topic_on(addr, &config)?;
+            }
+            admin.wait_for_route(topic, masters.len(), Duration::from_secs(10))?;
+            masters.into_keys().collect()
+        }
+        (None, None) => admin.create_topic(&config)?,
+    };
+    println!(
+        "{}",
+        serde_json::json!({"topic": topic, "queues": args.queues, "brokers": brokers})
+    );
+    Ok(())
 }
 
 fn namesrv(arg: &Option<String>) -> Result<String, String> {
@@ -616,6 +771,117 @@ mod tests {
         }
         assert!(Cli::try_parse_from(["rmq", "topic", "delete"]).is_err());
         assert!(Cli::try_parse_from(["rmq", "group", "progress"]).is_err());
+    }
+
+    /// Every argument a user can see explains itself in `--help`.
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(
+                    arg.get_action(),
+                    clap::ArgAction::Help | clap::ArgAction::Version
+                );
+                if !builtin && !arg.is_hide_set() && arg.get_help().is_none() {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "rmq", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
+
+    /// mqadmin's command names and short flags, and the old positional forms, parse.
+    #[test]
+    fn mqadmin_names_and_short_flags_parse() {
+        let forms: &[&[&str]] = &[
+            &["clusterList"],
+            &["clusterList", "-c", "DefaultCluster"],
+            &["topicStatus", "-t", "T"],
+            &["consumerConnection", "-g", "g"],
+            &["consumerConnection", "-g", "g", "-b", "127.0.0.1:10911"],
+            &["producerConnection", "-g", "g", "-t", "T"],
+            &[
+                "updateSubGroup",
+                "-g",
+                "g",
+                "-c",
+                "DefaultCluster",
+                "-r",
+                "3",
+                "-q",
+                "1",
+                "-s",
+                "true",
+                "-m",
+                "false",
+                "-d",
+                "false",
+                "-o",
+                "true",
+                "-i",
+                "0",
+                "-w",
+                "1",
+                "-a",
+                "true",
+            ],
+            &["updateSubGroup", "-g", "g", "-b", "127.0.0.1:10911"],
+            &["topicRoute", "-t", "T"],
+            &["route", "-t", "T"],
+            &["route", "T"],
+            &["updateTopic", "-t", "T", "-c", "DefaultCluster", "-w", "4"],
+            &["updateTopic", "-t", "T", "-b", "127.0.0.1:10911", "-r", "4"],
+            &["topic", "create", "-t", "T", "--queues", "2"],
+            &["topic", "create", "T"],
+            &["topicList"],
+            &["deleteTopic", "-t", "T", "-c", "DefaultCluster"],
+            &["topic", "delete", "-t", "T"],
+            &["topic", "delete", "T"],
+            &["queryMsgById", "-i", "0A0000010000000000000000000000FF"],
+            &["message", "show", "-i", "0A0000010000000000000000000000FF"],
+            &["queryMsgByUniqueKey", "-i", "ID", "-t", "T"],
+            &[
+                "queryMsgByKey",
+                "-t",
+                "T",
+                "-k",
+                "k",
+                "-b",
+                "1",
+                "-e",
+                "2",
+                "-m",
+                "3",
+            ],
+            &["consumerProgress", "-g", "g", "-t", "T"],
+            &["group", "progress", "-g", "g"],
+            &["group", "progress", "g"],
+            &["resetOffsetByTime", "-g", "g", "-t", "T", "-s", "0"],
+            &["resetOffsetByTime", "-g", "g", "-t", "T", "-s", "now"],
+            &["offset", "reset", "-g", "g", "-t", "T", "--to-latest"],
+            &["sendMessage", "-t", "T", "-p", "b", "-k", "k", "-c", "TagA"],
+            &["send", "-t", "T", "--body", "b"],
+            &["consume", "-t", "T", "-g", "g", "--count", "1"],
+        ];
+        for form in forms {
+            let argv: Vec<&str> = ["rmq"].iter().chain(*form).copied().collect();
+            Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        }
+        // One topic: the flag or the old positional, not both; and one target at most.
+        for bad in [
+            &["rmq", "route", "-t", "T", "U"][..],
+            &["rmq", "send", "-t", "T", "U", "--body", "b"],
+            &["rmq", "topicStatus"],
+            &["rmq", "updateSubGroup", "-g", "g", "-c", "C", "-b", "a:1"],
+            &["rmq", "resetOffsetByTime", "-g", "g", "-t", "T", "-s", "x"],
+        ] {
+            assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

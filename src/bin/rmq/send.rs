@@ -32,19 +32,19 @@ const ASYNC_WINDOW: usize = 256;
 
 #[derive(clap::Args)]
 pub(crate) struct SendArgs {
-    /// Topic to send to.
-    topic: String,
-    /// Message tag (`TAGS`).
-    #[arg(long)]
+    #[command(flatten)]
+    topic: crate::TopicArg,
+    /// Message tag (`TAGS`; mqadmin sendMessage's `-c`).
+    #[arg(short = 'c', long)]
     tag: Option<String>,
     /// Message key (`KEYS`); repeat for several.
-    #[arg(long = "key", value_name = "KEY")]
+    #[arg(short = 'k', long = "key", value_name = "KEY")]
     pub(crate) keys: Vec<String>,
     /// User property; repeat for several.
     #[arg(long = "prop", value_name = "K=V", value_parser = parse_prop)]
     props: Vec<(String, String)>,
-    /// Message body text.
-    #[arg(long, conflicts_with = "body_file")]
+    /// Message body text (mqadmin sendMessage's `-p`).
+    #[arg(short = 'p', long, conflicts_with = "body_file")]
     body: Option<String>,
     /// Read the body from this file (bytes as they are).
     #[arg(long, value_name = "FILE")]
@@ -88,7 +88,7 @@ fn parse_prop(s: &str) -> Result<(String, String), String> {
 
 /// The message every send uses, built from the arguments; any bad input is an error here.
 pub(crate) fn build_message(args: &SendArgs) -> Result<Message, String> {
-    check_send_topic(&args.topic).map_err(|e| e.to_string())?;
+    check_send_topic(args.topic.name()).map_err(|e| e.to_string())?;
     let body = match (&args.body, &args.body_file) {
         (Some(text), _) => text.clone().into_bytes(),
         (None, Some(path)) => std::fs::read(path)
@@ -97,7 +97,7 @@ pub(crate) fn build_message(args: &SendArgs) -> Result<Message, String> {
     };
     check_body(body.len(), ProducerOptions::default().max_message_size)
         .map_err(|e| e.to_string())?;
-    let mut msg = Message::new(&args.topic, body);
+    let mut msg = Message::new(args.topic.name(), body);
     if let Some(tag) = &args.tag {
         if tag.trim().is_empty() {
             return Err("--tag must not be blank".into());
