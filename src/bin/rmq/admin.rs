@@ -425,7 +425,7 @@ pub(crate) fn cluster_list(admin: &Admin, args: ClusterListArgs) -> CliResult {
     let clusters: BTreeMap<&String, &Vec<String>> = info
         .cluster_addr_table
         .iter()
-        .filter(|(c, _)| args.cluster.as_ref().map_or(true, |want| want == *c))
+        .filter(|(c, _)| args.cluster.as_ref().is_none_or(|want| want == *c))
         .collect();
     if let (Some(want), true) = (&args.cluster, clusters.is_empty()) {
         return Err(format!("no cluster {want} in the name server's cluster list").into());
