@@ -158,7 +158,7 @@ pub struct MQClientInstance {
     scheduler: Mutex<Option<ScheduledExecutor>>,
     services: Mutex<Option<ConsumerServices>>,
     /// Requests of this client's producers waiting for replies.
-    replies: crate::producer::ReplyTable,
+    replies: super::ReplyTable,
     me: Weak<MQClientInstance>,
 }
 
@@ -281,7 +281,7 @@ impl MQClientInstance {
             fetched_namesrv_addr: Mutex::new(None),
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
-            replies: crate::producer::ReplyTable::default(),
+            replies: super::ReplyTable::default(),
             me: me.clone(),
         }))
     }
@@ -297,7 +297,7 @@ impl MQClientInstance {
     }
 
     /// Requests waiting for their replies.
-    pub(crate) fn replies(&self) -> &crate::producer::ReplyTable {
+    pub(crate) fn replies(&self) -> &super::ReplyTable {
         &self.replies
     }
 
@@ -1321,7 +1321,7 @@ impl MQClientInstance {
             RequestCode::PUSH_REPLY_MESSAGE_TO_CLIENT,
             Arc::new(move |addr: &str, req: RemotingCommand| {
                 let i = me.upgrade()?;
-                Some(crate::producer::process_reply(&i, addr, &req))
+                Some(super::process_reply(&i, addr, &req))
             }),
         );
         let me = self.me.clone();

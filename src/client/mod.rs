@@ -7,6 +7,7 @@ pub(crate) mod http;
 mod instance;
 pub mod manager;
 pub mod namespace;
+mod reply;
 mod route;
 pub mod validators;
 
@@ -15,4 +16,5 @@ pub use api::{MQClientAPI, TopicConfig};
 pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
+pub(crate) use reply::{process_reply, ReplyCallback, ReplyTable, Waiter};
 pub use route::{next_send_index, to_publish_info, to_subscribe_info, TopicPublishInfo};

@@ -348,7 +348,7 @@ impl LitePullConsumer {
         }
         *inner.state.lock() = ServiceState::Running;
         let group = namespace::unwrap(inner.namespace.as_deref(), &inner.group);
-        *inner.trace.lock() = TraceDispatcher::start_if(
+        *inner.trace.lock() = crate::producer::start_trace(
             inner.options.enable_msg_trace,
             &group,
             instance.config().clone(),

@@ -13,7 +13,6 @@
 mod codec;
 mod properties;
 pub mod property;
-mod queue;
 pub mod uniq;
 
 #[cfg(test)]
@@ -35,7 +34,9 @@ pub use codec::{
     MESSAGE_MAGIC_CODE_V2,
 };
 use properties::Properties;
-pub use queue::MessageQueue;
+// The queue is a protocol value (admin and route bodies carry it); re-exported here, where
+// users of the internals have always found it.
+pub use crate::protocol::MessageQueue;
 
 /// Bits of a stored message's `sysFlag` (Java `MessageSysFlag`).
 pub mod sys_flag {

@@ -18,6 +18,7 @@
 mod fault;
 mod request;
 mod send;
+mod trace_sender;
 mod transaction;
 
 use std::fmt;
@@ -34,8 +35,8 @@ use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
 pub use request::{create_reply_message, reply_topic};
-pub(crate) use request::{process_reply, ReplyTable};
 use send::ProducerImpl;
+pub(crate) use trace_sender::start_trace;
 pub use transaction::{
     LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
     TransactionSendResult,

@@ -212,7 +212,7 @@ impl ProducerImpl {
         }
         *self.instance.write() = Some(instance.clone());
         *self.state.lock() = ServiceState::Running;
-        *self.trace.write() = TraceDispatcher::start_if(
+        *self.trace.write() = super::start_trace(
             self.options.enable_msg_trace,
             &self.group,
             self.config.clone(),

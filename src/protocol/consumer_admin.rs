@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::heartbeat::SubscriptionData;
 use super::json;
 use super::DecodeError;
-use crate::message::MessageQueue;
+use crate::protocol::MessageQueue;
 
 /// Property keys the admin tool reads from [`ConsumerRunningInfo::properties`].
 pub mod prop {

@@ -13,6 +13,7 @@ pub mod header;
 pub mod heartbeat;
 pub mod json;
 mod json_header;
+mod queue;
 mod route;
 pub mod transaction;
 
@@ -27,6 +28,7 @@ pub(crate) use command::{Reader, ONEWAY_FLAG};
 pub(crate) use ext::int_bytes;
 pub use ext::{ExtFields, ExtText};
 pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};
+pub use queue::MessageQueue;
 pub use route::{
     decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER,
     MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES,
@@ -45,6 +47,12 @@ impl DecodeError {
             message: message.into(),
         }
     }
+
+    /// The message, for the crate's `Error` (the conversion lives in `error.rs`: `protocol`
+    /// sits below `error` and does not import it).
+    pub(crate) fn into_message(self) -> String {
+        self.message
+    }
 }
 
 impl fmt::Display for DecodeError {
@@ -54,9 +62,3 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
-
-impl From<DecodeError> for crate::Error {
-    fn from(e: DecodeError) -> Self {
-        crate::Error::decode(e.message)
-    }
-}
