@@ -15,7 +15,7 @@
 //! the send timeout), [`send_async`](Producer::send_async) returns at once and calls back
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
-mod fault;
+mod latency_fault;
 mod request;
 mod send;
 mod trace_sender;

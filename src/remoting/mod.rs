@@ -10,6 +10,7 @@
 //! returns `Err` gives the callback back unrun.
 
 pub mod acl;
+mod frames;
 mod io;
 mod oneshot;
 #[doc(hidden)]
