@@ -13,8 +13,10 @@ pub mod validators;
 
 pub(crate) use api::expect_success;
 pub use api::{MQClientAPI, TopicConfig};
-pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
+pub use config::{ClientConfig, ClientConfigBuilder};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
 pub(crate) use reply::{process_reply, ReplyCallback, ReplyTable, Waiter};
-pub use route::{next_send_index, to_publish_info, to_subscribe_info, TopicPublishInfo};
+#[cfg(feature = "unstable-internals")]
+pub use route::to_subscribe_info;
+pub use route::{next_send_index, to_publish_info, TopicPublishInfo};

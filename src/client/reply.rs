@@ -49,11 +49,13 @@ impl ReplyTable {
     }
 
     /// Requests waiting now.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub(crate) fn len(&self) -> usize {
         self.pending.lock().len()
     }
 
     /// Replies dropped because no request waited for them.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub(crate) fn unmatched(&self) -> u64 {
         self.unmatched.load(Ordering::Relaxed)
     }

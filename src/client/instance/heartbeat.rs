@@ -183,14 +183,6 @@ impl MQClientInstance {
         (seq, data)
     }
 
-    /// The version a broker reported in its last heartbeat response.
-    pub fn broker_version(&self, broker_name: &str, addr: &str) -> Option<i32> {
-        self.broker_version_table
-            .read()
-            .get(broker_name)
-            .and_then(|m| m.get(addr).copied())
-    }
-
     /// Java 5.x `onChannelActive`: a new connection to a broker gets a heartbeat at once
     /// (requested, so it goes out on the timer). A broker forgets a client's consumers and
     /// producers when a connection of the client closes, and until it hears from it again

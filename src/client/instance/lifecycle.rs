@@ -147,6 +147,7 @@ impl MQClientInstance {
 
     /// Stops the jobs and the remoting client once no producer or consumer uses the
     /// instance any more, and removes it from the manager. Java `shutdown`.
+    #[cfg(feature = "unstable-internals")]
     pub fn shutdown(&self) {
         self.shutdown_until(Instant::now() + self.config.remoting.shutdown_timeout);
     }

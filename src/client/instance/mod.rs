@@ -226,11 +226,13 @@ impl MQClientInstance {
     }
 
     /// Requests (`Producer::request`) waiting for their replies now.
+    #[cfg(feature = "unstable-internals")]
     pub fn waiting_requests(&self) -> usize {
         self.replies.len()
     }
 
     /// Replies dropped because no request waited for them (late, or not ours).
+    #[cfg(feature = "unstable-internals")]
     pub fn unmatched_replies(&self) -> u64 {
         self.replies.unmatched()
     }

@@ -2,7 +2,9 @@
 //! (requests from threads that must not fetch are served on the timer), the route and
 //! broker-address tables, and the broker lookups producers and consumers make.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
+#[cfg(feature = "unstable-internals")]
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -452,11 +454,13 @@ impl MQClientInstance {
     }
 
     /// Broker names and their addresses, as known now.
+    #[cfg(feature = "unstable-internals")]
     pub fn broker_addresses(&self) -> HashMap<String, BTreeMap<i64, String>> {
         self.broker_addr_table.read().clone()
     }
 
     /// Whether `addr` is in the broker table.
+    #[cfg(feature = "unstable-internals")]
     pub fn knows_broker_addr(&self, addr: &str) -> bool {
         self.broker_addr_table
             .read()
