@@ -40,6 +40,8 @@ pub use queue::MessageQueue;
 pub use route::{
     decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER,
 };
+#[cfg(feature = "unstable-internals")]
+pub use route::{MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES};
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
 #[derive(Debug, Clone, PartialEq, Eq)]
