@@ -8,7 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::protocol::ResponseCode;
+use crate::protocol::{DecodeError, ResponseCode};
 
 /// What went wrong, coarsely. Use [`Error::kind`] to branch on it.
 #[non_exhaustive]
@@ -309,6 +309,12 @@ impl std::error::Error for Error {
             .source
             .as_ref()
             .map(|s| s.as_ref() as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<DecodeError> for Error {
+    fn from(e: DecodeError) -> Self {
+        Error::decode(e.into_message())
     }
 }
 

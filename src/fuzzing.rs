@@ -31,7 +31,7 @@ pub fn offsets_file(bytes: &[u8]) -> Result<Option<BTreeMap<MessageQueue, i64>>,
 /// A reply pushed by a broker (PUSH_REPLY_MESSAGE_TO_CLIENT), its body inflated up to
 /// `max_body` bytes.
 pub fn reply_message(req: &RemotingCommand, max_body: usize) -> Result<MessageExt, DecodeError> {
-    crate::producer::decode_reply(req, max_body)
+    crate::client::decode_reply(req, max_body)
 }
 
 /// The HTTP address server's raw answer read as the client instance reads it: the status

@@ -185,36 +185,34 @@
 
 // The internal layers are crate-private unless the `unstable-internals` feature is on (for
 // the `rmq` tool, the benches, the fuzz targets and the codec tests; not covered by semver).
-// Without the feature, what only those users call shows as unused: hence the `allow`s.
+// Dead-code detection is on in the default build: what only those users call is itself
+// behind `#[cfg(feature = "unstable-internals")]` (or `any(test, ..)`), item by item, and
+// the few tables kept whole on purpose (Java's codes, flags and property names) say so
+// with a `reason`.
 #[cfg(feature = "unstable-internals")]
 #[doc(hidden)]
 pub mod client;
 #[cfg(not(feature = "unstable-internals"))]
-#[allow(dead_code, unused_imports)]
 mod client;
 #[cfg(feature = "unstable-internals")]
 #[doc(hidden)]
 pub mod message;
 #[cfg(not(feature = "unstable-internals"))]
-#[allow(dead_code, unused_imports)]
 mod message;
 #[cfg(feature = "unstable-internals")]
 #[doc(hidden)]
 pub mod protocol;
 #[cfg(not(feature = "unstable-internals"))]
-#[allow(dead_code, unused_imports)]
 mod protocol;
 #[cfg(feature = "unstable-internals")]
 #[doc(hidden)]
 pub mod remoting;
 #[cfg(not(feature = "unstable-internals"))]
-#[allow(dead_code, unused_imports)]
 mod remoting;
 #[cfg(feature = "unstable-internals")]
 #[doc(hidden)]
 pub mod scheduler;
 #[cfg(not(feature = "unstable-internals"))]
-#[allow(dead_code, unused_imports)]
 mod scheduler;
 
 // Thin wrappers over crate-private decoders of what a peer sends, for the fuzz targets.

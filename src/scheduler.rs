@@ -1,4 +1,4 @@
-//! `ScheduledExecutor`: named timer threads running fixed-rate, fixed-delay and one-shot
+//! `ScheduledExecutor`: named timer threads running fixed-rate and one-shot
 //! jobs (Java `ScheduledExecutorService` as `MQClientInstance` uses it).
 //!
 //! A job that returns an error or panics is logged and keeps its schedule, as the Java
@@ -7,7 +7,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use log::warn;
@@ -22,7 +22,6 @@ type JobFn = Box<dyn FnMut() -> Result<()> + Send + 'static>;
 enum Schedule {
     Once,
     FixedRate(Duration),
-    FixedDelay(Duration),
 }
 
 struct Slot {
@@ -34,7 +33,8 @@ struct Slot {
 
 #[derive(Default)]
 struct Queue {
-    /// (next run, job id); entries of cancelled jobs are skipped when popped.
+    /// (next run, job id); entries of jobs no longer in `slots` (a one-shot job that ran,
+    /// a job dropped at shutdown) are skipped when popped.
     heap: BinaryHeap<Reverse<(Instant, u64)>>,
     slots: HashMap<u64, Slot>,
     next_id: u64,
@@ -54,30 +54,6 @@ pub struct ScheduledExecutor {
     state: Arc<State>,
     threads: Mutex<Vec<Worker>>,
     name: String,
-}
-
-/// Cancels its job with [`cancel`](Self::cancel); dropping the handle does not.
-#[derive(Clone, Debug)]
-pub struct JobHandle {
-    id: u64,
-    state: Weak<State>,
-}
-
-impl JobHandle {
-    /// Stops future runs. A run in progress finishes.
-    pub fn cancel(&self) {
-        if let Some(state) = self.state.upgrade() {
-            state.queue.lock().slots.remove(&self.id);
-            state.cv.notify_all();
-        }
-    }
-
-    /// Whether the job is still scheduled.
-    pub fn is_scheduled(&self) -> bool {
-        self.state
-            .upgrade()
-            .is_some_and(|s| s.queue.lock().slots.contains_key(&self.id))
-    }
 }
 
 impl ScheduledExecutor {
@@ -109,27 +85,11 @@ impl ScheduledExecutor {
         initial_delay: Duration,
         period: Duration,
         job: impl FnMut() -> Result<()> + Send + 'static,
-    ) -> Result<JobHandle> {
+    ) -> Result<()> {
         self.add(
             name,
             initial_delay,
             Schedule::FixedRate(period),
-            Box::new(job),
-        )
-    }
-
-    /// Runs `job` after `initial_delay`, then `delay` after each run ends.
-    pub fn schedule_with_fixed_delay(
-        &self,
-        name: &str,
-        initial_delay: Duration,
-        delay: Duration,
-        job: impl FnMut() -> Result<()> + Send + 'static,
-    ) -> Result<JobHandle> {
-        self.add(
-            name,
-            initial_delay,
-            Schedule::FixedDelay(delay),
             Box::new(job),
         )
     }
@@ -140,7 +100,7 @@ impl ScheduledExecutor {
         name: &str,
         delay: Duration,
         job: impl FnOnce() -> Result<()> + Send + 'static,
-    ) -> Result<JobHandle> {
+    ) -> Result<()> {
         let mut job = Some(job);
         self.add(
             name,
@@ -153,14 +113,8 @@ impl ScheduledExecutor {
         )
     }
 
-    fn add(
-        &self,
-        name: &str,
-        delay: Duration,
-        schedule: Schedule,
-        job: JobFn,
-    ) -> Result<JobHandle> {
-        if let Schedule::FixedRate(p) | Schedule::FixedDelay(p) = schedule {
+    fn add(&self, name: &str, delay: Duration, schedule: Schedule, job: JobFn) -> Result<()> {
+        if let Schedule::FixedRate(p) = schedule {
             if p.is_zero() {
                 return Err(Error::invalid_argument(format!(
                     "job {name}: the period must be greater than zero"
@@ -187,10 +141,7 @@ impl ScheduledExecutor {
         q.heap.push(Reverse((Instant::now() + delay, id)));
         drop(q);
         self.state.cv.notify_one();
-        Ok(JobHandle {
-            id,
-            state: Arc::downgrade(&self.state),
-        })
+        Ok(())
     }
 
     /// Stops every schedule, waits for running jobs and joins the threads (within
@@ -237,7 +188,7 @@ fn run_timer(state: &State) {
         }
         q.heap.pop();
         let Some(slot) = q.slots.get_mut(&id) else {
-            continue; // cancelled
+            continue; // no longer scheduled
         };
         let Some(mut job) = slot.job.take() else {
             continue; // already running elsewhere; it reschedules itself
@@ -255,7 +206,6 @@ fn run_timer(state: &State) {
         let next = match schedule {
             Schedule::Once => None,
             Schedule::FixedRate(p) => Some((at + p).max(Instant::now())),
-            Schedule::FixedDelay(d) => Some(Instant::now() + d),
         };
         let shutdown = q.shutdown;
         match (next, q.slots.get_mut(&id)) {
@@ -312,7 +262,7 @@ mod tests {
         let exec = ScheduledExecutor::new("t-fail", 1).unwrap();
         let (c, count) = counter();
         let c2 = c.clone();
-        exec.schedule_with_fixed_delay(
+        exec.schedule_at_fixed_rate(
             "err",
             Duration::ZERO,
             Duration::from_millis(10),
@@ -323,7 +273,7 @@ mod tests {
         )
         .unwrap();
         let (p, panics) = counter();
-        exec.schedule_with_fixed_delay(
+        exec.schedule_at_fixed_rate(
             "panic",
             Duration::ZERO,
             Duration::from_millis(10),
@@ -337,25 +287,6 @@ mod tests {
         assert!(count() >= 3, "failing job ran {} times", count());
         assert!(panics() >= 3, "panicking job ran {} times", panics());
         drop(c2);
-    }
-
-    #[test]
-    fn cancel_stops_future_runs() {
-        let exec = ScheduledExecutor::new("t-cancel", 1).unwrap();
-        let (c, count) = counter();
-        let h = exec
-            .schedule_at_fixed_rate("c", Duration::ZERO, Duration::from_millis(10), move || {
-                c.fetch_add(1, Ordering::SeqCst);
-                Ok(())
-            })
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(50));
-        h.cancel();
-        assert!(!h.is_scheduled());
-        std::thread::sleep(Duration::from_millis(20));
-        let n = count();
-        std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(count(), n, "ran after cancel");
     }
 
     #[test]

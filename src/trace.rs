@@ -22,8 +22,19 @@ use parking_lot::Mutex;
 
 use crate::error::Result;
 use crate::message::{property, Message, MessageExt};
-use crate::producer::Producer;
 use crate::util::worker::{self, Worker};
+
+/// What the dispatcher sends its trace messages with: the traced client's inner producer.
+/// `producer` implements it (and starts dispatchers, `producer::start_trace`), so this
+/// module sits below the clients it traces and imports none of them.
+pub(crate) trait TraceSender: Send + 'static {
+    /// Sends `msg` and waits for the broker's answer.
+    fn send_sync(&self, msg: &Message) -> Result<()>;
+    /// Queues `msg`; `done` runs once with the outcome, unless this returns `Err`.
+    fn send_async(&self, msg: Message, done: Box<dyn FnOnce(Result<()>) + Send>) -> Result<()>;
+    /// Stops the sender; called once, after the last batch.
+    fn shutdown(&self);
+}
 
 /// The default trace topic (Java `TopicValidator.RMQ_SYS_TRACE_TOPIC`).
 pub const RMQ_SYS_TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
@@ -294,15 +305,15 @@ impl std::fmt::Debug for TraceDispatcher {
 }
 
 impl TraceDispatcher {
-    /// Starts the dispatcher: `producer` (started, of the traced client's instance) sends
+    /// Starts the dispatcher: `sender` (started, of the traced client's instance) sends
     /// the trace messages to `topic`.
-    pub(crate) fn start(producer: Producer, topic: String) -> Result<TraceDispatcher> {
+    pub(crate) fn start(sender: Box<dyn TraceSender>, topic: String) -> Result<TraceDispatcher> {
         let (tx, rx) = bounded(QUEUE_SIZE);
         let dropped = Arc::new(AtomicU64::new(0));
         let sent = Arc::new(AtomicU64::new(0));
         let failed = Arc::new(AtomicU64::new(0));
         let (t, s, f) = (topic.clone(), sent.clone(), failed.clone());
-        let worker = worker::spawn("rmq-trace", move || run(rx, producer, t, s, f))
+        let worker = worker::spawn("rmq-trace", move || run(rx, &*sender, t, s, f))
             .map_err(|e| crate::Error::io("starting the trace thread", e))?;
         Ok(TraceDispatcher {
             tx: Mutex::new(Some(tx)),
@@ -312,40 +323,6 @@ impl TraceDispatcher {
             worker: Mutex::new(Some(worker)),
             topic,
         })
-    }
-
-    /// The dispatcher of a traced client of `group`: its own producer
-    /// (`_INNER_TRACE_PRODUCER-<group>`, on the same client instance) sends to `topic`
-    /// (default [`RMQ_SYS_TRACE_TOPIC`]).
-    pub(crate) fn for_client(
-        group: &str,
-        config: crate::client::ClientConfig,
-        topic: Option<&str>,
-    ) -> Result<TraceDispatcher> {
-        let producer = Producer::builder(format!("_INNER_TRACE_PRODUCER-{group}"))
-            .build_with_config(config)?;
-        producer.start()?;
-        TraceDispatcher::start(producer, topic.unwrap_or(RMQ_SYS_TRACE_TOPIC).to_string())
-    }
-
-    /// [`for_client`](Self::for_client) when `enabled`; a trace that cannot start is
-    /// logged and the client runs untraced, as in Java.
-    pub(crate) fn start_if(
-        enabled: bool,
-        group: &str,
-        config: crate::client::ClientConfig,
-        topic: Option<&str>,
-    ) -> Option<Arc<TraceDispatcher>> {
-        if !enabled {
-            return None;
-        }
-        match TraceDispatcher::for_client(group, config, topic) {
-            Ok(t) => Some(Arc::new(t)),
-            Err(e) => {
-                warn!("{group}: message trace not started: {e}");
-                None
-            }
-        }
     }
 
     /// Queues a record; never blocks: a full queue drops it (counted).
@@ -388,7 +365,7 @@ impl TraceDispatcher {
 /// The trace thread: batches records and sends them until the channel closes.
 fn run(
     rx: Receiver<TraceRecord>,
-    producer: Producer,
+    producer: &dyn TraceSender,
     topic: String,
     sent: Arc<AtomicU64>,
     failed: Arc<AtomicU64>,
@@ -413,19 +390,19 @@ fn run(
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                flush(&producer, &topic, &mut batch, &sent, &failed, true);
+                flush(producer, &topic, &mut batch, &sent, &failed, true);
                 producer.shutdown();
                 return;
             }
         }
-        flush(&producer, &topic, &mut batch, &sent, &failed, false);
+        flush(producer, &topic, &mut batch, &sent, &failed, false);
     }
 }
 
 /// Sends `batch` as trace messages of at most `MAX_MSG_SIZE` bytes; sync at the end, so
 /// that shutdown returns after the last of them is stored.
 fn flush(
-    producer: &Producer,
+    producer: &dyn TraceSender,
     topic: &str,
     batch: &mut Vec<TraceRecord>,
     sent: &Arc<AtomicU64>,
@@ -459,7 +436,7 @@ fn flush(
 }
 
 fn send(
-    producer: &Producer,
+    producer: &dyn TraceSender,
     topic: &str,
     data: String,
     keys: &BTreeSet<String>,
@@ -470,7 +447,7 @@ fn send(
     let mut msg = Message::new(topic, data.into_bytes());
     msg.set_keys(keys);
     if sync {
-        match producer.send(&msg) {
+        match producer.send_sync(&msg) {
             Ok(_) => {
                 sent.fetch_add(1, Ordering::Relaxed);
             }
@@ -482,8 +459,8 @@ fn send(
         return;
     }
     let (s, f) = (sent.clone(), failed.clone());
-    let queued = producer.send_async(msg, move |r| match r {
-        Ok(_) => {
+    let done = Box::new(move |r: Result<()>| match r {
+        Ok(()) => {
             s.fetch_add(1, Ordering::Relaxed);
         }
         Err(e) => {
@@ -491,9 +468,9 @@ fn send(
             debug!("trace data not sent: {e}");
         }
     });
-    if let Err(e) = queued {
+    if let Err(e) = producer.send_async(msg, done) {
         failed.fetch_add(1, Ordering::Relaxed);
-        debug!("trace data not queued: {}", e.error());
+        debug!("trace data not queued: {e}");
     }
 }
 

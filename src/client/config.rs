@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use crate::error::{Error, ErrorKind};
-use crate::protocol::{LanguageCode, SerializeType};
+use crate::protocol::SerializeType;
 use crate::remoting::{Credentials, RemotingConfig};
 
 /// The instance name Java replaces with `<pid>#<nanos>` for producers and clustering consumers.
@@ -45,12 +45,10 @@ pub struct ClientConfig {
     pub(crate) namespace: Option<String>,
     pub(crate) unit_mode: bool,
     pub(crate) vip_channel_enabled: bool,
-    pub(crate) language: LanguageCode,
     pub(crate) mq_client_api_timeout: Duration,
     pub(crate) poll_name_server_interval: Duration,
     pub(crate) heartbeat_broker_interval: Duration,
     pub(crate) persist_consumer_offset_interval: Duration,
-    pub(crate) pull_time_delay_when_exception: Duration,
     pub(crate) fetch_name_server_interval: Duration,
     pub(crate) adjust_thread_pool_interval: Duration,
     pub(crate) name_server_address_url: String,
@@ -82,27 +80,12 @@ impl ClientConfig {
         id
     }
 
-    /// Name-server addresses, `;`-separated, if configured.
-    pub fn namesrv_addr(&self) -> Option<&str> {
-        self.namesrv_addr.as_deref()
-    }
-
     /// The name-server addresses as a list (`http://` prefixes stripped as Java does).
     pub fn namesrv_addr_list(&self) -> Vec<String> {
         self.namesrv_addr
             .as_deref()
             .map(parse_namesrv_list)
             .unwrap_or_default()
-    }
-
-    /// This client's IP as it appears in the client id.
-    pub fn client_ip(&self) -> &str {
-        &self.client_ip
-    }
-
-    /// The instance name.
-    pub fn instance_name(&self) -> &str {
-        &self.instance_name
     }
 
     /// The namespace: the configured one, else the instance id found in an
@@ -129,11 +112,6 @@ impl ClientConfig {
     /// Remoting settings.
     pub fn remoting(&self) -> &RemotingConfig {
         &self.remoting
-    }
-
-    /// The URL polled for name-server addresses.
-    pub fn name_server_address_url(&self) -> &str {
-        &self.name_server_address_url
     }
 
     /// Replaces `DEFAULT` by `<pid>#<nanos>` (Java `changeInstanceNameToPID`).
@@ -200,12 +178,10 @@ impl Default for ClientConfigBuilder {
                 namespace: None,
                 unit_mode: false,
                 vip_channel_enabled: false,
-                language: LanguageCode::RUST,
                 mq_client_api_timeout: Duration::from_millis(3000),
                 poll_name_server_interval: Duration::from_millis(30_000),
                 heartbeat_broker_interval: Duration::from_millis(30_000),
                 persist_consumer_offset_interval: Duration::from_millis(5_000),
-                pull_time_delay_when_exception: Duration::from_millis(1_000),
                 fetch_name_server_interval: Duration::from_millis(120_000),
                 adjust_thread_pool_interval: Duration::from_secs(60),
                 name_server_address_url: format!("http://{domain}:8080/rocketmq/{subgroup}"),
@@ -277,12 +253,8 @@ impl ClientConfigBuilder {
     }
 
     setters! {
-        /// Unit mode.
-        unit_mode: bool => unit_mode;
         /// Send through the broker's VIP port (`port - 2`); Java default false.
         vip_channel_enabled: bool => vip_channel_enabled;
-        /// Language reported in heartbeats (default `RUST`).
-        language: LanguageCode => language;
         /// Timeout of control calls (Java 3 s).
         mq_client_api_timeout: Duration => mq_client_api_timeout;
         /// Route refresh period (Java 30 s).
@@ -291,14 +263,10 @@ impl ClientConfigBuilder {
         heartbeat_broker_interval: Duration => heartbeat_broker_interval;
         /// Consumer offset persistence period (Java 5 s).
         persist_consumer_offset_interval: Duration => persist_consumer_offset_interval;
-        /// Delay before a pull is retried after an error (Java 1 s).
-        pull_time_delay_when_exception: Duration => pull_time_delay_when_exception;
         /// HTTP name-server address fetch period (Java 2 min).
         fetch_name_server_interval: Duration => fetch_name_server_interval;
         /// Consumer thread-pool adjustment period (Java 1 min).
         adjust_thread_pool_interval: Duration => adjust_thread_pool_interval;
-        /// Remoting settings (connect timeout, frame limit, header encoding, ...).
-        remoting: RemotingConfig => remoting;
     }
 
     /// Header encoding of requests (Java `rocketmq.serialize.type`; default JSON).
@@ -413,12 +381,12 @@ mod tests {
     fn default_instance_name_becomes_pid_and_nanos() {
         let mut c = ClientConfig::builder().instance_name("DEFAULT").build();
         c.change_instance_name_to_pid();
-        let (pid, nanos) = c.instance_name().split_once('#').unwrap();
+        let (pid, nanos) = c.instance_name.split_once('#').unwrap();
         assert_eq!(pid, std::process::id().to_string());
         assert!(nanos.parse::<u128>().is_ok());
         let mut c = ClientConfig::builder().instance_name("mine").build();
         c.change_instance_name_to_pid();
-        assert_eq!(c.instance_name(), "mine");
+        assert_eq!(c.instance_name, "mine");
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub(crate) fn remove(client_id: &str, instance: &MQClientInstance) {
 }
 
 /// Number of live instances (for tests and diagnostics).
+#[cfg(feature = "unstable-internals")]
 pub fn instance_count() -> usize {
     table()
         .lock()

@@ -7,6 +7,7 @@ pub(crate) mod http;
 mod instance;
 pub mod manager;
 pub mod namespace;
+mod reply;
 mod route;
 pub mod validators;
 
@@ -16,7 +17,12 @@ pub(crate) use api::{decode_consumer_id_list, decode_lock_batch_response};
 pub use api::{MQClientAPI, TopicConfig};
 #[cfg(feature = "unstable-internals")]
 pub(crate) use config::parse_namesrv_list;
-pub use config::{local_ip, ClientConfig, ClientConfigBuilder};
+pub use config::{ClientConfig, ClientConfigBuilder};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
-pub use route::{next_send_index, to_publish_info, to_subscribe_info, TopicPublishInfo};
+#[cfg(feature = "unstable-internals")]
+pub(crate) use reply::decode_reply;
+pub(crate) use reply::{process_reply, ReplyCallback, ReplyTable, Waiter};
+#[cfg(feature = "unstable-internals")]
+pub use route::to_subscribe_info;
+pub use route::{next_send_index, to_publish_info, TopicPublishInfo};

@@ -6,7 +6,9 @@
 //! a consumed offset; `seek` moves the cursor and discards what was cached, commits write
 //! the consumed offsets to the group's offset store (the broker's in clustering mode).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+mod consumer_inner;
+
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -16,9 +18,7 @@ use log::{info, warn};
 use parking_lot::Mutex;
 
 use super::allocate::AllocateStrategy;
-use super::offset_store::{
-    compute_start_offset, offsets_of_topic, queue_infos, OffsetStore, ReadOffset, ReadOffsetType,
-};
+use super::offset_store::{compute_start_offset, OffsetStore, ReadOffset, ReadOffsetType};
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
@@ -30,8 +30,6 @@ use crate::client::{
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
-use crate::protocol::consumer_admin::{prop, ConsumeMessageDirectlyResult, ConsumerRunningInfo};
-use crate::protocol::heartbeat::{ConsumeType, ConsumerData};
 use crate::trace::TraceDispatcher;
 
 /// Lite pull settings with Java's defaults (Java `DefaultLitePullConsumer` fields). Set
@@ -348,7 +346,7 @@ impl LitePullConsumer {
         }
         *inner.state.lock() = ServiceState::Running;
         let group = namespace::unwrap(inner.namespace.as_deref(), &inner.group);
-        *inner.trace.lock() = TraceDispatcher::start_if(
+        *inner.trace.lock() = crate::producer::start_trace(
             inner.options.enable_msg_trace,
             &group,
             instance.config().clone(),
@@ -1014,197 +1012,5 @@ impl RebalanceHooks for LitePullImpl {
     }
 }
 
-impl ConsumerInner for LitePullImpl {
-    fn consumer_data(&self) -> ConsumerData {
-        self.rebalance.consumer_data(
-            ConsumeType::ConsumeActively,
-            self.options.consume_from_where.wire(),
-        )
-    }
-
-    fn update_topic_subscribe_info(&self, topic: &str, info: &HashSet<MessageQueue>) -> bool {
-        self.rebalance.update_topic_subscribe_info(topic, info)
-    }
-
-    fn is_subscribe_topic_need_update(&self, topic: &str) -> bool {
-        self.rebalance.is_subscribe_topic_need_update(topic)
-    }
-
-    /// Job 4 (Java `persistConsumerOffset`): sends what the offset store holds for the
-    /// held queues, that is what was committed (by the auto-commit in `poll`, by
-    /// `commit_sync`) or sought. Never the consumed position: the batch `poll` returned
-    /// last may still be in processing.
-    fn persist_consumer_offset(&self) {
-        if !self.is_running() {
-            return;
-        }
-        let held: HashSet<MessageQueue> = self.queues.lock().keys().cloned().collect();
-        self.store.persist_all(&held);
-    }
-
-    fn adjust_thread_pool(&self) {}
-
-    fn do_rebalance(&self) {
-        if self.is_running() && *self.mode.lock() == Some(Mode::Subscribe) {
-            self.rebalance.do_rebalance(self, false);
-        }
-    }
-
-    /// Java `DefaultLitePullConsumerImpl.consumerRunningInfo`.
-    fn running_info(&self) -> ConsumerRunningInfo {
-        let o = &self.options;
-        let mut info = ConsumerRunningInfo::default();
-        let p = &mut info.properties;
-        p.insert("consumerGroup".into(), self.group.clone());
-        p.insert("pullBatchSize".into(), o.pull_batch_size.to_string());
-        p.insert("autoCommit".into(), o.auto_commit.to_string());
-        p.insert(
-            prop::CONSUMER_START_TIMESTAMP.into(),
-            self.started_at.to_string(),
-        );
-        p.insert(prop::CONSUME_TYPE.into(), "CONSUME_ACTIVELY".into());
-        info.subscriptions = self
-            .rebalance
-            .subscriptions
-            .read()
-            .values()
-            .cloned()
-            .collect();
-        let held: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
-            .queues
-            .lock()
-            .iter()
-            .map(|(mq, s)| (mq.clone(), s.pq.clone()))
-            .collect();
-        info.mq_table = queue_infos(self.store.as_ref(), held);
-        info
-    }
-
-    fn offsets_of(&self, topic: &str) -> BTreeMap<MessageQueue, i64> {
-        offsets_of_topic(self.store.as_ref(), topic)
-    }
-
-    /// Seeks each named held queue and writes the offset through; what was polled from
-    /// before the reset is not committed.
-    fn reset_offset(&self, topic: &str, offsets: &HashMap<MessageQueue, i64>) {
-        let held: Vec<MessageQueue> = self
-            .queues
-            .lock()
-            .keys()
-            .filter(|mq| *mq.topic == *topic && offsets.contains_key(*mq))
-            .cloned()
-            .collect();
-        for mq in held {
-            let offset = offsets[&mq];
-            if let Err(e) = self.reset_queue(&mq, offset) {
-                warn!("{}: resetting {mq} to {offset}: {e}", self.group);
-                continue;
-            }
-            if let Err(e) = self.store.update_consume_offset_to_store(&mq, offset) {
-                warn!(
-                    "{}: writing the reset offset {offset} of {mq}: {e}",
-                    self.group
-                );
-            }
-            info!("{}: {mq} reset to offset {offset}", self.group);
-        }
-    }
-
-    /// A lite pull consumer has no listener (Java answers the same).
-    fn consume_message_directly(
-        &self,
-        _msg: MessageExt,
-        _broker_name: &str,
-    ) -> Option<ConsumeMessageDirectlyResult> {
-        None
-    }
-}
-
 #[cfg(all(test, feature = "testkit"))]
-mod tests {
-    use super::*;
-    use crate::testkit::fault::{Fault, FaultPeer};
-
-    /// A name server that routes every topic to `broker` as `fake-broker` (4 queues).
-    fn namesrv_routing_to(broker: &str) -> FaultPeer {
-        let route = format!(
-            r#"{{"brokerDatas":[{{"brokerAddrs":{{"0":"{broker}"}},"brokerName":"fake-broker","cluster":"FakeCluster"}}],"filterServerTable":{{}},"queueDatas":[{{"brokerName":"fake-broker","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}}]}}"#
-        );
-        FaultPeer::start(Fault::Answer(route.into_bytes())).unwrap()
-    }
-
-    #[test]
-    fn failed_start_offset_lookups_are_retried_about_once_a_second_per_queue() {
-        use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
-        use crate::testkit::fault::Responder;
-        use std::sync::atomic::AtomicUsize;
-
-        // A broker that refuses every offset query (as one refuses a group without rights).
-        let queries = Arc::new(AtomicUsize::new(0));
-        let counted = queries.clone();
-        let broker = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
-            if req.code == RequestCode::QUERY_CONSUMER_OFFSET.0 {
-                counted.fetch_add(1, Ordering::SeqCst);
-                return RemotingCommand::response(ResponseCode::SYSTEM_ERROR, 0, None);
-            }
-            RemotingCommand::response(ResponseCode::SUCCESS, 0, None)
-        })))
-        .unwrap();
-        let namesrv = namesrv_routing_to(broker.addr());
-        let c = LitePullConsumer::builder("lp_refused_lookup")
-            .namesrv_addr(namesrv.addr())
-            .instance_name("lp-refused-lookup")
-            .start()
-            .unwrap();
-        let mqs: Vec<MessageQueue> = (0..4)
-            .map(|q| MessageQueue::new("lp_refused", "fake-broker", q))
-            .collect();
-        c.assign(&mqs).unwrap();
-        // Assigning the same queues again must not start a second chain of tries.
-        c.assign(&mqs).unwrap();
-        let from = queries.load(Ordering::SeqCst);
-        std::thread::sleep(Duration::from_secs(4));
-        let tries = queries.load(Ordering::SeqCst) - from;
-        c.shutdown();
-        // Four queues, a try each per `pull_time_delay_when_exception` (1 s): about 16.
-        assert!(
-            tries >= 4,
-            "the failed lookups were not tried again ({tries})"
-        );
-        assert!(tries <= 24, "{tries} lookups in 4 s for 4 queues");
-        eprintln!("{tries} refused start-offset lookups in 4 s for 4 queues");
-    }
-
-    #[test]
-    fn start_offset_lookups_on_a_hung_broker_leave_the_pull_timer_free() {
-        let broker = FaultPeer::start(Fault::Silent).unwrap();
-        let namesrv = namesrv_routing_to(broker.addr());
-        let c = LitePullConsumer::builder("lp_hung_lookup")
-            .namesrv_addr(namesrv.addr())
-            .instance_name("lp-hung-lookup")
-            .api_timeout(Duration::from_millis(500))
-            .shutdown_timeout(Duration::from_secs(2))
-            .start()
-            .unwrap();
-        let mqs: Vec<MessageQueue> = (0..4)
-            .map(|q| MessageQueue::new("lp_hung", "fake-broker", q))
-            .collect();
-        c.assign(&mqs).unwrap();
-        // The four start-offset lookups (5 s each against the silent broker) are under way
-        // now; the timer that runs every consumer's delayed pulls must not wait for them.
-        std::thread::sleep(Duration::from_millis(300));
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let asked = Instant::now();
-        c.inner
-            .instance
-            .schedule_later("probe", Duration::ZERO, move || {
-                let _ = tx.send(asked.elapsed());
-            });
-        let waited = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        c.shutdown();
-        assert!(
-            waited < Duration::from_secs(2),
-            "a delayed job waited {waited:?} behind the start-offset lookups"
-        );
-    }
-}
+mod tests;

@@ -690,7 +690,7 @@ impl PushConsumer {
         }
         *c.state.lock() = ServiceState::Running;
         let group = namespace::unwrap(instance.config().namespace().as_deref(), &c.group);
-        *c.trace.write() = crate::trace::TraceDispatcher::start_if(
+        *c.trace.write() = crate::producer::start_trace(
             c.options.enable_msg_trace,
             &group,
             instance.config().clone(),

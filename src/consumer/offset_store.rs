@@ -667,7 +667,7 @@ mod tests {
     use crate::client::ClientConfig;
     use crate::protocol::TopicRouteData;
     use crate::protocol::{BrokerData, QueueData, RemotingCommand, RequestCode, ResponseCode};
-    use crate::testkit::fault::{Fault, FaultPeer, Responder};
+    use crate::testkit::fault_peer::{Fault, FaultPeer, Responder};
 
     /// GET_MAX_OFFSET's answer from [`broker_answering`].
     const MAX_OFFSET: i64 = 100;

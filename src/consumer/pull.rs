@@ -309,7 +309,7 @@ mod tests {
     #[test]
     fn a_pull_of_a_broker_not_cached_fails_at_once_and_its_route_comes_on_the_timer() {
         use crate::client::ClientConfig;
-        use crate::testkit::fault::{Fault, FaultPeer, Responder};
+        use crate::testkit::fault_peer::{Fault, FaultPeer, Responder};
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::time::Instant;
         // A name server that holds each request until released (or 20 s), then routes

@@ -9,6 +9,7 @@
 //! bad message can neither stall its queue nor take its neighbours with it.
 
 use std::borrow::Cow;
+#[cfg(any(test, feature = "unstable-internals"))]
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -30,6 +31,7 @@ pub const DEFAULT_MAX_BODY_LEN: usize = 16 * 1024 * 1024;
 /// Default cap on all bodies one [`decode_messages`] call decompresses.
 pub const DEFAULT_MAX_TOTAL_BODY_LEN: usize = 256 * 1024 * 1024;
 /// zlib level of Java's producer (`rocketmq.message.compressLevel`).
+#[cfg(any(test, feature = "unstable-internals"))]
 pub const DEFAULT_COMPRESS_LEVEL: u32 = 5;
 
 pub(super) const NAME_VALUE_SEPARATOR: char = '\u{1}';
@@ -81,6 +83,7 @@ impl DecodeOptions {
     }
 
     /// Sets [`DecodeOptions::decompress`].
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn decompress(mut self, on: bool) -> Self {
         self.decompress = on;
         self
@@ -93,12 +96,14 @@ impl DecodeOptions {
     }
 
     /// Sets [`DecodeOptions::max_body_len`].
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn max_body_len(mut self, len: usize) -> Self {
         self.max_body_len = len;
         self
     }
 
     /// Sets [`DecodeOptions::max_total_body_len`].
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn max_total_body_len(mut self, len: usize) -> Self {
         self.max_total_body_len = len;
         self
@@ -129,6 +134,7 @@ pub fn properties_to_string<'a>(
 /// nor its last character: empty names and values are dropped, and so is a trailing
 /// `0x02` (which clients up to 4.9.0 send). The value may contain further `0x01`s. A
 /// repeated name keeps the last value, as Java's `HashMap` does.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub fn string_to_properties(s: &str) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();
     let bytes = s.as_bytes();
@@ -582,6 +588,7 @@ fn body_crc32(data: &[u8]) -> i32 {
 ///
 /// Fails with `InvalidArgument` when the properties exceed 32767 bytes, the topic 32767
 /// bytes, or the record 2 GiB.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
     let mut flag = m.sys_flag & !(sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6);
     if m.born_host.is_ipv6() {
@@ -681,6 +688,7 @@ pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
 }
 
 /// Decodes a batch body (Java `MessageDecoder.decodeMessages`); the messages have no topic.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Message>, DecodeError> {
     let mut r = Reader::new(bytes);
     let mut messages = Vec::new();
@@ -697,6 +705,7 @@ pub fn decode_batch(bytes: &[u8]) -> Result<Vec<Message>, DecodeError> {
     Ok(messages)
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
 fn decode_batch_record(r: &mut Reader<'_>) -> Result<Message, DecodeError> {
     let size = r.i32()?;
     let total = usize::try_from(size)
@@ -750,11 +759,13 @@ fn put_i32(buf: &mut Vec<u8>, v: i32) {
     buf.extend_from_slice(&v.to_be_bytes());
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
 fn put_i64(buf: &mut Vec<u8>, v: i64) {
     buf.extend_from_slice(&v.to_be_bytes());
 }
 
 /// Address bytes then the port as an i32, as Java's `socketAddress2ByteBuffer`.
+#[cfg(any(test, feature = "unstable-internals"))]
 fn put_host(buf: &mut Vec<u8>, addr: SocketAddr) {
     match addr.ip() {
         IpAddr::V4(ip) => buf.extend_from_slice(&ip.octets()),
@@ -831,6 +842,7 @@ pub fn compress(body: &[u8], level: u32) -> Vec<u8> {
 
 /// Decompresses a zlib stream, failing when it is corrupt, truncated or would exceed
 /// `max_len` bytes. Bytes after the end of the stream are ignored, as Java does.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub fn decompress(data: &[u8], max_len: usize) -> Result<Vec<u8>, DecodeError> {
     inflate(data, max_len, || format!("{max_len} bytes"))
 }

@@ -13,7 +13,6 @@
 mod codec;
 mod properties;
 pub mod property;
-mod queue;
 pub mod uniq;
 
 #[cfg(test)]
@@ -28,16 +27,24 @@ use crate::error::Error;
 
 pub(crate) use codec::decode_messages_shared;
 pub use codec::{
-    compress, create_offset_msg_id, decode_batch, decode_messages, decode_messages_lenient,
-    decode_offset_msg_id, decompress, encode_batch, encode_message_ext, properties_to_string,
-    string_to_properties, CompressionType, DecodeOptions, Decoded, SkippedRecord,
-    DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_BODY_LEN, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE,
-    MESSAGE_MAGIC_CODE_V2,
+    create_offset_msg_id, decode_messages, decode_messages_lenient, decode_offset_msg_id,
+    encode_batch, properties_to_string, CompressionType, DecodeOptions, SkippedRecord,
+    DEFAULT_MAX_BODY_LEN,
+};
+// What only the internals' users (the `rmq` tool, benches, fuzz targets) and the unit tests
+// call.
+#[cfg(any(test, feature = "unstable-internals"))]
+pub use codec::{
+    compress, decode_batch, decompress, encode_message_ext, string_to_properties, Decoded,
+    DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
 };
 use properties::Properties;
-pub use queue::MessageQueue;
+// The queue is a protocol value (admin and route bodies carry it); re-exported here, where
+// users of the internals have always found it.
+pub use crate::protocol::MessageQueue;
 
 /// Bits of a stored message's `sysFlag` (Java `MessageSysFlag`).
+#[allow(dead_code, reason = "Java's table of bits, whole")]
 pub mod sys_flag {
     /// The stored body is compressed.
     pub const COMPRESSED: i32 = 0x1;

@@ -55,10 +55,13 @@ pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
 /// When the consumer started consuming, in ms (`PROPERTY_CONSUME_START_TIMESTAMP`).
 pub const CONSUME_START_TIME: &str = "CONSUME_START_TIME";
 /// `PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET` (broker internal).
+#[allow(dead_code, reason = "Java's table of names, whole")]
 pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
 /// `PROPERTY_TRANSACTION_CHECK_TIMES` (broker internal).
+#[allow(dead_code, reason = "Java's table of names, whole")]
 pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
 /// `PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS`.
+#[allow(dead_code, reason = "Java's table of names, whole")]
 pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 /// Namespace of the sender (`PROPERTY_INSTANCE_ID`).
 pub const INSTANCE_ID: &str = "INSTANCE_ID";
@@ -77,12 +80,14 @@ pub const CLUSTER: &str = "CLUSTER";
 /// `"reply"` on a reply message (`PROPERTY_MESSAGE_TYPE`).
 pub const MSG_TYPE: &str = "MSG_TYPE";
 /// `PROPERTY_INNER_MULTI_DISPATCH` (broker internal).
+#[allow(dead_code, reason = "Java's table of names, whole")]
 pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
 /// `PROPERTY_INNER_MULTI_QUEUE_OFFSET` (broker internal).
 pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
 /// The transaction id a transactional send reports; a user property in 4.9.8.
 pub const TRANSACTION_ID: &str = "__transactionId__";
 /// Timed delivery time checked by send hooks only; a user property in 4.9.8.
+#[allow(dead_code, reason = "Java's table of names, whole")]
 pub const START_DELIVER_TIME: &str = "__STARTDELIVERTIME";
 
 /// Separator of the keys in [`KEYS`] (Java `MessageConst.KEY_SEPARATOR`).

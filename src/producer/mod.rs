@@ -15,9 +15,10 @@
 //! the send timeout), [`send_async`](Producer::send_async) returns at once and calls back
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
-mod fault;
+mod latency_fault;
 mod request;
 mod send;
+mod trace_sender;
 mod transaction;
 
 use std::fmt;
@@ -33,11 +34,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
-#[cfg(feature = "unstable-internals")]
-pub(crate) use request::decode_reply;
 pub use request::{create_reply_message, reply_topic};
-pub(crate) use request::{process_reply, ReplyTable};
 use send::ProducerImpl;
+pub(crate) use trace_sender::start_trace;
 pub use transaction::{
     LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
     TransactionSendResult,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::json;
 use super::DecodeError;
-use crate::message::MessageQueue;
+use crate::protocol::MessageQueue;
 use crate::util::time_from_millis;
 
 /// Where a group stands in one queue (Java `OffsetWrapper`, a line of `consumerProgress`).

@@ -10,6 +10,8 @@ macro_rules! open_enum {
         #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub $int);
 
+        // Java's table, whole: `name` and `Debug` read every value, not every constant is sent.
+        #[allow(dead_code, reason = "a table of Java's codes")]
         impl $name {
             $($(#[$cmeta])*
             #[doc = concat!("`", stringify!($konst), "` (", stringify!($val), ").")]
@@ -223,6 +225,7 @@ impl SerializeType {
 }
 
 /// Topic permission bits (Java `PermName`).
+#[allow(dead_code, reason = "Java's table of bits, whole")]
 pub mod perm {
     /// Priority flag.
     pub const PRIORITY: i32 = 8;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::heartbeat::SubscriptionData;
 use super::json;
 use super::DecodeError;
-use crate::message::MessageQueue;
+use crate::protocol::MessageQueue;
 
 /// Property keys the admin tool reads from [`ConsumerRunningInfo::properties`].
 pub mod prop {
@@ -136,21 +136,16 @@ pub fn decode_reset_offsets(body: &[u8]) -> Result<HashMap<MessageQueue, i64>, D
         .collect()
 }
 
-/// The outcome of a direct consumption (Java `CMResult`).
+/// The outcome of a direct consumption (Java `CMResult`, without the values only Java's
+/// transactional listeners give).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum CmResult {
     #[serde(rename = "CR_SUCCESS")]
     Success,
     #[serde(rename = "CR_LATER")]
     Later,
-    #[serde(rename = "CR_ROLLBACK")]
-    Rollback,
-    #[serde(rename = "CR_COMMIT")]
-    Commit,
     #[serde(rename = "CR_THROW_EXCEPTION")]
     ThrowException,
-    #[serde(rename = "CR_RETURN_NULL")]
-    ReturnNull,
 }
 
 /// CONSUME_MESSAGE_DIRECTLY's answer (Java `ConsumeMessageDirectlyResult`).

@@ -198,6 +198,7 @@ impl ExtFields {
     }
 
     /// Removes `key`, returning its value.
+    #[cfg(test)]
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let i = self.position(key.as_bytes())?;
         let span = self.spans.remove(i);

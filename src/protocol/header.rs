@@ -41,32 +41,41 @@ pub trait WriteHeader {
     }
 }
 
+// The borrowed read side (`ReadHeaderRef`, `ExtValueRef`, the owned twin of a `/` header)
+// serves `RemotingCommandRef`, which only the internals' users decode with (benches, fuzz
+// targets, examples): the library reads responses owned and writes requests borrowed.
+
 /// A header with borrowed fields read from a borrowed frame
 /// ([`RemotingCommandRef`](super::RemotingCommandRef)): the twins `command_header!`
 /// declares, whose strings are slices of the frame.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub trait ReadHeaderRef<'a>: Sized {
     /// Reads the header from the fields; when a key repeats, the last value counts.
     fn read_fields<I: Iterator<Item = (&'a str, &'a str)>>(fields: I) -> Result<Self, DecodeError>;
 }
 
 /// A borrowed header field type, parsed from the field's text without allocating.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub trait ExtValueRef<'a>: Sized {
     /// Parses the field `key`; `raw` is `None` when it is absent.
     fn from_ext_ref(raw: Option<&'a str>, key: &str) -> Result<Self, DecodeError>;
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
 impl<'a> ExtValueRef<'a> for &'a str {
     fn from_ext_ref(raw: Option<&'a str>, key: &str) -> Result<Self, DecodeError> {
         required(raw, key)
     }
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
 impl<'a> ExtValueRef<'a> for Option<&'a str> {
     fn from_ext_ref(raw: Option<&'a str>, _: &str) -> Result<Self, DecodeError> {
         Ok(raw)
     }
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
 macro_rules! ext_value_ref {
     ($($t:ty),*) => {$(
         impl<'a> ExtValueRef<'a> for $t {
@@ -77,6 +86,7 @@ macro_rules! ext_value_ref {
         }
     )*};
 }
+#[cfg(any(test, feature = "unstable-internals"))]
 ext_value_ref!(i32, i64, bool, Option<i32>, Option<i64>, Option<bool>);
 
 impl<T: CommandHeader> WriteHeader for T {
@@ -222,6 +232,7 @@ macro_rules! command_header {
     ($(#[$meta:meta])* pub struct $name:ident / $ref_name:ident<$lt:lifetime> {
         $($(#[$fmeta:meta])* pub $field:ident : $ty:ty | $ref_ty:ty => $key:literal),* $(,)?
     }) => {
+        #[cfg(any(test, feature = "unstable-internals"))]
         $crate::command_header! {
             $(#[$meta])*
             pub struct $name {
@@ -254,6 +265,7 @@ macro_rules! command_header {
             }
         }
 
+        #[cfg(any(test, feature = "unstable-internals"))]
         impl<$lt> $crate::protocol::header::ReadHeaderRef<$lt> for $ref_name<$lt> {
             fn read_fields<I: Iterator<Item = (&$lt str, &$lt str)>>(
                 fields: I,
@@ -339,13 +351,6 @@ command_header! {
         pub topic_filter_type: String => "topicFilterType",
         pub topic_sys_flag: Option<i32> => "topicSysFlag",
         pub order: bool => "order",
-    }
-}
-
-command_header! {
-    /// Broker→client NOTIFY_CONSUMER_IDS_CHANGED (40).
-    pub struct NotifyConsumerIdsChangedRequestHeader {
-        pub consumer_group: String => "consumerGroup",
     }
 }
 

@@ -4,6 +4,7 @@
 //! Invariant: nothing here does I/O, and nothing here panics on bytes from the network.
 
 pub mod admin;
+#[cfg(any(test, feature = "unstable-internals"))]
 mod borrowed;
 mod codes;
 mod command;
@@ -13,24 +14,34 @@ pub mod header;
 pub mod heartbeat;
 pub mod json;
 mod json_header;
+mod queue;
 mod route;
 pub mod transaction;
 
 use std::fmt;
 
+#[cfg(any(test, feature = "unstable-internals"))]
 pub use borrowed::{ExtFieldsRef, RemotingCommandRef, INLINE_FIELDS};
-pub use codes::{perm, LanguageCode, RequestCode, ResponseCode, SerializeType};
+#[cfg(feature = "unstable-internals")]
+pub use codes::LanguageCode;
+pub use codes::{perm, RequestCode, ResponseCode, SerializeType};
 #[doc(hidden)]
 pub use command::write_binary_text;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
 pub(crate) use command::{Reader, ONEWAY_FLAG};
 pub(crate) use ext::int_bytes;
-pub use ext::{ExtFields, ExtText};
-pub use header::{CommandHeader, ExtValue, ExtValueRef, ReadHeaderRef, ToExt, WriteHeader};
+pub use ext::ExtFields;
+#[cfg(feature = "unstable-internals")]
+pub use ext::ExtText;
+pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
+#[cfg(any(test, feature = "unstable-internals"))]
+pub use header::{ExtValueRef, ReadHeaderRef};
+pub use queue::MessageQueue;
 pub use route::{
     decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER,
-    MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES,
 };
+#[cfg(feature = "unstable-internals")]
+pub use route::{MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES};
 
 /// Bytes that could not be decoded. Converted into [`crate::Error`] of kind `Decode`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +56,12 @@ impl DecodeError {
             message: message.into(),
         }
     }
+
+    /// The message, for the crate's `Error` (the conversion lives in `error.rs`: `protocol`
+    /// sits below `error` and does not import it).
+    pub(crate) fn into_message(self) -> String {
+        self.message
+    }
 }
 
 impl fmt::Display for DecodeError {
@@ -54,9 +71,3 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
-
-impl From<DecodeError> for crate::Error {
-    fn from(e: DecodeError) -> Self {
-        crate::Error::decode(e.message)
-    }
-}

@@ -25,6 +25,7 @@ use log::{debug, error, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use super::frames::parse_frames;
 use super::oneshot;
 use super::pending::{PendingEntry, PendingTable};
 use super::pool::Refused;
@@ -34,7 +35,7 @@ static BUSY_REFUSALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU6
 use super::semaphore::Permit;
 use super::{InvokeCallback, Shared};
 use crate::error::{Error, ErrorKind, TimeoutPhase};
-use crate::protocol::{frame_len, RemotingCommand, RequestCode, ResponseCode};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 
 pub(super) const WAKER: Token = Token(0);
 const READ_CHUNK: usize = 64 * 1024;
@@ -1083,38 +1084,4 @@ fn write_tls_records(
         }
     }
     Ok(true)
-}
-
-/// Splits complete frames off the front of the connection's read buffer.
-fn parse_frames(
-    rbuf: &mut Vec<u8>,
-    rstart: &mut usize,
-    max_frame: usize,
-    out: &mut Vec<(RemotingCommand, usize)>,
-) -> Result<(), String> {
-    loop {
-        let avail = &rbuf[*rstart..];
-        let n = match frame_len(avail, max_frame) {
-            Ok(Some(n)) => n,
-            Ok(None) => break,
-            Err(e) => return Err(format!("bad frame: {e}")),
-        };
-        if avail.len() < 4 + n {
-            // Reserve what the frame needs (bounded by max_frame) to avoid regrowth.
-            rbuf.reserve(4 + n - avail.len());
-            break;
-        }
-        let cmd =
-            RemotingCommand::decode(&avail[4..4 + n]).map_err(|e| format!("bad frame: {e}"))?;
-        *rstart += 4 + n;
-        out.push((cmd, 4 + n));
-    }
-    if *rstart == rbuf.len() {
-        rbuf.clear();
-        *rstart = 0;
-    } else if *rstart > 0 && *rstart >= rbuf.len() / 2 {
-        rbuf.drain(..*rstart);
-        *rstart = 0;
-    }
-    Ok(())
 }

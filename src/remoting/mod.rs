@@ -10,6 +10,7 @@
 //! returns `Err` gives the callback back unrun.
 
 pub mod acl;
+mod frames;
 mod io;
 mod oneshot;
 #[doc(hidden)]
@@ -422,6 +423,7 @@ impl RemotingClient {
     }
 
     /// The configuration this client runs with.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn config(&self) -> &RemotingConfig {
         &self.shared.config
     }
@@ -438,6 +440,7 @@ impl RemotingClient {
     }
 
     /// Adds an RPC hook; hooks run in registration order.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
         let mut hooks = self.hooks.write();
         let mut list = Vec::clone(&hooks);
@@ -453,11 +456,13 @@ impl RemotingClient {
     }
 
     /// Bytes of frames queued for writing and not yet wholly written, over all connections.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn queued_write_bytes(&self) -> usize {
         self.shared.queued_bytes.load(Ordering::Relaxed)
     }
 
     /// Bytes of the broker-initiated request frames waiting for a processor thread.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn processor_queued_bytes(&self) -> usize {
         self.shared.processor_queued_bytes.load(Ordering::Relaxed)
     }
@@ -772,6 +777,7 @@ impl RemotingClient {
     }
 
     /// The name server requests currently go to, if one was chosen.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn chosen_name_server(&self) -> Option<String> {
         self.namesrv.lock().chosen.clone()
     }

@@ -140,16 +140,19 @@ impl<W> PendingTable<W> {
     }
 
     /// Number of pending requests.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether nothing is pending.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Deadlines held, stale ones included.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn deadlines_len(&self) -> usize {
         self.deadlines.len()
     }

@@ -89,6 +89,7 @@ impl ThreadPool {
     }
 
     /// Workers started.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn threads(&self) -> usize {
         self.workers.lock().len()
     }

@@ -38,6 +38,7 @@ impl Semaphore {
     }
 
     /// Permits currently free.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn available(&self) -> usize {
         *self.inner.0.lock()
     }

@@ -10,7 +10,7 @@ use crossbeam_channel::{unbounded, Sender};
 
 use super::*;
 use crate::protocol::ResponseCode;
-use crate::testkit::fault::{Fault, FaultPeer};
+use crate::testkit::fault_peer::{Fault, FaultPeer};
 
 fn req() -> RemotingCommand {
     RemotingCommand::request(RequestCode::HEART_BEAT)

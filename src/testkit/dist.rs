@@ -185,7 +185,7 @@ impl DirLock {
             }
             let owner = fs::read_to_string(path).unwrap_or_default();
             match owner.trim().parse::<u32>() {
-                Ok(pid) if !super::pid_alive(pid) => {
+                Ok(pid) if !super::work_dir::pid_alive(pid) => {
                     warn!("breaking stale lock {} of dead pid {pid}", path.display());
                     let _ = fs::remove_file(path);
                     continue;

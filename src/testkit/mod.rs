@@ -28,7 +28,7 @@ mod acl;
 mod config;
 mod dist;
 mod error;
-pub mod fault;
+pub mod fault_peer;
 mod logs;
 mod ports;
 mod process;
@@ -47,11 +47,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use log::{info, warn};
+use log::info;
 
+use node::{Node, Role};
 use process::{JvmProcess, JvmSpec};
 use proxy::TcpProxy;
 use readiness::Launch;
+use work_dir::{absolute, default_work_dir, remove_stale_runs};
 
 /// Downloads the jars of `version` into the default cache if they are not there yet
 /// (what the first `start` would do), returning the cache directory.
@@ -429,78 +431,6 @@ impl ClusterBuilder {
             }
         }
         Ok(())
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Role {
-    Namesrv,
-    Broker,
-}
-
-impl Role {
-    /// Offsets from `listenPort` of every port the JVM binds.
-    fn port_offsets(self) -> &'static [i32] {
-        match self {
-            Role::Namesrv => ports::NAMESRV_OFFSETS,
-            Role::Broker => ports::BROKER_OFFSETS,
-        }
-    }
-}
-
-/// One name server or broker: its identity is stable across restarts.
-struct Node {
-    role: Role,
-    /// The node's own name (`namesrv-0`, `broker-a`, `broker-a-1`): logs, directories.
-    name: String,
-    /// A broker's `brokerName` (its group).
-    group: String,
-    /// A broker's place in its group: 0 for the master (the first node, in controller
-    /// mode), else the slave's `brokerId`.
-    ordinal: i64,
-    port: u16,
-    /// `<run>/<name>`: config file and pid file.
-    dir: PathBuf,
-    process: Option<JvmProcess>,
-    /// Whether clients reach it through a proxy on `PROXY_HOST` (brokers only).
-    proxied: bool,
-    /// The proxy, once the node was first launched; it lives across restarts.
-    proxy: Option<TcpProxy>,
-}
-
-impl Node {
-    /// The address clients are given: the advertised one, behind the proxy if any.
-    fn addr(&self) -> String {
-        if self.proxied {
-            let [a, b, c, d] = PROXY_HOST;
-            format!("{a}.{b}.{c}.{d}:{}", self.port)
-        } else {
-            format!("127.0.0.1:{}", self.port)
-        }
-    }
-
-    /// Whether every port of the node can be bound again. With a proxy listening on
-    /// the advertised address the wildcard check would always fail, so the node's own
-    /// loopback address is checked (which any of the JVM's sockets still blocks).
-    fn ports_free(&self, timeout: Duration) -> bool {
-        let ip = if self.proxied { "127.0.0.1" } else { "0.0.0.0" };
-        ports::wait_free_on(ip, &self.ports(), timeout)
-    }
-
-    /// Where a name server's embedded controller listens (a port reserved with it).
-    fn controller_addr(&self) -> String {
-        format!("127.0.0.1:{}", u32::from(self.port) + 1)
-    }
-
-    fn ports(&self) -> Vec<u16> {
-        ports::ports_of(self.port, self.role.port_offsets()).unwrap_or_default()
-    }
-
-    fn conf_path(&self) -> PathBuf {
-        match self.role {
-            Role::Namesrv => self.dir.join("namesrv.conf"),
-            Role::Broker => self.dir.join("broker.conf"),
-        }
     }
 }
 
@@ -1130,186 +1060,7 @@ fn java_binary() -> PathBuf {
     PathBuf::from("java")
 }
 
-fn default_work_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
-    target.join("rocketmq-testkit")
-}
-
-fn absolute(p: PathBuf) -> PathBuf {
-    if p.is_absolute() {
-        return p;
-    }
-    match std::env::current_dir() {
-        Ok(cwd) => cwd.join(p),
-        Err(_) => p,
-    }
-}
-
-/// Whether a process with this pid exists (Linux `/proc`).
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
-}
-
-/// Deletes run directories left by processes that no longer exist.
-fn remove_stale_runs(runs: &Path) {
-    // Without /proc every process would look dead.
-    if !Path::new("/proc/self").exists() {
-        return;
-    }
-    let Ok(entries) = fs::read_dir(runs) else {
-        return;
-    };
-    let me = std::process::id();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(Ok(pid)) = name.split('-').next().map(str::parse::<u32>) else {
-            continue;
-        };
-        if pid == me || pid_alive(pid) {
-            continue;
-        }
-        let path = entry.path();
-        match fs::remove_dir_all(&path) {
-            Ok(()) => info!("removed stale run dir {}", path.display()),
-            Err(e) => warn!("cannot remove stale run dir {}: {e}", path.display()),
-        }
-    }
-}
-
+mod node;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn broker_names() {
-        assert_eq!(broker_name(0), "broker-a");
-        assert_eq!(broker_name(2), "broker-c");
-        assert_eq!(broker_name(25), "broker-z");
-        assert_eq!(broker_name(26), "broker-26");
-    }
-
-    #[test]
-    fn bad_arguments_are_rejected() {
-        let err = Cluster::builder().version("../x").validate();
-        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
-        let err = Cluster::builder().name_servers(0).validate();
-        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
-        let err = Cluster::builder().broker_config("a\nb", "1").validate();
-        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
-        // 4.x binds every address: no proxy could take the advertised one.
-        let err = Cluster::builder()
-            .version("4.9.7")
-            .broker_proxies(true)
-            .validate();
-        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
-        assert!(Cluster::builder().broker_proxies(true).validate().is_ok());
-    }
-
-    #[test]
-    fn cluster_can_live_in_a_static() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<Cluster>();
-    }
-
-    #[test]
-    fn broker_conf_lets_callers_override() {
-        let extra = vec![("autoCreateTopicEnable".to_string(), "false".to_string())];
-        let conf = config::broker_conf(
-            "broker-a",
-            20000,
-            "127.0.0.1:20000",
-            "127.0.0.1:1",
-            Path::new("/s"),
-            &config::BrokerKind::Master,
-            &extra,
-        );
-        let first = conf.find("autoCreateTopicEnable=true");
-        let last = conf.find("autoCreateTopicEnable=false");
-        assert!(first.is_some() && last > first);
-        assert!(conf.contains("storePathCommitLog=/s/commitlog\n"));
-        assert!(conf.contains("haListenPort=20001\n"));
-    }
-
-    #[test]
-    fn controller_mode_configs_name_the_controllers() {
-        let controller = config::EmbeddedController {
-            peers: "n0-127.0.0.1:20001",
-            self_id: "n0",
-        };
-        let ns = config::namesrv_properties(20000, Path::new("/n"), Some(&controller));
-        for line in [
-            "enableControllerInNamesrv=true\n",
-            "controllerDLegerPeers=n0-127.0.0.1:20001\n",
-            "controllerDLegerSelfId=n0\n",
-            "controllerStorePath=/n/controller\n",
-        ] {
-            assert!(ns.contains(line), "{line} in {ns}");
-        }
-        let kind = config::BrokerKind::Controlled {
-            controllers: "127.0.0.1:20001".into(),
-        };
-        let conf = config::broker_conf(
-            "broker-a",
-            20010,
-            "127.0.0.1:20010",
-            "ns",
-            Path::new("/s"),
-            &kind,
-            &[],
-        );
-        for line in [
-            "enableControllerMode=true\n",
-            "controllerAddr=127.0.0.1:20001\n",
-            "allAckInSyncStateSet=true\n",
-        ] {
-            assert!(conf.contains(line), "{line} in {conf}");
-        }
-        let err = Cluster::builder()
-            .version("4.9.7")
-            .controller_mode(1)
-            .validate();
-        assert!(matches!(err, Err(TestkitError::InvalidArgument(_))));
-    }
-
-    #[test]
-    fn a_slave_conf_names_its_id_role_and_master() {
-        let slave = config::BrokerKind::Slave { id: 1 };
-        let conf = config::broker_conf(
-            "broker-a",
-            20010,
-            "127.0.0.1:20010",
-            "ns",
-            Path::new("/s"),
-            &slave,
-            &[],
-        );
-        let last = |key: &str| {
-            conf.lines()
-                .filter_map(|l| l.strip_prefix(key)?.strip_prefix('='))
-                .next_back()
-                .map(str::to_string)
-        };
-        assert_eq!(last("brokerName").as_deref(), Some("broker-a"));
-        assert_eq!(last("brokerId").as_deref(), Some("1"));
-        assert_eq!(last("brokerRole").as_deref(), Some("SLAVE"));
-        assert_eq!(last("haListenPort").as_deref(), Some("20011"));
-    }
-
-    #[test]
-    fn a_proxied_broker_binds_loopback_and_advertises_its_proxy() {
-        let conf = config::broker_conf(
-            "broker-a",
-            20000,
-            "127.0.0.2:20000",
-            "127.0.0.1:1",
-            Path::new("/s"),
-            &config::BrokerKind::Master,
-            &[],
-        );
-        assert!(conf.contains("brokerIP1=127.0.0.2\n"));
-        assert!(conf.contains("bindAddress=127.0.0.1\n"));
-        assert!(conf.contains("listenPort=20000\n"));
-    }
-}
+mod tests;
+mod work_dir;

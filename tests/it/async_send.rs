@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use rocketmq_blocking::testkit::fault::{Fault, FaultPeer};
+use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendResult};
 
 use crate::cluster;

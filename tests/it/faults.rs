@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::bounded;
 use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::{RemotingClient, RemotingConfig};
-use rocketmq_blocking::testkit::fault::{Fault, FaultPeer};
+use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
 use rocketmq_blocking::{ErrorKind, TimeoutPhase};
 
 fn client() -> RemotingClient {

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::testkit::fault::{Fault, FaultPeer};
+use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
 use rocketmq_blocking::{Admin, ErrorKind, TimeoutPhase, TlsConfig};
 
 fn admin(addr: &str, connect_timeout: Duration) -> Admin {
