@@ -1,0 +1,613 @@
+//! `rocketmq_blocking._native`: the crate's clients for the Python package beside it
+//! (`python/rocketmq_blocking`), which keeps the policy (the close guard, the exit hook,
+//! what a listener's return value means) and the public classes.
+//!
+//! Every call that may block (a send, a poll, a start, a shutdown) releases the GIL, and
+//! the crate's threads take it only around Python code (a listener, an async send's
+//! callback), so no call waits for a thread that waits for the GIL it holds. Messages
+//! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
+//! Python layer's `RocketMQError` (registered with `set_error_class`).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use rmq::{
+    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, ErrorKind, MessageExt,
+    MessageModel, MessageSelector, SendStatus, TopicConfig,
+};
+use rocketmq_blocking as rmq;
+
+/// The Python class errors are raised as: `cls(kind, message, response_code)`.
+static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The C ABI's name of an error kind, which the Python API has always reported.
+fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Timeout => "RMQ_TIMEOUT",
+        ErrorKind::Connect => "RMQ_CONNECT",
+        ErrorKind::ConnectionClosed => "RMQ_CONNECTION_CLOSED",
+        ErrorKind::Response => "RMQ_RESPONSE",
+        ErrorKind::Decode => "RMQ_DECODE",
+        ErrorKind::InvalidArgument => "RMQ_INVALID_ARGUMENT",
+        ErrorKind::State => "RMQ_STATE",
+        ErrorKind::Overloaded => "RMQ_OVERLOADED",
+        ErrorKind::NoRoute => "RMQ_NO_ROUTE",
+        ErrorKind::Io => "RMQ_IO",
+        ErrorKind::Config => "RMQ_CONFIG",
+        ErrorKind::Tls => "RMQ_TLS",
+        _ => "RMQ_OTHER",
+    }
+}
+
+/// A Python error of kind `kind`, as the registered class.
+fn py_error(py: Python<'_>, kind: &str, message: String, response_code: Option<i32>) -> PyErr {
+    let Some(cls) = ERROR_CLASS.get(py) else {
+        return PyRuntimeError::new_err(format!("{kind}: {message}"));
+    };
+    match cls.call1(py, (kind, message, response_code)) {
+        Ok(e) => PyErr::from_value(e.into_bound(py)),
+        Err(e) => e,
+    }
+}
+
+fn to_py(py: Python<'_>, e: rmq::Error) -> PyErr {
+    // The alternate form: the message and its causes on one line.
+    py_error(
+        py,
+        kind_name(e.kind()),
+        format!("{e:#}"),
+        e.response_code().map(|c| c.0),
+    )
+}
+
+trait OrRaise<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for rmq::Result<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}
+
+/// Registers the class errors are raised as (the package's `RocketMQError`).
+#[pyfunction]
+fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
+    // A second registration (a reloaded package) keeps the first class.
+    let _ = ERROR_CLASS.set(py, cls);
+}
+
+/// The library's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Creates `topic` with `queues` read and write queues on every master broker.
+#[pyfunction]
+fn create_topic(py: Python<'_>, namesrv: &str, topic: &str, queues: u32) -> PyResult<()> {
+    py.detach(|| {
+        Admin::new(namesrv)?
+            .create_topic(&TopicConfig::new(topic, queues))
+            .map(drop)
+    })
+    .or_raise(py)
+}
+
+/// A message from the Python layer's tuple `(topic, body, tags, keys, properties,
+/// delay_level)`.
+type MessageTuple<'py> = (
+    String,
+    Bound<'py, PyBytes>,
+    Option<String>,
+    Vec<String>,
+    HashMap<String, String>,
+    Option<u32>,
+);
+
+fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
+    let (topic, body, tags, keys, properties, delay_level) = t;
+    let mut m = rmq::Message::new(topic, body.as_bytes().to_vec());
+    if let Some(tags) = tags {
+        m.set_tags(tags);
+    }
+    if !keys.is_empty() {
+        m.set_keys(keys);
+    }
+    for (k, v) in properties {
+        m.put_user_property(k, v).or_raise(py)?;
+    }
+    if let Some(level) = delay_level {
+        m.set_delay_time_level(level);
+    }
+    Ok(m)
+}
+
+fn millis(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)`.
+fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py, PyTuple>> {
+    let status: i32 = match r.send_status() {
+        SendStatus::Ok => 0,
+        SendStatus::FlushDiskTimeout => 1,
+        SendStatus::FlushSlaveTimeout => 2,
+        SendStatus::SlaveNotAvailable => 3,
+    };
+    let q = r.message_queue();
+    (
+        r.msg_id(),
+        r.offset_msg_id(),
+        q.broker_name(),
+        q.queue_id(),
+        r.queue_offset(),
+        status,
+    )
+        .into_pyobject(py)
+}
+
+/// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
+/// born_timestamp_ms, store_timestamp_ms)`.
+fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
+    (
+        m.msg_id(),
+        m.topic(),
+        m.tags(),
+        m.keys().collect::<Vec<_>>(),
+        PyBytes::new(py, m.body()),
+        m.queue_id(),
+        m.queue_offset(),
+        m.reconsume_times(),
+        millis(m.born_timestamp()),
+        millis(m.store_timestamp()),
+    )
+        .into_pyobject(py)
+}
+
+fn received_list<'py>(py: Python<'py>, msgs: &[MessageExt]) -> PyResult<Bound<'py, PyList>> {
+    let items = msgs
+        .iter()
+        .map(|m| received(py, m))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+thread_local! {
+    /// The gates whose callback this thread is running now.
+    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Counts one client's Python callbacks that are running or still to come (listener
+/// calls, async sends' callbacks) and closes the door on new ones, so that `free` returns
+/// only once no callback of the client runs Python code.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    closed: bool,
+    /// Passes alive: callbacks running or still to come.
+    admitted: usize,
+    /// Passes inside their callback now.
+    running: usize,
+    /// `free` stopped waiting for passes that had not started: they never will.
+    abandoned: bool,
+}
+
+/// One admitted callback; dropping it leaves the gate.
+struct Pass(Arc<Gate>);
+
+impl Gate {
+    fn enter(gate: &Arc<Gate>) -> Option<Pass> {
+        let mut s = gate.state.lock();
+        if s.closed {
+            return None;
+        }
+        s.admitted += 1;
+        Some(Pass(gate.clone()))
+    }
+
+    fn id(&self) -> usize {
+        self as *const Gate as usize
+    }
+
+    /// Closes the gate and waits for the admitted passes to leave; those that have not
+    /// started when `bound` expires never will. From inside one of its own callbacks it
+    /// does not wait (it would wait for itself).
+    fn close_and_wait(&self, bound: Option<Duration>) {
+        let mut s = self.state.lock();
+        s.closed = true;
+        let me = self.id();
+        if INSIDE
+            .try_with(|v| v.borrow().contains(&me))
+            .unwrap_or(false)
+        {
+            return;
+        }
+        let deadline = bound.map(|b| Instant::now() + b);
+        while s.admitted > 0 {
+            match deadline {
+                Some(d) if Instant::now() >= d => {
+                    s.abandoned = true;
+                    while s.running > 0 {
+                        self.idle.wait(&mut s);
+                    }
+                    return;
+                }
+                Some(d) => {
+                    self.idle.wait_until(&mut s, d);
+                }
+                None => self.idle.wait(&mut s),
+            }
+        }
+    }
+}
+
+impl Pass {
+    /// Runs `f` as a callback of this pass's gate; `None`, without running it, once
+    /// `free` has stopped waiting for it.
+    fn call<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let gate: &Gate = &self.0;
+        {
+            let mut s = gate.state.lock();
+            if s.abandoned {
+                return None;
+            }
+            s.running += 1;
+        }
+        struct Leave<'a>(&'a Gate);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                let me = self.0.id();
+                let _ = INSIDE.try_with(|v| {
+                    let mut v = v.borrow_mut();
+                    if let Some(i) = v.iter().rposition(|&g| g == me) {
+                        v.remove(i);
+                    }
+                });
+                let mut s = self.0.state.lock();
+                s.running -= 1;
+                self.0.idle.notify_all();
+            }
+        }
+        let _leave = Leave(gate);
+        let _ = INSIDE.try_with(|v| v.borrow_mut().push(gate.id()));
+        Some(f())
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.admitted -= 1;
+        self.0.idle.notify_all();
+    }
+}
+
+/// Calls `f` with the GIL, printing what it raises as unraisable (the Python layer's
+/// callbacks catch everything themselves); `None` when the interpreter is gone.
+fn call_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> PyResult<R>) -> Option<R> {
+    Python::try_attach(|py| match f(py) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            e.write_unraisable(py, None);
+            None
+        }
+    })
+    .flatten()
+}
+
+/// A started producer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct Producer {
+    inner: rmq::Producer,
+    /// Async sends whose callback has not run yet.
+    pending: Arc<Gate>,
+    send_timeout: Duration,
+}
+
+#[pymethods]
+impl Producer {
+    #[new]
+    #[pyo3(signature = (group, namesrv=None, send_timeout_ms=None, retries=None, instance_name=None))]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        namesrv: Option<String>,
+        send_timeout_ms: Option<u64>,
+        retries: Option<u32>,
+        instance_name: Option<String>,
+    ) -> PyResult<Self> {
+        let mut b = rmq::Producer::builder(group);
+        if let Some(a) = namesrv {
+            b = b.namesrv_addr(a);
+        }
+        if let Some(n) = instance_name {
+            b = b.instance_name(n);
+        }
+        if let Some(ms) = send_timeout_ms {
+            b = b.send_timeout(Duration::from_millis(ms));
+        }
+        if let Some(r) = retries {
+            b = b.retries(r);
+        }
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        let send_timeout = inner.options().send_timeout;
+        Ok(Producer {
+            inner,
+            pending: Arc::default(),
+            send_timeout,
+        })
+    }
+
+    /// Sends and waits for the broker; the send result's tuple.
+    fn send<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
+        let m = message(py, m)?;
+        py.detach(|| self.inner.send_oneway(&m)).or_raise(py)
+    }
+
+    fn send_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ms: Vec<MessageTuple<'py>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let ms = ms
+            .into_iter()
+            .map(|m| message(py, m))
+            .collect::<PyResult<Vec<_>>>()?;
+        let r = py.detach(|| self.inner.send_batch(&ms)).or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// Sends without waiting; `done(result, error)` runs later on a library thread with
+    /// the send result's tuple or the error (the other `None`). When this raises,
+    /// `done` is never called.
+    fn send_async<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let m = message(py, m)?;
+        let Some(pass) = Gate::enter(&self.pending) else {
+            return Err(py_error(
+                py,
+                "RMQ_STATE",
+                "the producer is shutting down".into(),
+                None,
+            ));
+        };
+        let callback = move |r: rmq::Result<rmq::SendResult>| {
+            let called = pass.call(|| {
+                call_python(|py| {
+                    let args = match r {
+                        Ok(r) => (send_result(py, &r)?.into_any(), py.None().into_bound(py)),
+                        Err(e) => (
+                            py.None().into_bound(py),
+                            to_py(py, e).into_value(py).into_bound(py).into_any(),
+                        ),
+                    };
+                    done.call1(py, args)?;
+                    drop(done);
+                    Ok(())
+                })
+            });
+            if called.is_none() {
+                rmq_log_late_callback();
+            }
+        };
+        py.detach(|| self.inner.send_async(m, callback))
+            .map_err(|e| to_py(py, e.into()))
+    }
+
+    /// Shuts down, then waits (up to the send timeout plus 10 s) for the callbacks of
+    /// async sends in flight; callbacks that have not started by then never run.
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.pending
+                .close_and_wait(Some(self.send_timeout + Duration::from_secs(10)));
+        })
+    }
+}
+
+fn rmq_log_late_callback() {
+    // Not through `log`: nothing here installs a logger; the Python layer documents this.
+    eprintln!("rocketmq_blocking: an async send ended after close() gave up waiting for it: its callback is not called");
+}
+
+fn consume_from(from_first: bool) -> ConsumeFromWhere {
+    if from_first {
+        ConsumeFromWhere::FirstOffset
+    } else {
+        ConsumeFromWhere::LastOffset
+    }
+}
+
+/// One listener call: the Python layer's `on_messages(list of tuples)` returns 0 to
+/// acknowledge; anything else, an exception, a closed gate or a finalizing interpreter
+/// means "again later".
+fn listen(gate: &Arc<Gate>, on_messages: &Py<PyAny>, msgs: &[MessageExt]) -> bool {
+    let Some(pass) = Gate::enter(gate) else {
+        return false;
+    };
+    pass.call(|| {
+        call_python(|py| {
+            let status = on_messages.call1(py, (received_list(py, msgs)?,))?;
+            status.extract::<i64>(py)
+        })
+    })
+    .flatten()
+        == Some(0)
+}
+
+/// A started push consumer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct PushConsumer {
+    inner: rmq::PushConsumer,
+    /// Listener calls running or about to.
+    gate: Arc<Gate>,
+}
+
+#[pymethods]
+impl PushConsumer {
+    #[new]
+    #[pyo3(signature = (group, topic, on_messages, expression="*", sql=None, namesrv=None,
+        orderly=false, broadcasting=false, from_first=false, threads=None,
+        batch_max_size=None, instance_name=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        topic: String,
+        on_messages: Py<PyAny>,
+        expression: &str,
+        sql: Option<String>,
+        namesrv: Option<String>,
+        orderly: bool,
+        broadcasting: bool,
+        from_first: bool,
+        threads: Option<(usize, usize)>,
+        batch_max_size: Option<usize>,
+        instance_name: Option<String>,
+    ) -> PyResult<Self> {
+        let mut b = rmq::PushConsumer::builder(group);
+        if let Some(a) = namesrv {
+            b = b.namesrv_addr(a);
+        }
+        if let Some(n) = instance_name {
+            b = b.instance_name(n);
+        }
+        b = match sql {
+            Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
+            None => b.subscribe(topic, expression),
+        };
+        b = b.message_model(if broadcasting {
+            MessageModel::Broadcasting
+        } else {
+            MessageModel::Clustering
+        });
+        b = b.consume_from_where(consume_from(from_first));
+        if let Some((min, max)) = threads {
+            b = b.consume_thread_min(min).consume_thread_max(max);
+        }
+        if let Some(n) = batch_max_size {
+            b = b.consume_message_batch_max_size(n);
+        }
+        let gate = Arc::<Gate>::default();
+        let g = gate.clone();
+        b = if orderly {
+            b.orderly_listener(move |msgs, _ctx| {
+                if listen(&g, &on_messages, msgs) {
+                    ConsumeOrderlyStatus::Success
+                } else {
+                    ConsumeOrderlyStatus::Suspend
+                }
+            })
+        } else {
+            b.listener(move |msgs, _ctx| {
+                if listen(&g, &on_messages, msgs) {
+                    ConsumeStatus::Success
+                } else {
+                    ConsumeStatus::ReconsumeLater
+                }
+            })
+        };
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(PushConsumer { inner, gate })
+    }
+
+    /// Shuts down and returns once every listener call in flight has returned (from
+    /// inside a listener of this consumer it does not wait for that call).
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.gate.close_and_wait(None);
+        })
+    }
+}
+
+/// A started lite pull consumer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct LitePullConsumer {
+    inner: rmq::LitePullConsumer,
+}
+
+#[pymethods]
+impl LitePullConsumer {
+    #[new]
+    #[pyo3(signature = (group, topic, expression="*", namesrv=None, from_first=false,
+        auto_commit=true, instance_name=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        topic: String,
+        expression: &str,
+        namesrv: Option<String>,
+        from_first: bool,
+        auto_commit: bool,
+        instance_name: Option<String>,
+    ) -> PyResult<Self> {
+        let mut b = rmq::LitePullConsumer::builder(group);
+        if let Some(a) = namesrv {
+            b = b.namesrv_addr(a);
+        }
+        if let Some(n) = instance_name {
+            b = b.instance_name(n);
+        }
+        b = b
+            .subscribe(topic, expression)
+            .consume_from_where(consume_from(from_first))
+            .auto_commit(auto_commit);
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(LitePullConsumer { inner })
+    }
+
+    /// Waits up to `timeout_ms` for messages; a list of received-message tuples.
+    fn poll<'py>(&self, py: Python<'py>, timeout_ms: u64) -> PyResult<Bound<'py, PyList>> {
+        let msgs = py
+            .detach(|| self.inner.poll_timeout(Duration::from_millis(timeout_ms)))
+            .or_raise(py)?;
+        received_list(py, &msgs)
+    }
+
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.commit_sync()).or_raise(py)
+    }
+
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| self.inner.shutdown())
+    }
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(create_topic, m)?)?;
+    m.add_class::<Producer>()?;
+    m.add_class::<PushConsumer>()?;
+    m.add_class::<LitePullConsumer>()?;
+    Ok(())
+}
