@@ -38,6 +38,7 @@ __all__ = [
     "ConsumeStatus",
     "LitePullConsumer",
     "Message",
+    "MessageQueue",
     "Producer",
     "PushConsumer",
     "ReceivedMessage",
@@ -99,6 +100,17 @@ class ReceivedMessage:
     reconsume_times: int
     born_timestamp_ms: int
     store_timestamp_ms: int
+    #: Every property, the system's (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ...) included.
+    properties: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MessageQueue:
+    """One queue of a topic on one broker (:meth:`Producer.fetch_queues`)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
 
 
 @dataclass(frozen=True)
@@ -243,11 +255,29 @@ class Producer(_Client):
         self._h = _native.Producer(group, namesrv, send_timeout_ms, retries, instance_name)
         _open.add(self)
 
-    def send(self, message: Message) -> SendResult:
-        """Sends and waits for the broker."""
+    def send(
+        self, message: Message, *, queue: Optional[MessageQueue] = None, sharding_key: Optional[str] = None
+    ) -> SendResult:
+        """Sends and waits for the broker. With ``queue``, to that queue (from
+        :meth:`fetch_queues`) and no other; with ``sharding_key``, to the queue Java's
+        ``SelectMessageQueueByHash`` picks for it, so the messages of one key stay in
+        order (both: ``ValueError``)."""
+        if queue is not None and sharding_key is not None:
+            raise ValueError("queue and sharding_key exclude each other")
         m = message._tuple()
         with self._use() as h:
-            return SendResult(*h.send(m))
+            if queue is not None:
+                r = h.send_to_queue(m, (queue.topic, queue.broker_name, queue.queue_id))
+            elif sharding_key is not None:
+                r = h.send_by_key(m, sharding_key)
+            else:
+                r = h.send(m)
+        return SendResult(*r)
+
+    def fetch_queues(self, topic: str) -> List[MessageQueue]:
+        """The queues of ``topic`` a send can go to, in the order the producer picks from."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.fetch_queues(topic)]
 
     def send_oneway(self, message: Message) -> None:
         """Sends without waiting for an answer."""

@@ -17,11 +17,11 @@ use parking_lot::{Condvar, Mutex};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
 use rmq::{
     Admin, ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, ErrorKind, MessageExt,
-    MessageModel, MessageSelector, SendStatus, TopicConfig,
+    MessageModel, MessageQueue, MessageSelector, SelectMessageQueueByHash, SendStatus, TopicConfig,
 };
 use rocketmq_blocking as rmq;
 
@@ -158,8 +158,13 @@ fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py,
 }
 
 /// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
-/// born_timestamp_ms, store_timestamp_ms)`.
+/// born_timestamp_ms, store_timestamp_ms, properties)`; the properties are all of them,
+/// system ones included (Java `getProperties`).
 fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
+    let properties = PyDict::new(py);
+    for (k, v) in m.properties() {
+        properties.set_item(k, v)?;
+    }
     (
         m.msg_id(),
         m.topic(),
@@ -171,6 +176,7 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         m.reconsume_times(),
         millis(m.born_timestamp()),
         millis(m.store_timestamp()),
+        properties,
     )
         .into_pyobject(py)
 }
@@ -359,6 +365,56 @@ impl Producer {
         let m = message(py, m)?;
         let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
         send_result(py, &r)
+    }
+
+    /// Sends to one queue, `(topic, broker_name, queue_id)`, with no retry elsewhere.
+    fn send_to_queue<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        queue: (String, String, i32),
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let q = MessageQueue::new(queue.0, queue.1, queue.2);
+        let r = py
+            .detach(|| self.inner.send_to_queue(&m, &q))
+            .or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// Sends to the queue Java's `SelectMessageQueueByHash` picks for `key`, so messages
+    /// of one key keep their order (and land where a Java producer puts them).
+    fn send_by_key<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        key: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let r = py
+            .detach(|| {
+                self.inner
+                    .send_with_selector(&m, &SelectMessageQueueByHash, key)
+            })
+            .or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// The queues of `topic` a send can go to: `(topic, broker_name, queue_id)` tuples.
+    fn fetch_queues(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<(String, String, i32)>> {
+        let qs = py
+            .detach(|| self.inner.fetch_publish_message_queues(topic))
+            .or_raise(py)?;
+        Ok(qs
+            .iter()
+            .map(|q| {
+                (
+                    q.topic().to_string(),
+                    q.broker_name().to_string(),
+                    q.queue_id(),
+                )
+            })
+            .collect())
     }
 
     fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {

@@ -1,0 +1,61 @@
+"""Message properties on received messages, sends to a chosen queue and by sharding key
+(the queue Java's SelectMessageQueueByHash picks), against the real cluster."""
+
+import rocketmq_blocking as rmq
+from conftest import unique
+
+
+def java_hash(s: str) -> int:
+    """Java's String.hashCode (ASCII keys: one UTF-16 unit per character), as an int."""
+    h = 0
+    for ch in s:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def read_back(namesrv, topic, ids, timeout_s=60):
+    """The received messages with these ids, by id (lite pull from the first offset)."""
+    import time
+
+    got = {}
+    deadline = time.monotonic() + timeout_s
+    with rmq.LitePullConsumer(unique("py_read"), topic, namesrv=namesrv, from_first=True, poll_timeout_ms=500) as c:
+        while set(ids) - set(got) and time.monotonic() < deadline:
+            for m in c.poll():
+                if m.msg_id in ids:
+                    got[m.msg_id] = m
+    assert set(got) == set(ids), f"not read back: {set(ids) - set(got)}"
+    return got
+
+
+def test_received_messages_carry_their_properties(namesrv, topic):
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        sent = p.send(rmq.Message(topic, b"p", tags="TagP", keys=["k1", "k2"], properties={"color": "red", "n": "1"}))
+    m = read_back(namesrv, topic, [sent.msg_id])[sent.msg_id]
+    assert m.properties["color"] == "red" and m.properties["n"] == "1", m.properties
+    # The system properties too, as Java's getProperties() has them.
+    assert m.properties["TAGS"] == "TagP" and m.properties["KEYS"] == "k1 k2", m.properties
+
+
+def test_sends_to_a_chosen_queue_and_by_sharding_key_land_where_java_puts_them(namesrv, topic):
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        queues = p.fetch_queues(topic)
+        assert len(queues) == 4 and all(q.topic == topic for q in queues), queues
+        sent = {}
+        for q in queues:
+            r = p.send(rmq.Message(topic, f"to {q.queue_id}".encode()), queue=q)
+            assert (r.broker_name, r.queue_id) == (q.broker_name, q.queue_id), (r, q)
+            sent[r.msg_id] = q.queue_id
+        for key in ("order-1", "order-2", "order-3", "order-42"):
+            want = queues[abs(java_hash(key)) % len(queues)]
+            for i in range(3):
+                r = p.send(rmq.Message(topic, f"{key} {i}".encode()), sharding_key=key)
+                assert r.queue_id == want.queue_id, (key, r.queue_id, want)
+                sent[r.msg_id] = want.queue_id
+        try:
+            p.send(rmq.Message(topic, b"x"), queue=queues[0], sharding_key="k")
+            raise AssertionError("queue and sharding_key together were accepted")
+        except ValueError:
+            pass
+    got = read_back(namesrv, topic, list(sent))
+    assert {i: m.queue_id for i, m in got.items()} == sent
