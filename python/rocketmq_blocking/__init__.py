@@ -7,7 +7,9 @@ extension module (``rocketmq_blocking._native``, PyO3).
         r = p.send(Message("TopicTest", b"hello", tags="TagA"))
         print(r.msg_id)
 
-Producers and consumers are context managers that shut down on exit; clients still
+Every client takes ``namesrv`` (else ``NAMESRV_ADDR``), ``instance_name`` and
+``namespace`` (Java ``setNamespace``: groups and topics are ``ns%Name`` on the wire, and
+the client shows them without the prefix). Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
@@ -250,9 +252,10 @@ class Producer(_Client):
         send_timeout_ms: Optional[int] = None,
         retries: Optional[int] = None,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
     ) -> None:
         super().__init__()
-        self._h = _native.Producer(group, namesrv, send_timeout_ms, retries, instance_name)
+        self._h = _native.Producer(group, namesrv, send_timeout_ms, retries, instance_name, namespace)
         _open.add(self)
 
     def send(
@@ -353,6 +356,7 @@ class PushConsumer(_Client):
         threads: Optional[tuple] = None,
         batch_max_size: Optional[int] = None,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
     ) -> None:
         super().__init__()
 
@@ -380,6 +384,7 @@ class PushConsumer(_Client):
             None if threads is None else (threads[0], threads[1]),
             batch_max_size,
             instance_name,
+            namespace,
         )
         _open.add(self)
 
@@ -397,10 +402,13 @@ class LitePullConsumer(_Client):
         auto_commit: bool = True,
         poll_timeout_ms: int = 1000,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
     ) -> None:
         super().__init__()
         self.poll_timeout_ms = poll_timeout_ms
-        self._h = _native.LitePullConsumer(group, topic, expression, namesrv, from_first, auto_commit, instance_name)
+        self._h = _native.LitePullConsumer(
+            group, topic, expression, namesrv, from_first, auto_commit, instance_name, namespace
+        )
         _open.add(self)
 
     def poll(self, timeout_ms: Optional[int] = None) -> List[ReceivedMessage]:

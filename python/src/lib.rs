@@ -329,7 +329,8 @@ struct Producer {
 #[pymethods]
 impl Producer {
     #[new]
-    #[pyo3(signature = (group, namesrv=None, send_timeout_ms=None, retries=None, instance_name=None))]
+    #[pyo3(signature = (group, namesrv=None, send_timeout_ms=None, retries=None, instance_name=None,
+        namespace=None))]
     fn new(
         py: Python<'_>,
         group: String,
@@ -337,6 +338,7 @@ impl Producer {
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
         instance_name: Option<String>,
+        namespace: Option<String>,
     ) -> PyResult<Self> {
         let mut b = rmq::Producer::builder(group);
         if let Some(a) = namesrv {
@@ -344,6 +346,9 @@ impl Producer {
         }
         if let Some(n) = instance_name {
             b = b.instance_name(n);
+        }
+        if let Some(ns) = namespace {
+            b = b.namespace(ns);
         }
         if let Some(ms) = send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(ms));
@@ -530,7 +535,7 @@ impl PushConsumer {
     #[new]
     #[pyo3(signature = (group, topic, on_messages, expression="*", sql=None, namesrv=None,
         orderly=false, broadcasting=false, from_first=false, threads=None,
-        batch_max_size=None, instance_name=None))]
+        batch_max_size=None, instance_name=None, namespace=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -546,6 +551,7 @@ impl PushConsumer {
         threads: Option<(usize, usize)>,
         batch_max_size: Option<usize>,
         instance_name: Option<String>,
+        namespace: Option<String>,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group);
         if let Some(a) = namesrv {
@@ -553,6 +559,9 @@ impl PushConsumer {
         }
         if let Some(n) = instance_name {
             b = b.instance_name(n);
+        }
+        if let Some(ns) = namespace {
+            b = b.namespace(ns);
         }
         b = match sql {
             Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
@@ -613,7 +622,7 @@ struct LitePullConsumer {
 impl LitePullConsumer {
     #[new]
     #[pyo3(signature = (group, topic, expression="*", namesrv=None, from_first=false,
-        auto_commit=true, instance_name=None))]
+        auto_commit=true, instance_name=None, namespace=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -624,6 +633,7 @@ impl LitePullConsumer {
         from_first: bool,
         auto_commit: bool,
         instance_name: Option<String>,
+        namespace: Option<String>,
     ) -> PyResult<Self> {
         let mut b = rmq::LitePullConsumer::builder(group);
         if let Some(a) = namesrv {
@@ -631,6 +641,9 @@ impl LitePullConsumer {
         }
         if let Some(n) = instance_name {
             b = b.instance_name(n);
+        }
+        if let Some(ns) = namespace {
+            b = b.namespace(ns);
         }
         b = b
             .subscribe(topic, expression)

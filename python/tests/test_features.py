@@ -59,3 +59,24 @@ def test_sends_to_a_chosen_queue_and_by_sharding_key_land_where_java_puts_them(n
             pass
     got = read_back(namesrv, topic, list(sent))
     assert {i: m.queue_id for i, m in got.items()} == sent
+
+
+def test_a_namespace_prefixes_names_on_the_wire_and_clients_show_them_without_it(namesrv):
+    import time
+
+    ns, topic = unique("pyns"), unique("PyNsTopic")
+    wire = f"{ns}%{topic}"
+    rmq.create_topic(namesrv, wire, 4)
+    time.sleep(0.5)  # the route, as the topic fixture waits
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv, namespace=ns) as p:
+        sent = p.send(rmq.Message(topic, b"namespaced")).msg_id
+        assert [q.topic for q in p.fetch_queues(topic)] == [topic] * 4
+    # The namespaced client reads the plain name; a plain client the wire name.
+    with rmq.LitePullConsumer(unique("py_ns"), topic, namesrv=namesrv, namespace=ns, from_first=True) as c:
+        got = []
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:
+            got = [m for m in c.poll(500) if m.msg_id == sent]
+        assert got and got[0].topic == topic, got
+    m = read_back(namesrv, wire, [sent])[sent]
+    assert m.topic == wire and m.body == b"namespaced"
