@@ -7,9 +7,12 @@ extension module (``rocketmq_blocking._native``, PyO3).
         r = p.send(Message("TopicTest", b"hello", tags="TagA"))
         print(r.msg_id)
 
-Every client takes ``namesrv`` (else ``NAMESRV_ADDR``), ``instance_name`` and
-``namespace`` (Java ``setNamespace``: groups and topics are ``ns%Name`` on the wire, and
-the client shows them without the prefix). Producers and consumers are context managers that shut down on exit; clients still
+Every client (and :func:`create_topic`) takes ``namesrv`` (else ``NAMESRV_ADDR``),
+``instance_name``, ``namespace`` (Java ``setNamespace``: groups and topics are
+``ns%Name`` on the wire, and the client shows them without the prefix), ACL credentials
+(``access_key``, ``secret_key``, ``security_token``: every request is signed, as Java's
+``AclClientRPCHook`` does) and ``tls`` (``True`` for the system's trust store, or a
+:class:`TlsConfig`). Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Union, Dict, Iterator, List, Optional, Sequence
 
 from . import _native
 
@@ -46,6 +50,7 @@ __all__ = [
     "ReceivedMessage",
     "RocketMQError",
     "SendResult",
+    "TlsConfig",
     "version",
 ]
 
@@ -125,6 +130,52 @@ class SendResult:
     queue_id: int
     queue_offset: int
     status: int
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS to the name servers and brokers: the server verified against ``ca_file``
+    (PEM; ``None``: the system's trust store), its name checked against the address
+    unless ``verify_server_name`` is false (Java checks only the chain), and a client
+    certificate when the cluster asks for one (``client_cert`` and ``client_key``, PEM)."""
+
+    ca_file: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
+    verify_server_name: bool = True
+
+
+def _common(
+    namesrv: Optional[str],
+    instance_name: Optional[str],
+    namespace: Optional[str],
+    access_key: Optional[str],
+    secret_key: Optional[str],
+    security_token: Optional[str],
+    tls: Union[None, bool, TlsConfig],
+) -> tuple:
+    """The options every client takes, in the form ``_native`` takes them."""
+    if (access_key is None) != (secret_key is None):
+        raise ValueError("access_key and secret_key go together")
+    if security_token is not None and access_key is None:
+        raise ValueError("security_token needs access_key and secret_key")
+    credentials = None if access_key is None else (access_key, secret_key, security_token)
+    if tls is True:
+        tls = TlsConfig()
+    if tls is None or tls is False:
+        t = None
+    elif isinstance(tls, TlsConfig):
+        if (tls.client_cert is None) != (tls.client_key is None):
+            raise ValueError("client_cert and client_key go together")
+        t = (
+            None if tls.ca_file is None else os.fspath(tls.ca_file),
+            None if tls.client_cert is None else os.fspath(tls.client_cert),
+            None if tls.client_key is None else os.fspath(tls.client_key),
+            bool(tls.verify_server_name),
+        )
+    else:
+        raise TypeError(f"tls must be a bool or a TlsConfig, not {type(tls).__name__}")
+    return (namesrv, instance_name, namespace, credentials, t)
 
 
 # Clients still open at interpreter exit are closed first, before Python tears down the
@@ -253,9 +304,14 @@ class Producer(_Client):
         retries: Optional[int] = None,
         instance_name: Optional[str] = None,
         namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
-        self._h = _native.Producer(group, namesrv, send_timeout_ms, retries, instance_name, namespace)
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        self._h = _native.Producer(group, common, send_timeout_ms, retries)
         _open.add(self)
 
     def send(
@@ -357,6 +413,10 @@ class PushConsumer(_Client):
         batch_max_size: Optional[int] = None,
         instance_name: Optional[str] = None,
         namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
 
@@ -371,20 +431,19 @@ class PushConsumer(_Client):
                     pass
                 return ConsumeStatus.LATER
 
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
         self._h = _native.PushConsumer(
             group,
             topic,
             on_messages,
+            common,
             expression,
             sql,
-            namesrv,
             orderly,
             broadcasting,
             from_first,
             None if threads is None else (threads[0], threads[1]),
             batch_max_size,
-            instance_name,
-            namespace,
         )
         _open.add(self)
 
@@ -403,12 +462,15 @@ class LitePullConsumer(_Client):
         poll_timeout_ms: int = 1000,
         instance_name: Optional[str] = None,
         namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
         self.poll_timeout_ms = poll_timeout_ms
-        self._h = _native.LitePullConsumer(
-            group, topic, expression, namesrv, from_first, auto_commit, instance_name, namespace
-        )
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        self._h = _native.LitePullConsumer(group, topic, common, expression, from_first, auto_commit)
         _open.add(self)
 
     def poll(self, timeout_ms: Optional[int] = None) -> List[ReceivedMessage]:
@@ -435,9 +497,19 @@ class LitePullConsumer(_Client):
             yield from batch
 
 
-def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
+def create_topic(
+    namesrv: str,
+    topic: str,
+    queues: int = 4,
+    *,
+    access_key: Optional[str] = None,
+    secret_key: Optional[str] = None,
+    security_token: Optional[str] = None,
+    tls: Union[None, bool, TlsConfig] = None,
+) -> None:
     """Creates ``topic`` on every master broker of the cluster."""
-    _native.create_topic(namesrv, topic, queues)
+    common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+    _native.create_topic(common, topic, queues)
 
 
 __all__.append("create_topic")

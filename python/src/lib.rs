@@ -78,6 +78,52 @@ impl<T> OrRaise<T> for rmq::Result<T> {
     }
 }
 
+/// The options every client takes, from the Python layer: `(namesrv, instance_name,
+/// namespace, credentials, tls)`, with credentials `(access_key, secret_key,
+/// security_token)` and tls `(ca_file, client_cert, client_key, verify_server_name)`.
+type Common = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<(String, String, Option<String>)>,
+    Option<(Option<String>, Option<String>, Option<String>, bool)>,
+);
+
+/// Applies [`Common`] to any client builder (they share their setters).
+macro_rules! configure {
+    ($b:expr, $common:expr) => {{
+        let (namesrv, instance_name, namespace, credentials, tls) = $common;
+        let mut b = $b;
+        if let Some(a) = namesrv {
+            b = b.namesrv_addr(a);
+        }
+        if let Some(n) = instance_name {
+            b = b.instance_name(n);
+        }
+        if let Some(ns) = namespace {
+            b = b.namespace(ns);
+        }
+        if let Some((ak, sk, token)) = credentials {
+            let mut c = rmq::Credentials::new(ak, sk);
+            if let Some(t) = token {
+                c = c.with_security_token(t);
+            }
+            b = b.credentials(c);
+        }
+        if let Some((ca_file, client_cert, client_key, verify_server_name)) = tls {
+            let mut t = rmq::TlsConfig::new().verify_server_name(verify_server_name);
+            if let Some(ca) = ca_file {
+                t = t.ca_file(ca);
+            }
+            if let (Some(cert), Some(key)) = (client_cert, client_key) {
+                t = t.client_cert(cert, key);
+            }
+            b = b.tls(t);
+        }
+        b
+    }};
+}
+
 /// Registers the class errors are raised as (the package's `RocketMQError`).
 #[pyfunction]
 fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
@@ -93,9 +139,10 @@ fn version() -> &'static str {
 
 /// Creates `topic` with `queues` read and write queues on every master broker.
 #[pyfunction]
-fn create_topic(py: Python<'_>, namesrv: &str, topic: &str, queues: u32) -> PyResult<()> {
+fn create_topic(py: Python<'_>, common: Common, topic: &str, queues: u32) -> PyResult<()> {
+    let b = configure!(Admin::builder(), common);
     py.detach(|| {
-        Admin::new(namesrv)?
+        b.start()?
             .create_topic(&TopicConfig::new(topic, queues))
             .map(drop)
     })
@@ -329,27 +376,14 @@ struct Producer {
 #[pymethods]
 impl Producer {
     #[new]
-    #[pyo3(signature = (group, namesrv=None, send_timeout_ms=None, retries=None, instance_name=None,
-        namespace=None))]
     fn new(
         py: Python<'_>,
         group: String,
-        namesrv: Option<String>,
+        common: Common,
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
-        instance_name: Option<String>,
-        namespace: Option<String>,
     ) -> PyResult<Self> {
-        let mut b = rmq::Producer::builder(group);
-        if let Some(a) = namesrv {
-            b = b.namesrv_addr(a);
-        }
-        if let Some(n) = instance_name {
-            b = b.instance_name(n);
-        }
-        if let Some(ns) = namespace {
-            b = b.namespace(ns);
-        }
+        let mut b = configure!(rmq::Producer::builder(group), common);
         if let Some(ms) = send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(ms));
         }
@@ -533,36 +567,22 @@ struct PushConsumer {
 #[pymethods]
 impl PushConsumer {
     #[new]
-    #[pyo3(signature = (group, topic, on_messages, expression="*", sql=None, namesrv=None,
-        orderly=false, broadcasting=false, from_first=false, threads=None,
-        batch_max_size=None, instance_name=None, namespace=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         group: String,
         topic: String,
         on_messages: Py<PyAny>,
+        common: Common,
         expression: &str,
         sql: Option<String>,
-        namesrv: Option<String>,
         orderly: bool,
         broadcasting: bool,
         from_first: bool,
         threads: Option<(usize, usize)>,
         batch_max_size: Option<usize>,
-        instance_name: Option<String>,
-        namespace: Option<String>,
     ) -> PyResult<Self> {
-        let mut b = rmq::PushConsumer::builder(group);
-        if let Some(a) = namesrv {
-            b = b.namesrv_addr(a);
-        }
-        if let Some(n) = instance_name {
-            b = b.instance_name(n);
-        }
-        if let Some(ns) = namespace {
-            b = b.namespace(ns);
-        }
+        let mut b = configure!(rmq::PushConsumer::builder(group), common);
         b = match sql {
             Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
             None => b.subscribe(topic, expression),
@@ -621,31 +641,16 @@ struct LitePullConsumer {
 #[pymethods]
 impl LitePullConsumer {
     #[new]
-    #[pyo3(signature = (group, topic, expression="*", namesrv=None, from_first=false,
-        auto_commit=true, instance_name=None, namespace=None))]
-    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         group: String,
         topic: String,
+        common: Common,
         expression: &str,
-        namesrv: Option<String>,
         from_first: bool,
         auto_commit: bool,
-        instance_name: Option<String>,
-        namespace: Option<String>,
     ) -> PyResult<Self> {
-        let mut b = rmq::LitePullConsumer::builder(group);
-        if let Some(a) = namesrv {
-            b = b.namesrv_addr(a);
-        }
-        if let Some(n) = instance_name {
-            b = b.instance_name(n);
-        }
-        if let Some(ns) = namespace {
-            b = b.namespace(ns);
-        }
-        b = b
+        let b = configure!(rmq::LitePullConsumer::builder(group), common)
             .subscribe(topic, expression)
             .consume_from_where(consume_from(from_first))
             .auto_commit(auto_commit);

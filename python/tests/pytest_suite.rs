@@ -1,8 +1,9 @@
 //! The Python package as users get it: `maturin build` makes the wheel (debug, to keep
 //! CI short), `pip install` puts it into a fresh venv under `target/python/`, and then
 //! the wheel imports with no cargo on the `PATH`, the pytest suite beside this file
-//! (`test_*.py`) passes against one real RocketMQ cluster (testkit), and the example of
-//! docs/python.md works as written.
+//! (`test_*.py`) passes against one real RocketMQ cluster (testkit), `test_secure.py`
+//! against a second one enforcing mutual TLS and ACL, and the example of docs/python.md
+//! works as written.
 //!
 //! maturin and pytest come from PyPI into a venv of their own (`target/python/tools`),
 //! installed on the first run. The wheel is built into a target directory of its own:
@@ -13,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::testkit::{AclAccount, Cluster, TlsOptions};
 
 static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
 static NAMESRV: OnceLock<String> = OnceLock::new();
@@ -237,6 +238,8 @@ fn the_python_package_passes_its_pytest_suite() {
     let out = run(
         Command::new(venv.join("bin/python"))
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "."])
+            // Against a cluster of its own (the test below).
+            .arg("--ignore=test_secure.py")
             .current_dir(python_dir().join("tests"))
             .env("NAMESRV_ADDR", namesrv()),
         Duration::from_secs(900),
@@ -246,6 +249,49 @@ fn the_python_package_passes_its_pytest_suite() {
     check("pytest", &out);
     assert!(printed.contains(" passed"), "{printed}");
     assert!(!printed.contains("skipped"), "{printed}");
+}
+
+/// The ACL admin of the TLS and ACL cluster (5.x: a `Super` user).
+const SECURE_ADMIN: (&str, &str) = ("py_acl_admin", "PyAdm1nS3cretQx7");
+
+#[test]
+fn the_python_package_talks_to_a_cluster_enforcing_mutual_tls_and_acl() {
+    let venv = test_venv();
+    let mut b = Cluster::builder()
+        .work_dir(target_dir().join("rocketmq-testkit"))
+        .brokers(1)
+        .tls(TlsOptions::enforcing().require_client_cert(true))
+        .acl_account(AclAccount::admin(SECURE_ADMIN.0, SECURE_ADMIN.1));
+    if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+        b = b.version(&v);
+    }
+    let cluster = b
+        .start()
+        .unwrap_or_else(|e| panic!("starting the TLS and ACL cluster: {e}"));
+    let files = cluster.tls_files().expect("the cluster's TLS files");
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "test_secure.py",
+            ])
+            .current_dir(python_dir().join("tests"))
+            .env("RMQ_SECURE_NAMESRV", cluster.namesrv_addr())
+            .env("RMQ_SECURE_CA", &files.ca_cert)
+            .env("RMQ_SECURE_CERT", &files.client_cert)
+            .env("RMQ_SECURE_KEY", &files.client_key)
+            .env("RMQ_SECURE_ACCESS_KEY", SECURE_ADMIN.0)
+            .env("RMQ_SECURE_SECRET_KEY", SECURE_ADMIN.1),
+        Duration::from_secs(600),
+    );
+    let printed = text(&out);
+    eprintln!("{printed}");
+    check("pytest test_secure.py", &out);
+    assert!(printed.contains("3 passed"), "{printed}");
 }
 
 #[test]
