@@ -12,15 +12,18 @@ Every client (and :func:`create_topic`) takes ``namesrv`` (else ``NAMESRV_ADDR``
 ``ns%Name`` on the wire, and the client shows them without the prefix), ACL credentials
 (``access_key``, ``secret_key``, ``security_token``: every request is signed, as Java's
 ``AclClientRPCHook`` does) and ``tls`` (``True`` for the system's trust store, or a
-:class:`TlsConfig`). Producers and consumers are context managers that shut down on exit; clients still
+:class:`TlsConfig`).
+
+Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
 ``"RMQ_STATE"``. Every call that waits (a send, a poll, a close) releases the GIL, and
 listeners and callbacks hold it only while they run. Errors are :class:`RocketMQError`
 with the error kind's name (``kind``, as in the C ABI) and the broker's response code
-when it sent one. The package logs (listener exceptions,
-for one) on the ``rocketmq_blocking`` logger.
+when it sent one. The package logs (listener exceptions, for one) on the
+``rocketmq_blocking`` logger, and the library's own records reach :mod:`logging` on
+loggers under it (warnings and errors; see :func:`set_log_level`).
 """
 
 from __future__ import annotations
@@ -50,12 +53,21 @@ __all__ = [
     "ReceivedMessage",
     "RocketMQError",
     "SendResult",
+    "set_log_level",
     "TlsConfig",
     "version",
 ]
 
 
 _log = logging.getLogger("rocketmq_blocking")
+
+
+def set_log_level(level: int) -> None:
+    """The least severe of the library's own records that reach :mod:`logging`
+    (default ``logging.WARNING``). They go to loggers named after the Rust module that
+    logged, under ``rocketmq_blocking`` (``rocketmq_blocking.consumer.lite_pull``, ...),
+    where the usual levels and handlers apply; lowering this costs the library time."""
+    _native.set_log_level(int(level))
 
 
 def version() -> str:

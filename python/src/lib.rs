@@ -8,6 +8,8 @@
 //! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
 //! Python layer's `RocketMQError` (registered with `set_error_class`).
 
+mod log_bridge;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -129,6 +131,13 @@ macro_rules! configure {
 fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
     // A second registration (a reloaded package) keeps the first class.
     let _ = ERROR_CLASS.set(py, cls);
+}
+
+/// The least severe library records forwarded to `logging`, as a Python level (the
+/// default is `WARNING`).
+#[pyfunction]
+fn set_log_level(level: i32) {
+    log_bridge::set_level(level);
 }
 
 /// The library's version.
@@ -679,6 +688,8 @@ impl LitePullConsumer {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_level, m)?)?;
+    log_bridge::install();
     m.add_function(wrap_pyfunction!(create_topic, m)?)?;
     m.add_class::<Producer>()?;
     m.add_class::<PushConsumer>()?;
