@@ -44,12 +44,15 @@ from . import _native
 _Native = Any
 
 __all__ = [
+    "Admin",
+    "ConsumeStats",
     "ConsumeStatus",
     "LitePullConsumer",
     "Message",
     "MessageQueue",
     "Producer",
     "PushConsumer",
+    "QueueProgress",
     "ReceivedMessage",
     "RocketMQError",
     "SendResult",
@@ -507,6 +510,98 @@ class LitePullConsumer(_Client):
                     return
                 raise
             yield from batch
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """One queue in :meth:`Admin.consume_stats`."""
+
+    queue: MessageQueue
+    #: The queue's max offset: where the next message goes.
+    broker_offset: int
+    #: The group's committed offset (0 when it has none).
+    consumer_offset: int
+    #: The offset pulled up to (5.x brokers; 0 from 4.x).
+    pull_offset: int
+    #: Store time of the last consumed message, if any, in ms since the epoch.
+    last_timestamp_ms: Optional[int]
+
+    @property
+    def lag(self) -> int:
+        """Messages stored but not consumed by the group."""
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclass(frozen=True)
+class ConsumeStats:
+    """A group's progress (Java ``ConsumeStats``)."""
+
+    consume_tps: float
+    #: Every queue's lag summed (Java ``computeTotalDiff``).
+    total_diff: int
+    queues: List[QueueProgress]
+
+
+class Admin(_Client):
+    """An admin client (Java ``DefaultMQAdminExt``, in part): topics, offsets, messages,
+    consume stats. Thread-safe; a context manager. Takes the options every client does."""
+
+    def __init__(
+        self,
+        namesrv: Optional[str] = None,
+        *,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
+    ) -> None:
+        super().__init__()
+        common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+        self._h = _native.NativeAdmin(common)
+        _open.add(self)
+
+    def create_topic(self, topic: str, queues: int = 4) -> List[str]:
+        """Creates (or updates) ``topic`` with ``queues`` read and write queues on every
+        master broker; their names."""
+        with self._use() as h:
+            return h.create_topic(topic, queues)
+
+    def delete_topic(self, topic: str) -> List[str]:
+        """Deletes ``topic`` from every master broker and name server; the brokers' names."""
+        with self._use() as h:
+            return h.delete_topic(topic)
+
+    def topic_list(self) -> List[str]:
+        """Every topic the name servers know."""
+        with self._use() as h:
+            return h.topic_list()
+
+    def total_max_offset(self, topic: str) -> int:
+        """The max offsets of ``topic``'s queues summed: messages stored so far."""
+        with self._use() as h:
+            return h.total_max_offset(topic)
+
+    def view_message(self, offset_msg_id: str) -> ReceivedMessage:
+        """The message stored at ``offset_msg_id`` (:attr:`SendResult.offset_msg_id`)."""
+        with self._use() as h:
+            return ReceivedMessage(*h.view_message(offset_msg_id))
+
+    def query_message_by_unique_key(self, topic: str, msg_id: str) -> Optional[ReceivedMessage]:
+        """The message of ``topic`` whose unique key is ``msg_id`` (:attr:`SendResult.msg_id`),
+        or ``None``."""
+        with self._use() as h:
+            m = h.query_message_by_unique_key(topic, msg_id)
+        return None if m is None else ReceivedMessage(*m)
+
+    def consume_stats(self, group: str, topic: Optional[str] = None) -> ConsumeStats:
+        """``group``'s progress in ``topic`` (``None``: every topic it consumes)."""
+        with self._use() as h:
+            tps, diff, queues = h.consume_stats(group, topic)
+        return ConsumeStats(
+            tps,
+            diff,
+            [QueueProgress(MessageQueue(*q), b, c, p, t) for q, b, c, p, t in queues],
+        )
 
 
 def create_topic(

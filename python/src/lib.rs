@@ -453,16 +453,7 @@ impl Producer {
         let qs = py
             .detach(|| self.inner.fetch_publish_message_queues(topic))
             .or_raise(py)?;
-        Ok(qs
-            .iter()
-            .map(|q| {
-                (
-                    q.topic().to_string(),
-                    q.broker_name().to_string(),
-                    q.queue_id(),
-                )
-            })
-            .collect())
+        Ok(qs.iter().map(queue_tuple).collect())
     }
 
     fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
@@ -641,6 +632,14 @@ impl PushConsumer {
     }
 }
 
+fn queue_tuple(q: &MessageQueue) -> (String, String, i32) {
+    (
+        q.topic().to_string(),
+        q.broker_name().to_string(),
+        q.queue_id(),
+    )
+}
+
 /// A started lite pull consumer.
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct LitePullConsumer {
@@ -684,6 +683,100 @@ impl LitePullConsumer {
     }
 }
 
+/// An admin client (Java `DefaultMQAdminExt`, in part).
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct NativeAdmin {
+    inner: Admin,
+}
+
+#[pymethods]
+impl NativeAdmin {
+    #[new]
+    fn new(py: Python<'_>, common: Common) -> PyResult<Self> {
+        let b = configure!(Admin::builder(), common);
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(NativeAdmin { inner })
+    }
+
+    /// Creates (or updates) `topic` on every master; the broker names.
+    fn create_topic(&self, py: Python<'_>, topic: &str, queues: u32) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.create_topic(&TopicConfig::new(topic, queues)))
+            .or_raise(py)
+    }
+
+    /// Deletes `topic` from every master and name server; the broker names.
+    fn delete_topic(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.delete_topic(topic)).or_raise(py)
+    }
+
+    fn topic_list(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.topic_list()).or_raise(py)
+    }
+
+    fn total_max_offset(&self, py: Python<'_>, topic: &str) -> PyResult<i64> {
+        py.detach(|| self.inner.total_max_offset(topic))
+            .or_raise(py)
+    }
+
+    fn view_message<'py>(
+        &self,
+        py: Python<'py>,
+        offset_msg_id: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = py
+            .detach(|| self.inner.view_message(offset_msg_id))
+            .or_raise(py)?;
+        received(py, &m)
+    }
+
+    fn query_message_by_unique_key<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        msg_id: &str,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let m = py
+            .detach(|| self.inner.query_message_by_unique_key(topic, msg_id))
+            .or_raise(py)?;
+        m.map(|m| received(py, &m)).transpose()
+    }
+
+    /// `(consume_tps, total_diff, [((topic, broker_name, queue_id), broker_offset,
+    /// consumer_offset, pull_offset, last_timestamp_ms or None)])`.
+    #[allow(clippy::type_complexity)]
+    fn consume_stats(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        topic: Option<&str>,
+    ) -> PyResult<(
+        f64,
+        u64,
+        Vec<((String, String, i32), i64, i64, i64, Option<i64>)>,
+    )> {
+        let s = py
+            .detach(|| self.inner.consume_stats(group, topic))
+            .or_raise(py)?;
+        let queues = s
+            .queues
+            .values()
+            .map(|q| {
+                (
+                    queue_tuple(&q.queue),
+                    q.broker_offset,
+                    q.consumer_offset,
+                    q.pull_offset,
+                    q.last_timestamp.map(millis),
+                )
+            })
+            .collect();
+        Ok((s.consume_tps, s.total_diff(), queues))
+    }
+
+    /// Nothing to wait for: the connections close when the last reference goes.
+    fn free(&self) {}
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
@@ -694,5 +787,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Producer>()?;
     m.add_class::<PushConsumer>()?;
     m.add_class::<LitePullConsumer>()?;
+    m.add_class::<NativeAdmin>()?;
     Ok(())
 }
