@@ -108,6 +108,13 @@ class Message:
         return (self.topic, bytes(self.body), self.tags, list(self.keys), dict(self.properties), self.delay_level)
 
 
+def _message(m: object) -> tuple:
+    """``m``'s form for ``_native``; ``TypeError`` for anything but a :class:`Message`."""
+    if not isinstance(m, Message):
+        raise TypeError(f"expected a Message, not {type(m).__name__}")
+    return m._tuple()
+
+
 @dataclass(frozen=True)
 class ReceivedMessage:
     """A received message, copied out of the library."""
@@ -338,7 +345,7 @@ class Producer(_Client):
         order (both: ``ValueError``)."""
         if queue is not None and sharding_key is not None:
             raise ValueError("queue and sharding_key exclude each other")
-        m = message._tuple()
+        m = _message(message)
         with self._use() as h:
             if queue is not None:
                 r = h.send_to_queue(m, (queue.topic, queue.broker_name, queue.queue_id))
@@ -355,13 +362,13 @@ class Producer(_Client):
 
     def send_oneway(self, message: Message) -> None:
         """Sends without waiting for an answer."""
-        m = message._tuple()
+        m = _message(message)
         with self._use() as h:
             h.send_oneway(m)
 
     def send_batch(self, messages: Sequence[Message]) -> SendResult:
         """Sends messages of one topic as one batch."""
-        ms = [m._tuple() for m in messages]
+        ms = [_message(m) for m in messages]
         with self._use() as h:
             return SendResult(*h.send_batch(ms))
 
@@ -376,7 +383,7 @@ class Producer(_Client):
             except BaseException:
                 _log.exception("the send_async callback raised")
 
-        m = message._tuple()
+        m = _message(message)
         with self._use() as h:
             h.send_async(m, done)
 

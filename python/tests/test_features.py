@@ -80,3 +80,46 @@ def test_a_namespace_prefixes_names_on_the_wire_and_clients_show_them_without_it
         assert got and got[0].topic == topic, got
     m = read_back(namesrv, wire, [sent])[sent]
     assert m.topic == wire and m.body == b"namespaced"
+
+
+def test_bad_input_raises_a_clear_exception_before_anything_is_sent(namesrv, topic):
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        invalid = {
+            "the topic is blank": rmq.Message("", b"x"),
+            "more than the maximum": rmq.Message(topic, b"x" * (4 * 1024 * 1024 + 1)),
+            "used by the system": rmq.Message(topic, b"x", properties={"TAGS": "x"}),
+        }
+        for text, m in invalid.items():
+            try:
+                p.send(m)
+                raise AssertionError(f"sent: {text}")
+            except rmq.RocketMQError as e:
+                assert e.kind == "RMQ_INVALID_ARGUMENT" and text in str(e), e
+        for text, batch in {"empty": [], "one topic": [rmq.Message(topic, b"x"), rmq.Message(topic + "2", b"y")]}.items():
+            try:
+                p.send_batch(batch)
+                raise AssertionError(f"sent: {text}")
+            except rmq.RocketMQError as e:
+                assert e.kind == "RMQ_INVALID_ARGUMENT" and text in str(e), e
+        wrong_types = [
+            lambda: p.send(None),
+            lambda: p.send(rmq.Message(5, b"x")),
+            lambda: p.send(rmq.Message(topic, "a str body")),
+            lambda: p.send(rmq.Message(topic, b"x", properties={"n": 1})),
+            lambda: p.send_batch([rmq.Message(topic, b"x"), "not a message"]),
+            lambda: p.send_oneway(b"x"),
+            lambda: p.send_async(None, lambda r, e: None),
+        ]
+        for i, f in enumerate(wrong_types):
+            try:
+                f()
+                raise AssertionError(f"wrong type {i} accepted")
+            except TypeError:
+                pass
+        try:
+            p.send(rmq.Message(topic, b"x", delay_level=-1))
+            raise AssertionError("a negative delay level was accepted")
+        except (ValueError, OverflowError):
+            pass
+        # Still usable after all that.
+        assert p.send(rmq.Message(topic, b"fine")).status == 0
