@@ -29,6 +29,7 @@ loggers under it (warnings and errors; see :func:`set_log_level`).
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import logging
 import os
 import threading
@@ -55,6 +56,7 @@ __all__ = [
     "QueueProgress",
     "ReceivedMessage",
     "RocketMQError",
+    "SendFuture",
     "SendResult",
     "set_log_level",
     "TlsConfig",
@@ -372,20 +374,55 @@ class Producer(_Client):
         with self._use() as h:
             return SendResult(*h.send_batch(ms))
 
-    def send_async(self, message: Message, callback: Callable[[Optional[SendResult], Optional[RocketMQError]], None]) -> None:
-        """Sends without blocking; ``callback(result, error)`` runs later on a library
-        thread (one of the two is ``None``). What the callback raises is logged on the
-        ``rocketmq_blocking`` logger."""
+    def send_async(
+        self,
+        message: Message,
+        callback: Optional[Callable[[Optional[SendResult], Optional[RocketMQError]], None]] = None,
+    ) -> Optional["SendFuture"]:
+        """Sends without blocking. With ``callback``, ``callback(result, error)`` runs
+        later on a library thread (one of the two is ``None``; what it raises is logged on
+        the ``rocketmq_blocking`` logger) and this returns ``None``. Without, this returns
+        a :class:`SendFuture`: ``.result()`` waits for the :class:`SendResult` (or raises
+        the :class:`RocketMQError`), and asyncio code can ``await`` it. Errors found
+        before sending (a closed producer, an invalid message, no route) are raised here."""
+        future: Optional[SendFuture] = None
+        if callback is None:
+            future = SendFuture()
+            fut = future
+
+            def callback(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
+                try:
+                    if error is not None:
+                        fut.set_exception(error)
+                    else:
+                        fut.set_result(result)
+                except concurrent.futures.InvalidStateError:
+                    pass  # cancelled by its owner meanwhile
+
+        user = callback
 
         def done(result: Optional[tuple], error: Optional[RocketMQError]) -> None:
             try:
-                callback(None if result is None else SendResult(*result), error)
+                user(None if result is None else SendResult(*result), error)
             except BaseException:
                 _log.exception("the send_async callback raised")
 
         m = _message(message)
         with self._use() as h:
             h.send_async(m, done)
+        return future
+
+
+class SendFuture(concurrent.futures.Future):
+    """The outcome of :meth:`Producer.send_async` without a callback: a
+    :class:`concurrent.futures.Future` of a :class:`SendResult` that asyncio code may
+    also ``await`` (the library's thread completes the event loop's future with
+    ``call_soon_threadsafe``, so the loop never blocks)."""
+
+    def __await__(self):
+        import asyncio
+
+        return asyncio.wrap_future(self).__await__()
 
 
 class ConsumeStatus:
