@@ -37,7 +37,7 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union, Dict, Iterator, List, Optional, Sequence
+from typing import Any, AsyncIterator, Callable, Union, Dict, Iterator, List, Optional, Sequence
 
 from . import _native
 
@@ -554,6 +554,25 @@ class LitePullConsumer(_Client):
                     return
                 raise
             yield from batch
+
+    def __aiter__(self) -> AsyncIterator[ReceivedMessage]:
+        """``async for``: as iterating, each poll on the event loop's default executor
+        (the poll releases the GIL), so the loop runs on while it waits."""
+        return self._aiter()
+
+    async def _aiter(self) -> AsyncIterator[ReceivedMessage]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                batch = await loop.run_in_executor(None, self.poll)
+            except RocketMQError as e:
+                if e.kind == "RMQ_STATE" and self._closing:
+                    return
+                raise
+            for m in batch:
+                yield m
 
 
 @dataclass(frozen=True)
