@@ -156,6 +156,13 @@ class SendResult:
     status: int
 
 
+def _queue(q: object) -> tuple:
+    """``q``'s form for ``_native``; ``TypeError`` for anything but a :class:`MessageQueue`."""
+    if not isinstance(q, MessageQueue):
+        raise TypeError(f"expected a MessageQueue, not {type(q).__name__}")
+    return (q.topic, q.broker_name, q.queue_id)
+
+
 @dataclass(frozen=True)
 class TlsConfig:
     """TLS to the name servers and brokers: the server verified against ``ca_file``
@@ -350,7 +357,7 @@ class Producer(_Client):
         m = _message(message)
         with self._use() as h:
             if queue is not None:
-                r = h.send_to_queue(m, (queue.topic, queue.broker_name, queue.queue_id))
+                r = h.send_to_queue(m, _queue(queue))
             elif sharding_key is not None:
                 r = h.send_by_key(m, sharding_key)
             else:
@@ -508,12 +515,14 @@ class PushConsumer(_Client):
 
 
 class LitePullConsumer(_Client):
-    """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate."""
+    """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate. With
+    ``topic`` it subscribes (queues assigned by rebalance); with ``topic=None`` it takes
+    the queues :meth:`assign` gives it."""
 
     def __init__(
         self,
         group: str,
-        topic: str,
+        topic: Optional[str],
         expression: str = "*",
         namesrv: Optional[str] = None,
         from_first: bool = False,
@@ -543,6 +552,52 @@ class LitePullConsumer(_Client):
         """Commits the offsets of what was polled."""
         with self._use() as h:
             h.commit()
+
+    def assign(self, queues: Sequence[MessageQueue]) -> None:
+        """Takes these queues (replacing earlier ones); for a consumer without a topic."""
+        with self._use() as h:
+            h.assign([_queue(q) for q in queues])
+
+    def assignment(self) -> List[MessageQueue]:
+        """The queues :meth:`assign` gave."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.assignment()]
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """The next pulls of ``queue`` start at ``offset``; what was cached is dropped."""
+        with self._use() as h:
+            h.seek(_queue(queue), offset)
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Seeks to the first stored message of ``queue``."""
+        with self._use() as h:
+            h.seek_to_begin(_queue(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        """Seeks past the last stored message of ``queue``."""
+        with self._use() as h:
+            h.seek_to_end(_queue(queue))
+
+    def committed(self, queue: MessageQueue) -> Optional[int]:
+        """The committed offset of ``queue`` in the store (the broker's), or ``None``."""
+        with self._use() as h:
+            return h.committed(_queue(queue))
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``queue`` stored at or after
+        ``timestamp_ms`` (ms since the epoch)."""
+        with self._use() as h:
+            return h.offset_for_timestamp(_queue(queue), timestamp_ms)
+
+    def pause(self, queues: Sequence[MessageQueue]) -> None:
+        """Stops pulling these queues (what is cached can still be polled)."""
+        with self._use() as h:
+            h.pause([_queue(q) for q in queues])
+
+    def resume(self, queues: Sequence[MessageQueue]) -> None:
+        """Resumes pulling these queues."""
+        with self._use() as h:
+            h.resume([_queue(q) for q in queues])
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         """Yields messages as they come, until the consumer is closed (by any thread)."""

@@ -632,12 +632,23 @@ impl PushConsumer {
     }
 }
 
-fn queue_tuple(q: &MessageQueue) -> (String, String, i32) {
+/// A queue as the Python layer passes it: `(topic, broker_name, queue_id)`.
+type QueueTuple = (String, String, i32);
+
+fn queue_tuple(q: &MessageQueue) -> QueueTuple {
     (
         q.topic().to_string(),
         q.broker_name().to_string(),
         q.queue_id(),
     )
+}
+
+fn queue_of((topic, broker_name, queue_id): QueueTuple) -> MessageQueue {
+    MessageQueue::new(topic, broker_name, queue_id)
+}
+
+fn queues_of(queues: Vec<QueueTuple>) -> Vec<MessageQueue> {
+    queues.into_iter().map(queue_of).collect()
 }
 
 /// A started lite pull consumer.
@@ -652,16 +663,19 @@ impl LitePullConsumer {
     fn new(
         py: Python<'_>,
         group: String,
-        topic: String,
+        topic: Option<String>,
         common: Common,
         expression: &str,
         from_first: bool,
         auto_commit: bool,
     ) -> PyResult<Self> {
-        let b = configure!(rmq::LitePullConsumer::builder(group), common)
-            .subscribe(topic, expression)
+        let mut b = configure!(rmq::LitePullConsumer::builder(group), common)
             .consume_from_where(consume_from(from_first))
             .auto_commit(auto_commit);
+        // No topic: queues come by `assign`.
+        if let Some(topic) = topic {
+            b = b.subscribe(topic, expression);
+        }
         let inner = py.detach(|| b.start()).or_raise(py)?;
         Ok(LitePullConsumer { inner })
     }
@@ -676,6 +690,58 @@ impl LitePullConsumer {
 
     fn commit(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.commit_sync()).or_raise(py)
+    }
+
+    /// Takes these queues, `(topic, broker_name, queue_id)` tuples.
+    fn assign(&self, py: Python<'_>, queues: Vec<QueueTuple>) -> PyResult<()> {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.assign(&qs)).or_raise(py)
+    }
+
+    fn assignment(&self) -> Vec<QueueTuple> {
+        self.inner.assignment().iter().map(queue_tuple).collect()
+    }
+
+    fn seek(&self, py: Python<'_>, queue: QueueTuple, offset: i64) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek(&q, offset)).or_raise(py)
+    }
+
+    fn seek_to_begin(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek_to_begin(&q)).or_raise(py)
+    }
+
+    fn seek_to_end(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek_to_end(&q)).or_raise(py)
+    }
+
+    fn committed(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<Option<i64>> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.committed(&q)).or_raise(py)
+    }
+
+    fn offset_for_timestamp(
+        &self,
+        py: Python<'_>,
+        queue: QueueTuple,
+        timestamp_ms: u64,
+    ) -> PyResult<i64> {
+        let q = queue_of(queue);
+        let t = UNIX_EPOCH + Duration::from_millis(timestamp_ms);
+        py.detach(|| self.inner.offset_for_timestamp(&q, t))
+            .or_raise(py)
+    }
+
+    fn pause(&self, py: Python<'_>, queues: Vec<QueueTuple>) {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.pause(&qs))
+    }
+
+    fn resume(&self, py: Python<'_>, queues: Vec<QueueTuple>) {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.resume(&qs))
     }
 
     fn free(&self, py: Python<'_>) {
