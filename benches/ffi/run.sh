@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The cost of the C boundary: sync sends from one thread, 1 KiB bodies, from Rust
-# (`rmq bench produce`), C (produce_bench.c) and Python (produce_bench.py), alternating
+# The cost of the foreign boundaries: sync sends from one thread, 1 KiB bodies, from Rust
+# (`rmq bench produce`), C (produce_bench.c) and Python (produce_bench.py, the release
+# wheel installed into a venv under target/ffi-bench), alternating
 # for ROUNDS rounds against NAMESRV_ADDR (or a cluster this script starts and stops).
 #
 #   benches/ffi/run.sh            # ROUNDS=3 COUNT=10000 WARMUP=2000
@@ -26,12 +27,17 @@ cc -O2 -Iffi/include benches/ffi/produce_bench.c -Ltarget/release -lrocketmq_blo
   -Wl,-rpath,"$PWD/target/release" -o "$out/produce_bench"
 topic=FfiBench$$
 $rmq topic create "$topic" --queues 8 >/dev/null
-export ROCKETMQ_BLOCKING_LIB=$PWD/target/release/librocketmq_blocking.so PYTHONPATH=$PWD/python
+# The Python package as users install it: the release wheel (maturin from PyPI).
+[ -x "$out/venv/bin/maturin" ] || { python3 -m venv "$out/venv" &&
+  "$out/venv/bin/python" -m pip install --quiet maturin; }
+rm -rf "$out/wheel"
+"$out/venv/bin/maturin" build --release --quiet -m python/Cargo.toml -i "$out/venv/bin/python" --out "$out/wheel"
+"$out/venv/bin/python" -m pip install --quiet --force-reinstall "$out"/wheel/rocketmq_blocking-*.whl
 for r in $(seq "$ROUNDS"); do
   $rmq bench produce --topic "$topic" --mode sync --threads 1 --size "$SIZE" \
     --count "$COUNT" --warmup "$WARMUP" 2>/dev/null | tail -n 1 |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print("rust tps=%.0f cpu_us_per_msg=%.1f" % (j["tps"], j["cpuUsPerMsg"]))' |
     sed "s/^/round $r: /"
   echo "round $r: $("$out/produce_bench" "$topic" "$COUNT" "$WARMUP" "$SIZE")"
-  echo "round $r: $(python3 benches/ffi/produce_bench.py "$topic" "$COUNT" "$WARMUP" "$SIZE")"
+  echo "round $r: $("$out/venv/bin/python" benches/ffi/produce_bench.py "$topic" "$COUNT" "$WARMUP" "$SIZE")"
 done

@@ -1,4 +1,5 @@
-"""A Pythonic Apache RocketMQ client on the rocketmq-blocking C ABI (ctypes).
+"""A Pythonic Apache RocketMQ client: rocketmq-blocking's Rust client in a native
+extension module (``rocketmq_blocking._native``, PyO3).
 
     from rocketmq_blocking import Message, Producer
 
@@ -6,38 +7,59 @@
         r = p.send(Message("TopicTest", b"hello", tags="TagA"))
         print(r.msg_id)
 
+Every client (and :func:`create_topic`) takes ``namesrv`` (else ``NAMESRV_ADDR``),
+``instance_name``, ``namespace`` (Java ``setNamespace``: groups and topics are
+``ns%Name`` on the wire, and the client shows them without the prefix), ACL credentials
+(``access_key``, ``secret_key``, ``security_token``: every request is signed, as Java's
+``AclClientRPCHook`` does) and ``tls`` (``True`` for the system's trust store, or a
+:class:`TlsConfig`).
+
 Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
-``"RMQ_STATE"``. Errors are :class:`RocketMQError` with the C ABI's code name (``kind``)
-and the broker's response code when it sent one. The package logs (listener exceptions,
-for one) on the ``rocketmq_blocking`` logger.
+``"RMQ_STATE"``. Every call that waits (a send, a poll, a close) releases the GIL, and
+listeners and callbacks hold it only while they run. Errors are :class:`RocketMQError`
+with the error kind's name (``kind``, as in the C ABI) and the broker's response code
+when it sent one. The package logs (listener exceptions, for one) on the
+``rocketmq_blocking`` logger, and the library's own records reach :mod:`logging` on
+loggers under it (warnings and errors; see :func:`set_log_level`).
 """
 
 from __future__ import annotations
 
 import atexit
-import ctypes
+import concurrent.futures
 import logging
+import os
 import threading
 import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, AsyncIterator, Callable, Union, Dict, Iterator, List, Optional, Sequence
 
-from ._lib import CONSUME_CALLBACK, SEND_CALLBACK, c_bytes_p, lib
+from . import _native
+
+# A native client: ``_native.Producer``, ``PushConsumer`` or ``LitePullConsumer``.
+_Native = Any
 
 __all__ = [
+    "Admin",
+    "ConsumeStats",
     "ConsumeStatus",
     "LitePullConsumer",
     "Message",
+    "MessageQueue",
     "Producer",
     "PushConsumer",
+    "QueueProgress",
     "ReceivedMessage",
     "RocketMQError",
+    "SendFuture",
     "SendResult",
+    "set_log_level",
+    "TlsConfig",
     "version",
 ]
 
@@ -45,9 +67,17 @@ __all__ = [
 _log = logging.getLogger("rocketmq_blocking")
 
 
+def set_log_level(level: int) -> None:
+    """The least severe of the library's own records that reach :mod:`logging`
+    (default ``logging.WARNING``). They go to loggers named after the Rust module that
+    logged, under ``rocketmq_blocking`` (``rocketmq_blocking.consumer.lite_pull``, ...),
+    where the usual levels and handlers apply; lowering this costs the library time."""
+    _native.set_log_level(int(level))
+
+
 def version() -> str:
-    """The C library's version."""
-    return lib.rmq_version().decode()
+    """The library's version."""
+    return _native.version()
 
 
 class RocketMQError(Exception):
@@ -61,42 +91,7 @@ class RocketMQError(Exception):
         self.response_code = response_code
 
 
-def _error(code: int) -> RocketMQError:
-    buf = ctypes.create_string_buffer(1024)
-    n = ctypes.c_size_t()
-    lib.rmq_last_error(buf, len(buf), ctypes.byref(n))
-    present, rc = ctypes.c_bool(), ctypes.c_int32()
-    lib.rmq_last_response_code(ctypes.byref(present), ctypes.byref(rc))
-    name = (lib.rmq_result_name(code) or b"RMQ_UNKNOWN").decode()
-    return RocketMQError(name, buf.value.decode("utf-8", "replace"), rc.value if present.value else None)
-
-
-def _check(code: int) -> None:
-    if code != 0:
-        raise _error(code)
-
-
-def _s(text: str) -> tuple:
-    b = text.encode()
-    return b, len(b)
-
-
-def _str_out(f, handle) -> Optional[str]:
-    p, n = c_bytes_p(), ctypes.c_size_t()
-    _check(f(handle, ctypes.byref(p), ctypes.byref(n)))
-    return ctypes.string_at(p, n.value).decode("utf-8", "replace") if p else None
-
-
-def _bytes_out(f, handle) -> bytes:
-    p, n = c_bytes_p(), ctypes.c_size_t()
-    _check(f(handle, ctypes.byref(p), ctypes.byref(n)))
-    return ctypes.string_at(p, n.value) if n.value else b""
-
-
-def _int_out(f, handle, ctype) -> int:
-    v = ctype()
-    _check(f(handle, ctypes.byref(v)))
-    return v.value
+_native.set_error_class(RocketMQError)
 
 
 @dataclass
@@ -110,23 +105,16 @@ class Message:
     properties: Dict[str, str] = field(default_factory=dict)
     delay_level: Optional[int] = None
 
-    def _handle(self) -> ctypes.c_void_p:
-        h = ctypes.c_void_p()
-        body = bytes(self.body)
-        _check(lib.rmq_message_new(*_s(self.topic), body, len(body), ctypes.byref(h)))
-        try:
-            if self.tags is not None:
-                _check(lib.rmq_message_set_tags(h, *_s(self.tags)))
-            if self.keys:
-                _check(lib.rmq_message_set_keys(h, *_s(" ".join(self.keys))))
-            for k, v in self.properties.items():
-                _check(lib.rmq_message_put_property(h, *_s(k), *_s(v)))
-            if self.delay_level is not None:
-                _check(lib.rmq_message_set_delay_level(h, self.delay_level))
-        except BaseException:
-            lib.rmq_message_free(h)
-            raise
-        return h
+    def _tuple(self) -> tuple:
+        """The form ``_native`` takes."""
+        return (self.topic, bytes(self.body), self.tags, list(self.keys), dict(self.properties), self.delay_level)
+
+
+def _message(m: object) -> tuple:
+    """``m``'s form for ``_native``; ``TypeError`` for anything but a :class:`Message`."""
+    if not isinstance(m, Message):
+        raise TypeError(f"expected a Message, not {type(m).__name__}")
+    return m._tuple()
 
 
 @dataclass(frozen=True)
@@ -143,22 +131,17 @@ class ReceivedMessage:
     reconsume_times: int
     born_timestamp_ms: int
     store_timestamp_ms: int
+    #: Every property, the system's (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ...) included.
+    properties: Dict[str, str] = field(default_factory=dict)
 
-    @staticmethod
-    def _of(h) -> "ReceivedMessage":
-        keys = _str_out(lib.rmq_message_ext_keys, h)
-        return ReceivedMessage(
-            msg_id=_str_out(lib.rmq_message_ext_msg_id, h) or "",
-            topic=_str_out(lib.rmq_message_ext_topic, h) or "",
-            tags=_str_out(lib.rmq_message_ext_tags, h),
-            keys=keys.split() if keys else [],
-            body=_bytes_out(lib.rmq_message_ext_body, h),
-            queue_id=_int_out(lib.rmq_message_ext_queue_id, h, ctypes.c_int32),
-            queue_offset=_int_out(lib.rmq_message_ext_queue_offset, h, ctypes.c_int64),
-            reconsume_times=_int_out(lib.rmq_message_ext_reconsume_times, h, ctypes.c_uint32),
-            born_timestamp_ms=_int_out(lib.rmq_message_ext_born_timestamp_ms, h, ctypes.c_int64),
-            store_timestamp_ms=_int_out(lib.rmq_message_ext_store_timestamp_ms, h, ctypes.c_int64),
-        )
+
+@dataclass(frozen=True)
+class MessageQueue:
+    """One queue of a topic on one broker (:meth:`Producer.fetch_queues`)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
 
 
 @dataclass(frozen=True)
@@ -172,18 +155,58 @@ class SendResult:
     queue_offset: int
     status: int
 
-    @staticmethod
-    def _of(h) -> "SendResult":
-        q = ctypes.c_void_p()
-        _check(lib.rmq_send_result_queue(h, ctypes.byref(q)))
-        return SendResult(
-            msg_id=_str_out(lib.rmq_send_result_msg_id, h) or "",
-            offset_msg_id=_str_out(lib.rmq_send_result_offset_msg_id, h) or "",
-            broker_name=_str_out(lib.rmq_message_queue_broker_name, q) or "",
-            queue_id=_int_out(lib.rmq_message_queue_id, q, ctypes.c_int32),
-            queue_offset=_int_out(lib.rmq_send_result_queue_offset, h, ctypes.c_int64),
-            status=_int_out(lib.rmq_send_result_status, h, ctypes.c_int),
+
+def _queue(q: object) -> tuple:
+    """``q``'s form for ``_native``; ``TypeError`` for anything but a :class:`MessageQueue`."""
+    if not isinstance(q, MessageQueue):
+        raise TypeError(f"expected a MessageQueue, not {type(q).__name__}")
+    return (q.topic, q.broker_name, q.queue_id)
+
+
+@dataclass(frozen=True)
+class TlsConfig:
+    """TLS to the name servers and brokers: the server verified against ``ca_file``
+    (PEM; ``None``: the system's trust store), its name checked against the address
+    unless ``verify_server_name`` is false (Java checks only the chain), and a client
+    certificate when the cluster asks for one (``client_cert`` and ``client_key``, PEM)."""
+
+    ca_file: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
+    verify_server_name: bool = True
+
+
+def _common(
+    namesrv: Optional[str],
+    instance_name: Optional[str],
+    namespace: Optional[str],
+    access_key: Optional[str],
+    secret_key: Optional[str],
+    security_token: Optional[str],
+    tls: Union[None, bool, TlsConfig],
+) -> tuple:
+    """The options every client takes, in the form ``_native`` takes them."""
+    if (access_key is None) != (secret_key is None):
+        raise ValueError("access_key and secret_key go together")
+    if security_token is not None and access_key is None:
+        raise ValueError("security_token needs access_key and secret_key")
+    credentials = None if access_key is None else (access_key, secret_key, security_token)
+    if tls is True:
+        tls = TlsConfig()
+    if tls is None or tls is False:
+        t = None
+    elif isinstance(tls, TlsConfig):
+        if (tls.client_cert is None) != (tls.client_key is None):
+            raise ValueError("client_cert and client_key go together")
+        t = (
+            None if tls.ca_file is None else os.fspath(tls.ca_file),
+            None if tls.client_cert is None else os.fspath(tls.client_cert),
+            None if tls.client_key is None else os.fspath(tls.client_key),
+            bool(tls.verify_server_name),
         )
+    else:
+        raise TypeError(f"tls must be a bool or a TlsConfig, not {type(tls).__name__}")
+    return (namesrv, instance_name, namespace, credentials, t)
 
 
 # Clients still open at interpreter exit are closed first, before Python tears down the
@@ -213,29 +236,13 @@ def _close_all() -> None:
             _log.exception("closing %s at exit", type(c).__name__)
 
 
-def _configure(prefix: str, b, namesrv: Optional[str], instance_name: Optional[str]) -> None:
-    if namesrv is not None:
-        _check(getattr(lib, f"{prefix}_namesrv")(b, *_s(namesrv)))
-    if instance_name is not None:
-        _check(getattr(lib, f"{prefix}_instance_name")(b, *_s(instance_name)))
-
-
-def _start(prefix: str, b) -> ctypes.c_void_p:
-    h = ctypes.c_void_p()
-    _check(getattr(lib, f"{prefix}_start")(b, ctypes.byref(h)))  # consumes the builder
-    return h
-
-
 class _Client:
-    """A handle shared by threads. The C ABI frees a handle only with exclusive access, so
-    every call holds it through ``_use`` and ``close`` frees it only once no call is inside
-    the library: a reader/writer guard whose writer comes once."""
-
-    _free: Callable
+    """A native client shared by threads. ``free`` shuts it down, so every call holds it
+    through ``_use`` and ``close`` frees it only once no call is inside the library: a
+    reader/writer guard whose writer comes once."""
 
     def __init__(self) -> None:
-        self._h: Optional[ctypes.c_void_p] = None
-        self._lock = threading.Lock()
+        self._h: Optional[_Native] = None
         # Guards the three below; notified whenever a call leaves.
         self._state = threading.Condition(threading.Lock())
         self._inside: Dict[int, int] = {}  # calls inside the library, by thread
@@ -243,9 +250,9 @@ class _Client:
         self._free_on_leave = False
 
     @contextmanager
-    def _use(self) -> Iterator[ctypes.c_void_p]:
-        """The handle for one call into the library; raises the closed error once ``close``
-        has begun."""
+    def _use(self) -> Iterator[_Native]:
+        """The native client for one call into the library; raises the closed error once
+        ``close`` has begun."""
         me = threading.get_ident()
         with self._state:
             if self._closing or self._h is None:
@@ -265,7 +272,7 @@ class _Client:
                     free, self._h, self._free_on_leave = self._h, None, False
                 self._state.notify_all()
             if free is not None:
-                type(self)._free(free)
+                free.free()
 
     def _begin_close(self) -> bool:
         """Refuses new calls; False if another close began first."""
@@ -277,8 +284,8 @@ class _Client:
 
     def _finish_close(self, timeout: Optional[float]) -> bool:
         """Waits up to ``timeout`` seconds (``None``: as long as it takes) for the calls
-        inside the library to return, then frees the handle. False, leaving the handle
-        unfreed, if calls were still inside when the time was up."""
+        inside the library to return, then frees the client. False, leaving it open, if
+        calls were still inside when the time was up."""
         me = threading.get_ident()
         with self._state:
             if self._h is None:
@@ -291,7 +298,8 @@ class _Client:
                 return False
             h, self._h = self._h, None
         if h is not None:  # None: a concurrent close freed it meanwhile
-            type(self)._free(h)
+            # Releases the GIL while it waits for listeners and callbacks in flight.
+            h.free()
         return True
 
     def close(self) -> None:
@@ -316,9 +324,8 @@ class _Client:
 
 
 class Producer(_Client):
-    """A started producer (Java ``DefaultMQProducer``). Thread-safe."""
-
-    _free = lib.rmq_producer_free
+    """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
+    to the send timeout plus 10 s) for the callbacks of async sends in flight."""
 
     def __init__(
         self,
@@ -327,97 +334,102 @@ class Producer(_Client):
         send_timeout_ms: Optional[int] = None,
         retries: Optional[int] = None,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
-        b = ctypes.c_void_p()
-        _check(lib.rmq_producer_builder_new(*_s(group), ctypes.byref(b)))
-        try:
-            _configure("rmq_producer_builder", b, namesrv, instance_name)
-            if send_timeout_ms is not None:
-                _check(lib.rmq_producer_builder_send_timeout_ms(b, send_timeout_ms))
-            if retries is not None:
-                _check(lib.rmq_producer_builder_retries(b, retries))
-        except BaseException:
-            lib.rmq_producer_builder_free(b)
-            raise
-        self._h = _start("rmq_producer_builder", b)
-        # Async callbacks in flight, kept alive until they ran.
-        self._pending: Dict[int, object] = {}
-        self._next = 0
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        self._h = _native.Producer(group, common, send_timeout_ms, retries)
         _open.add(self)
 
-    def send(self, message: Message) -> SendResult:
-        """Sends and waits for the broker."""
-        m = message._handle()
-        try:
-            r = ctypes.c_void_p()
-            with self._use() as h:
-                _check(lib.rmq_producer_send(h, m, ctypes.byref(r)))
-            try:
-                return SendResult._of(r)
-            finally:
-                lib.rmq_send_result_free(r)
-        finally:
-            lib.rmq_message_free(m)
+    def send(
+        self, message: Message, *, queue: Optional[MessageQueue] = None, sharding_key: Optional[str] = None
+    ) -> SendResult:
+        """Sends and waits for the broker. With ``queue``, to that queue (from
+        :meth:`fetch_queues`) and no other; with ``sharding_key``, to the queue Java's
+        ``SelectMessageQueueByHash`` picks for it, so the messages of one key stay in
+        order (both: ``ValueError``)."""
+        if queue is not None and sharding_key is not None:
+            raise ValueError("queue and sharding_key exclude each other")
+        m = _message(message)
+        with self._use() as h:
+            if queue is not None:
+                r = h.send_to_queue(m, _queue(queue))
+            elif sharding_key is not None:
+                r = h.send_by_key(m, sharding_key)
+            else:
+                r = h.send(m)
+        return SendResult(*r)
+
+    def fetch_queues(self, topic: str) -> List[MessageQueue]:
+        """The queues of ``topic`` a send can go to, in the order the producer picks from."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.fetch_queues(topic)]
 
     def send_oneway(self, message: Message) -> None:
         """Sends without waiting for an answer."""
-        m = message._handle()
-        try:
-            with self._use() as h:
-                _check(lib.rmq_producer_send_oneway(h, m))
-        finally:
-            lib.rmq_message_free(m)
+        m = _message(message)
+        with self._use() as h:
+            h.send_oneway(m)
 
     def send_batch(self, messages: Sequence[Message]) -> SendResult:
         """Sends messages of one topic as one batch."""
-        handles = [m._handle() for m in messages]
-        try:
-            arr = (ctypes.c_void_p * len(handles))(*[h.value for h in handles])
-            r = ctypes.c_void_p()
-            with self._use() as h:
-                _check(lib.rmq_producer_send_batch(h, arr, len(handles), ctypes.byref(r)))
-            try:
-                return SendResult._of(r)
-            finally:
-                lib.rmq_send_result_free(r)
-        finally:
-            for h in handles:
-                lib.rmq_message_free(h)
+        ms = [_message(m) for m in messages]
+        with self._use() as h:
+            return SendResult(*h.send_batch(ms))
 
-    def send_async(self, message: Message, callback: Callable[[Optional[SendResult], Optional[RocketMQError]], None]) -> None:
-        """Sends without blocking; ``callback(result, error)`` runs later on a library
-        thread (one of the two is ``None``)."""
-        with self._lock:
-            key = self._next
-            self._next += 1
+    def send_async(
+        self,
+        message: Message,
+        callback: Optional[Callable[[Optional[SendResult], Optional[RocketMQError]], None]] = None,
+    ) -> Optional["SendFuture"]:
+        """Sends without blocking. With ``callback``, ``callback(result, error)`` runs
+        later on a library thread (one of the two is ``None``; what it raises is logged on
+        the ``rocketmq_blocking`` logger) and this returns ``None``. Without, this returns
+        a :class:`SendFuture`: ``.result()`` waits for the :class:`SendResult` (or raises
+        the :class:`RocketMQError`), and asyncio code can ``await`` it. Errors found
+        before sending (a closed producer, an invalid message, no route) are raised here."""
+        future: Optional[SendFuture] = None
+        if callback is None:
+            future = SendFuture()
+            fut = future
 
-        def done(_ud, code, r) -> None:
-            # Nothing may escape into ctypes, which would only print it.
+            def callback(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
+                try:
+                    if error is not None:
+                        fut.set_exception(error)
+                    else:
+                        fut.set_result(result)
+                except concurrent.futures.InvalidStateError:
+                    pass  # cancelled by its owner meanwhile
+
+        user = callback
+
+        def done(result: Optional[tuple], error: Optional[RocketMQError]) -> None:
             try:
-                if code == 0:
-                    callback(SendResult._of(r), None)
-                else:
-                    callback(None, _error(code))
+                user(None if result is None else SendResult(*result), error)
             except BaseException:
                 _log.exception("the send_async callback raised")
-            finally:
-                with self._lock:
-                    self._pending.pop(key, None)
 
-        cb = SEND_CALLBACK(done)
-        with self._lock:
-            self._pending[key] = cb
-        m = message._handle()
-        try:
-            with self._use() as h:
-                rc = lib.rmq_producer_send_async(h, m, cb, None)
-            if rc != 0:
-                with self._lock:
-                    self._pending.pop(key, None)
-                raise _error(rc)
-        finally:
-            lib.rmq_message_free(m)
+        m = _message(message)
+        with self._use() as h:
+            h.send_async(m, done)
+        return future
+
+
+class SendFuture(concurrent.futures.Future):
+    """The outcome of :meth:`Producer.send_async` without a callback: a
+    :class:`concurrent.futures.Future` of a :class:`SendResult` that asyncio code may
+    also ``await`` (the library's thread completes the event loop's future with
+    ``call_soon_threadsafe``, so the loop never blocks)."""
+
+    def __await__(self):
+        import asyncio
+
+        return asyncio.wrap_future(self).__await__()
 
 
 class ConsumeStatus:
@@ -430,7 +442,7 @@ class ConsumeStatus:
 
 
 def _consume_status(status: object) -> int:
-    """The C status of what a listener returned: success only for an explicit success."""
+    """The status of what a listener returned: success only for an explicit success."""
     if status is True:
         return ConsumeStatus.SUCCESS
     if isinstance(status, int) and not isinstance(status, bool):
@@ -452,8 +464,6 @@ class PushConsumer(_Client):
     after every listener call in flight has returned (a listener may close its own
     consumer: that close does not wait for the call it is made from)."""
 
-    _free = lib.rmq_push_consumer_free
-
     def __init__(
         self,
         group: str,
@@ -468,14 +478,18 @@ class PushConsumer(_Client):
         threads: Optional[tuple] = None,
         batch_max_size: Optional[int] = None,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
 
-        def on_messages(_ud, msgs, count, _queue) -> int:
-            # Everything inside the try: an exception escaping into ctypes would leave the
-            # C return value undefined (0 is success).
+        def on_messages(msgs: List[tuple]) -> int:
+            # Everything inside the try: the library takes anything but 0 as "later".
             try:
-                return _consume_status(listener([ReceivedMessage._of(msgs[i]) for i in range(count)]))
+                return _consume_status(listener([ReceivedMessage(*m) for m in msgs]))
             except BaseException:
                 try:
                     _log.exception("the listener raised: its messages come again later")
@@ -483,84 +497,107 @@ class PushConsumer(_Client):
                     pass
                 return ConsumeStatus.LATER
 
-        self._callback = CONSUME_CALLBACK(on_messages)  # must outlive the consumer
-        b = ctypes.c_void_p()
-        _check(lib.rmq_push_consumer_builder_new(*_s(group), ctypes.byref(b)))
-        try:
-            _configure("rmq_push_consumer_builder", b, namesrv, instance_name)
-            if sql is not None:
-                _check(lib.rmq_push_consumer_builder_subscribe_sql(b, *_s(topic), *_s(sql)))
-            else:
-                _check(lib.rmq_push_consumer_builder_subscribe(b, *_s(topic), *_s(expression)))
-            _check(lib.rmq_push_consumer_builder_message_model(b, 1 if broadcasting else 0))
-            _check(lib.rmq_push_consumer_builder_consume_from(b, 1 if from_first else 0, 0))
-            if threads is not None:
-                _check(lib.rmq_push_consumer_builder_consume_threads(b, threads[0], threads[1]))
-            if batch_max_size is not None:
-                _check(lib.rmq_push_consumer_builder_consume_batch_max_size(b, batch_max_size))
-            register = (
-                lib.rmq_push_consumer_builder_orderly_listener if orderly else lib.rmq_push_consumer_builder_listener
-            )
-            _check(register(b, self._callback, None))
-        except BaseException:
-            lib.rmq_push_consumer_builder_free(b)
-            raise
-        self._h = _start("rmq_push_consumer_builder", b)
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        self._h = _native.PushConsumer(
+            group,
+            topic,
+            on_messages,
+            common,
+            expression,
+            sql,
+            orderly,
+            broadcasting,
+            from_first,
+            None if threads is None else (threads[0], threads[1]),
+            batch_max_size,
+        )
         _open.add(self)
 
 
 class LitePullConsumer(_Client):
-    """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate."""
-
-    _free = lib.rmq_lite_pull_consumer_free
+    """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate. With
+    ``topic`` it subscribes (queues assigned by rebalance); with ``topic=None`` it takes
+    the queues :meth:`assign` gives it."""
 
     def __init__(
         self,
         group: str,
-        topic: str,
+        topic: Optional[str],
         expression: str = "*",
         namesrv: Optional[str] = None,
         from_first: bool = False,
         auto_commit: bool = True,
         poll_timeout_ms: int = 1000,
         instance_name: Optional[str] = None,
+        namespace: Optional[str] = None,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
     ) -> None:
         super().__init__()
         self.poll_timeout_ms = poll_timeout_ms
-        b = ctypes.c_void_p()
-        _check(lib.rmq_lite_pull_consumer_builder_new(*_s(group), ctypes.byref(b)))
-        try:
-            _configure("rmq_lite_pull_consumer_builder", b, namesrv, instance_name)
-            _check(lib.rmq_lite_pull_consumer_builder_subscribe(b, *_s(topic), *_s(expression)))
-            _check(lib.rmq_lite_pull_consumer_builder_consume_from(b, 1 if from_first else 0, 0))
-            _check(lib.rmq_lite_pull_consumer_builder_auto_commit(b, auto_commit))
-        except BaseException:
-            lib.rmq_lite_pull_consumer_builder_free(b)
-            raise
-        self._h = _start("rmq_lite_pull_consumer_builder", b)
+        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        self._h = _native.LitePullConsumer(group, topic, common, expression, from_first, auto_commit)
         _open.add(self)
 
     def poll(self, timeout_ms: Optional[int] = None) -> List[ReceivedMessage]:
         """Waits up to ``timeout_ms`` for messages (possibly none)."""
         t = self.poll_timeout_ms if timeout_ms is None else timeout_ms
-        lst = ctypes.c_void_p()
         with self._use() as h:
-            _check(lib.rmq_lite_pull_consumer_poll(h, t, ctypes.byref(lst)))
-        try:
-            n = _int_out(lib.rmq_message_list_len, lst, ctypes.c_size_t)
-            out = []
-            for i in range(n):
-                m = ctypes.c_void_p()
-                _check(lib.rmq_message_list_get(lst, i, ctypes.byref(m)))
-                out.append(ReceivedMessage._of(m))
-            return out
-        finally:
-            lib.rmq_message_list_free(lst)
+            msgs = h.poll(t)
+        return [ReceivedMessage(*m) for m in msgs]
 
     def commit(self) -> None:
         """Commits the offsets of what was polled."""
         with self._use() as h:
-            _check(lib.rmq_lite_pull_consumer_commit(h))
+            h.commit()
+
+    def assign(self, queues: Sequence[MessageQueue]) -> None:
+        """Takes these queues (replacing earlier ones); for a consumer without a topic."""
+        with self._use() as h:
+            h.assign([_queue(q) for q in queues])
+
+    def assignment(self) -> List[MessageQueue]:
+        """The queues :meth:`assign` gave."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.assignment()]
+
+    def seek(self, queue: MessageQueue, offset: int) -> None:
+        """The next pulls of ``queue`` start at ``offset``; what was cached is dropped."""
+        with self._use() as h:
+            h.seek(_queue(queue), offset)
+
+    def seek_to_begin(self, queue: MessageQueue) -> None:
+        """Seeks to the first stored message of ``queue``."""
+        with self._use() as h:
+            h.seek_to_begin(_queue(queue))
+
+    def seek_to_end(self, queue: MessageQueue) -> None:
+        """Seeks past the last stored message of ``queue``."""
+        with self._use() as h:
+            h.seek_to_end(_queue(queue))
+
+    def committed(self, queue: MessageQueue) -> Optional[int]:
+        """The committed offset of ``queue`` in the store (the broker's), or ``None``."""
+        with self._use() as h:
+            return h.committed(_queue(queue))
+
+    def offset_for_timestamp(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``queue`` stored at or after
+        ``timestamp_ms`` (ms since the epoch)."""
+        with self._use() as h:
+            return h.offset_for_timestamp(_queue(queue), timestamp_ms)
+
+    def pause(self, queues: Sequence[MessageQueue]) -> None:
+        """Stops pulling these queues (what is cached can still be polled)."""
+        with self._use() as h:
+            h.pause([_queue(q) for q in queues])
+
+    def resume(self, queues: Sequence[MessageQueue]) -> None:
+        """Resumes pulling these queues."""
+        with self._use() as h:
+            h.resume([_queue(q) for q in queues])
 
     def __iter__(self) -> Iterator[ReceivedMessage]:
         """Yields messages as they come, until the consumer is closed (by any thread)."""
@@ -573,15 +610,131 @@ class LitePullConsumer(_Client):
                 raise
             yield from batch
 
+    def __aiter__(self) -> AsyncIterator[ReceivedMessage]:
+        """``async for``: as iterating, each poll on the event loop's default executor
+        (the poll releases the GIL), so the loop runs on while it waits."""
+        return self._aiter()
 
-def create_topic(namesrv: str, topic: str, queues: int = 4) -> None:
+    async def _aiter(self) -> AsyncIterator[ReceivedMessage]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                batch = await loop.run_in_executor(None, self.poll)
+            except RocketMQError as e:
+                if e.kind == "RMQ_STATE" and self._closing:
+                    return
+                raise
+            for m in batch:
+                yield m
+
+
+@dataclass(frozen=True)
+class QueueProgress:
+    """One queue in :meth:`Admin.consume_stats`."""
+
+    queue: MessageQueue
+    #: The queue's max offset: where the next message goes.
+    broker_offset: int
+    #: The group's committed offset (0 when it has none).
+    consumer_offset: int
+    #: The offset pulled up to (5.x brokers; 0 from 4.x).
+    pull_offset: int
+    #: Store time of the last consumed message, if any, in ms since the epoch.
+    last_timestamp_ms: Optional[int]
+
+    @property
+    def lag(self) -> int:
+        """Messages stored but not consumed by the group."""
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclass(frozen=True)
+class ConsumeStats:
+    """A group's progress (Java ``ConsumeStats``)."""
+
+    consume_tps: float
+    #: Every queue's lag summed (Java ``computeTotalDiff``).
+    total_diff: int
+    queues: List[QueueProgress]
+
+
+class Admin(_Client):
+    """An admin client (Java ``DefaultMQAdminExt``, in part): topics, offsets, messages,
+    consume stats. Thread-safe; a context manager. Takes the options every client does."""
+
+    def __init__(
+        self,
+        namesrv: Optional[str] = None,
+        *,
+        access_key: Optional[str] = None,
+        secret_key: Optional[str] = None,
+        security_token: Optional[str] = None,
+        tls: Union[None, bool, TlsConfig] = None,
+    ) -> None:
+        super().__init__()
+        common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+        self._h = _native.NativeAdmin(common)
+        _open.add(self)
+
+    def create_topic(self, topic: str, queues: int = 4) -> List[str]:
+        """Creates (or updates) ``topic`` with ``queues`` read and write queues on every
+        master broker; their names."""
+        with self._use() as h:
+            return h.create_topic(topic, queues)
+
+    def delete_topic(self, topic: str) -> List[str]:
+        """Deletes ``topic`` from every master broker and name server; the brokers' names."""
+        with self._use() as h:
+            return h.delete_topic(topic)
+
+    def topic_list(self) -> List[str]:
+        """Every topic the name servers know."""
+        with self._use() as h:
+            return h.topic_list()
+
+    def total_max_offset(self, topic: str) -> int:
+        """The max offsets of ``topic``'s queues summed: messages stored so far."""
+        with self._use() as h:
+            return h.total_max_offset(topic)
+
+    def view_message(self, offset_msg_id: str) -> ReceivedMessage:
+        """The message stored at ``offset_msg_id`` (:attr:`SendResult.offset_msg_id`)."""
+        with self._use() as h:
+            return ReceivedMessage(*h.view_message(offset_msg_id))
+
+    def query_message_by_unique_key(self, topic: str, msg_id: str) -> Optional[ReceivedMessage]:
+        """The message of ``topic`` whose unique key is ``msg_id`` (:attr:`SendResult.msg_id`),
+        or ``None``."""
+        with self._use() as h:
+            m = h.query_message_by_unique_key(topic, msg_id)
+        return None if m is None else ReceivedMessage(*m)
+
+    def consume_stats(self, group: str, topic: Optional[str] = None) -> ConsumeStats:
+        """``group``'s progress in ``topic`` (``None``: every topic it consumes)."""
+        with self._use() as h:
+            tps, diff, queues = h.consume_stats(group, topic)
+        return ConsumeStats(
+            tps,
+            diff,
+            [QueueProgress(MessageQueue(*q), b, c, p, t) for q, b, c, p, t in queues],
+        )
+
+
+def create_topic(
+    namesrv: str,
+    topic: str,
+    queues: int = 4,
+    *,
+    access_key: Optional[str] = None,
+    secret_key: Optional[str] = None,
+    security_token: Optional[str] = None,
+    tls: Union[None, bool, TlsConfig] = None,
+) -> None:
     """Creates ``topic`` on every master broker of the cluster."""
-    a = ctypes.c_void_p()
-    _check(lib.rmq_admin_new(*_s(namesrv), ctypes.byref(a)))
-    try:
-        _check(lib.rmq_admin_create_topic(a, *_s(topic), queues))
-    finally:
-        lib.rmq_admin_free(a)
+    common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+    _native.create_topic(common, topic, queues)
 
 
 __all__.append("create_topic")

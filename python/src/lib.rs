@@ -1,0 +1,858 @@
+//! `rocketmq_blocking._native`: the crate's clients for the Python package beside it
+//! (`python/rocketmq_blocking`), which keeps the policy (the close guard, the exit hook,
+//! what a listener's return value means) and the public classes.
+//!
+//! Every call that may block (a send, a poll, a start, a shutdown) releases the GIL, and
+//! the crate's threads take it only around Python code (a listener, an async send's
+//! callback), so no call waits for a thread that waits for the GIL it holds. Messages
+//! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
+//! Python layer's `RocketMQError` (registered with `set_error_class`).
+
+mod log_bridge;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Condvar, Mutex};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use rmq::{
+    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, ErrorKind, MessageExt,
+    MessageModel, MessageQueue, MessageSelector, SelectMessageQueueByHash, SendStatus, TopicConfig,
+};
+use rocketmq_blocking as rmq;
+
+/// The Python class errors are raised as: `cls(kind, message, response_code)`.
+static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The C ABI's name of an error kind, which the Python API has always reported.
+fn kind_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Timeout => "RMQ_TIMEOUT",
+        ErrorKind::Connect => "RMQ_CONNECT",
+        ErrorKind::ConnectionClosed => "RMQ_CONNECTION_CLOSED",
+        ErrorKind::Response => "RMQ_RESPONSE",
+        ErrorKind::Decode => "RMQ_DECODE",
+        ErrorKind::InvalidArgument => "RMQ_INVALID_ARGUMENT",
+        ErrorKind::State => "RMQ_STATE",
+        ErrorKind::Overloaded => "RMQ_OVERLOADED",
+        ErrorKind::NoRoute => "RMQ_NO_ROUTE",
+        ErrorKind::Io => "RMQ_IO",
+        ErrorKind::Config => "RMQ_CONFIG",
+        ErrorKind::Tls => "RMQ_TLS",
+        _ => "RMQ_OTHER",
+    }
+}
+
+/// A Python error of kind `kind`, as the registered class.
+fn py_error(py: Python<'_>, kind: &str, message: String, response_code: Option<i32>) -> PyErr {
+    let Some(cls) = ERROR_CLASS.get(py) else {
+        return PyRuntimeError::new_err(format!("{kind}: {message}"));
+    };
+    match cls.call1(py, (kind, message, response_code)) {
+        Ok(e) => PyErr::from_value(e.into_bound(py)),
+        Err(e) => e,
+    }
+}
+
+fn to_py(py: Python<'_>, e: rmq::Error) -> PyErr {
+    // The alternate form: the message and its causes on one line.
+    py_error(
+        py,
+        kind_name(e.kind()),
+        format!("{e:#}"),
+        e.response_code().map(|c| c.0),
+    )
+}
+
+trait OrRaise<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for rmq::Result<T> {
+    fn or_raise(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|e| to_py(py, e))
+    }
+}
+
+/// The options every client takes, from the Python layer: `(namesrv, instance_name,
+/// namespace, credentials, tls)`, with credentials `(access_key, secret_key,
+/// security_token)` and tls `(ca_file, client_cert, client_key, verify_server_name)`.
+type Common = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<(String, String, Option<String>)>,
+    Option<(Option<String>, Option<String>, Option<String>, bool)>,
+);
+
+/// Applies [`Common`] to any client builder (they share their setters).
+macro_rules! configure {
+    ($b:expr, $common:expr) => {{
+        let (namesrv, instance_name, namespace, credentials, tls) = $common;
+        let mut b = $b;
+        if let Some(a) = namesrv {
+            b = b.namesrv_addr(a);
+        }
+        if let Some(n) = instance_name {
+            b = b.instance_name(n);
+        }
+        if let Some(ns) = namespace {
+            b = b.namespace(ns);
+        }
+        if let Some((ak, sk, token)) = credentials {
+            let mut c = rmq::Credentials::new(ak, sk);
+            if let Some(t) = token {
+                c = c.with_security_token(t);
+            }
+            b = b.credentials(c);
+        }
+        if let Some((ca_file, client_cert, client_key, verify_server_name)) = tls {
+            let mut t = rmq::TlsConfig::new().verify_server_name(verify_server_name);
+            if let Some(ca) = ca_file {
+                t = t.ca_file(ca);
+            }
+            if let (Some(cert), Some(key)) = (client_cert, client_key) {
+                t = t.client_cert(cert, key);
+            }
+            b = b.tls(t);
+        }
+        b
+    }};
+}
+
+/// Registers the class errors are raised as (the package's `RocketMQError`).
+#[pyfunction]
+fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
+    // A second registration (a reloaded package) keeps the first class.
+    let _ = ERROR_CLASS.set(py, cls);
+}
+
+/// The least severe library records forwarded to `logging`, as a Python level (the
+/// default is `WARNING`).
+#[pyfunction]
+fn set_log_level(level: i32) {
+    log_bridge::set_level(level);
+}
+
+/// The library's version.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+/// Creates `topic` with `queues` read and write queues on every master broker.
+#[pyfunction]
+fn create_topic(py: Python<'_>, common: Common, topic: &str, queues: u32) -> PyResult<()> {
+    let b = configure!(Admin::builder(), common);
+    py.detach(|| {
+        b.start()?
+            .create_topic(&TopicConfig::new(topic, queues))
+            .map(drop)
+    })
+    .or_raise(py)
+}
+
+/// A message from the Python layer's tuple `(topic, body, tags, keys, properties,
+/// delay_level)`.
+type MessageTuple<'py> = (
+    String,
+    Bound<'py, PyBytes>,
+    Option<String>,
+    Vec<String>,
+    HashMap<String, String>,
+    Option<u32>,
+);
+
+fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
+    let (topic, body, tags, keys, properties, delay_level) = t;
+    let mut m = rmq::Message::new(topic, body.as_bytes().to_vec());
+    if let Some(tags) = tags {
+        m.set_tags(tags);
+    }
+    if !keys.is_empty() {
+        m.set_keys(keys);
+    }
+    for (k, v) in properties {
+        m.put_user_property(k, v).or_raise(py)?;
+    }
+    if let Some(level) = delay_level {
+        m.set_delay_time_level(level);
+    }
+    Ok(m)
+}
+
+fn millis(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)`.
+fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py, PyTuple>> {
+    let status: i32 = match r.send_status() {
+        SendStatus::Ok => 0,
+        SendStatus::FlushDiskTimeout => 1,
+        SendStatus::FlushSlaveTimeout => 2,
+        SendStatus::SlaveNotAvailable => 3,
+    };
+    let q = r.message_queue();
+    (
+        r.msg_id(),
+        r.offset_msg_id(),
+        q.broker_name(),
+        q.queue_id(),
+        r.queue_offset(),
+        status,
+    )
+        .into_pyobject(py)
+}
+
+/// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
+/// born_timestamp_ms, store_timestamp_ms, properties)`; the properties are all of them,
+/// system ones included (Java `getProperties`).
+fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
+    let properties = PyDict::new(py);
+    for (k, v) in m.properties() {
+        properties.set_item(k, v)?;
+    }
+    (
+        m.msg_id(),
+        m.topic(),
+        m.tags(),
+        m.keys().collect::<Vec<_>>(),
+        PyBytes::new(py, m.body()),
+        m.queue_id(),
+        m.queue_offset(),
+        m.reconsume_times(),
+        millis(m.born_timestamp()),
+        millis(m.store_timestamp()),
+        properties,
+    )
+        .into_pyobject(py)
+}
+
+fn received_list<'py>(py: Python<'py>, msgs: &[MessageExt]) -> PyResult<Bound<'py, PyList>> {
+    let items = msgs
+        .iter()
+        .map(|m| received(py, m))
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, items)
+}
+
+thread_local! {
+    /// The gates whose callback this thread is running now.
+    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Counts one client's Python callbacks that are running or still to come (listener
+/// calls, async sends' callbacks) and closes the door on new ones, so that `free` returns
+/// only once no callback of the client runs Python code.
+#[derive(Default)]
+struct Gate {
+    state: Mutex<GateState>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    closed: bool,
+    /// Passes alive: callbacks running or still to come.
+    admitted: usize,
+    /// Passes inside their callback now.
+    running: usize,
+    /// `free` stopped waiting for passes that had not started: they never will.
+    abandoned: bool,
+}
+
+/// One admitted callback; dropping it leaves the gate.
+struct Pass(Arc<Gate>);
+
+impl Gate {
+    fn enter(gate: &Arc<Gate>) -> Option<Pass> {
+        let mut s = gate.state.lock();
+        if s.closed {
+            return None;
+        }
+        s.admitted += 1;
+        Some(Pass(gate.clone()))
+    }
+
+    fn id(&self) -> usize {
+        self as *const Gate as usize
+    }
+
+    /// Closes the gate and waits for the admitted passes to leave; those that have not
+    /// started when `bound` expires never will. From inside one of its own callbacks it
+    /// does not wait (it would wait for itself).
+    fn close_and_wait(&self, bound: Option<Duration>) {
+        let mut s = self.state.lock();
+        s.closed = true;
+        let me = self.id();
+        if INSIDE
+            .try_with(|v| v.borrow().contains(&me))
+            .unwrap_or(false)
+        {
+            return;
+        }
+        let deadline = bound.map(|b| Instant::now() + b);
+        while s.admitted > 0 {
+            match deadline {
+                Some(d) if Instant::now() >= d => {
+                    s.abandoned = true;
+                    while s.running > 0 {
+                        self.idle.wait(&mut s);
+                    }
+                    return;
+                }
+                Some(d) => {
+                    self.idle.wait_until(&mut s, d);
+                }
+                None => self.idle.wait(&mut s),
+            }
+        }
+    }
+}
+
+impl Pass {
+    /// Runs `f` as a callback of this pass's gate; `None`, without running it, once
+    /// `free` has stopped waiting for it.
+    fn call<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let gate: &Gate = &self.0;
+        {
+            let mut s = gate.state.lock();
+            if s.abandoned {
+                return None;
+            }
+            s.running += 1;
+        }
+        struct Leave<'a>(&'a Gate);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                let me = self.0.id();
+                let _ = INSIDE.try_with(|v| {
+                    let mut v = v.borrow_mut();
+                    if let Some(i) = v.iter().rposition(|&g| g == me) {
+                        v.remove(i);
+                    }
+                });
+                let mut s = self.0.state.lock();
+                s.running -= 1;
+                self.0.idle.notify_all();
+            }
+        }
+        let _leave = Leave(gate);
+        let _ = INSIDE.try_with(|v| v.borrow_mut().push(gate.id()));
+        Some(f())
+    }
+}
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        let mut s = self.0.state.lock();
+        s.admitted -= 1;
+        self.0.idle.notify_all();
+    }
+}
+
+/// Calls `f` with the GIL, printing what it raises as unraisable (the Python layer's
+/// callbacks catch everything themselves); `None` when the interpreter is gone.
+fn call_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> PyResult<R>) -> Option<R> {
+    Python::try_attach(|py| match f(py) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            e.write_unraisable(py, None);
+            None
+        }
+    })
+    .flatten()
+}
+
+/// A started producer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct Producer {
+    inner: rmq::Producer,
+    /// Async sends whose callback has not run yet.
+    pending: Arc<Gate>,
+    send_timeout: Duration,
+}
+
+#[pymethods]
+impl Producer {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        common: Common,
+        send_timeout_ms: Option<u64>,
+        retries: Option<u32>,
+    ) -> PyResult<Self> {
+        let mut b = configure!(rmq::Producer::builder(group), common);
+        if let Some(ms) = send_timeout_ms {
+            b = b.send_timeout(Duration::from_millis(ms));
+        }
+        if let Some(r) = retries {
+            b = b.retries(r);
+        }
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        let send_timeout = inner.options().send_timeout;
+        Ok(Producer {
+            inner,
+            pending: Arc::default(),
+            send_timeout,
+        })
+    }
+
+    /// Sends and waits for the broker; the send result's tuple.
+    fn send<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// Sends to one queue, `(topic, broker_name, queue_id)`, with no retry elsewhere.
+    fn send_to_queue<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        queue: (String, String, i32),
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let q = MessageQueue::new(queue.0, queue.1, queue.2);
+        let r = py
+            .detach(|| self.inner.send_to_queue(&m, &q))
+            .or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// Sends to the queue Java's `SelectMessageQueueByHash` picks for `key`, so messages
+    /// of one key keep their order (and land where a Java producer puts them).
+    fn send_by_key<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        key: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let r = py
+            .detach(|| {
+                self.inner
+                    .send_with_selector(&m, &SelectMessageQueueByHash, key)
+            })
+            .or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// The queues of `topic` a send can go to: `(topic, broker_name, queue_id)` tuples.
+    fn fetch_queues(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<(String, String, i32)>> {
+        let qs = py
+            .detach(|| self.inner.fetch_publish_message_queues(topic))
+            .or_raise(py)?;
+        Ok(qs.iter().map(queue_tuple).collect())
+    }
+
+    fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
+        let m = message(py, m)?;
+        py.detach(|| self.inner.send_oneway(&m)).or_raise(py)
+    }
+
+    fn send_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ms: Vec<MessageTuple<'py>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let ms = ms
+            .into_iter()
+            .map(|m| message(py, m))
+            .collect::<PyResult<Vec<_>>>()?;
+        let r = py.detach(|| self.inner.send_batch(&ms)).or_raise(py)?;
+        send_result(py, &r)
+    }
+
+    /// Sends without waiting; `done(result, error)` runs later on a library thread with
+    /// the send result's tuple or the error (the other `None`). When this raises,
+    /// `done` is never called.
+    fn send_async<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let m = message(py, m)?;
+        let Some(pass) = Gate::enter(&self.pending) else {
+            return Err(py_error(
+                py,
+                "RMQ_STATE",
+                "the producer is shutting down".into(),
+                None,
+            ));
+        };
+        let callback = move |r: rmq::Result<rmq::SendResult>| {
+            let called = pass.call(|| {
+                call_python(|py| {
+                    let args = match r {
+                        Ok(r) => (send_result(py, &r)?.into_any(), py.None().into_bound(py)),
+                        Err(e) => (
+                            py.None().into_bound(py),
+                            to_py(py, e).into_value(py).into_bound(py).into_any(),
+                        ),
+                    };
+                    done.call1(py, args)?;
+                    drop(done);
+                    Ok(())
+                })
+            });
+            if called.is_none() {
+                rmq_log_late_callback();
+            }
+        };
+        py.detach(|| self.inner.send_async(m, callback))
+            .map_err(|e| to_py(py, e.into()))
+    }
+
+    /// Shuts down, then waits (up to the send timeout plus 10 s) for the callbacks of
+    /// async sends in flight; callbacks that have not started by then never run.
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.pending
+                .close_and_wait(Some(self.send_timeout + Duration::from_secs(10)));
+        })
+    }
+}
+
+fn rmq_log_late_callback() {
+    // Not through `log`: nothing here installs a logger; the Python layer documents this.
+    eprintln!("rocketmq_blocking: an async send ended after close() gave up waiting for it: its callback is not called");
+}
+
+fn consume_from(from_first: bool) -> ConsumeFromWhere {
+    if from_first {
+        ConsumeFromWhere::FirstOffset
+    } else {
+        ConsumeFromWhere::LastOffset
+    }
+}
+
+/// One listener call: the Python layer's `on_messages(list of tuples)` returns 0 to
+/// acknowledge; anything else, an exception, a closed gate or a finalizing interpreter
+/// means "again later".
+fn listen(gate: &Arc<Gate>, on_messages: &Py<PyAny>, msgs: &[MessageExt]) -> bool {
+    let Some(pass) = Gate::enter(gate) else {
+        return false;
+    };
+    pass.call(|| {
+        call_python(|py| {
+            let status = on_messages.call1(py, (received_list(py, msgs)?,))?;
+            status.extract::<i64>(py)
+        })
+    })
+    .flatten()
+        == Some(0)
+}
+
+/// A started push consumer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct PushConsumer {
+    inner: rmq::PushConsumer,
+    /// Listener calls running or about to.
+    gate: Arc<Gate>,
+}
+
+#[pymethods]
+impl PushConsumer {
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        topic: String,
+        on_messages: Py<PyAny>,
+        common: Common,
+        expression: &str,
+        sql: Option<String>,
+        orderly: bool,
+        broadcasting: bool,
+        from_first: bool,
+        threads: Option<(usize, usize)>,
+        batch_max_size: Option<usize>,
+    ) -> PyResult<Self> {
+        let mut b = configure!(rmq::PushConsumer::builder(group), common);
+        b = match sql {
+            Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
+            None => b.subscribe(topic, expression),
+        };
+        b = b.message_model(if broadcasting {
+            MessageModel::Broadcasting
+        } else {
+            MessageModel::Clustering
+        });
+        b = b.consume_from_where(consume_from(from_first));
+        if let Some((min, max)) = threads {
+            b = b.consume_thread_min(min).consume_thread_max(max);
+        }
+        if let Some(n) = batch_max_size {
+            b = b.consume_message_batch_max_size(n);
+        }
+        let gate = Arc::<Gate>::default();
+        let g = gate.clone();
+        b = if orderly {
+            b.orderly_listener(move |msgs, _ctx| {
+                if listen(&g, &on_messages, msgs) {
+                    ConsumeOrderlyStatus::Success
+                } else {
+                    ConsumeOrderlyStatus::Suspend
+                }
+            })
+        } else {
+            b.listener(move |msgs, _ctx| {
+                if listen(&g, &on_messages, msgs) {
+                    ConsumeStatus::Success
+                } else {
+                    ConsumeStatus::ReconsumeLater
+                }
+            })
+        };
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(PushConsumer { inner, gate })
+    }
+
+    /// Shuts down and returns once every listener call in flight has returned (from
+    /// inside a listener of this consumer it does not wait for that call).
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.gate.close_and_wait(None);
+        })
+    }
+}
+
+/// A queue as the Python layer passes it: `(topic, broker_name, queue_id)`.
+type QueueTuple = (String, String, i32);
+
+fn queue_tuple(q: &MessageQueue) -> QueueTuple {
+    (
+        q.topic().to_string(),
+        q.broker_name().to_string(),
+        q.queue_id(),
+    )
+}
+
+fn queue_of((topic, broker_name, queue_id): QueueTuple) -> MessageQueue {
+    MessageQueue::new(topic, broker_name, queue_id)
+}
+
+fn queues_of(queues: Vec<QueueTuple>) -> Vec<MessageQueue> {
+    queues.into_iter().map(queue_of).collect()
+}
+
+/// A started lite pull consumer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct LitePullConsumer {
+    inner: rmq::LitePullConsumer,
+}
+
+#[pymethods]
+impl LitePullConsumer {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        topic: Option<String>,
+        common: Common,
+        expression: &str,
+        from_first: bool,
+        auto_commit: bool,
+    ) -> PyResult<Self> {
+        let mut b = configure!(rmq::LitePullConsumer::builder(group), common)
+            .consume_from_where(consume_from(from_first))
+            .auto_commit(auto_commit);
+        // No topic: queues come by `assign`.
+        if let Some(topic) = topic {
+            b = b.subscribe(topic, expression);
+        }
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(LitePullConsumer { inner })
+    }
+
+    /// Waits up to `timeout_ms` for messages; a list of received-message tuples.
+    fn poll<'py>(&self, py: Python<'py>, timeout_ms: u64) -> PyResult<Bound<'py, PyList>> {
+        let msgs = py
+            .detach(|| self.inner.poll_timeout(Duration::from_millis(timeout_ms)))
+            .or_raise(py)?;
+        received_list(py, &msgs)
+    }
+
+    fn commit(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.commit_sync()).or_raise(py)
+    }
+
+    /// Takes these queues, `(topic, broker_name, queue_id)` tuples.
+    fn assign(&self, py: Python<'_>, queues: Vec<QueueTuple>) -> PyResult<()> {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.assign(&qs)).or_raise(py)
+    }
+
+    fn assignment(&self) -> Vec<QueueTuple> {
+        self.inner.assignment().iter().map(queue_tuple).collect()
+    }
+
+    fn seek(&self, py: Python<'_>, queue: QueueTuple, offset: i64) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek(&q, offset)).or_raise(py)
+    }
+
+    fn seek_to_begin(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek_to_begin(&q)).or_raise(py)
+    }
+
+    fn seek_to_end(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<()> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.seek_to_end(&q)).or_raise(py)
+    }
+
+    fn committed(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<Option<i64>> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.committed(&q)).or_raise(py)
+    }
+
+    fn offset_for_timestamp(
+        &self,
+        py: Python<'_>,
+        queue: QueueTuple,
+        timestamp_ms: u64,
+    ) -> PyResult<i64> {
+        let q = queue_of(queue);
+        let t = UNIX_EPOCH + Duration::from_millis(timestamp_ms);
+        py.detach(|| self.inner.offset_for_timestamp(&q, t))
+            .or_raise(py)
+    }
+
+    fn pause(&self, py: Python<'_>, queues: Vec<QueueTuple>) {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.pause(&qs))
+    }
+
+    fn resume(&self, py: Python<'_>, queues: Vec<QueueTuple>) {
+        let qs = queues_of(queues);
+        py.detach(|| self.inner.resume(&qs))
+    }
+
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| self.inner.shutdown())
+    }
+}
+
+/// An admin client (Java `DefaultMQAdminExt`, in part).
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct NativeAdmin {
+    inner: Admin,
+}
+
+#[pymethods]
+impl NativeAdmin {
+    #[new]
+    fn new(py: Python<'_>, common: Common) -> PyResult<Self> {
+        let b = configure!(Admin::builder(), common);
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(NativeAdmin { inner })
+    }
+
+    /// Creates (or updates) `topic` on every master; the broker names.
+    fn create_topic(&self, py: Python<'_>, topic: &str, queues: u32) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.create_topic(&TopicConfig::new(topic, queues)))
+            .or_raise(py)
+    }
+
+    /// Deletes `topic` from every master and name server; the broker names.
+    fn delete_topic(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.delete_topic(topic)).or_raise(py)
+    }
+
+    fn topic_list(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        py.detach(|| self.inner.topic_list()).or_raise(py)
+    }
+
+    fn total_max_offset(&self, py: Python<'_>, topic: &str) -> PyResult<i64> {
+        py.detach(|| self.inner.total_max_offset(topic))
+            .or_raise(py)
+    }
+
+    fn view_message<'py>(
+        &self,
+        py: Python<'py>,
+        offset_msg_id: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = py
+            .detach(|| self.inner.view_message(offset_msg_id))
+            .or_raise(py)?;
+        received(py, &m)
+    }
+
+    fn query_message_by_unique_key<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        msg_id: &str,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let m = py
+            .detach(|| self.inner.query_message_by_unique_key(topic, msg_id))
+            .or_raise(py)?;
+        m.map(|m| received(py, &m)).transpose()
+    }
+
+    /// `(consume_tps, total_diff, [((topic, broker_name, queue_id), broker_offset,
+    /// consumer_offset, pull_offset, last_timestamp_ms or None)])`.
+    #[allow(clippy::type_complexity)]
+    fn consume_stats(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        topic: Option<&str>,
+    ) -> PyResult<(
+        f64,
+        u64,
+        Vec<((String, String, i32), i64, i64, i64, Option<i64>)>,
+    )> {
+        let s = py
+            .detach(|| self.inner.consume_stats(group, topic))
+            .or_raise(py)?;
+        let queues = s
+            .queues
+            .values()
+            .map(|q| {
+                (
+                    queue_tuple(&q.queue),
+                    q.broker_offset,
+                    q.consumer_offset,
+                    q.pull_offset,
+                    q.last_timestamp.map(millis),
+                )
+            })
+            .collect();
+        Ok((s.consume_tps, s.total_diff(), queues))
+    }
+
+    /// Nothing to wait for: the connections close when the last reference goes.
+    fn free(&self) {}
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(set_log_level, m)?)?;
+    log_bridge::install();
+    m.add_function(wrap_pyfunction!(create_topic, m)?)?;
+    m.add_class::<Producer>()?;
+    m.add_class::<PushConsumer>()?;
+    m.add_class::<LitePullConsumer>()?;
+    m.add_class::<NativeAdmin>()?;
+    Ok(())
+}

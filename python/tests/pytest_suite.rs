@@ -1,0 +1,325 @@
+//! The Python package as users get it: `maturin build` makes the wheel (debug, to keep
+//! CI short), `pip install` puts it into a fresh venv under `target/python/`, and then
+//! the wheel imports with no cargo on the `PATH`, the pytest suite beside this file
+//! (`test_*.py`) passes against one real RocketMQ cluster (testkit), `test_secure.py`
+//! against a second one enforcing mutual TLS and ACL, and the example of docs/python.md
+//! works as written.
+//!
+//! maturin and pytest come from PyPI into a venv of their own (`target/python/tools`),
+//! installed on the first run. The wheel is built into a target directory of its own:
+//! the outer cargo holds the lock of the shared one while tests run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rocketmq_blocking::testkit::{AclAccount, Cluster, TlsOptions};
+
+static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
+static NAMESRV: OnceLock<String> = OnceLock::new();
+
+/// `target/` of the workspace: the test binary is `target/<profile>/deps/<name>`.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<binary>")
+        .to_path_buf()
+}
+
+fn python_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn work_dir() -> PathBuf {
+    target_dir().join("python")
+}
+
+fn namesrv() -> &'static str {
+    NAMESRV.get_or_init(|| {
+        let c = CLUSTER.get_or_init(|| {
+            let mut b = Cluster::builder()
+                .work_dir(target_dir().join("rocketmq-testkit"))
+                .brokers(1);
+            if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+                b = b.version(&v);
+            }
+            Mutex::new(
+                b.start()
+                    .unwrap_or_else(|e| panic!("starting the cluster: {e}")),
+            )
+        });
+        c.lock().unwrap_or_else(|e| e.into_inner()).namesrv_addr()
+    })
+}
+
+/// Runs `cmd` to its end or until `limit` (then kills it); prints its stderr.
+fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .env_remove("RUST_LOG")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let pid = child.id();
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    let deadline = Instant::now() + limit;
+    while !waiter.is_finished() {
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = waiter.join().expect("waiter").expect("output");
+    eprintln!("--- {:?}\n{}", cmd, String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn check(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}",
+        out.status,
+        text(out)
+    );
+}
+
+/// A venv at `dir`, emptied first.
+fn fresh_venv(dir: &Path) {
+    let out = run(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(dir),
+        Duration::from_secs(300),
+    );
+    check("python3 -m venv", &out);
+}
+
+fn pip_install(venv: &Path, what: &[&str]) {
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(what),
+        Duration::from_secs(600),
+    );
+    check("pip install", &out);
+}
+
+/// The venv with maturin and pytest (from PyPI, once).
+fn tools() -> PathBuf {
+    static TOOLS: OnceLock<PathBuf> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| {
+            let venv = work_dir().join("tools");
+            if !venv.join("bin/maturin").exists() || !venv.join("bin/pytest").exists() {
+                fresh_venv(&venv);
+                pip_install(&venv, &["maturin>=1.5,<2", "pytest"]);
+            }
+            venv
+        })
+        .clone()
+}
+
+/// Builds the wheel once; its path.
+fn wheel() -> PathBuf {
+    static WHEEL: OnceLock<PathBuf> = OnceLock::new();
+    WHEEL
+        .get_or_init(|| {
+            let out_dir = work_dir().join("wheels");
+            let _ = std::fs::remove_dir_all(&out_dir);
+            let tools = tools();
+            let out = run(
+                Command::new(tools.join("bin/maturin"))
+                    .arg("build")
+                    .arg("--manifest-path")
+                    .arg(python_dir().join("Cargo.toml"))
+                    .arg("--interpreter")
+                    .arg(tools.join("bin/python"))
+                    .arg("--out")
+                    .arg(&out_dir)
+                    .arg("--target-dir")
+                    .arg(work_dir().join("build")),
+                Duration::from_secs(1800),
+            );
+            check("maturin build", &out);
+            let wheels: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+                .expect("the wheel directory")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+                .collect();
+            assert_eq!(wheels.len(), 1, "one wheel expected: {wheels:?}");
+            wheels[0].clone()
+        })
+        .clone()
+}
+
+/// A fresh venv with the wheel and pytest, for the suite and the docs example.
+fn test_venv() -> PathBuf {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| {
+        let venv = work_dir().join("venv-test");
+        fresh_venv(&venv);
+        let wheel = wheel();
+        pip_install(&venv, &[wheel.to_str().expect("UTF-8 path"), "pytest"]);
+        venv
+    })
+    .clone()
+}
+
+#[test]
+fn the_wheel_is_abi3_and_imports_from_a_fresh_venv_without_cargo_on_the_path() {
+    let wheel = wheel();
+    let name = wheel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("wheel name");
+    assert!(
+        name.starts_with("rocketmq_blocking-") && name.contains("-cp39-abi3-manylinux"),
+        "not an abi3 manylinux wheel: {name}"
+    );
+    let venv = work_dir().join("venv-clean");
+    fresh_venv(&venv);
+    pip_install(&venv, &[wheel.to_str().expect("UTF-8 path")]);
+    // Only the venv on the PATH, run from an empty directory: nothing of the checkout or
+    // of the Rust toolchain can serve the import.
+    let empty = work_dir().join("empty");
+    std::fs::create_dir_all(&empty).expect("an empty directory");
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .arg("-c")
+            .arg(
+                "import shutil, rocketmq_blocking as r; \
+                 assert shutil.which('cargo') is None, shutil.which('cargo'); \
+                 print(r.version(), r.__file__, r._native.__file__)",
+            )
+            .current_dir(&empty)
+            .env_clear()
+            .env("PATH", venv.join("bin")),
+        Duration::from_secs(60),
+    );
+    check("importing the installed wheel", &out);
+    let printed = text(&out);
+    let site = venv.join("lib");
+    assert!(
+        printed.starts_with(&format!("{} ", env!("CARGO_PKG_VERSION"))),
+        "{printed}"
+    );
+    assert_eq!(
+        printed.matches(site.to_str().expect("UTF-8 path")).count(),
+        2,
+        "the package and its extension come from the venv: {printed}"
+    );
+    assert!(printed.contains("_native.abi3.so"), "{printed}");
+}
+
+#[test]
+fn the_python_package_passes_its_pytest_suite() {
+    let venv = test_venv();
+    // From the tests' directory, so the checkout's package (without the extension) is
+    // not on the path: the suite imports the installed wheel.
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "."])
+            // Against a cluster of its own (the test below).
+            .arg("--ignore=test_secure.py")
+            .current_dir(python_dir().join("tests"))
+            .env("NAMESRV_ADDR", namesrv()),
+        Duration::from_secs(900),
+    );
+    let printed = text(&out);
+    eprintln!("{printed}");
+    check("pytest", &out);
+    assert!(printed.contains(" passed"), "{printed}");
+    assert!(!printed.contains("skipped"), "{printed}");
+}
+
+/// The ACL admin of the TLS and ACL cluster (5.x: a `Super` user).
+const SECURE_ADMIN: (&str, &str) = ("py_acl_admin", "PyAdm1nS3cretQx7");
+
+#[test]
+fn the_python_package_talks_to_a_cluster_enforcing_mutual_tls_and_acl() {
+    let venv = test_venv();
+    let mut b = Cluster::builder()
+        .work_dir(target_dir().join("rocketmq-testkit"))
+        .brokers(1)
+        .tls(TlsOptions::enforcing().require_client_cert(true))
+        .acl_account(AclAccount::admin(SECURE_ADMIN.0, SECURE_ADMIN.1));
+    if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+        b = b.version(&v);
+    }
+    let cluster = b
+        .start()
+        .unwrap_or_else(|e| panic!("starting the TLS and ACL cluster: {e}"));
+    let files = cluster.tls_files().expect("the cluster's TLS files");
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "test_secure.py",
+            ])
+            .current_dir(python_dir().join("tests"))
+            .env("RMQ_SECURE_NAMESRV", cluster.namesrv_addr())
+            .env("RMQ_SECURE_CA", &files.ca_cert)
+            .env("RMQ_SECURE_CERT", &files.client_cert)
+            .env("RMQ_SECURE_KEY", &files.client_key)
+            .env("RMQ_SECURE_ACCESS_KEY", SECURE_ADMIN.0)
+            .env("RMQ_SECURE_SECRET_KEY", SECURE_ADMIN.1),
+        Duration::from_secs(600),
+    );
+    let printed = text(&out);
+    eprintln!("{printed}");
+    check("pytest test_secure.py", &out);
+    assert!(printed.contains("3 passed"), "{printed}");
+}
+
+#[test]
+fn the_docs_python_example_works_as_written() {
+    let docs =
+        std::fs::read_to_string(python_dir().join("../docs/python.md")).expect("docs/python.md");
+    let section = docs
+        .split("# From Python")
+        .nth(1)
+        .expect("a From Python section");
+    let code = section
+        .split("```python\n")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .expect("a ```python block");
+    let venv = test_venv();
+    let out = run(
+        Command::new(venv.join("bin/python"))
+            .arg("-c")
+            .arg(code)
+            .current_dir(work_dir())
+            .env("NAMESRV_ADDR", namesrv()),
+        Duration::from_secs(300),
+    );
+    check("the Python example of docs/python.md", &out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("consumed "),
+        "{}",
+        text(&out)
+    );
+}

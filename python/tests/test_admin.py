@@ -1,0 +1,51 @@
+"""Admin against the real cluster: topics (create, list, delete), offsets, a message by
+its offset id and by its unique key, and a group's consume stats."""
+
+import time
+
+import rocketmq_blocking as rmq
+from conftest import unique, wait_for
+
+
+def test_admin_creates_lists_inspects_and_deletes_a_topic(namesrv):
+    topic, group = unique("PyAdminTopic"), unique("py_admin_c")
+    with rmq.Admin(namesrv) as a:
+        brokers = a.create_topic(topic, 2)
+        assert brokers and all(isinstance(b, str) for b in brokers), brokers
+        assert wait_for(lambda: topic in a.topic_list(), timeout=30)
+        time.sleep(0.5)  # the route, as the topic fixture waits
+        with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+            sent = [p.send(rmq.Message(topic, f"admin {i}".encode(), keys=[f"k{i}"])) for i in range(3)]
+        assert a.total_max_offset(topic) == 3
+
+        m = a.view_message(sent[1].offset_msg_id)
+        assert (m.msg_id, m.topic, m.body) == (sent[1].msg_id, topic, b"admin 1"), m
+        found = a.query_message_by_unique_key(topic, sent[2].msg_id)
+        assert found is not None and found.body == b"admin 2", found
+        assert a.query_message_by_unique_key(topic, "0" * 32) is None
+
+        with rmq.LitePullConsumer(group, topic, namesrv=namesrv, from_first=True, auto_commit=False) as c:
+            got = set()
+            deadline = time.monotonic() + 60
+            while len(got) < 3 and time.monotonic() < deadline:
+                got |= {m.msg_id for m in c.poll(500)}
+            assert got == {r.msg_id for r in sent}
+            c.commit()
+
+            def caught_up():
+                s = a.consume_stats(group, topic)
+                return s.total_diff == 0 and sum(q.broker_offset for q in s.queues) == 3
+
+            assert wait_for(caught_up, timeout=30), a.consume_stats(group, topic)
+        stats = a.consume_stats(group, topic)
+        assert {q.queue.topic for q in stats.queues} == {topic} and len(stats.queues) == 2, stats
+        assert sum(q.consumer_offset for q in stats.queues) == 3, stats
+
+        deleted = a.delete_topic(topic)
+        assert sorted(deleted) == sorted(brokers)
+        assert wait_for(lambda: topic not in a.topic_list(), timeout=30)
+    try:
+        a.topic_list()
+        raise AssertionError("a closed Admin answered")
+    except rmq.RocketMQError as e:
+        assert e.kind == "RMQ_STATE"

@@ -1,0 +1,47 @@
+"""A lite pull consumer with queues assigned by hand: seek, committed offsets, pause and
+resume, offset for a timestamp, against the real cluster."""
+
+import time
+
+import rocketmq_blocking as rmq
+from conftest import unique, wait_for
+
+
+def poll_until(c, n, timeout=60):
+    got = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        got += c.poll(300)
+    return got
+
+
+def test_an_assigned_consumer_seeks_commits_pauses_and_resumes(namesrv, topic):
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        q = p.fetch_queues(topic)[1]
+        sent = [p.send(rmq.Message(topic, f"q{i}".encode()), queue=q).msg_id for i in range(6)]
+        with rmq.LitePullConsumer(unique("py_assign"), None, namesrv=namesrv, auto_commit=False) as c:
+            c.assign([q])
+            assert c.assignment() == [q]
+            c.seek_to_begin(q)
+            got = poll_until(c, 6)
+            assert [m.msg_id for m in got] == sent and {m.queue_id for m in got} == {q.queue_id}
+            assert [m.queue_offset for m in got] == list(range(6))
+
+            c.seek(q, 3)
+            again = poll_until(c, 3)
+            assert [m.queue_offset for m in again] == [3, 4, 5], [m.queue_offset for m in again]
+
+            c.commit()
+            assert wait_for(lambda: c.committed(q) == 6, timeout=30), c.committed(q)
+
+            c.pause([q])
+            c.seek(q, 6)  # drops anything already cached
+            late = p.send(rmq.Message(topic, b"late"), queue=q).msg_id
+            assert c.poll(1500) == [], "a paused queue was pulled"
+            c.resume([q])
+            assert [m.msg_id for m in poll_until(c, 1)] == [late]
+
+            assert c.offset_for_timestamp(q, 0) == 0
+            assert c.offset_for_timestamp(q, int(time.time() * 1000) + 3_600_000) == 7
+            c.seek_to_end(q)
+            assert c.poll(500) == []
