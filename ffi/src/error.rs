@@ -168,14 +168,10 @@ pub extern "C" fn rmq_last_response_code(present: *mut bool, code: *mut i32) -> 
     })
 }
 
-/// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT"), and
-/// "RMQ_UNKNOWN" for any value that is not an `rmq_result`: it takes an `int32_t`, so
-/// whatever integer C holds is a valid argument.
-#[no_mangle]
-pub extern "C" fn rmq_result_name(result: i32) -> *const c_char {
+/// Every `rmq_result`, for matching an integer from C against them.
+pub(crate) const ALL_RESULTS: [rmq_result; 19] = {
     use rmq_result::*;
-    // Compared as integers: a C value out of range must never become a Rust enum.
-    let known = [
+    [
         RMQ_OK,
         RMQ_TIMEOUT,
         RMQ_CONNECT,
@@ -195,8 +191,17 @@ pub extern "C" fn rmq_result_name(result: i32) -> *const c_char {
         RMQ_INVALID_UTF8,
         RMQ_BUFFER_TOO_SMALL,
         RMQ_OUT_OF_RANGE,
-    ];
-    let s: &'static [u8] = match known.into_iter().find(|&c| c as i32 == result) {
+    ]
+};
+
+/// The name of a result code as a static NUL-terminated string ("RMQ_TIMEOUT"), and
+/// "RMQ_UNKNOWN" for any value that is not an `rmq_result`: it takes an `int32_t`, so
+/// whatever integer C holds is a valid argument.
+#[no_mangle]
+pub extern "C" fn rmq_result_name(result: i32) -> *const c_char {
+    use rmq_result::*;
+    // Compared as integers: a C value out of range must never become a Rust enum.
+    let s: &'static [u8] = match ALL_RESULTS.into_iter().find(|&c| c as i32 == result) {
         Some(RMQ_OK) => b"RMQ_OK\0",
         Some(RMQ_TIMEOUT) => b"RMQ_TIMEOUT\0",
         Some(RMQ_CONNECT) => b"RMQ_CONNECT\0",
@@ -284,29 +289,7 @@ mod tests {
 
     #[test]
     fn a_result_name_of_an_integer_no_code_has_is_rmq_unknown() {
-        use rmq_result::*;
-        let known = [
-            RMQ_OK,
-            RMQ_TIMEOUT,
-            RMQ_CONNECT,
-            RMQ_CONNECTION_CLOSED,
-            RMQ_RESPONSE,
-            RMQ_DECODE,
-            RMQ_INVALID_ARGUMENT,
-            RMQ_STATE,
-            RMQ_OVERLOADED,
-            RMQ_NO_ROUTE,
-            RMQ_IO,
-            RMQ_CONFIG,
-            RMQ_TLS,
-            RMQ_OTHER,
-            RMQ_NULL_PARAMETER,
-            RMQ_PANIC,
-            RMQ_INVALID_UTF8,
-            RMQ_BUFFER_TOO_SMALL,
-            RMQ_OUT_OF_RANGE,
-        ];
-        for code in known {
+        for code in ALL_RESULTS {
             assert_eq!(name(code as i32), format!("{code:?}"));
         }
         for v in [-1, 14, 99, 105, 9999, i32::MIN, i32::MAX] {
