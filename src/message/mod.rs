@@ -349,24 +349,27 @@ impl Message {
     /// number, a time more than `TIMER_PAST_TOLERANCE` in the past, or a timer together
     /// with a delay level (the broker would silently drop the timer) is an
     /// `InvalidArgument` error.
-    pub(crate) fn check_timer(&self, now: SystemTime) -> crate::Result<()> {
-        let bad = |what: String| Err(crate::Error::invalid_argument(what));
-        let timer = [
+    pub(crate) fn check_timer(&self, now: impl FnOnce() -> SystemTime) -> crate::Result<()> {
+        const TIMER: [&str; 3] = [
             property::TIMER_DELIVER_MS,
             property::TIMER_DELAY_SEC,
             property::TIMER_DELAY_MS,
-        ]
-        .into_iter()
-        .filter_map(|k| self.property(k).map(|v| (k, v)))
-        .collect::<Vec<_>>();
-        let Some(&(first, _)) = timer.first() else {
-            return Ok(());
-        };
-        for (k, v) in &timer {
+        ];
+        let bad = |what: String| Err(crate::Error::invalid_argument(what));
+        // The send path: no allocation, and the clock is read only for a delivery time.
+        let mut first = None;
+        for (k, v) in TIMER
+            .iter()
+            .filter_map(|&k| self.property(k).map(|v| (k, v)))
+        {
             if v.parse::<u64>().is_err() {
                 return bad(format!("{k} is {v:?}, not a number of its unit"));
             }
+            first.get_or_insert(k);
         }
+        let Some(first) = first else {
+            return Ok(());
+        };
         if let Some(level) = self.delay_time_level() {
             return bad(format!(
                 "a timer message ({first}) cannot also have delay level {level}: the broker \
@@ -374,6 +377,7 @@ impl Message {
             ));
         }
         if let Some(at) = self.deliver_time() {
+            let now = now();
             if at + TIMER_PAST_TOLERANCE < now {
                 let ago = now.duration_since(at).unwrap_or_default();
                 return bad(format!(
@@ -781,9 +785,9 @@ mod tests {
     #[test]
     fn a_timer_that_cannot_be_meant_is_refused_before_the_send() {
         let now = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let ok = |m: &Message| m.check_timer(now);
+        let ok = |m: &Message| m.check_timer(|| now);
         let refused = |m: &Message, says: &str| {
-            let e = m.check_timer(now).expect_err(says);
+            let e = m.check_timer(|| now).expect_err(says);
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
             assert!(e.to_string().contains(says), "{e}");
         };

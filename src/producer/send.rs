@@ -279,7 +279,7 @@ impl ProducerImpl {
 
     fn check_message(&self, msg: &Message) -> Result<()> {
         check_send_topic(msg.topic())?;
-        msg.check_timer(std::time::SystemTime::now())
+        msg.check_timer(std::time::SystemTime::now)
             .map_err(|e| e.context(format!("message to {}", msg.topic())))?;
         check_body(msg.body().len(), self.options.max_message_size)
             .map_err(|e| e.context(format!("message to {}", msg.topic())))
