@@ -100,13 +100,12 @@ pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo 
         route: route.clone(),
         ..TopicPublishInfo::default()
     };
-    if let Some(conf) = route.order_topic_conf.as_deref().filter(|c| !c.is_empty()) {
-        for item in conf.split(';') {
-            let mut parts = item.split(':');
-            let (Some(broker), Some(n)) = (parts.next(), parts.next()) else {
-                continue;
-            };
-            let n: i32 = n.trim().parse().unwrap_or(0);
+    if route
+        .order_topic_conf
+        .as_deref()
+        .is_some_and(|c| !c.is_empty())
+    {
+        for (broker, n) in route.order_topic_entries() {
             for q in queue_ids(topic, broker, n) {
                 info.message_queues
                     .push(MessageQueue::new(topic, broker, q));

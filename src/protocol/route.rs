@@ -102,27 +102,37 @@ impl TopicRouteData {
 impl TopicRouteData {
     /// An error when the route lists more than [`MAX_ROUTE_BROKERS`] brokers or would
     /// expand to more than [`MAX_ROUTE_QUEUES`] queues.
+    /// The `broker:queues` entries of `orderTopicConf` (an entry without a `:` is skipped,
+    /// a count that is not a number is 0), as producers expand them.
+    pub(crate) fn order_topic_entries(&self) -> impl Iterator<Item = (&str, i32)> {
+        self.order_topic_conf
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .filter_map(|item| {
+                let (broker, n) = item.split_once(':')?;
+                let n = n.split(':').next().unwrap_or("");
+                Some((broker, n.trim().parse().unwrap_or(0)))
+            })
+    }
+
     pub(crate) fn check_bounds(&self) -> Result<(), DecodeError> {
         let per_broker = |n: i32| n.clamp(0, MAX_QUEUES_PER_BROKER) as u64;
-        let order: Vec<&str> = match self.order_topic_conf.as_deref() {
-            Some(conf) => conf.split(';').filter(|i| !i.is_empty()).collect(),
-            None => Vec::new(),
-        };
+        let (mut order, mut order_queues) = (0usize, 0u64);
+        for (_, n) in self.order_topic_entries() {
+            order += 1;
+            order_queues += per_broker(n);
+        }
         let brokers = [
             ("queue data", self.queue_datas.len()),
             ("broker data", self.broker_datas.len()),
-            ("orderTopicConf", order.len()),
+            ("orderTopicConf", order),
         ];
         if let Some((what, n)) = brokers.iter().find(|(_, n)| *n > MAX_ROUTE_BROKERS) {
             return Err(DecodeError::new(format!(
                 "route lists {n} brokers in its {what}, more than {MAX_ROUTE_BROKERS}"
             )));
         }
-        let order_queues: u64 = order
-            .iter()
-            .filter_map(|item| item.split(':').nth(1))
-            .map(|n| per_broker(n.trim().parse().unwrap_or(0)))
-            .sum();
         let queues: u64 = self
             .queue_datas
             .iter()
