@@ -17,7 +17,8 @@
 //! `--lite-pull`: a lite pull consumer with auto-commit, polled by the main thread, which
 //! prints a batch before it polls again (the next poll is what commits a batch). When
 //! the count is reached (or stdout breaks) in the middle of a batch, the queue is moved
-//! back to the first message not printed, so the commit at shutdown leaves it to the
+//! back to the first message not printed, so the final commit (`commit_sync`, before
+//! shutdown, which commits only what was confirmed) leaves it to the
 //! group.
 
 use std::borrow::Cow;
@@ -284,8 +285,8 @@ fn run_lite_pull<W: Write>(
         rest = print_batch(&mut out, batch, args.count, args.delay);
     }
     if let Some(m) = rest {
-        // The shutdown commits where polling got to; move the queue back first, so that
-        // what was not printed stays with the group.
+        // The commit below commits where polling got to; move the queue back first, so
+        // that what was not printed stays with the group.
         let mq = m.message_queue();
         if let Err(e) = consumer.seek(&mq, m.queue_offset()) {
             // A commit now would skip messages nobody printed: leave as a killed process
@@ -298,6 +299,10 @@ fn run_lite_pull<W: Write>(
             std::process::exit(1);
         }
     }
+    // Every batch the polls returned is printed (one cut by the count was moved back
+    // above): confirm and commit them, since shutdown commits only what a later poll or a
+    // commit confirmed.
+    consumer.commit_sync()?;
     consumer.shutdown();
     Ok(out)
 }
