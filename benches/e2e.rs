@@ -34,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::TopicConfig;
 use serde_json::Value;
 
@@ -215,7 +216,9 @@ fn run(args: &Args) -> BenchResult<bool> {
     let (namesrv, cluster) = connect()?;
     let run_id = format!("{}_{}", std::process::id(), millis_since_epoch());
     let topic = format!("E2EBench_{run_id}");
-    let admin = Admin::new(&namesrv)?;
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv))
+        .start()?;
     admin.create_topic(&TopicConfig::new(&topic, QUEUES))?;
     eprintln!("e2e: topic {topic} ({QUEUES} queues), {count} messages per workload");
 

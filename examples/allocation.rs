@@ -5,7 +5,7 @@
 //! allocation strategy ([`PushConsumerBuilder::allocate_strategy`]). Nobody coordinates,
 //! so every consumer of a group must run the same strategy: two different ones can leave
 //! queues unowned or owned twice. For each strategy this example starts two push consumers
-//! of a fresh group on an 8-queue topic (with distinct `.instance_name(..)`, so they are
+//! of a fresh group on an 8-queue topic (with distinct `.client_options(ClientOptions::new().instance_name(..))`, so they are
 //! two clients in one process), waits for the rebalance, prints their
 //! [`PushConsumer::assigned_queues`] and fails unless they split the 8 queues without
 //! overlap:
@@ -34,8 +34,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{
-    Admin, AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateConsistentHash,
+    AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateConsistentHash,
     AllocateStrategy, ConsumeStatus, MessageQueue, PushConsumer, TopicConfig,
 };
 
@@ -47,8 +48,9 @@ fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("AllocationTopic");
-    let brokers =
-        Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, QUEUES as u32))?;
+    let brokers = target
+        .admin()?
+        .create_topic(&TopicConfig::new(&topic, QUEUES as u32))?;
     println!("created {topic} with {QUEUES} queues on {brokers:?}");
 
     // The CONFIG strategy: each consumer names its queues (here: even ids / odd ids).
@@ -152,9 +154,12 @@ fn start(
     strategy: impl AllocateStrategy + 'static,
 ) -> common::Result<PushConsumer> {
     Ok(PushConsumer::builder(group)
-        .namesrv_addr(namesrv)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .instance_name(format!("{group}_{instance}")),
+        )
         // Without distinct instance names, both would be one client and hold every queue.
-        .instance_name(format!("{group}_{instance}"))
         .subscribe(topic, "*")
         .allocate_strategy(strategy)
         .listener(|_msgs, _ctx| ConsumeStatus::Success)

@@ -29,6 +29,7 @@ const DEMO_TIME: Duration = Duration::from_secs(5);
 const DEMO_MESSAGES: usize = 10;
 
 use common::Result;
+use rocketmq_blocking::ClientOptions;
 
 fn main() -> Result<()> {
     common::init_logging();
@@ -38,7 +39,7 @@ fn main() -> Result<()> {
     let target = common::target()?;
     let ns = target.namesrv.as_str();
     let producer = Producer::builder("example_consumer_producer")
-        .namesrv_addr(ns)
+        .client_options(ClientOptions::new().namesrv_addr(ns))
         .start()?;
     let run = format!("{}_{}", std::process::id(), now_ms());
 
@@ -60,7 +61,7 @@ fn push_concurrently(ns: &str, producer: &Producer, topic: &str, run: &str) -> R
     }
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_concurrently_{run}"))
-        .namesrv_addr(ns)
+        .client_options(ClientOptions::new().namesrv_addr(ns))
         .subscribe(topic, "TagA || TagB")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {
@@ -99,7 +100,7 @@ fn push_orderly(ns: &str, producer: &Producer, topic: &str, run: &str) -> Result
     }
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(format!("example_orderly_{run}"))
-        .namesrv_addr(ns)
+        .client_options(ClientOptions::new().namesrv_addr(ns))
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .orderly_listener(move |msgs, _ctx| {
@@ -146,8 +147,11 @@ fn broadcasting(ns: &str, producer: &Producer, topic: &str, run: &str) -> Result
     for name in ["first", "second"] {
         let tx = tx.clone();
         let consumer = PushConsumer::builder(&group)
-            .namesrv_addr(ns)
-            .instance_name(format!("example_{name}_{run}"))
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(ns)
+                    .instance_name(format!("example_{name}_{run}")),
+            )
             .subscribe(topic, "*")
             .message_model(MessageModel::Broadcasting)
             .consume_from_where(ConsumeFromWhere::FirstOffset)
@@ -192,7 +196,7 @@ fn lite_pull(ns: &str, topic: &str) -> Result<()> {
 
     println!("== lite pull: poll, then commit");
     let consumer = LitePullConsumer::builder(format!("example_lite_{}", now_ms()))
-        .namesrv_addr(ns)
+        .client_options(ClientOptions::new().namesrv_addr(ns))
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .auto_commit(false)
         .subscribe(topic, "*")

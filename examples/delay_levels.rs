@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
 };
 
 /// Delay level 2 on a broker with the default `messageDelayLevel`.
@@ -36,12 +36,12 @@ fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("DelayTopic");
-    Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 4))?;
+    target.admin()?.create_topic(&TopicConfig::new(&topic, 4))?;
 
     // Start consuming first, so delivery time is what we measure, not consumer start-up.
     let (tx, rx) = mpsc::channel::<(String, Instant, SystemTime, SystemTime)>();
     let consumer = PushConsumer::builder(common::unique("delay_consumer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {
@@ -55,7 +55,7 @@ fn main() -> common::Result<()> {
         .start()?;
 
     let producer = Producer::builder(common::unique("delay_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
     let mut delayed = Message::new(&topic, "delayed");
     delayed.set_delay_time_level(LEVEL);

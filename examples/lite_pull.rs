@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, LitePullConsumer, Message, MessageQueue, Producer, TopicConfig,
+    ConsumeFromWhere, LitePullConsumer, Message, MessageQueue, Producer, TopicConfig,
 };
 
 /// Messages sent to each queue.
@@ -47,10 +47,10 @@ fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("LitePullTopic");
-    Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 2))?;
+    target.admin()?.create_topic(&TopicConfig::new(&topic, 2))?;
 
     let producer = Producer::builder(common::unique("lite_pull_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
     // The lite pull consumer has no queue lookup of its own; the producer's will do.
     let queues: Vec<MessageQueue> = producer.fetch_publish_message_queues(&topic)?;
@@ -66,7 +66,7 @@ fn main() -> common::Result<()> {
     println!("sent {PER_QUEUE} messages to each of queues 0 and 1 of {topic}");
 
     let consumer = LitePullConsumer::builder(common::unique("lite_pull_consumer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .auto_commit(false)
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .start()?;

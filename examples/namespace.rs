@@ -1,6 +1,6 @@
 //! Namespaces: one cluster, several isolated sets of topics and groups.
 //!
-//! A producer and a consumer built with `.namespace("ns")` use plain names (`Topic`,
+//! A producer and a consumer built with `.client_options(ClientOptions::new().namespace("ns"))` use plain names (`Topic`,
 //! `my_group`) in the code and in everything they hand back (send results, received
 //! messages), while on the wire, and so at the broker and name server, the names are
 //! `ns%Topic` and `ns%my_group`. The example checks both sides: the names the clients show
@@ -24,7 +24,7 @@ mod common;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use rocketmq_blocking::{Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer};
+use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer};
 
 const NAMESPACE: &str = "ns";
 /// How long the consumer may take to receive the message.
@@ -40,8 +40,7 @@ fn main() -> common::Result<()> {
     let wire_group = format!("{NAMESPACE}%{producer_group}");
 
     let producer = Producer::builder(&producer_group)
-        .namesrv_addr(&target.namesrv)
-        .namespace(NAMESPACE)
+        .client_options(target.options().namespace(NAMESPACE))
         .start()?;
     let r = producer.send(&Message::new(&topic, "hello from a namespace"))?;
     println!(
@@ -54,7 +53,7 @@ fn main() -> common::Result<()> {
     }
 
     // The broker and name server only know the wrapped names.
-    let admin = Admin::new(&target.namesrv)?;
+    let admin = target.admin()?;
     let route = admin.wait_for_route(&wire_topic, 1, Duration::from_secs(10))?;
     println!(
         "name server: topic {wire_topic:?} is routed to {:?}",
@@ -72,8 +71,7 @@ fn main() -> common::Result<()> {
     }
     let (tx, rx) = mpsc::channel::<(String, String)>();
     let consumer = PushConsumer::builder(common::unique("ns_consumer"))
-        .namesrv_addr(&target.namesrv)
-        .namespace(NAMESPACE)
+        .client_options(target.options().namespace(NAMESPACE))
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {

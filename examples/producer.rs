@@ -22,7 +22,7 @@ fn main() -> common::Result<()> {
     // Keep `target` to the end: dropping it stops a cluster this run started.
     let target = common::target()?;
     let producer = Producer::builder("example_producer")
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
 
     // Sync: returns once the broker stored the message.

@@ -19,6 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::{Cluster, TlsOptions};
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Admin, Credentials, TlsConfig};
 use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
@@ -77,26 +78,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
 
+    // One set of client options for the admin, the producer and the consumer.
+    let mut options = ClientOptions::new().namesrv_addr(&namesrv);
+    if let Some(c) = credentials {
+        options = options.credentials(c);
+    }
+    if let Some(tls) = tls {
+        options = options.tls(tls);
+    }
+
     let topic = format!("QuickstartTopic_{}", std::process::id());
-    let mut admin = Admin::builder().namesrv_addr(&namesrv);
-    if let Some(c) = &credentials {
-        admin = admin.credentials(c.clone());
-    }
-    if let Some(tls) = &tls {
-        admin = admin.tls(tls.clone());
-    }
-    let admin = admin.build()?;
+    let admin = Admin::builder().client_options(options.clone()).start()?;
     let brokers = admin.create_topic(&TopicConfig::new(&topic, 4))?;
     println!("created topic {topic} on {brokers:?}");
 
-    let mut producer = Producer::builder("quickstart_producer").namesrv_addr(&namesrv);
-    if let Some(c) = &credentials {
-        producer = producer.credentials(c.clone());
-    }
-    if let Some(tls) = &tls {
-        producer = producer.tls(tls.clone());
-    }
-    let producer = producer.start()?;
+    let producer = Producer::builder("quickstart_producer")
+        .client_options(options.clone())
+        .start()?;
     let n = 100;
     let t = Instant::now();
     let mut results = Vec::with_capacity(n);
@@ -134,14 +132,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let group = format!("quickstart_consumer_{}_{now_ms}", std::process::id());
     let (tx, rx) = mpsc::channel::<String>();
     let t = Instant::now();
-    let mut consumer = PushConsumer::builder(&group).namesrv_addr(&namesrv);
-    if let Some(c) = credentials {
-        consumer = consumer.credentials(c);
-    }
-    if let Some(tls) = &tls {
-        consumer = consumer.tls(tls.clone());
-    }
-    let consumer = consumer
+    let consumer = PushConsumer::builder(&group)
+        .client_options(options)
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {

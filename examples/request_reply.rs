@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    create_reply_message, Admin, ConsumeFromWhere, ConsumeStatus, ErrorKind, Message, Producer,
+    create_reply_message, ConsumeFromWhere, ConsumeStatus, ErrorKind, Message, Producer,
     PushConsumer, TopicConfig,
 };
 
@@ -31,18 +31,18 @@ fn main() -> common::Result<()> {
     let target = common::target()?;
     let topic = common::unique("RequestTopic");
     let quiet = common::unique("NobodyAnswers");
-    let admin = Admin::new(&target.namesrv)?;
+    let admin = target.admin()?;
     admin.create_topic(&TopicConfig::new(&topic, 4))?;
     admin.create_topic(&TopicConfig::new(&quiet, 1))?;
 
     // The responder: a consumer of the topic and a producer for the replies.
     let replier = Arc::new(
         Producer::builder(common::unique("replier"))
-            .namesrv_addr(&target.namesrv)
+            .client_options(target.options())
             .start()?,
     );
     let responder = PushConsumer::builder(common::unique("responder"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |requests, _| {
@@ -63,7 +63,7 @@ fn main() -> common::Result<()> {
         .start()?;
 
     let requester = Producer::builder(common::unique("requester"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
     for i in 0..3 {
         let t = Instant::now();

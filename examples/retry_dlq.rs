@@ -32,8 +32,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, ReconsumeDelay,
-    TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, ReconsumeDelay, TopicConfig,
 };
 
 const MAX_RECONSUME_TIMES: u32 = 2;
@@ -46,7 +45,7 @@ fn main() -> common::Result<()> {
     let topic = common::unique("RetryTopic");
     let group = common::unique("retry_consumer");
     let dlq_topic = format!("%DLQ%{group}");
-    let admin = Admin::new(&target.namesrv)?;
+    let admin = target.admin()?;
     admin.create_topic(&TopicConfig::new(&topic, 2))?;
     // The broker creates a new group's retry topic itself, at the group's first heartbeat;
     // but the consumer looked up its routes just before, and would only see the retry topic
@@ -55,7 +54,7 @@ fn main() -> common::Result<()> {
     admin.create_topic(&TopicConfig::new(format!("%RETRY%{group}"), 1))?;
 
     let producer = Producer::builder(common::unique("retry_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
     for key in ["flaky", "poison"] {
         producer.send(&Message::new(&topic, format!("{key} body")).with_keys([key]))?;
@@ -65,7 +64,7 @@ fn main() -> common::Result<()> {
     // Every delivery: (key, reconsume times, topic, when).
     let (tx, rx) = mpsc::channel::<(String, u32, String, Instant)>();
     let consumer = PushConsumer::builder(&group)
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .max_reconsume_times(MAX_RECONSUME_TIMES)
@@ -130,7 +129,7 @@ fn main() -> common::Result<()> {
     println!("dead-letter topic {dlq_topic} exists; consuming it");
     let (tx, rx) = mpsc::channel::<(String, String, u32)>();
     let dlq_consumer = PushConsumer::builder(common::unique("dlq_reader"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&dlq_topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {

@@ -28,7 +28,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeOrderlyStatus, Message, MessageQueue, Producer, PushConsumer,
+    ConsumeFromWhere, ConsumeOrderlyStatus, Message, MessageQueue, Producer, PushConsumer,
     SelectMessageQueueByHash, TopicConfig,
 };
 
@@ -41,11 +41,11 @@ fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("SendToQueueTopic");
-    Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 4))?;
+    target.admin()?.create_topic(&TopicConfig::new(&topic, 4))?;
     println!("created topic {topic} with 4 queues");
 
     let producer = Producer::builder(common::unique("send_to_queue_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
 
     // 1. Send to a queue of our choice.
@@ -98,7 +98,7 @@ fn main() -> common::Result<()> {
     // 3. Consume them with an orderly listener: one call per queue at a time, in queue order.
     let (tx, rx) = mpsc::channel::<(String, String)>();
     let consumer = PushConsumer::builder(common::unique("send_to_queue_consumer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .orderly_listener(move |msgs, _ctx| {

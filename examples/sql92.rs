@@ -28,8 +28,7 @@ use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, MessageSelector, Producer, PushConsumer,
-    TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Message, MessageSelector, Producer, PushConsumer, TopicConfig,
 };
 
 const EXPRESSION: &str = "n >= 5 AND color = 'red'";
@@ -43,10 +42,10 @@ fn main() -> common::Result<()> {
     let target =
         common::target_with(Cluster::builder().broker_config("enablePropertyFilter", "true"))?;
     let topic = common::unique("Sql92Topic");
-    Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 4))?;
+    target.admin()?.create_topic(&TopicConfig::new(&topic, 4))?;
 
     let producer = Producer::builder(common::unique("sql92_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .start()?;
     let mut expected = BTreeSet::new();
     for n in 0..10 {
@@ -63,7 +62,7 @@ fn main() -> common::Result<()> {
 
     let (tx, rx) = mpsc::channel::<(i32, String)>();
     let consumer = PushConsumer::builder(common::unique("sql92_consumer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe_with(&topic, MessageSelector::by_sql(EXPRESSION))
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _ctx| {

@@ -19,22 +19,22 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
 };
 
 fn main() -> common::Result<()> {
     common::init_logging();
     let target = common::target()?;
     let topic = common::unique("TracedTopic");
-    Admin::new(&target.namesrv)?.create_topic(&TopicConfig::new(&topic, 2))?;
+    target.admin()?.create_topic(&TopicConfig::new(&topic, 2))?;
 
     let producer = Producer::builder(common::unique("traced_producer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .enable_msg_trace(true)
         .start()?;
     let (tx, rx) = mpsc::channel();
     let consumer = PushConsumer::builder(common::unique("traced_consumer"))
-        .namesrv_addr(&target.namesrv)
+        .client_options(target.options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .enable_msg_trace(true)

@@ -21,6 +21,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{
     Admin, ConsumeFromWhere, ConsumeStatus, LocalTransactionState, Message, MessageExt,
     PushConsumer, TopicConfig, TransactionProducer,
@@ -55,7 +56,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let topic = format!("TransactionTopic_{}", std::process::id());
-    Admin::new(&namesrv)?.create_topic(&TopicConfig::new(&topic, 4))?;
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv))
+        .start()?
+        .create_topic(&TopicConfig::new(&topic, 4))?;
 
     // The "database": what happened to each order, by transaction id. The local
     // transaction writes it; the checker reads it.
@@ -85,7 +89,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         state.unwrap_or(LocalTransactionState::Unknown)
     };
     let producer = TransactionProducer::builder("transaction_example_producer", (execute, check))
-        .namesrv_addr(&namesrv)
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv))
         .start()?;
 
     let mut committed = HashSet::new();
@@ -108,7 +112,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "transaction_example_consumer_{}",
         std::process::id()
     ))
-    .namesrv_addr(&namesrv)
+    .client_options(ClientOptions::new().namesrv_addr(&namesrv))
     .subscribe(&topic, "*")
     .consume_from_where(ConsumeFromWhere::FirstOffset)
     .listener(move |msgs, _ctx| {

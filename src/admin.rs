@@ -14,7 +14,7 @@ use crate::client::expect_success;
 use crate::client::validators::{
     check_group, check_topic, retry_topic, AUTO_CREATE_TOPIC_KEY_TOPIC,
 };
-use crate::client::{ClientConfig, ClientConfigBuilder, MQClientAPI, TopicConfig};
+use crate::client::{ClientOptions, MQClientAPI, TopicConfig};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{
     decode_messages, decode_messages_lenient, decode_offset_msg_id, DecodeOptions, MessageExt,
@@ -46,32 +46,33 @@ impl fmt::Debug for Admin {
     }
 }
 
-/// Builder for [`Admin`]: `Admin::builder()`, settings, then [`build`](Self::build) or
+/// Builder for [`Admin`]: `Admin::builder()`, the [`ClientOptions`], then
 /// [`start`](Self::start).
 #[derive(Debug, Clone)]
 pub struct AdminBuilder {
-    client: ClientConfigBuilder,
-    timeout: Duration,
+    client: ClientOptions,
 }
 
 impl AdminBuilder {
-    crate::util::client_setters!();
-
-    /// Timeout of each admin call (default 6 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+    /// Name servers, credentials, TLS and the timeout of each admin call
+    /// ([`api_timeout`](ClientOptions::api_timeout), 3 s); default [`ClientOptions::new`].
+    pub fn client_options(mut self, options: ClientOptions) -> Self {
+        self.client = options;
         self
     }
 
-    /// Checks the configuration and creates the admin; it connects on first use.
-    pub fn build(self) -> Result<Admin> {
-        let config = self.client.build();
+    /// Checks the configuration and returns the admin (Java `new DefaultMQAdminExt`,
+    /// then `start()`). It connects on first use: an unreachable name server is an error
+    /// of the first call, and calls to a broker by address work without one.
+    #[doc(alias = "DefaultMQAdminExt")]
+    pub fn start(self) -> Result<Admin> {
+        let config = self.client.into_config();
         let list = config.namesrv_addr_list();
         if list.is_empty() {
             // The same kind as the clients' (they also take an address server; this does not).
             return Err(Error::new(
                 ErrorKind::Config,
-                "no name server address: set `namesrv_addr` on the builder or the \
+                "no name server address: set `namesrv_addr` on the client options or the \
                  NAMESRV_ADDR environment variable",
             ));
         }
@@ -79,16 +80,8 @@ impl AdminBuilder {
         remoting.update_name_server_address_list(&list);
         Ok(Admin {
             api: MQClientAPI::new(remoting),
-            timeout: self.timeout,
+            timeout: config.mq_client_api_timeout(),
         })
-    }
-
-    /// [`build`](Self::build), then one call to the name server (cluster info) so that an
-    /// unreachable name server is an error here rather than on first use.
-    pub fn start(self) -> Result<Admin> {
-        let admin = self.build()?;
-        admin.cluster_info()?;
-        Ok(admin)
     }
 }
 
@@ -96,14 +89,8 @@ impl Admin {
     /// A builder, with the name servers of `NAMESRV_ADDR` if it is set.
     pub fn builder() -> AdminBuilder {
         AdminBuilder {
-            client: ClientConfig::builder(),
-            timeout: Duration::from_secs(6),
+            client: ClientOptions::new(),
         }
-    }
-
-    /// An admin for the `;`-separated name servers; it connects on first use.
-    pub fn new(namesrv_addr: &str) -> Result<Admin> {
-        Admin::builder().namesrv_addr(namesrv_addr).build()
     }
 
     /// The typed API underneath.

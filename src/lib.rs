@@ -230,7 +230,7 @@ mod trace;
 mod util;
 
 pub use admin::{Admin, AdminBuilder, Connection, MessageQuery, QueryResult, ResetTarget};
-pub use client::TopicConfig;
+pub use client::{ClientOptions, TopicConfig};
 pub use consumer::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
     AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,

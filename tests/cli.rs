@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{Message, Producer};
 use serde_json::Value;
 
@@ -80,7 +81,10 @@ fn created_topic(queues: u32) -> String {
 
 /// Messages stored in `topic`, polled until it reaches `want` or 10 s pass.
 fn stored(topic: &str, want: i64) -> i64 {
-    let admin = Admin::new(&namesrv()).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
+        .expect("admin");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let n = admin.total_max_offset(topic).expect("max offsets");
@@ -344,7 +348,7 @@ fn bench_produce_batches_count_messages_and_can_create_the_topic() {
 /// Sends `messages` (body, tag) to `topic` in-process and returns their msgIds.
 fn send_all(topic: &str, messages: &[(&[u8], &str)]) -> Vec<String> {
     let producer = Producer::builder(unique("cli_test_producer"))
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("producer");
     let ids = messages

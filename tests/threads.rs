@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Sender;
 use parking_lot::{Mutex, MutexGuard};
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{
     Admin, ConsumeFromWhere, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
     LitePullConsumerBuilder, Message, Producer, PushConsumer,
@@ -112,8 +113,11 @@ impl Census {
 
 fn producer(namesrv: &str) -> Producer {
     Producer::builder(unique("pg_census"))
-        .namesrv_addr(namesrv)
-        .instance_name(unique("census_p"))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .instance_name(unique("census_p")),
+        )
         .start()
         .expect("producer start")
 }
@@ -128,11 +132,14 @@ fn topic_with_a_message(p: &Producer) -> String {
 
 fn push_consumer(namesrv: &str, topic: &str, orderly: bool, got: Sender<()>) -> PushConsumer {
     let b = PushConsumer::builder(unique("cg_census"))
-        .namesrv_addr(namesrv)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .instance_name(unique("census_c"))
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .subscribe(topic, "*")
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .instance_name(unique("census_c"))
-        .poll_name_server_interval(Duration::from_millis(500));
+        .consume_from_where(ConsumeFromWhere::FirstOffset);
     let b = if orderly {
         b.orderly_listener(move |_, _| {
             let _ = got.try_send(());
@@ -149,7 +156,7 @@ fn push_consumer(namesrv: &str, topic: &str, orderly: bool, got: Sender<()>) -> 
 
 fn lite_builder(namesrv: &str) -> LitePullConsumerBuilder {
     LitePullConsumer::builder(unique("lg_census"))
-        .namesrv_addr(namesrv)
+        .client_options(ClientOptions::new().namesrv_addr(namesrv))
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .broker_suspend_max_time(Duration::from_millis(500))
 }
@@ -168,8 +175,12 @@ fn poll_one(c: &LitePullConsumer, what: &str) {
 
 fn lite_subscribed(namesrv: &str, topic: &str) -> LitePullConsumer {
     let c = lite_builder(namesrv)
-        .instance_name(unique("census_l"))
-        .poll_name_server_interval(Duration::from_millis(500))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .instance_name(unique("census_l"))
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .subscribe(topic, "*")
         .start()
         .expect("lite pull consumer start");
@@ -179,7 +190,11 @@ fn lite_subscribed(namesrv: &str, topic: &str) -> LitePullConsumer {
 
 fn lite_assigned(namesrv: &str, p: &Producer, topic: &str) -> LitePullConsumer {
     let c = lite_builder(namesrv)
-        .instance_name(unique("census_a"))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .instance_name(unique("census_a")),
+        )
         .start()
         .expect("lite pull consumer start");
     let mqs = p
@@ -224,8 +239,11 @@ fn a_transaction_producer_leaves_no_thread_behind() {
             |_: &rocketmq_blocking::MessageExt| S::CommitMessage,
         );
         let p = TransactionProducer::builder(unique("pg_census_tx"), listener)
-            .namesrv_addr(&census.namesrv)
-            .instance_name(unique("census_tx"))
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(&census.namesrv)
+                    .instance_name(unique("census_tx")),
+            )
             .check_thread_pool_min_size(2)
             .check_thread_pool_max_size(2)
             .start()
@@ -314,22 +332,31 @@ fn lite_pull_consumers_leave_no_thread_behind() {
 fn a_start_without_a_name_server_leaves_no_thread_behind() {
     let census = Census::begin();
     let p = Producer::builder(unique("pg_no_ns"))
-        .no_namesrv_addr()
-        .instance_name(unique("census_no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("census_no_ns")),
+        )
         .start();
     assert!(p.is_err(), "a producer without a name server started");
     census.assert_back("producer without a name server");
     let c = PushConsumer::builder(unique("cg_no_ns"))
-        .no_namesrv_addr()
-        .instance_name(unique("census_no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("census_no_ns")),
+        )
         .subscribe("TopicTest", "*")
         .listener(|_, _| ConsumeStatus::Success)
         .start();
     assert!(c.is_err(), "a push consumer without a name server started");
     census.assert_back("push consumer without a name server");
     let l = LitePullConsumer::builder(unique("lg_no_ns"))
-        .no_namesrv_addr()
-        .instance_name(unique("census_no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("census_no_ns")),
+        )
         .subscribe("TopicTest", "*")
         .start();
     assert!(
@@ -342,7 +369,10 @@ fn a_start_without_a_name_server_leaves_no_thread_behind() {
 #[test]
 fn an_admin_client_leaves_no_thread_behind() {
     let census = Census::begin();
-    let admin = Admin::new(&census.namesrv).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&census.namesrv))
+        .start()
+        .expect("admin");
     assert!(admin.cluster_info().is_ok(), "cluster info");
     census.assert_running("admin");
     drop(admin);
@@ -378,7 +408,10 @@ fn start_and_shutdown_cycles_leave_no_thread_and_no_registration() {
     let p = producer(&census.namesrv);
     let topic = topic_with_a_message(&p);
     p.shutdown();
-    let admin = Admin::new(&census.namesrv).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&census.namesrv))
+        .start()
+        .expect("admin");
     // The admin's own connection threads live through the whole test.
     admin.cluster_info().expect("cluster info");
     census.baseline = rmq_threads();
@@ -391,20 +424,30 @@ fn start_and_shutdown_cycles_leave_no_thread_and_no_registration() {
         // tell until its first route, and then waits for the 30 s heartbeat, as in Java).
         let instance = unique("cycle");
         let p = Producer::builder(&group)
-            .namesrv_addr(&census.namesrv)
-            .instance_name(&instance)
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(&census.namesrv)
+                    .instance_name(&instance),
+            )
             .start()
             .expect("producer start");
         p.send(&Message::new(&topic, "cycle")).expect("send");
         let push = PushConsumer::builder(unique("cg_cycle"))
-            .namesrv_addr(&census.namesrv)
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(&census.namesrv)
+                    .instance_name(&instance),
+            )
             .subscribe(&topic, "*")
-            .instance_name(&instance)
             .listener(|_, _| ConsumeStatus::Success)
             .start()
             .expect("push consumer start");
         let lite = lite_builder(&census.namesrv)
-            .instance_name(unique("cycle_l"))
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(&census.namesrv)
+                    .instance_name(unique("cycle_l")),
+            )
             .subscribe(&topic, "*")
             .start()
             .expect("lite pull start");
@@ -457,18 +500,24 @@ fn start_and_shutdown_cycles_leave_no_thread_and_no_registration() {
 fn traced_clients_leave_no_thread_behind() {
     let census = Census::begin();
     let p = Producer::builder(unique("pg_census_trace"))
-        .namesrv_addr(&census.namesrv)
-        .instance_name(unique("census_tp"))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&census.namesrv)
+                .instance_name(unique("census_tp")),
+        )
         .enable_msg_trace(true)
         .start()
         .expect("traced producer start");
     let topic = topic_with_a_message(&p);
     let (tx, rx) = crossbeam_channel::bounded(1);
     let c = PushConsumer::builder(unique("cg_census_trace"))
-        .namesrv_addr(&census.namesrv)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&census.namesrv)
+                .instance_name(unique("census_tc")),
+        )
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .instance_name(unique("census_tc"))
         .enable_msg_trace(true)
         .listener(move |_, _| {
             let _ = tx.try_send(());

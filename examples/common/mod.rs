@@ -9,6 +9,7 @@
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use rocketmq_blocking::testkit::{Cluster, ClusterBuilder};
+use rocketmq_blocking::{Admin, ClientOptions};
 
 /// What examples return: any error, printed by `main` with a non-zero exit code.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -21,6 +22,18 @@ pub struct Target {
     pub namesrv: String,
     /// The cluster this run started; `None` when `NAMESRV_ADDR` was set.
     pub cluster: Option<Cluster>,
+}
+
+impl Target {
+    /// Client options on these name servers, for every client an example builds.
+    pub fn options(&self) -> ClientOptions {
+        ClientOptions::new().namesrv_addr(&self.namesrv)
+    }
+
+    /// A started admin on these name servers.
+    pub fn admin(&self) -> rocketmq_blocking::Result<Admin> {
+        Admin::builder().client_options(self.options()).start()
+    }
 }
 
 /// Logging to stderr at `warn` unless `RUST_LOG` says otherwise.

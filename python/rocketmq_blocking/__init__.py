@@ -7,12 +7,15 @@ extension module (``rocketmq_blocking._native``, PyO3).
         r = p.send(Message("TopicTest", b"hello", tags="TagA"))
         print(r.msg_id)
 
-Every client (and :func:`create_topic`) takes ``namesrv`` (else ``NAMESRV_ADDR``),
-``instance_name``, ``namespace`` (Java ``setNamespace``: groups and topics are
-``ns%Name`` on the wire, and the client shows them without the prefix), ACL credentials
-(``access_key``, ``secret_key``, ``security_token``: every request is signed, as Java's
-``AclClientRPCHook`` does) and ``tls`` (``True`` for the system's trust store, or a
-:class:`TlsConfig`).
+Every client (and :func:`create_topic`) takes the same client options as keyword
+arguments, listed in :data:`CLIENT_OPTIONS` (the Rust ``ClientOptions``): ``namesrv``
+(else ``NAMESRV_ADDR``), ``instance_name``, ``namespace`` (Java ``setNamespace``: groups
+and topics are ``ns%Name`` on the wire, and the client shows them without the prefix),
+ACL credentials (``access_key``, ``secret_key``, ``security_token``: every request is
+signed, as Java's ``AclClientRPCHook`` does), ``tls`` (``True`` for the system's trust
+store, or a :class:`TlsConfig`), timeouts and periods in milliseconds
+(``api_timeout_ms``, ``heartbeat_interval_ms``, ...). An unknown option is a
+``TypeError``.
 
 Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
@@ -46,6 +49,7 @@ _Native = Any
 
 __all__ = [
     "Admin",
+    "CLIENT_OPTIONS",
     "ConsumeStats",
     "ConsumeStatus",
     "LitePullConsumer",
@@ -176,29 +180,55 @@ class TlsConfig:
     verify_server_name: bool = True
 
 
-def _common(
-    namesrv: Optional[str],
-    instance_name: Optional[str],
-    namespace: Optional[str],
-    access_key: Optional[str],
-    secret_key: Optional[str],
-    security_token: Optional[str],
-    tls: Union[None, bool, TlsConfig],
-) -> tuple:
-    """The options every client takes, in the form ``_native`` takes them."""
+#: The client options every client takes as keyword arguments, with their types; each is
+#: the Rust ``ClientOptions`` setter of the same name (``namesrv``: ``namesrv_addr``;
+#: ``*_ms``: a duration in milliseconds; the three ACL keys: ``credentials``).
+CLIENT_OPTIONS: Dict[str, type] = {
+    "namesrv": str,
+    "instance_name": str,
+    "unit_name": str,
+    "namespace": str,
+    "client_ip": str,
+    "vip_channel": bool,
+    "access_key": str,
+    "secret_key": str,
+    "security_token": str,
+    "tls": object,
+    "api_timeout_ms": int,
+    "connect_timeout_ms": int,
+    "poll_name_server_interval_ms": int,
+    "heartbeat_interval_ms": int,
+    "max_frame_size": int,
+    "async_permits": int,
+    "callback_threads": int,
+    "shutdown_timeout_ms": int,
+}
+
+
+def _client_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The client options in the form ``_native`` takes them: ``None`` left out, the ACL
+    keys as one ``credentials`` tuple, ``tls`` as a tuple."""
+    unknown = sorted(set(options) - set(CLIENT_OPTIONS))
+    if unknown:
+        raise TypeError(f"unknown client option(s): {', '.join(unknown)}")
+    out = {k: v for k, v in options.items() if v is not None and k not in ("access_key", "secret_key", "security_token", "tls")}
+    access_key, secret_key = options.get("access_key"), options.get("secret_key")
+    security_token = options.get("security_token")
     if (access_key is None) != (secret_key is None):
         raise ValueError("access_key and secret_key go together")
     if security_token is not None and access_key is None:
         raise ValueError("security_token needs access_key and secret_key")
-    credentials = None if access_key is None else (access_key, secret_key, security_token)
+    if access_key is not None:
+        out["credentials"] = (access_key, secret_key, security_token)
+    tls = options.get("tls")
     if tls is True:
         tls = TlsConfig()
     if tls is None or tls is False:
-        t = None
+        pass
     elif isinstance(tls, TlsConfig):
         if (tls.client_cert is None) != (tls.client_key is None):
             raise ValueError("client_cert and client_key go together")
-        t = (
+        out["tls"] = (
             None if tls.ca_file is None else os.fspath(tls.ca_file),
             None if tls.client_cert is None else os.fspath(tls.client_cert),
             None if tls.client_key is None else os.fspath(tls.client_key),
@@ -206,7 +236,7 @@ def _common(
         )
     else:
         raise TypeError(f"tls must be a bool or a TlsConfig, not {type(tls).__name__}")
-    return (namesrv, instance_name, namespace, credentials, t)
+    return out
 
 
 # Clients still open at interpreter exit are closed first, before Python tears down the
@@ -330,18 +360,13 @@ class Producer(_Client):
     def __init__(
         self,
         group: str,
-        namesrv: Optional[str] = None,
+        *,
         send_timeout_ms: Optional[int] = None,
         retries: Optional[int] = None,
-        instance_name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        access_key: Optional[str] = None,
-        secret_key: Optional[str] = None,
-        security_token: Optional[str] = None,
-        tls: Union[None, bool, TlsConfig] = None,
+        **options: Any,
     ) -> None:
         super().__init__()
-        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        common = _client_options(options)
         self._h = _native.Producer(group, common, send_timeout_ms, retries)
         _open.add(self)
 
@@ -470,19 +495,14 @@ class PushConsumer(_Client):
         topic: str,
         listener: Callable[[List[ReceivedMessage]], object],
         expression: str = "*",
+        *,
         sql: Optional[str] = None,
-        namesrv: Optional[str] = None,
         orderly: bool = False,
         broadcasting: bool = False,
         from_first: bool = False,
         threads: Optional[tuple] = None,
         batch_max_size: Optional[int] = None,
-        instance_name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        access_key: Optional[str] = None,
-        secret_key: Optional[str] = None,
-        security_token: Optional[str] = None,
-        tls: Union[None, bool, TlsConfig] = None,
+        **options: Any,
     ) -> None:
         super().__init__()
 
@@ -497,7 +517,7 @@ class PushConsumer(_Client):
                     pass
                 return ConsumeStatus.LATER
 
-        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        common = _client_options(options)
         self._h = _native.PushConsumer(
             group,
             topic,
@@ -524,20 +544,15 @@ class LitePullConsumer(_Client):
         group: str,
         topic: Optional[str],
         expression: str = "*",
-        namesrv: Optional[str] = None,
+        *,
         from_first: bool = False,
         auto_commit: bool = True,
         poll_timeout_ms: int = 1000,
-        instance_name: Optional[str] = None,
-        namespace: Optional[str] = None,
-        access_key: Optional[str] = None,
-        secret_key: Optional[str] = None,
-        security_token: Optional[str] = None,
-        tls: Union[None, bool, TlsConfig] = None,
+        **options: Any,
     ) -> None:
         super().__init__()
         self.poll_timeout_ms = poll_timeout_ms
-        common = _common(namesrv, instance_name, namespace, access_key, secret_key, security_token, tls)
+        common = _client_options(options)
         self._h = _native.LitePullConsumer(group, topic, common, expression, from_first, auto_commit)
         _open.add(self)
 
@@ -667,14 +682,10 @@ class Admin(_Client):
     def __init__(
         self,
         namesrv: Optional[str] = None,
-        *,
-        access_key: Optional[str] = None,
-        secret_key: Optional[str] = None,
-        security_token: Optional[str] = None,
-        tls: Union[None, bool, TlsConfig] = None,
+        **options: Any,
     ) -> None:
         super().__init__()
-        common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+        common = _client_options(dict(options, namesrv=namesrv))
         self._h = _native.NativeAdmin(common)
         _open.add(self)
 
@@ -726,14 +737,11 @@ def create_topic(
     namesrv: str,
     topic: str,
     queues: int = 4,
-    *,
-    access_key: Optional[str] = None,
-    secret_key: Optional[str] = None,
-    security_token: Optional[str] = None,
-    tls: Union[None, bool, TlsConfig] = None,
+    **options: Any,
 ) -> None:
-    """Creates ``topic`` on every master broker of the cluster."""
-    common = _common(namesrv, None, None, access_key, secret_key, security_token, tls)
+    """Creates ``topic`` on every master broker of the cluster; ``options`` are the client
+    options (:data:`CLIENT_OPTIONS`)."""
+    common = _client_options(dict(options, namesrv=namesrv))
     _native.create_topic(common, topic, queues)
 
 

@@ -80,50 +80,65 @@ impl<T> OrRaise<T> for rmq::Result<T> {
     }
 }
 
-/// The options every client takes, from the Python layer: `(namesrv, instance_name,
-/// namespace, credentials, tls)`, with credentials `(access_key, secret_key,
-/// security_token)` and tls `(ca_file, client_cert, client_key, verify_server_name)`.
-type Common = (
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<(String, String, Option<String>)>,
-    Option<(Option<String>, Option<String>, Option<String>, bool)>,
-);
+/// The client options from the Python layer (its `CLIENT_OPTIONS`, already checked
+/// there): a dict of option name to value, with the ACL keys as one `credentials` tuple
+/// `(access_key, secret_key, security_token)` and `tls` as `(ca_file, client_cert,
+/// client_key, verify_server_name)`.
+type Common<'py> = Bound<'py, PyDict>;
 
-/// Applies [`Common`] to any client builder (they share their setters).
-macro_rules! configure {
-    ($b:expr, $common:expr) => {{
-        let (namesrv, instance_name, namespace, credentials, tls) = $common;
-        let mut b = $b;
-        if let Some(a) = namesrv {
-            b = b.namesrv_addr(a);
-        }
-        if let Some(n) = instance_name {
-            b = b.instance_name(n);
-        }
-        if let Some(ns) = namespace {
-            b = b.namespace(ns);
-        }
-        if let Some((ak, sk, token)) = credentials {
-            let mut c = rmq::Credentials::new(ak, sk);
-            if let Some(t) = token {
-                c = c.with_security_token(t);
+/// [`Common`] as the library's `ClientOptions`: one arm per option.
+fn client_options(options: &Common<'_>) -> PyResult<rmq::ClientOptions> {
+    let ms = |v: &Bound<'_, PyAny>| v.extract::<u64>().map(Duration::from_millis);
+    let mut o = rmq::ClientOptions::new();
+    for (key, v) in options.iter() {
+        let key: String = key.extract()?;
+        o = match key.as_str() {
+            "namesrv" => o.namesrv_addr(v.extract::<String>()?),
+            "instance_name" => o.instance_name(v.extract::<String>()?),
+            "unit_name" => o.unit_name(v.extract::<String>()?),
+            "namespace" => o.namespace(v.extract::<String>()?),
+            "client_ip" => o.client_ip(v.extract::<String>()?),
+            "vip_channel" => o.vip_channel(v.extract::<bool>()?),
+            "credentials" => {
+                let (ak, sk, token): (String, String, Option<String>) = v.extract()?;
+                let mut c = rmq::Credentials::new(ak, sk);
+                if let Some(t) = token {
+                    c = c.with_security_token(t);
+                }
+                o.credentials(c)
             }
-            b = b.credentials(c);
-        }
-        if let Some((ca_file, client_cert, client_key, verify_server_name)) = tls {
-            let mut t = rmq::TlsConfig::new().verify_server_name(verify_server_name);
-            if let Some(ca) = ca_file {
-                t = t.ca_file(ca);
+            "tls" => {
+                let (ca_file, cert, key, verify): (
+                    Option<String>,
+                    Option<String>,
+                    Option<String>,
+                    bool,
+                ) = v.extract()?;
+                let mut t = rmq::TlsConfig::new().verify_server_name(verify);
+                if let Some(ca) = ca_file {
+                    t = t.ca_file(ca);
+                }
+                if let (Some(cert), Some(key)) = (cert, key) {
+                    t = t.client_cert(cert, key);
+                }
+                o.tls(t)
             }
-            if let (Some(cert), Some(key)) = (client_cert, client_key) {
-                t = t.client_cert(cert, key);
+            "api_timeout_ms" => o.api_timeout(ms(&v)?),
+            "connect_timeout_ms" => o.connect_timeout(ms(&v)?),
+            "poll_name_server_interval_ms" => o.poll_name_server_interval(ms(&v)?),
+            "heartbeat_interval_ms" => o.heartbeat_interval(ms(&v)?),
+            "max_frame_size" => o.max_frame_size(v.extract::<usize>()?),
+            "async_permits" => o.async_permits(v.extract::<usize>()?),
+            "callback_threads" => o.callback_threads(v.extract::<usize>()?),
+            "shutdown_timeout_ms" => o.shutdown_timeout(ms(&v)?),
+            other => {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "unknown client option {other:?}"
+                )))
             }
-            b = b.tls(t);
-        }
-        b
-    }};
+        };
+    }
+    Ok(o)
 }
 
 /// Registers the class errors are raised as (the package's `RocketMQError`).
@@ -148,8 +163,8 @@ fn version() -> &'static str {
 
 /// Creates `topic` with `queues` read and write queues on every master broker.
 #[pyfunction]
-fn create_topic(py: Python<'_>, common: Common, topic: &str, queues: u32) -> PyResult<()> {
-    let b = configure!(Admin::builder(), common);
+fn create_topic(py: Python<'_>, common: Common<'_>, topic: &str, queues: u32) -> PyResult<()> {
+    let b = Admin::builder().client_options(client_options(&common)?);
     py.detach(|| {
         b.start()?
             .create_topic(&TopicConfig::new(topic, queues))
@@ -388,11 +403,11 @@ impl Producer {
     fn new(
         py: Python<'_>,
         group: String,
-        common: Common,
+        common: Common<'_>,
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
     ) -> PyResult<Self> {
-        let mut b = configure!(rmq::Producer::builder(group), common);
+        let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
         if let Some(ms) = send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(ms));
         }
@@ -573,7 +588,7 @@ impl PushConsumer {
         group: String,
         topic: String,
         on_messages: Py<PyAny>,
-        common: Common,
+        common: Common<'_>,
         expression: &str,
         sql: Option<String>,
         orderly: bool,
@@ -582,7 +597,7 @@ impl PushConsumer {
         threads: Option<(usize, usize)>,
         batch_max_size: Option<usize>,
     ) -> PyResult<Self> {
-        let mut b = configure!(rmq::PushConsumer::builder(group), common);
+        let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
         b = match sql {
             Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
             None => b.subscribe(topic, expression),
@@ -664,12 +679,13 @@ impl LitePullConsumer {
         py: Python<'_>,
         group: String,
         topic: Option<String>,
-        common: Common,
+        common: Common<'_>,
         expression: &str,
         from_first: bool,
         auto_commit: bool,
     ) -> PyResult<Self> {
-        let mut b = configure!(rmq::LitePullConsumer::builder(group), common)
+        let mut b = rmq::LitePullConsumer::builder(group)
+            .client_options(client_options(&common)?)
             .consume_from_where(consume_from(from_first))
             .auto_commit(auto_commit);
         // No topic: queues come by `assign`.
@@ -759,7 +775,7 @@ struct NativeAdmin {
 impl NativeAdmin {
     #[new]
     fn new(py: Python<'_>, common: Common) -> PyResult<Self> {
-        let b = configure!(Admin::builder(), common);
+        let b = Admin::builder().client_options(client_options(&common)?);
         let inner = py.detach(|| b.start()).or_raise(py)?;
         Ok(NativeAdmin { inner })
     }

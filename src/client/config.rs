@@ -1,5 +1,6 @@
-//! `ClientConfig`: what producers and consumers share (Java `ClientConfig`), with Java's
-//! defaults. Built with [`ClientConfig::builder`]; every duration is a `Duration`.
+//! What every client shares (Java `ClientConfig`), with Java's defaults: the public
+//! [`ClientOptions`] a user fills in, and the [`ClientConfig`] a client instance runs with.
+//! Every duration is a `Duration`.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -35,7 +36,8 @@ pub(crate) fn no_name_server(address_server: Option<&Error>) -> Error {
     Error::new(ErrorKind::Config, message)
 }
 
-/// Configuration shared by producers and consumers.
+/// The finished configuration of a client instance: [`ClientOptions`] after `start`, with
+/// the consumer-only periods filled in.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub(crate) namesrv_addr: Option<String>,
@@ -60,16 +62,11 @@ pub struct ClientConfig {
 
 impl Default for ClientConfig {
     fn default() -> Self {
-        ClientConfigBuilder::default().build()
+        ClientOptions::default().into_config()
     }
 }
 
 impl ClientConfig {
-    /// A builder starting from Java's defaults.
-    pub fn builder() -> ClientConfigBuilder {
-        ClientConfigBuilder::default()
-    }
-
     /// The client id: `ip@instance[@unit]` (Java `buildMQClientId`).
     pub fn client_id(&self) -> String {
         let mut id = format!("{}@{}", self.client_ip, self.instance_name);
@@ -152,13 +149,29 @@ fn instance_id_of_endpoint(addr: &str) -> Option<String> {
     (word(a) && word(b) && host.len() > id.len()).then(|| id.to_string())
 }
 
-/// Builder for [`ClientConfig`].
+/// What every client shares: name servers, identity, namespace, timeouts, credentials,
+/// TLS and the client-wide periods (Java `ClientConfig`), with Java's defaults. Give it to
+/// any builder with `client_options(...)`; one value can configure a producer and a
+/// consumer alike:
+///
+/// ```no_run
+/// use rocketmq_blocking::{ClientOptions, Producer};
+/// let options = ClientOptions::new().namesrv_addr("127.0.0.1:9876").namespace("ns");
+/// let producer = Producer::builder("orders").client_options(options.clone()).start()?;
+/// # Ok::<(), rocketmq_blocking::Error>(())
+/// ```
+///
+/// Each client's own settings stay on its builder ([`ProducerOptions`](crate::ProducerOptions),
+/// [`PushConsumerOptions`](crate::PushConsumerOptions), …). Clients of one process with the same
+/// client id (IP, instance name, unit name) share one client instance: its connections, its
+/// threads and the periods below come from the first of them to start.
+#[doc(alias = "ClientConfig")]
 #[derive(Debug, Clone)]
-pub struct ClientConfigBuilder {
+pub struct ClientOptions {
     config: ClientConfig,
 }
 
-impl Default for ClientConfigBuilder {
+impl Default for ClientOptions {
     fn default() -> Self {
         let domain = std::env::var("ROCKETMQ_NAMESRV_DOMAIN").ok();
         let subgroup = std::env::var("ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP").ok();
@@ -166,7 +179,7 @@ impl Default for ClientConfigBuilder {
         let domain = domain.unwrap_or_else(|| DEFAULT_NAMESRV_DOMAIN.to_string());
         let subgroup = subgroup.unwrap_or_else(|| DEFAULT_NAMESRV_SUBGROUP.to_string());
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-        ClientConfigBuilder {
+        ClientOptions {
             config: ClientConfig {
                 namesrv_addr: std::env::var("NAMESRV_ADDR")
                     .ok()
@@ -181,9 +194,9 @@ impl Default for ClientConfigBuilder {
                 mq_client_api_timeout: Duration::from_millis(3000),
                 poll_name_server_interval: Duration::from_millis(30_000),
                 heartbeat_broker_interval: Duration::from_millis(30_000),
-                persist_consumer_offset_interval: Duration::from_millis(5_000),
+                persist_consumer_offset_interval: DEFAULT_PERSIST_OFFSET_INTERVAL,
                 fetch_name_server_interval: Duration::from_millis(120_000),
-                adjust_thread_pool_interval: Duration::from_secs(60),
+                adjust_thread_pool_interval: DEFAULT_ADJUST_THREAD_POOL_INTERVAL,
                 name_server_address_url: format!("http://{domain}:8080/rocketmq/{subgroup}"),
                 address_server_configured,
                 remoting: RemotingConfig {
@@ -195,78 +208,108 @@ impl Default for ClientConfigBuilder {
     }
 }
 
-macro_rules! setters {
-    ($($(#[$m:meta])* $name:ident: $ty:ty => $field:ident;)*) => {$(
-        $(#[$m])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.config.$field = value;
-            self
-        }
-    )*};
+impl From<ClientOptions> for ClientConfig {
+    fn from(options: ClientOptions) -> ClientConfig {
+        options.into_config()
+    }
 }
 
-impl ClientConfigBuilder {
-    /// Name-server addresses, `;`-separated (default: `NAMESRV_ADDR`).
+/// How often consumers write their offsets (Java `persistConsumerOffsetInterval`).
+pub(crate) const DEFAULT_PERSIST_OFFSET_INTERVAL: Duration = Duration::from_secs(5);
+/// How often push consumers resize their consume pools (Java's adjustment job period).
+pub(crate) const DEFAULT_ADJUST_THREAD_POOL_INTERVAL: Duration = Duration::from_secs(60);
+
+impl ClientOptions {
+    /// Java's defaults, with the name servers from `NAMESRV_ADDR` and the instance name
+    /// from `ROCKETMQ_CLIENT_NAME` when they are set, as the Java tools read them.
+    pub fn new() -> ClientOptions {
+        ClientOptions::default()
+    }
+
+    /// Name-server addresses, `;`-separated (default: the `NAMESRV_ADDR` environment
+    /// variable; Java `namesrvAddr`).
+    #[doc(alias = "namesrvAddr")]
     pub fn namesrv_addr(mut self, addr: impl Into<String>) -> Self {
         self.config.namesrv_addr = Some(addr.into());
         self
     }
 
-    /// Forget any name-server address, so that they are fetched over HTTP from the address
-    /// server (which must then be configured).
+    /// Ignore `NAMESRV_ADDR` and find the name servers through the HTTP address server,
+    /// which must then be configured (see
+    /// [`name_server_address_url`](Self::name_server_address_url)).
     pub fn no_namesrv_addr(mut self) -> Self {
         self.config.namesrv_addr = None;
         self
     }
 
-    /// The IP that goes into the client id (default: Java's selection rule).
-    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
-        self.config.client_ip = ip.into();
-        self
-    }
-
-    /// Instance name (default `DEFAULT`, or `ROCKETMQ_CLIENT_NAME`).
-    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
-        self.config.instance_name = name.into();
-        self
-    }
-
-    /// Unit name, appended to the client id.
-    pub fn unit_name(mut self, name: impl Into<String>) -> Self {
-        self.config.unit_name = Some(name.into());
-        self
-    }
-
-    /// Namespace that wraps groups and topics.
-    pub fn namespace(mut self, ns: impl Into<String>) -> Self {
-        self.config.namespace = Some(ns.into());
-        self
-    }
-
-    /// Full URL of the HTTP name-server address server (default
-    /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`, asked only when this or the
-    /// `ROCKETMQ_NAMESRV_DOMAIN*` variables choose it).
+    /// Full URL of the HTTP name-server address server, asked at start and every two
+    /// minutes when no name-server address is configured (Java's default
+    /// `http://jmenv.tbsite.net:8080/rocketmq/nsaddr`; the environment variables
+    /// `ROCKETMQ_NAMESRV_DOMAIN` and `ROCKETMQ_NAMESRV_DOMAIN_SUBGROUP` change its host
+    /// and path). It is asked only when chosen, here or by those variables: with
+    /// neither a name server nor an address server, `start` fails at once with a
+    /// [`Config`](crate::ErrorKind::Config) error that says so.
     pub fn name_server_address_url(mut self, url: impl Into<String>) -> Self {
         self.config.name_server_address_url = url.into();
         self.config.address_server_configured = true;
         self
     }
 
-    setters! {
-        /// Send through the broker's VIP port (`port - 2`); Java default false.
-        vip_channel_enabled: bool => vip_channel_enabled;
-        /// Timeout of control calls (Java 3 s).
-        mq_client_api_timeout: Duration => mq_client_api_timeout;
-        /// Route refresh period (Java 30 s).
-        poll_name_server_interval: Duration => poll_name_server_interval;
-        /// Heartbeat period (Java 30 s).
-        heartbeat_broker_interval: Duration => heartbeat_broker_interval;
-        /// Consumer offset persistence period (Java 5 s).
-        persist_consumer_offset_interval: Duration => persist_consumer_offset_interval;
-        /// HTTP name-server address fetch period (Java 2 min).
-        fetch_name_server_interval: Duration => fetch_name_server_interval;
-        /// Consumer thread-pool adjustment period (Java 1 min).
-        adjust_thread_pool_interval: Duration => adjust_thread_pool_interval;
+    /// Instance name: clients of one process with the same client id share one
+    /// connection set (default `DEFAULT`, or `ROCKETMQ_CLIENT_NAME`; Java
+    /// `instanceName`).
+    #[doc(alias = "instanceName")]
+    pub fn instance_name(mut self, name: impl Into<String>) -> Self {
+        self.config.instance_name = name.into();
+        self
+    }
+
+    /// Unit name, appended to the client id (Java `unitName`).
+    #[doc(alias = "unitName")]
+    pub fn unit_name(mut self, name: impl Into<String>) -> Self {
+        self.config.unit_name = Some(name.into());
+        self
+    }
+
+    /// Namespace that prefixes groups and topics on the wire (`ns%Topic`); users see
+    /// names without it (Java `namespace`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.config.namespace = Some(namespace.into());
+        self
+    }
+
+    /// The IP that goes into the client id (default: Java's selection rule).
+    #[doc(alias = "clientIP")]
+    pub fn client_ip(mut self, ip: impl Into<String>) -> Self {
+        self.config.client_ip = ip.into();
+        self
+    }
+
+    /// Send through the broker's VIP port, its port minus 2 (Java `vipChannelEnabled`,
+    /// false).
+    #[doc(alias = "vipChannelEnabled")]
+    pub fn vip_channel(mut self, enabled: bool) -> Self {
+        self.config.vip_channel_enabled = enabled;
+        self
+    }
+
+    /// Signs every request with these credentials, for clusters that enforce ACL (Java
+    /// `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to the client's
+    /// constructor). Clients sharing one client instance (same client id) must use the
+    /// same credentials: a second client with other ones (or none) is refused at `start`
+    /// with a [`Config`](crate::ErrorKind::Config) error.
+    pub fn credentials(mut self, credentials: Credentials) -> Self {
+        self.config.remoting.credentials = Some(credentials);
+        self
+    }
+
+    /// TLS on every connection, to name servers and brokers (Java `useTLS`, off by
+    /// default; see [`TlsConfig`](crate::TlsConfig)). The connect timeout bounds the TCP
+    /// connect and the handshake together.
+    #[doc(alias = "useTLS")]
+    pub fn tls(mut self, tls: crate::remoting::TlsConfig) -> Self {
+        self.config.remoting.tls = Some(tls);
+        self
     }
 
     /// Header encoding of requests (Java `rocketmq.serialize.type`; default JSON).
@@ -275,53 +318,98 @@ impl ClientConfigBuilder {
         self
     }
 
-    /// Credentials every request is signed with (ACL); see [`Credentials`].
-    pub fn credentials(mut self, credentials: Credentials) -> Self {
-        self.config.remoting.credentials = Some(credentials);
+    /// Timeout of control calls: routes, heartbeats, offsets, admin requests (Java
+    /// `mqClientApiTimeout`, 3 s).
+    #[doc(alias = "mqClientApiTimeout")]
+    pub fn api_timeout(mut self, timeout: Duration) -> Self {
+        self.config.mq_client_api_timeout = timeout;
         self
     }
 
-    /// TLS on every connection (default off).
-    pub fn tls(mut self, tls: crate::remoting::TlsConfig) -> Self {
-        self.config.remoting.tls = Some(tls);
-        self
-    }
-
-    /// TCP connect timeout (with the TLS handshake when TLS is on).
+    /// TCP connect timeout, with the TLS handshake when TLS is on (Java
+    /// `connectTimeoutMillis`, 3 s).
+    #[doc(alias = "connectTimeoutMillis")]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.remoting.connect_timeout = timeout;
         self
     }
 
-    /// Largest frame accepted from a peer.
+    /// How often routes are refreshed from the name server (Java
+    /// `pollNameServerInterval`, 30 s).
+    #[doc(alias = "pollNameServerInterval")]
+    pub fn poll_name_server_interval(mut self, every: Duration) -> Self {
+        self.config.poll_name_server_interval = every;
+        self
+    }
+
+    /// How often heartbeats go to every broker (Java `heartbeatBrokerInterval`, 30 s).
+    #[doc(alias = "heartbeatBrokerInterval")]
+    pub fn heartbeat_interval(mut self, every: Duration) -> Self {
+        self.config.heartbeat_broker_interval = every;
+        self
+    }
+
+    /// How often the HTTP address server is asked (Java `fetchNameServerAddr` period,
+    /// 2 min).
+    pub fn fetch_name_server_interval(mut self, every: Duration) -> Self {
+        self.config.fetch_name_server_interval = every;
+        self
+    }
+
+    /// Largest frame accepted from a peer; a larger one closes the connection (default
+    /// 16 MiB, Java `com.rocketmq.remoting.frameMaxLength`).
     pub fn max_frame_size(mut self, bytes: usize) -> Self {
         self.config.remoting.max_frame = bytes;
         self
     }
 
     /// Async requests allowed in flight per client instance (Java 65535,
-    /// `com.rocketmq.remoting.clientAsyncSemaphoreValue`). An async send waits for a permit
-    /// up to its timeout, so this is the producer's back-pressure.
-    pub fn async_permits(mut self, n: usize) -> Self {
-        self.config.remoting.async_permits = n;
+    /// `com.rocketmq.remoting.clientAsyncSemaphoreValue`). An async send waits for a
+    /// permit up to its timeout, so this is the producer's back-pressure.
+    pub fn async_permits(mut self, permits: usize) -> Self {
+        self.config.remoting.async_permits = permits;
         self
     }
 
-    /// Threads that run async callbacks (Java `clientCallbackExecutorThreads`, CPU count).
-    pub fn callback_threads(mut self, n: usize) -> Self {
-        self.config.remoting.callback_threads = n;
+    /// Threads that run async callbacks (Java `clientCallbackExecutorThreads`, CPU
+    /// count).
+    #[doc(alias = "clientCallbackExecutorThreads")]
+    pub fn callback_threads(mut self, threads: usize) -> Self {
+        self.config.remoting.callback_threads = threads;
         self
     }
 
-    /// How long stopping the client instance waits for its threads, all together.
+    /// How long stopping the shared client instance may take, for all its threads
+    /// together: the timer, the pull and rebalance services, the I/O thread and the
+    /// callback and processor pools (10 s). An async-send callback or broker-request
+    /// handler still running then keeps its thread and the stop returns without it; it is
+    /// not interrupted. A push consumer waits for its listeners separately, for
+    /// `await_termination_when_shutdown`.
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.config.remoting.shutdown_timeout = timeout;
         self
     }
 
+    /// The client id these options give (`ip@instance[@unit]`, Java `buildMQClientId`).
+    pub fn client_id(&self) -> String {
+        self.config.client_id()
+    }
+
     /// The finished configuration.
-    pub fn build(self) -> ClientConfig {
+    pub(crate) fn into_config(self) -> ClientConfig {
         self.config
+    }
+
+    /// The consumers' own periods, which only a consumer's builder sets (they run on the
+    /// shared client instance).
+    pub(crate) fn consumer_periods(
+        mut self,
+        persist_offsets: Duration,
+        adjust_pool: Duration,
+    ) -> Self {
+        self.config.persist_consumer_offset_interval = persist_offsets;
+        self.config.adjust_thread_pool_interval = adjust_pool;
+        self
     }
 }
 
@@ -364,27 +452,27 @@ mod tests {
 
     #[test]
     fn client_id_is_ip_at_instance_at_unit() {
-        let c = ClientConfig::builder()
+        let c = ClientOptions::new()
             .client_ip("10.0.0.1")
             .instance_name("i1")
-            .build();
+            .into_config();
         assert_eq!(c.client_id(), "10.0.0.1@i1");
-        let c = ClientConfig::builder()
+        let c = ClientOptions::new()
             .client_ip("10.0.0.1")
             .instance_name("i1")
             .unit_name("u")
-            .build();
+            .into_config();
         assert_eq!(c.client_id(), "10.0.0.1@i1@u");
     }
 
     #[test]
     fn default_instance_name_becomes_pid_and_nanos() {
-        let mut c = ClientConfig::builder().instance_name("DEFAULT").build();
+        let mut c = ClientOptions::new().instance_name("DEFAULT").into_config();
         c.change_instance_name_to_pid();
         let (pid, nanos) = c.instance_name.split_once('#').unwrap();
         assert_eq!(pid, std::process::id().to_string());
         assert!(nanos.parse::<u128>().is_ok());
-        let mut c = ClientConfig::builder().instance_name("mine").build();
+        let mut c = ClientOptions::new().instance_name("mine").into_config();
         c.change_instance_name_to_pid();
         assert_eq!(c.instance_name, "mine");
     }
@@ -401,15 +489,15 @@ mod tests {
 
     #[test]
     fn namespace_from_instance_endpoint() {
-        let c = ClientConfig::builder()
+        let c = ClientOptions::new()
             .namesrv_addr("http://MQ_INST_1234_abcd.mq.example.com:80")
-            .build();
+            .into_config();
         assert_eq!(c.namespace().as_deref(), Some("MQ_INST_1234_abcd"));
-        let c = ClientConfig::builder()
+        let c = ClientOptions::new()
             .namesrv_addr("127.0.0.1:9876")
-            .build();
+            .into_config();
         assert_eq!(c.namespace(), None);
-        let c = ClientConfig::builder().namespace("ns").build();
+        let c = ClientOptions::new().namespace("ns").into_config();
         assert_eq!(c.namespace().as_deref(), Some("ns"));
     }
 

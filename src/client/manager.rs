@@ -113,15 +113,15 @@ mod tests {
     use std::time::Duration;
 
     fn config(instance: &str) -> ClientConfig {
-        ClientConfig::builder()
-            // Nothing listens there; the jobs fail quietly.
+        // Nothing listens there; the jobs fail quietly.
+        crate::ClientOptions::new()
             .namesrv_addr("127.0.0.1:1")
             .instance_name(format!(
                 "{instance}-{}-{}",
                 std::process::id(),
                 crate::util::random_u64()
             ))
-            .build()
+            .into_config()
     }
 
     fn in_table(config: &ClientConfig) -> bool {

@@ -17,7 +17,8 @@ pub(crate) use api::{decode_consumer_id_list, decode_lock_batch_response};
 pub use api::{MQClientAPI, TopicConfig};
 #[cfg(feature = "unstable-internals")]
 pub(crate) use config::parse_namesrv_list;
-pub use config::{ClientConfig, ClientConfigBuilder};
+pub use config::{ClientConfig, ClientOptions};
+pub(crate) use config::{DEFAULT_ADJUST_THREAD_POOL_INTERVAL, DEFAULT_PERSIST_OFFSET_INTERVAL};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
 #[cfg(feature = "unstable-internals")]

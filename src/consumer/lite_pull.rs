@@ -25,9 +25,7 @@ use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::subscription::{build_subscription_data, MessageSelector};
 use super::{ConsumeFromWhere, ConsumerConfig, MessageModel};
 use crate::client::validators::{check_group, check_topic};
-use crate::client::{
-    namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance, ServiceState,
-};
+use crate::client::{namespace, ClientOptions, ConsumerInner, MQClientInstance, ServiceState};
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 use crate::trace::TraceDispatcher;
@@ -78,6 +76,11 @@ pub struct LitePullOptions {
     /// The trace topic when tracing (default `RMQ_SYS_TRACE_TOPIC`).
     #[doc(alias = "customizedTraceTopic")]
     pub trace_topic: Option<String>,
+    /// How often offsets are written to the broker (Java `persistConsumerOffsetInterval`,
+    /// 5 s). It runs on the shared client instance: the first client of a client id to
+    /// start sets it.
+    #[doc(alias = "persistConsumerOffsetInterval")]
+    pub persist_offset_interval: Duration,
 }
 
 impl Default for LitePullOptions {
@@ -98,6 +101,7 @@ impl Default for LitePullOptions {
             offset_store_dir: super::default_local_offset_dir(),
             enable_msg_trace: false,
             trace_topic: None,
+            persist_offset_interval: crate::client::DEFAULT_PERSIST_OFFSET_INTERVAL,
         }
     }
 }
@@ -163,7 +167,7 @@ struct LitePullImpl {
 /// Builder for [`LitePullConsumer`].
 pub struct LitePullConsumerBuilder {
     group: String,
-    client: ClientConfigBuilder,
+    client: ClientOptions,
     options: LitePullOptions,
     subscriptions: Vec<(String, MessageSelector)>,
     strategy: Option<Box<dyn AllocateStrategy>>,
@@ -182,7 +186,12 @@ impl std::fmt::Debug for LitePullConsumerBuilder {
 }
 
 impl LitePullConsumerBuilder {
-    crate::util::client_setters!();
+    /// What every client shares: name servers, instance name, namespace, credentials, TLS,
+    /// timeouts (default [`ClientOptions::new`]).
+    pub fn client_options(mut self, options: ClientOptions) -> Self {
+        self.client = options;
+        self
+    }
 
     /// All options at once.
     pub fn options(mut self, options: LitePullOptions) -> Self {
@@ -219,6 +228,8 @@ impl LitePullConsumerBuilder {
         offset_store_dir: std::path::PathBuf;
         /// Trace every message `poll` returns (Java `enableMsgTrace`).
         enable_msg_trace: bool;
+        /// How often offsets are written to the broker (Java 5 s).
+        persist_offset_interval: Duration;
     }
 
     /// Traces what `poll` returns in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns
@@ -253,17 +264,20 @@ impl LitePullConsumerBuilder {
         self
     }
 
-    /// [`build`](Self::build) and [`LitePullConsumer::start`]. Without subscriptions the
-    /// consumer waits for [`LitePullConsumer::assign`].
+    /// Checks the configuration, registers with the shared client instance (starting it
+    /// if it is new) and returns the running consumer (Java `new
+    /// DefaultLitePullConsumer`, then `start()`). Without subscriptions the consumer waits
+    /// for [`LitePullConsumer::assign`].
+    #[doc(alias = "DefaultLitePullConsumer")]
     pub fn start(self) -> Result<LitePullConsumer> {
         let consumer = self.build()?;
         consumer.start()?;
         Ok(consumer)
     }
 
-    /// Checks the configuration and creates a consumer that is not started yet. Nothing is
-    /// sent before [`LitePullConsumer::start`].
-    pub fn build(self) -> Result<LitePullConsumer> {
+    /// Checks the configuration and creates a consumer that is not started yet: nothing is
+    /// sent before `start`.
+    pub(crate) fn build(self) -> Result<LitePullConsumer> {
         check_group(&self.group)?;
         let o = &self.options;
         if !(1..=1024).contains(&o.pull_batch_size) {
@@ -278,7 +292,11 @@ impl LitePullConsumerBuilder {
         }
         let model = self.options.message_model;
         let dir = &self.options.offset_store_dir;
-        let cc = ConsumerConfig::new(self.client, &self.group, model, dir)?;
+        let client = self.client.consumer_periods(
+            o.persist_offset_interval,
+            crate::client::DEFAULT_ADJUST_THREAD_POOL_INTERVAL,
+        );
+        let cc = ConsumerConfig::new(client, &self.group, model, dir)?;
         let mut subs = Vec::new();
         for (topic, selector) in &self.subscriptions {
             check_topic(topic)?;
@@ -323,7 +341,7 @@ impl LitePullConsumer {
     /// Registers with the shared client instance, starts it and starts pulling (Java
     /// `DefaultLitePullConsumer.start`). Starting twice, or after shutdown, is a state
     /// error.
-    pub fn start(&self) -> Result<()> {
+    fn start(&self) -> Result<()> {
         let inner = &self.inner;
         let instance = &inner.instance;
         if *inner.state.lock() != ServiceState::CreateJust {
@@ -390,7 +408,7 @@ impl LitePullConsumer {
     pub fn builder(group: impl Into<String>) -> LitePullConsumerBuilder {
         LitePullConsumerBuilder {
             group: group.into(),
-            client: ClientConfig::builder(),
+            client: ClientOptions::new(),
             options: LitePullOptions::default(),
             subscriptions: Vec::new(),
             strategy: None,

@@ -25,8 +25,7 @@ use log::info;
 
 use crate::client::validators::{check_group, check_topic, DEFAULT_CONSUMER_GROUP};
 use crate::client::{
-    manager, namespace, ClientConfig, ClientConfigBuilder, ConsumerInner, MQClientInstance,
-    ServiceState,
+    manager, namespace, ClientConfig, ClientOptions, ConsumerInner, MQClientInstance, ServiceState,
 };
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
@@ -277,6 +276,14 @@ pub struct PushConsumerOptions {
     /// `RMQ_SYS_TRACE_TOPIC`).
     #[doc(alias = "customizedTraceTopic")]
     pub trace_topic: Option<String>,
+    /// How often offsets are written to the broker (Java `persistConsumerOffsetInterval`,
+    /// 5 s). This and [`adjust_thread_pool_interval`](Self::adjust_thread_pool_interval)
+    /// run on the shared client instance: the first client of a client id to start sets
+    /// them.
+    #[doc(alias = "persistConsumerOffsetInterval")]
+    pub persist_offset_interval: Duration,
+    /// How often consume pools are resized to the backlog (Java's adjustment job, 1 min).
+    pub adjust_thread_pool_interval: Duration,
 }
 
 impl Default for PushConsumerOptions {
@@ -304,6 +311,8 @@ impl Default for PushConsumerOptions {
             consume_timeout: Duration::from_secs(15 * 60),
             enable_msg_trace: false,
             trace_topic: None,
+            persist_offset_interval: crate::client::DEFAULT_PERSIST_OFFSET_INTERVAL,
+            adjust_thread_pool_interval: crate::client::DEFAULT_ADJUST_THREAD_POOL_INTERVAL,
         }
     }
 }
@@ -333,12 +342,12 @@ impl ConsumerConfig {
     /// process (Java `changeInstanceNameToPID`); for broadcasting, checks that the offsets
     /// file stays inside `offset_dir`, so a bad name creates nothing.
     pub(crate) fn new(
-        client: ClientConfigBuilder,
+        client: ClientOptions,
         group: &str,
         model: MessageModel,
         offset_dir: &std::path::Path,
     ) -> Result<ConsumerConfig> {
-        let mut config = client.build();
+        let mut config = client.into_config();
         let namespace = config.namespace();
         let group = namespace::wrap(namespace.as_deref(), group);
         match model {
@@ -381,7 +390,7 @@ impl ConsumerConfig {
 /// Builder for [`PushConsumer`].
 pub struct PushConsumerBuilder {
     group: String,
-    client: ClientConfigBuilder,
+    client: ClientOptions,
     options: PushConsumerOptions,
     subscriptions: Vec<(String, MessageSelector)>,
     listener: Option<Listener>,
@@ -402,7 +411,12 @@ impl fmt::Debug for PushConsumerBuilder {
 }
 
 impl PushConsumerBuilder {
-    crate::util::client_setters!();
+    /// What every client shares: name servers, instance name, namespace, credentials, TLS,
+    /// timeouts (default [`ClientOptions::new`]).
+    pub fn client_options(mut self, options: ClientOptions) -> Self {
+        self.client = options;
+        self
+    }
 
     /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
     pub fn subscribe(
@@ -530,18 +544,25 @@ impl PushConsumerBuilder {
         consume_timeout: Duration;
         /// Trace every listener call in the trace topic (Java `enableMsgTrace`).
         enable_msg_trace: bool;
+        /// How often offsets are written to the broker (Java 5 s).
+        persist_offset_interval: Duration;
+        /// How often consume pools are resized (1 min).
+        adjust_thread_pool_interval: Duration;
     }
 
-    /// [`build`](Self::build) and [`PushConsumer::start`].
+    /// Checks the configuration, registers with the shared client instance (starting it
+    /// if it is new) and returns the consumer, consuming (Java `new
+    /// DefaultMQPushConsumer`, then `start()`).
+    #[doc(alias = "DefaultMQPushConsumer")]
     pub fn start(self) -> Result<PushConsumer> {
         let consumer = self.build()?;
         consumer.start()?;
         Ok(consumer)
     }
 
-    /// Checks the configuration and creates a consumer that is not started yet. Nothing is
-    /// sent before [`PushConsumer::start`].
-    pub fn build(self) -> Result<PushConsumer> {
+    /// Checks the configuration and creates a consumer that is not started yet: nothing is
+    /// sent before `start`.
+    pub(crate) fn build(self) -> Result<PushConsumer> {
         check_group(&self.group)?;
         if self.group == DEFAULT_CONSUMER_GROUP {
             return Err(Error::invalid_argument(format!(
@@ -581,7 +602,10 @@ impl PushConsumerBuilder {
         }
         let model = self.options.message_model;
         let dir = &self.options.offset_store_dir;
-        let cc = ConsumerConfig::new(self.client, &self.group, model, dir)?;
+        let client = self
+            .client
+            .consumer_periods(o.persist_offset_interval, o.adjust_thread_pool_interval);
+        let cc = ConsumerConfig::new(client, &self.group, model, dir)?;
         let mut subs = Vec::new();
         for (topic, selector) in &self.subscriptions {
             check_topic(topic)?;
@@ -636,7 +660,7 @@ impl PushConsumer {
     pub fn builder(group: impl Into<String>) -> PushConsumerBuilder {
         PushConsumerBuilder {
             group: group.into(),
-            client: ClientConfig::builder(),
+            client: ClientOptions::new(),
             options: PushConsumerOptions::default(),
             subscriptions: Vec::new(),
             listener: None,
@@ -647,7 +671,7 @@ impl PushConsumer {
     /// Registers with the shared client instance, starts it and starts consuming (Java
     /// `DefaultMQPushConsumerImpl.start`). Starting twice, or after shutdown, is a state
     /// error.
-    pub fn start(&self) -> Result<()> {
+    fn start(&self) -> Result<()> {
         let c = &self.inner;
         if *c.state.lock() != ServiceState::CreateJust {
             return Err(Error::state(format!(
@@ -814,6 +838,14 @@ impl PushConsumer {
         self.inner.instance.client_id().to_string()
     }
 
+    /// The shared client instance: its routes, broker table and remoting client, for
+    /// diagnostics and tests.
+    #[cfg(feature = "unstable-internals")]
+    #[doc(hidden)]
+    pub fn client_instance(&self) -> Arc<MQClientInstance> {
+        self.inner.instance.clone()
+    }
+
     /// Queues this consumer holds now; none once [`shutdown`](Self::shutdown) has begun
     /// (from then on it takes no message from them, and a listener's retry leaves its
     /// messages uncommitted instead of sending them back).
@@ -939,16 +971,15 @@ mod tests {
         ("client IP", "../.."),
     ];
 
-    /// Applies one of `ESCAPING` to a consumer builder (both have the client setters).
-    macro_rules! set {
-        ($b:expr, $what:expr, $v:expr) => {
-            match $what {
-                "instance name" => $b.instance_name($v),
-                "unit name" => $b.unit_name($v),
-                "namespace" => $b.namespace($v),
-                _ => $b.client_ip($v),
-            }
-        };
+    /// Client options with one of `ESCAPING` set.
+    fn escaping(what: &str, v: &str) -> ClientOptions {
+        let o = ClientOptions::new();
+        match what {
+            "instance name" => o.instance_name(v),
+            "unit name" => o.unit_name(v),
+            "namespace" => o.namespace(v),
+            _ => o.client_ip(v),
+        }
     }
 
     #[test]
@@ -963,8 +994,9 @@ mod tests {
         for (what, value) in ESCAPING {
             let b = LitePullConsumer::builder("g")
                 .message_model(MessageModel::Broadcasting)
-                .offset_store_dir(dir.clone());
-            match set!(b, what, value).build() {
+                .offset_store_dir(dir.clone())
+                .client_options(escaping(what, value));
+            match b.build() {
                 Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
                 Ok(_) => accepted.push(format!("lite pull, {what}")),
             }
@@ -972,8 +1004,9 @@ mod tests {
                 .message_model(MessageModel::Broadcasting)
                 .offset_store_dir(dir.clone())
                 .subscribe("T", "*")
-                .listener(|_, _| ConsumeStatus::Success);
-            match set!(b, what, value).build() {
+                .listener(|_, _| ConsumeStatus::Success)
+                .client_options(escaping(what, value));
+            match b.build() {
                 Err(e) => assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}"),
                 Ok(_) => accepted.push(format!("push, {what}")),
             }

@@ -664,7 +664,7 @@ pub(crate) fn compute_start_offset(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ClientConfig;
+
     use crate::protocol::TopicRouteData;
     use crate::protocol::{BrokerData, QueueData, RemotingCommand, RequestCode, ResponseCode};
     use crate::testkit::fault_peer::{Fault, FaultPeer, Responder};
@@ -709,10 +709,10 @@ mod tests {
             ..Default::default()
         };
         let namesrv = FaultPeer::start(Fault::Answer(serde_json::to_vec(&route).unwrap())).unwrap();
-        let config = ClientConfig::builder()
+        let config = crate::client::ClientOptions::new()
             .namesrv_addr(namesrv.addr())
             .instance_name(format!("offsets-{}", crate::util::random_u64()))
-            .build();
+            .into_config();
         (namesrv, MQClientInstance::new(config).unwrap())
     }
 
@@ -787,10 +787,10 @@ mod tests {
     #[test]
     fn persisting_an_empty_set_keeps_every_remote_offset() {
         // Nothing listens on the name server: an attempt to send would fail, not hang.
-        let config = crate::client::ClientConfig::builder()
+        let config = crate::client::ClientOptions::new()
             .namesrv_addr("127.0.0.1:1")
             .instance_name(format!("empty-persist-{}", crate::util::random_u64()))
-            .build();
+            .into_config();
         let instance = MQClientInstance::new(config).unwrap();
         let s = RemoteBrokerOffsetStore::new(instance, "g");
         let a = MessageQueue::new("T", "b", 0);

@@ -308,7 +308,6 @@ mod tests {
     #[cfg(feature = "testkit")]
     #[test]
     fn a_pull_of_a_broker_not_cached_fails_at_once_and_its_route_comes_on_the_timer() {
-        use crate::client::ClientConfig;
         use crate::testkit::fault_peer::{Fault, FaultPeer, Responder};
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::time::Instant;
@@ -325,10 +324,10 @@ mod tests {
                 .with_body(route.as_bytes().to_vec())
         })))
         .unwrap();
-        let config = ClientConfig::builder()
+        let config = crate::client::ClientOptions::new()
             .namesrv_addr(namesrv.addr())
             .instance_name(format!("pull-route-{}", std::process::id()))
-            .build();
+            .into_config();
         let instance = MQClientInstance::new(config).unwrap();
         instance.start().unwrap();
         let mq = MessageQueue::new("T", "b", 0);

@@ -438,7 +438,7 @@ impl RebalanceImpl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::ClientConfig;
+
     use crate::consumer::allocate::AllocateAveragely;
     use crate::consumer::subscription::{build_subscription_data, MessageSelector};
     use parking_lot::Mutex;
@@ -483,10 +483,10 @@ mod tests {
     /// A broadcasting group (it allocates without asking a broker) subscribed to `topics`
     /// topics of two queues each.
     fn rebalance_of(topics: usize) -> RebalanceImpl {
-        let config = ClientConfig::builder()
+        let config = crate::client::ClientOptions::new()
             .namesrv_addr("127.0.0.1:9")
             .instance_name(format!("rebalance-test-{}", crate::util::random_u64()))
-            .build();
+            .into_config();
         let instance = MQClientInstance::new(config).unwrap();
         let r = RebalanceImpl::new(
             "g",

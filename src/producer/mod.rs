@@ -3,7 +3,7 @@
 //! ```no_run
 //! use rocketmq_blocking::{Message, Producer};
 //!
-//! let producer = Producer::builder("my_group").namesrv_addr("127.0.0.1:9876").start()?;
+//! let producer = Producer::builder("my_group").client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876")).start()?;
 //! let result = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
 //! println!("{} stored at queue {} offset {}", result.msg_id(), result.message_queue().queue_id(), result.queue_offset());
 //! producer.shutdown();
@@ -29,7 +29,7 @@ use crossbeam_channel::Receiver;
 
 #[cfg(feature = "unstable-internals")]
 use crate::client::MQClientInstance;
-use crate::client::{ClientConfig, ClientConfigBuilder};
+use crate::client::{ClientConfig, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
@@ -190,17 +190,29 @@ impl Default for ProducerOptions {
     }
 }
 
-/// Builder for [`Producer`]: `Producer::builder(group)`, settings, then
-/// [`build`](Self::build) or [`start`](Self::start).
+/// Builder for [`Producer`]: `Producer::builder(group)`, the client-wide
+/// [`ClientOptions`], the producer's own settings, then [`start`](Self::start).
 #[derive(Debug, Clone)]
 pub struct ProducerBuilder {
     group: String,
-    client: ClientConfigBuilder,
+    client: ClientOptions,
     options: ProducerOptions,
 }
 
 impl ProducerBuilder {
-    crate::util::client_setters!();
+    /// What every client shares: name servers, instance name, namespace, credentials, TLS,
+    /// timeouts (default [`ClientOptions::new`]).
+    pub fn client_options(mut self, options: ClientOptions) -> Self {
+        self.client = options;
+        self
+    }
+
+    /// Turns this producer into a transactional one whose transactions `listener` runs
+    /// and checks (Java `TransactionMQProducer`), with every setting made so far.
+    #[doc(alias = "TransactionMQProducer")]
+    pub fn transactional(self, listener: impl TransactionListener) -> TransactionProducerBuilder {
+        TransactionProducerBuilder::new(self, std::sync::Arc::new(listener))
+    }
 
     /// All producer options at once.
     pub fn options(mut self, options: ProducerOptions) -> Self {
@@ -236,8 +248,8 @@ impl ProducerBuilder {
     }
 
     /// Checks the configuration and creates a producer that is not started yet.
-    pub fn build(self) -> Result<Producer> {
-        let config: ClientConfig = self.client.build();
+    fn build(self) -> Result<Producer> {
+        let config: ClientConfig = self.client.into_config();
         if self.options.compress_level > 9 {
             return Err(Error::invalid_argument(format!(
                 "compress level {} is not in 0..=9",
@@ -256,7 +268,7 @@ impl ProducerBuilder {
         self
     }
 
-    /// Like [`build`](Self::build) with a finished client configuration (used for the
+    /// Like `build` with a finished client configuration (used for the
     /// consumers' retry producer, which must share their client id).
     pub(crate) fn build_with_config(self, config: ClientConfig) -> Result<Producer> {
         let inner = ProducerImpl::new(self.group, config, self.options)?;
@@ -264,11 +276,8 @@ impl ProducerBuilder {
     }
 
     /// The engine of a [`TransactionProducer`], whose checks go to `env`'s pool.
-    fn build_transactional(
-        self,
-        config: ClientConfig,
-        env: Arc<transaction::TransactionEnv>,
-    ) -> Result<Producer> {
+    fn build_transactional(self, env: Arc<transaction::TransactionEnv>) -> Result<Producer> {
+        let config = self.client.into_config();
         if self.options.compress_level > 9 {
             return Err(Error::invalid_argument(format!(
                 "compress level {} is not in 0..=9",
@@ -279,7 +288,10 @@ impl ProducerBuilder {
         Ok(Producer { inner })
     }
 
-    /// [`build`](Self::build) and [`Producer::start`].
+    /// Checks the configuration, registers with the shared client instance (starting it
+    /// if it is new) and returns the running producer (Java `new DefaultMQProducer`,
+    /// then `start()`).
+    #[doc(alias = "DefaultMQProducer")]
     pub fn start(self) -> Result<Producer> {
         let p = self.build()?;
         p.start()?;
@@ -307,14 +319,14 @@ impl Producer {
     pub fn builder(group: impl Into<String>) -> ProducerBuilder {
         ProducerBuilder {
             group: group.into(),
-            client: ClientConfig::builder(),
+            client: ClientOptions::new(),
             options: ProducerOptions::default(),
         }
     }
 
     /// Registers with the shared client instance and starts it. Starting twice, or after
     /// shutdown, is a state error.
-    pub fn start(&self) -> Result<()> {
+    pub(crate) fn start(&self) -> Result<()> {
         self.inner.start()
     }
 
@@ -547,7 +559,7 @@ impl Drop for Producer {
 ///
 /// ```no_run
 /// # use rocketmq_blocking::{Message, Producer};
-/// # let producer = Producer::builder("g").namesrv_addr("127.0.0.1:9876").start()?;
+/// # let producer = Producer::builder("g").client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876")).start()?;
 /// let msg = Message::new("TopicTest", "hello");
 /// if let Err(e) = producer.send_async(msg, |r| println!("{r:?}")) {
 ///     eprintln!("not sent: {}", e.error());
@@ -795,7 +807,7 @@ mod tests {
     fn bad_group_is_rejected_before_anything_starts() {
         for g in ["", "bad group", "DEFAULT_PRODUCER"] {
             let e = Producer::builder(g)
-                .namesrv_addr("127.0.0.1:1")
+                .client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:1"))
                 .build()
                 .err()
                 .unwrap();

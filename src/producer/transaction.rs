@@ -8,7 +8,7 @@
 //! let execute = |_msg: &Message, _arg: &dyn std::any::Any| LocalTransactionState::CommitMessage;
 //! let check = |_msg: &rocketmq_blocking::MessageExt| LocalTransactionState::CommitMessage;
 //! let producer = TransactionProducer::builder("tx_group", (execute, check))
-//!     .namesrv_addr("127.0.0.1:9876")
+//!     .client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
 //!     .start()?;
 //! let r = producer.send_in_transaction(&Message::new("TopicTest", "order 1"), &())?;
 //! println!("{} {:?}", r.send_result().msg_id(), r.local_transaction_state());
@@ -36,8 +36,8 @@ use std::time::{Duration, Instant};
 use log::{debug, info, warn};
 use parking_lot::Mutex;
 
-use super::{Producer, ProducerOptions, SendResult, SendStatus};
-use crate::client::{namespace, ClientConfig, ClientConfigBuilder, MQClientInstance};
+use super::{Producer, ProducerBuilder, ProducerOptions, SendResult, SendStatus};
+use crate::client::{namespace, ClientOptions, MQClientInstance};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageExt};
 use crate::protocol::transaction::{
@@ -338,12 +338,11 @@ fn caught<R>(f: impl FnOnce() -> R) -> std::result::Result<R, String> {
     })
 }
 
-/// Builder for [`TransactionProducer`]: `TransactionProducer::builder(group, listener)`,
-/// the settings a [`Producer`] has, the check pool's, then [`start`](Self::start).
+/// Builder for [`TransactionProducer`]: [`ProducerBuilder::transactional`] (every
+/// producer setting made before it), or `TransactionProducer::builder(group, listener)`,
+/// then the check pool's settings and [`start`](Self::start).
 pub struct TransactionProducerBuilder {
-    group: String,
-    client: ClientConfigBuilder,
-    options: ProducerOptions,
+    producer: ProducerBuilder,
     listener: Arc<dyn TransactionListener>,
     check_thread_pool_min_size: usize,
     check_thread_pool_max_size: usize,
@@ -353,9 +352,7 @@ pub struct TransactionProducerBuilder {
 impl fmt::Debug for TransactionProducerBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TransactionProducerBuilder")
-            .field("group", &self.group)
-            .field("client", &self.client)
-            .field("options", &self.options)
+            .field("producer", &self.producer)
             .field(
                 "check_thread_pool_min_size",
                 &self.check_thread_pool_min_size,
@@ -370,33 +367,30 @@ impl fmt::Debug for TransactionProducerBuilder {
 }
 
 impl TransactionProducerBuilder {
-    crate::util::client_setters!();
+    /// Java's check pool: one thread, 2,000 checks waiting.
+    pub(super) fn new(
+        producer: ProducerBuilder,
+        listener: Arc<dyn TransactionListener>,
+    ) -> TransactionProducerBuilder {
+        TransactionProducerBuilder {
+            producer,
+            listener,
+            check_thread_pool_min_size: 1,
+            check_thread_pool_max_size: 1,
+            check_request_hold_max: 2000,
+        }
+    }
 
-    /// All producer options at once.
-    pub fn options(mut self, options: ProducerOptions) -> Self {
-        self.options = options;
+    /// What every client shares (see [`ProducerBuilder::client_options`]).
+    pub fn client_options(mut self, options: ClientOptions) -> Self {
+        self.producer = self.producer.client_options(options);
         self
     }
 
-    crate::util::option_setters! {
-        /// Budget of the half message's send, retries included (Java `sendMsgTimeout`, 3 s).
-        send_timeout: Duration;
-        /// Extra attempts of the half message's send (Java `retryTimesWhenSendFailed`, 2).
-        retries: u32;
-        /// Compress bodies of at least this many bytes (Java 4096).
-        compress_over: usize;
-        /// Largest body (Java 4 MiB).
-        max_message_size: usize;
-        /// Trace every send and every transaction's end in the trace topic (Java
-        /// `enableMsgTrace`).
-        enable_msg_trace: bool;
-    }
-
-    /// Trace into `topic` instead of `RMQ_SYS_TRACE_TOPIC` (Java `customizedTraceTopic`);
-    /// turns tracing on.
-    pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
-        self.options.enable_msg_trace = true;
-        self.options.trace_topic = Some(topic.into());
+    /// All producer options at once (see [`ProducerBuilder::options`]); the half message
+    /// is sent with them.
+    pub fn options(mut self, options: ProducerOptions) -> Self {
+        self.producer = self.producer.options(options);
         self
     }
 
@@ -424,7 +418,7 @@ impl TransactionProducerBuilder {
     }
 
     /// Checks the configuration and creates a producer that is not started yet.
-    pub fn build(self) -> Result<TransactionProducer> {
+    fn build(self) -> Result<TransactionProducer> {
         let (min, max, hold) = (
             self.check_thread_pool_min_size,
             self.check_thread_pool_max_size,
@@ -445,17 +439,12 @@ impl TransactionProducerBuilder {
             dropped: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
         });
-        let config: ClientConfig = self.client.build();
-        let producer = super::ProducerBuilder {
-            group: self.group,
-            client: ClientConfig::builder(),
-            options: self.options,
-        }
-        .build_transactional(config, env.clone())?;
+        let producer = self.producer.build_transactional(env.clone())?;
         Ok(TransactionProducer { producer, env })
     }
 
-    /// [`build`](Self::build) and [`TransactionProducer::start`].
+    /// Checks the configuration, starts the check pool and the producer, and returns the
+    /// running transactional producer (Java `new TransactionMQProducer`, then `start()`).
     pub fn start(self) -> Result<TransactionProducer> {
         let p = self.build()?;
         p.start()?;
@@ -487,20 +476,12 @@ impl TransactionProducer {
         group: impl Into<String>,
         listener: impl TransactionListener,
     ) -> TransactionProducerBuilder {
-        TransactionProducerBuilder {
-            group: group.into(),
-            client: ClientConfig::builder(),
-            options: ProducerOptions::default(),
-            listener: Arc::new(listener),
-            check_thread_pool_min_size: 1,
-            check_thread_pool_max_size: 1,
-            check_request_hold_max: 2000,
-        }
+        Producer::builder(group).transactional(listener)
     }
 
     /// Starts the check pool, then the producer (Java `initTransactionEnv`, then
     /// `start`): a check that comes right after the first heartbeat finds the pool.
-    pub fn start(&self) -> Result<()> {
+    fn start(&self) -> Result<()> {
         self.env.start()?;
         if let Err(e) = self.producer.start() {
             self.env
@@ -706,10 +687,10 @@ mod tests {
     }
 
     fn offline_instance(name: &str) -> Arc<MQClientInstance> {
-        let config = ClientConfig::builder()
+        let config = crate::client::ClientOptions::new()
             .namesrv_addr("127.0.0.1:1")
             .instance_name(name)
-            .build();
+            .into_config();
         MQClientInstance::new(config).unwrap()
     }
 
@@ -796,7 +777,7 @@ mod tests {
         );
         for (min, max, hold) in [(0, 1, 1), (2, 1, 1), (1, 1, 0)] {
             let e = TransactionProducer::builder("g", l)
-                .namesrv_addr("127.0.0.1:1")
+                .client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:1"))
                 .check_thread_pool_min_size(min)
                 .check_thread_pool_max_size(max)
                 .check_request_hold_max(hold)

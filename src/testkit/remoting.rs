@@ -60,11 +60,12 @@ pub(crate) fn registered_at_every_name_server(
         let mut admins = admins.lock();
         for ns in namesrv.split(';').filter(|s| !s.is_empty()) {
             if !admins.contains_key(ns) {
-                let mut builder = Admin::builder().namesrv_addr(ns);
+                let mut options = crate::ClientOptions::new().namesrv_addr(ns);
                 if let Some(tls) = &tls {
-                    builder = builder.tls(tls.clone());
+                    options = options.tls(tls.clone());
                 }
-                admins.insert(ns.to_string(), builder.build().map_err(|e| e.to_string())?);
+                let admin = Admin::builder().client_options(options).start();
+                admins.insert(ns.to_string(), admin.map_err(|e| e.to_string())?);
             }
             let Some(admin) = admins.get(ns) else {
                 return Ok(false);

@@ -10,6 +10,7 @@ use rocketmq_blocking::{ConsumeStatus, Producer, PushConsumer};
 use serde_json::{json, Value};
 
 use super::{cluster, namesrv, rmq, stderr, stdout_lines, unique};
+use rocketmq_blocking::ClientOptions;
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -146,7 +147,7 @@ fn consumer_connection_lists_the_client_ids_mqadmin_lists() {
     assert!(err.contains("not online"), "{err}");
 
     let consumer = PushConsumer::builder(&group)
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .subscribe(&topic, "*")
         .listener(|_, _| ConsumeStatus::Success)
         .start()
@@ -171,7 +172,7 @@ fn producer_connection_lists_a_running_producer() {
     lines_of(&["updateTopic", "-t", &topic, "-c", "DefaultCluster"]);
     let group = unique("cli_mq_pg");
     let producer = Producer::builder(&group)
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("producer");
     // A producer is known to the brokers of the topics it sent to.

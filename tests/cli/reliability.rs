@@ -21,6 +21,7 @@ use rocketmq_blocking::{Admin, Message, MessageQueue, Producer};
 use serde_json::Value;
 
 use super::{cluster, created_topic, namesrv, one_heavy_test_at_a_time, unique};
+use rocketmq_blocking::ClientOptions;
 
 /// Nothing new printed by any process for this long ends the wait for the rest.
 const STALL: Duration = Duration::from_secs(60);
@@ -148,7 +149,10 @@ fn collect_lines(
 
 /// Waits until the broker lists exactly `n` consumers in `group`.
 fn wait_for_members(group: &str, n: usize) {
-    let admin = Admin::new(&namesrv()).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
+        .expect("admin");
     let broker = &cluster().broker_addrs()[0].1;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -194,7 +198,7 @@ impl Sends {
 /// Sends `n` messages from `threads` threads, as far as `sends.allowed` lets them.
 fn send_in_background(topic: &str, n: usize, threads: usize, sends: Arc<Sends>) -> JoinHandle<()> {
     let producer = Producer::builder(unique("cli_rel_producer"))
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("producer");
     let topic = topic.to_string();
@@ -425,7 +429,10 @@ fn reliability_a_lite_pull_process_killed_in_a_batch_repeats_only_what_it_had_no
     // Offsets the first life committed, read once the broker has closed its connection
     // (anything it sent before dying has been handled then).
     wait_for_members(&group, 0);
-    let admin = Admin::new(&namesrv()).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
+        .expect("admin");
     let broker = &cluster().broker_addrs()[0].1;
     let committed: HashMap<i32, Option<i64>> = (0..8)
         .map(|q| {

@@ -6,14 +6,15 @@ use std::time::Duration;
 use rocketmq_blocking::{create_reply_message, ConsumeFromWhere, ConsumeStatus, PushConsumer};
 
 use super::{created_topic, namesrv, rmq, stderr, stdout_lines, unique};
+use rocketmq_blocking::ClientOptions;
 
 fn responder(topic: &str) -> PushConsumer {
     let replier = rocketmq_blocking::Producer::builder(unique("cli_replier"))
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .unwrap();
     PushConsumer::builder(unique("cli_responder"))
-        .namesrv_addr(namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use rocketmq_blocking::{ErrorKind, Message, Producer};
 
 use crate::cluster;
+use rocketmq_blocking::ClientOptions;
 
 /// A one-thread HTTP/1.0 server answering every request with `200` and the current body.
 struct AddressServer {
@@ -99,9 +100,12 @@ fn the_http_address_server_switches_name_servers() {
     let server = AddressServer::start(&dead);
     let url = server.url.clone();
     let p = Producer::builder(cluster::unique("pg_addrsrv"))
-        .no_namesrv_addr()
-        .name_server_address_url(url)
-        .fetch_name_server_interval(Duration::from_millis(500))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .name_server_address_url(url)
+                .fetch_name_server_interval(Duration::from_millis(500)),
+        )
         .start()
         .unwrap();
     let remoting = p.client_instance().unwrap().remoting().clone();

@@ -10,6 +10,7 @@ use rocketmq_blocking::protocol::{RemotingCommand, RequestCode};
 use rocketmq_blocking::remoting::RpcHook;
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::TopicConfig;
 
 pub use crate::counting::{eventually, unique};
@@ -67,7 +68,10 @@ pub fn broker_addr(name: &str) -> String {
 }
 
 pub fn admin() -> Admin {
-    Admin::new(&namesrv()).expect("admin client")
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
+        .expect("admin client")
 }
 
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use rocketmq_blocking::{Message, Producer};
 
 use crate::cluster::{self, RestartOnDrop, SendCounter, BROKER_A, BROKER_B};
+use rocketmq_blocking::ClientOptions;
 
 #[test]
 fn send_latency_fault_tolerance_avoids_a_dead_broker() {
@@ -19,9 +20,12 @@ fn send_latency_fault_tolerance_avoids_a_dead_broker() {
     // route refresh would then hide the dead broker from the producer. The test is about
     // the window in which the cached route still lists it, so refresh rarely.
     let p = Producer::builder(cluster::unique("pg_fault"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_secs(600)),
+        )
         .latency_fault_tolerance(true)
-        .poll_name_server_interval(Duration::from_secs(600))
         .start()
         .unwrap();
     let attempts = SendCounter::install(&p);

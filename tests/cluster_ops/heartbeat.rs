@@ -5,14 +5,18 @@ use std::time::Duration;
 use rocketmq_blocking::{Message, Producer};
 
 use crate::cluster::{self, BROKER_A, BROKER_B};
+use rocketmq_blocking::ClientOptions;
 
 #[test]
 fn heartbeats_reach_every_master() {
     let _serial = cluster::serial();
     let topic = cluster::topic_on_both("hb", 2);
     let p = Producer::builder(cluster::unique("pg_hb"))
-        .namesrv_addr(cluster::namesrv())
-        .heartbeat_interval(Duration::from_millis(500))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .heartbeat_interval(Duration::from_millis(500)),
+        )
         .start()
         .unwrap();
     // Heartbeats go to the brokers of the instance's routes, so the producer needs one.

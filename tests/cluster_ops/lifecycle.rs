@@ -7,6 +7,7 @@ use rocketmq_blocking::client::manager;
 use rocketmq_blocking::{Message, Producer};
 
 use crate::cluster;
+use rocketmq_blocking::ClientOptions;
 
 /// `rmq-client-timer-0` as `/proc` shows it (names are cut to 15 bytes).
 const TIMER: &str = "rmq-client-time";
@@ -28,10 +29,13 @@ fn threads() -> Vec<String> {
 
 fn producer(group: &str, instance: &str) -> Producer {
     Producer::builder(group)
-        .namesrv_addr(cluster::namesrv())
-        .instance_name(instance)
-        .heartbeat_interval(Duration::from_millis(200))
-        .poll_name_server_interval(Duration::from_millis(200))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .instance_name(instance)
+                .heartbeat_interval(Duration::from_millis(200))
+                .poll_name_server_interval(Duration::from_millis(200)),
+        )
         .start()
         .unwrap()
 }
@@ -123,12 +127,15 @@ fn orderly_consumer(
 ) -> rocketmq_blocking::PushConsumer {
     use rocketmq_blocking::{ConsumeFromWhere, ConsumeOrderlyStatus, PushConsumer};
     PushConsumer::builder(group)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .instance_name(instance),
+        )
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(2)
         .consume_thread_max(2)
-        .instance_name(instance)
         .orderly_listener(move |msgs, _| {
             seen.lock()
                 .extend(msgs.iter().map(|m| m.msg_id().to_string()));

@@ -22,6 +22,7 @@ use rocketmq_blocking::{
 
 use crate::cluster::{self, RestartOnDrop, BROKER_A};
 use crate::counting::{self, scale};
+use rocketmq_blocking::ClientOptions;
 
 /// The time of the last send attempt (retries included) to one broker address.
 struct LastAttempt {
@@ -73,8 +74,11 @@ fn reliability_kill_a_broker_under_64_thread_sync_sends_loses_nothing_acknowledg
     let per_thread = 20_000 * scale() / threads;
     let total = per_thread * threads;
     let p = Producer::builder(cluster::unique("pg_rel_kill"))
-        .namesrv_addr(cluster::namesrv())
-        .poll_name_server_interval(Duration::from_millis(500))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .start()
         .unwrap();
     // Every attempt, retries included: the last one to broker-a after the kill marks when
@@ -162,7 +166,7 @@ fn reliability_a_broker_restart_under_push_consumption_loses_nothing() {
     let topic = cluster::topic_on_both("rel_restart", 4);
     let total = 10_000 * scale();
     let p = Producer::builder(cluster::unique("pg_rel_restart"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
         .start()
         .unwrap();
     let mut want = HashSet::new();
@@ -185,10 +189,13 @@ fn reliability_a_broker_restart_under_push_consumption_loses_nothing() {
         from_a.clone(),
     );
     let c = PushConsumer::builder(cluster::unique("cg_rel_restart"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .poll_name_server_interval(Duration::from_millis(500))
         .persist_offset_interval(Duration::from_millis(500))
         .listener(move |msgs, _| {
             // A slow-ish listener, so the restart lands in the middle of the stream.
@@ -221,7 +228,7 @@ fn reliability_a_broker_restart_under_push_consumption_loses_nothing() {
     // The first stream may be drained from broker-a before it stops (the stop takes
     // seconds); what is sent to its queues now is there to resume on in any case.
     let p = Producer::builder(cluster::unique("pg_rel_restart2"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
         .start()
         .unwrap();
     for q in 0..4 {
@@ -281,7 +288,7 @@ fn reliability_an_orderly_consumer_keeps_each_queues_order_across_a_broker_resta
     let topic = cluster::topic_on_both("rel_orderly", 4);
     let total = 4_000 * scale();
     let p = Producer::builder(cluster::unique("pg_rel_orderly"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
         .start()
         .unwrap();
     let mut sent: HashMap<String, (String, i32, i64)> = HashMap::new();
@@ -303,10 +310,13 @@ fn reliability_an_orderly_consumer_keeps_each_queues_order_across_a_broker_resta
     let ids: Arc<Mutex<HashSet<String>>> = Arc::default();
     let (s, d) = (seen.clone(), ids.clone());
     let c = PushConsumer::builder(cluster::unique("cg_rel_orderly"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .poll_name_server_interval(Duration::from_millis(500))
         .persist_offset_interval(Duration::from_millis(500))
         .orderly_listener(move |msgs, _| {
             std::thread::sleep(Duration::from_micros(500));
@@ -387,17 +397,23 @@ fn reliability_clients_keep_working_on_cached_routes_while_name_servers_are_down
     let topic = cluster::topic_on_both("rel_namesrv", 4);
     let outage = Duration::from_secs(10 * scale() as u64);
     let p = Producer::builder(cluster::unique("pg_rel_ns"))
-        .namesrv_addr(cluster::namesrv())
-        .poll_name_server_interval(Duration::from_millis(500))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .start()
         .unwrap();
     let seen: Arc<Mutex<HashSet<String>>> = Arc::default();
     let s = seen.clone();
     let c = PushConsumer::builder(cluster::unique("cg_rel_ns"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(Duration::from_millis(500)),
+        )
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .poll_name_server_interval(Duration::from_millis(500))
         .listener(move |msgs, _| {
             s.lock().extend(msgs.iter().map(|m| m.msg_id().to_string()));
             ConsumeStatus::Success
@@ -466,7 +482,7 @@ fn reliability_a_frozen_broker_costs_a_send_timeout_then_is_avoided() {
     let pause = Duration::from_secs(5 * scale() as u64);
     let send_timeout = Duration::from_millis(1000);
     let p = Producer::builder(cluster::unique("pg_rel_stop"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
         .send_timeout(send_timeout)
         .latency_fault_tolerance(true)
         .start()

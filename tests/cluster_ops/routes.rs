@@ -7,14 +7,18 @@ use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendResult};
 
 use crate::cluster::{self, RestartOnDrop, BROKER_A, BROKER_B};
+use rocketmq_blocking::ClientOptions;
 
 const INTERVAL: Duration = Duration::from_millis(500);
 
 fn fast_producer() -> Producer {
     Producer::builder(cluster::unique("pg_routes"))
-        .namesrv_addr(cluster::namesrv())
-        .poll_name_server_interval(INTERVAL)
-        .heartbeat_interval(INTERVAL)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .poll_name_server_interval(INTERVAL)
+                .heartbeat_interval(INTERVAL),
+        )
         .start()
         .unwrap()
 }
@@ -174,7 +178,7 @@ fn clean_offline_broker_drops_a_broker_that_left_the_routes() {
 fn a_topic_that_does_not_exist_without_auto_create_is_a_no_route_error() {
     let _serial = cluster::serial();
     let p = Producer::builder(cluster::unique("pg_noroute"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
         .start()
         .unwrap();
     // Connections to the name server are set up by an earlier call, not timed here.

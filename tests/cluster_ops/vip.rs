@@ -3,6 +3,7 @@
 use rocketmq_blocking::{Message, Producer};
 
 use crate::cluster::{self, SendCounter, BROKER_A, BROKER_B};
+use rocketmq_blocking::ClientOptions;
 
 fn fast_port(addr: &str) -> String {
     let (host, port) = addr.rsplit_once(':').unwrap();
@@ -14,8 +15,11 @@ fn vip_channel_sends_through_the_fast_port() {
     let _serial = cluster::serial();
     let topic = cluster::topic_on_both("vip", 2);
     let p = Producer::builder(cluster::unique("pg_vip"))
-        .namesrv_addr(cluster::namesrv())
-        .vip_channel(true)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(cluster::namesrv())
+                .vip_channel(true),
+        )
         .start()
         .unwrap();
     let attempts = SendCounter::install(&p);

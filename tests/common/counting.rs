@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, MessageQueue, Producer};
 
 /// `RMQ_RELIABILITY_SCALE`: 1 (reduced size, CI) unless set; 10 is the full size.
@@ -46,13 +47,13 @@ pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// its first offset.
 pub fn reader_from_the_start(namesrv: &str, topic: &str) -> LitePullConsumer {
     let p = Producer::builder(unique("pg_readback"))
-        .namesrv_addr(namesrv)
+        .client_options(ClientOptions::new().namesrv_addr(namesrv))
         .start()
         .unwrap();
     let queues: Vec<MessageQueue> = p.fetch_publish_message_queues(topic).unwrap();
     p.shutdown();
     let c = LitePullConsumer::builder(unique("cg_readback"))
-        .namesrv_addr(namesrv)
+        .client_options(ClientOptions::new().namesrv_addr(namesrv))
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .auto_commit(false)
         .start()

@@ -26,6 +26,7 @@ use rocketmq_blocking::{
 };
 
 use failover::{eventually, lost_and_duplicates, print_table, scale, secs, unique};
+use rocketmq_blocking::ClientOptions;
 
 const GROUP: &str = "broker-a";
 
@@ -56,7 +57,10 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
         started.elapsed().as_secs_f64()
     );
     let ns = cluster.namesrv_addr();
-    let admin = Admin::new(&ns).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&ns))
+        .start()
+        .expect("admin");
     let old_master = master_addr(&admin).expect("an elected master");
     let nodes = cluster.broker_nodes();
     let node_of = |addr: &str| {
@@ -99,16 +103,21 @@ fn a_promoted_slave_takes_over_sends_and_consumption_and_nothing_acknowledged_is
 
     let total = 3_000 * scale();
     let p = Producer::builder(unique("pg_ctl"))
-        .namesrv_addr(&ns)
-        .poll_name_server_interval(Duration::from_secs(1))
-        .persist_offset_interval(Duration::from_secs(1))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .poll_name_server_interval(Duration::from_secs(1)),
+        )
         .start()
         .expect("producer");
     let consumed: Arc<Mutex<HashMap<String, (usize, Instant)>>> = Arc::default();
     let c_seen = consumed.clone();
     let c = PushConsumer::builder(unique("cg_ctl"))
-        .namesrv_addr(&ns)
-        .poll_name_server_interval(Duration::from_secs(1))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .poll_name_server_interval(Duration::from_secs(1)),
+        )
         .persist_offset_interval(Duration::from_secs(1))
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)

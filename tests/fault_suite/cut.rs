@@ -13,6 +13,7 @@ use crate::{
     eventually, proxy, read_back, scale, serial, table, tally, topic_on_both, unique,
     ForwardOnDrop, BROKER_A, BROKER_B,
 };
+use rocketmq_blocking::ClientOptions;
 
 /// Cuts every connection through both proxies every `period` until `stop` is set;
 /// returns how many cut rounds and connections.
@@ -33,7 +34,7 @@ fn connections_cut_every_200_ms_under_sync_sends_lose_nothing_acknowledged() {
     let topic = topic_on_both("cut_sync", 4);
     let duration = Duration::from_secs(6 * scale() as u64);
     let p = Producer::builder(unique("pg_cut_sync"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .start()
         .unwrap();
     let acked = Mutex::new(HashSet::new());
@@ -123,7 +124,7 @@ fn connections_cut_repeatedly_under_push_consumption_lose_nothing() {
     let seen: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let s = seen.clone();
     let c = PushConsumer::builder(unique("cg_cut_push"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .persist_offset_interval(Duration::from_millis(500))
@@ -137,7 +138,7 @@ fn connections_cut_repeatedly_under_push_consumption_lose_nothing() {
         .start()
         .unwrap();
     let p = Producer::builder(unique("pg_cut_push"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .start()
         .unwrap();
     // Messages flow all the time (about 200 a second), so pulls go on through the cuts.

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use rocketmq_blocking::testkit::proxy::TcpProxy;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{Admin, TopicConfig};
 
 pub use counting::{eventually, scale, unique};
@@ -87,7 +88,9 @@ pub fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> Hash
 /// Creates a fresh topic with `queues` queues on both brokers.
 pub fn topic_on_both(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
-    Admin::new(&namesrv())
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
         .expect("admin client")
         .create_topic(&TopicConfig::new(&name, queues))
         .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));

@@ -15,6 +15,7 @@ use crate::{
     eventually, proxy, read_back, rss_kib, scale, serial, table, tally, topic_on_both, unique,
     ForwardOnDrop, BROKER_A,
 };
+use rocketmq_blocking::ClientOptions;
 
 #[test]
 fn a_broker_that_stops_reading_costs_each_sync_send_at_most_its_timeout() {
@@ -24,7 +25,7 @@ fn a_broker_that_stops_reading_costs_each_sync_send_at_most_its_timeout() {
     let stall = Duration::from_secs(5 * scale() as u64);
     let send_timeout = Duration::from_secs(1);
     let p = Producer::builder(unique("pg_stall_sync"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .send_timeout(send_timeout)
         .start()
         .unwrap();
@@ -157,7 +158,7 @@ fn a_broker_that_stops_reading_under_async_sends_keeps_the_write_queue_bounded()
     let after = Duration::from_secs(5);
     let total = (rate * (before + stall + after).as_secs()) as usize;
     let p = Producer::builder(unique("pg_stall_async"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .send_timeout(send_timeout)
         .start()
         .unwrap();
@@ -299,7 +300,7 @@ fn push_consumer_shutdown_with_a_broker_that_stops_reading_ends_within_its_shutd
     // offset to commit at shutdown.
     let topic = topic_on_both("stall_shutdown", 16);
     let p = Producer::builder(unique("pg_stall_shutdown"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(ClientOptions::new().namesrv_addr(crate::namesrv()))
         .start()
         .unwrap();
     let total = 128;
@@ -310,9 +311,12 @@ fn push_consumer_shutdown_with_a_broker_that_stops_reading_ends_within_its_shutd
     let seen = consumed.clone();
     let shutdown_timeout = Duration::from_secs(3);
     let c = PushConsumer::builder(unique("cg_stall_shutdown"))
-        .namesrv_addr(crate::namesrv())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(crate::namesrv())
+                .shutdown_timeout(shutdown_timeout),
+        )
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .shutdown_timeout(shutdown_timeout)
         .subscribe(&topic, "*")
         .listener(move |msgs, _| {
             seen.fetch_add(msgs.len(), Ordering::SeqCst);

@@ -16,9 +16,13 @@ use rocketmq_blocking::{
 use crate::admin_tool::{mqadmin, send, wait_for_committed};
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
+use rocketmq_blocking::ClientOptions;
 
 fn admin() -> Admin {
-    Admin::new(cluster::namesrv()).expect("admin")
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .expect("admin")
 }
 
 /// Polls `f` until it returns `Some` (the broker builds its index and commits offsets

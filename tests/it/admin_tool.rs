@@ -9,6 +9,7 @@ use rocketmq_blocking::{Admin, ConsumeStatus, Message, PushConsumer};
 
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
+use rocketmq_blocking::ClientOptions;
 
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -41,7 +42,10 @@ pub(crate) fn send(topic: &str, n: usize) -> Vec<String> {
 /// a queue it has no offset for as offset 0, so every queue must hold messages for the
 /// wait to tell committed from absent. (5.x brokers reset on their own side.)
 pub(crate) fn wait_for_committed(group: &str, topic: &str, queues: usize) {
-    let admin = Admin::new(cluster::namesrv()).expect("admin client");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .expect("admin client");
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         match admin.consume_stats(group, Some(topic)) {
@@ -133,7 +137,7 @@ fn reset_offset_by_time_makes_a_rust_consumer_consume_again() {
     let n = Arc::new(AtomicUsize::new(0));
     let seen = n.clone();
     let c = consumer(&group, &topic)
-        .instance_name(cluster::unique("adm_reset_i"))
+        .client_options(cluster::options().instance_name(cluster::unique("adm_reset_i")))
         .persist_offset_interval(Duration::from_secs(60))
         .listener(move |msgs, _| {
             // The consumer's work, not a wait for anything.

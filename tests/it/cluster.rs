@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 use rocketmq_blocking::testkit::Cluster;
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::TopicConfig;
 
 pub use crate::counting::unique;
@@ -36,6 +37,11 @@ fn start() -> Cluster {
 }
 
 /// The name-server address of the shared cluster.
+/// Client options on the shared cluster's name server.
+pub fn options() -> rocketmq_blocking::ClientOptions {
+    rocketmq_blocking::ClientOptions::new().namesrv_addr(namesrv())
+}
+
 pub fn namesrv() -> &'static str {
     NAMESRV.get_or_init(|| {
         let c = CLUSTER.get_or_init(|| Mutex::new(start()));
@@ -52,7 +58,10 @@ pub fn cluster() -> &'static Mutex<Cluster> {
 /// Creates a fresh topic with `queues` queues on every broker and waits for its route.
 pub fn topic(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
-    let admin = Admin::new(namesrv()).expect("admin client");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
+        .start()
+        .expect("admin client");
     admin
         .create_topic(&TopicConfig::new(&name, queues))
         .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
@@ -63,10 +72,11 @@ pub fn topic(prefix: &str, queues: u32) -> String {
 /// an RPC hook registered on it sees everything they send.
 pub fn instance(name: &str) -> std::sync::Arc<rocketmq_blocking::client::MQClientInstance> {
     rocketmq_blocking::client::manager::get_or_create_instance(
-        &rocketmq_blocking::client::ClientConfig::builder()
-            .namesrv_addr(namesrv())
-            .instance_name(name)
-            .build(),
+        &rocketmq_blocking::client::ClientConfig::from(
+            ClientOptions::new()
+                .namesrv_addr(namesrv())
+                .instance_name(name),
+        ),
     )
     .unwrap()
 }

@@ -81,7 +81,7 @@ fn java_lz4_zstd_and_zlib_bodies_reach_a_rust_consumer_intact() {
         let got: std::sync::Arc<Mutex<HashMap<String, (String, i32)>>> = Default::default();
         let g = got.clone();
         let c = PushConsumer::builder(cluster::unique("jcomp_g"))
-            .namesrv_addr(cluster::namesrv())
+            .client_options(cluster::options())
             .subscribe(&topic, "*")
             .consume_from_where(ConsumeFromWhere::FirstOffset)
             .listener(move |msgs, _| {
@@ -123,7 +123,7 @@ fn rust_lz4_zstd_and_zlib_bodies_reach_a_java_consumer_intact() {
     for (kind, name, flag) in TYPES {
         let topic = cluster::topic(&format!("rcomp_{name}"), 2);
         let p = Producer::builder(cluster::unique("rcomp_pg"))
-            .namesrv_addr(cluster::namesrv())
+            .client_options(cluster::options())
             .compress_type(kind)
             .compress_over(1024)
             .start()

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{
     Admin, ConsumeStatus, Error, ErrorKind, LitePullConsumer, LocalTransactionState, Message,
     MessageExt, Producer, PushConsumer, TransactionProducer,
@@ -36,8 +37,11 @@ fn assert_names_the_fix(what: &str, began: Instant, e: &Error) {
 fn every_client_without_a_name_server_fails_to_start_with_a_config_error_naming_the_fix() {
     let began = Instant::now();
     let e = Producer::builder(unique("no_ns_producer"))
-        .no_namesrv_addr()
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("no_ns")),
+        )
         .start()
         .map(|_| ())
         .expect_err("a producer without a name server started");
@@ -47,8 +51,11 @@ fn every_client_without_a_name_server_fails_to_start_with_a_config_error_naming_
     let execute = |_: &Message, _: &dyn std::any::Any| LocalTransactionState::CommitMessage;
     let check = |_: &MessageExt| LocalTransactionState::CommitMessage;
     let e = TransactionProducer::builder(unique("no_ns_tx"), (execute, check))
-        .no_namesrv_addr()
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("no_ns")),
+        )
         .start()
         .map(|_| ())
         .expect_err("a transaction producer without a name server started");
@@ -56,8 +63,11 @@ fn every_client_without_a_name_server_fails_to_start_with_a_config_error_naming_
 
     let began = Instant::now();
     let e = PushConsumer::builder(unique("no_ns_push"))
-        .no_namesrv_addr()
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("no_ns")),
+        )
         .subscribe("TopicTest", "*")
         .listener(|_, _| ConsumeStatus::Success)
         .start()
@@ -67,8 +77,11 @@ fn every_client_without_a_name_server_fails_to_start_with_a_config_error_naming_
 
     let began = Instant::now();
     let e = LitePullConsumer::builder(unique("no_ns_lite"))
-        .no_namesrv_addr()
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .instance_name(unique("no_ns")),
+        )
         .subscribe("TopicTest", "*")
         .start()
         .map(|_| ())
@@ -80,12 +93,16 @@ fn every_client_without_a_name_server_fails_to_start_with_a_config_error_naming_
 fn an_admin_without_a_name_server_is_the_same_config_error() {
     let began = Instant::now();
     let e = Admin::builder()
-        .no_namesrv_addr()
-        .build()
+        .client_options(ClientOptions::new().no_namesrv_addr())
+        .start()
         .map(|_| ())
-        .expect_err("an admin without a name server was built");
+        .expect_err("an admin without a name server started");
     assert_names_the_fix("admin", began, &e);
-    let e = Admin::new("").map(|_| ()).expect_err("an admin for \"\"");
+    let e = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(""))
+        .start()
+        .map(|_| ())
+        .expect_err("an admin for \"\"");
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
 }
 
@@ -103,9 +120,12 @@ fn an_address_server_without_an_answer_is_named_with_what_it_said() {
     });
     let began = Instant::now();
     let e = Producer::builder(unique("no_ns_addr_server"))
-        .no_namesrv_addr()
-        .name_server_address_url(&url)
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .name_server_address_url(&url)
+                .instance_name(unique("no_ns")),
+        )
         .start()
         .map(|_| ())
         .expect_err("a producer whose address server answered 404 started");
@@ -123,10 +143,13 @@ fn an_address_server_that_never_answers_holds_start_only_for_the_api_timeout() {
     let timeout = Duration::from_millis(300);
     let began = Instant::now();
     let e = Producer::builder(unique("no_ns_silent"))
-        .no_namesrv_addr()
-        .name_server_address_url(&url)
-        .api_timeout(timeout)
-        .instance_name(unique("no_ns"))
+        .client_options(
+            ClientOptions::new()
+                .no_namesrv_addr()
+                .name_server_address_url(&url)
+                .api_timeout(timeout)
+                .instance_name(unique("no_ns")),
+        )
         .start()
         .map(|_| ())
         .expect_err("a producer whose address server never answered started");

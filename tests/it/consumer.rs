@@ -14,17 +14,18 @@ use rocketmq_blocking::{
 use rocketmq_blocking::{Message, MessageExt, Producer};
 
 use crate::cluster;
+use rocketmq_blocking::ClientOptions;
 
 pub(crate) fn producer() -> Producer {
     Producer::builder(cluster::unique("cpg"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .start()
         .unwrap()
 }
 
 pub(crate) fn consumer(group: &str, topic: &str) -> PushConsumerBuilder {
     PushConsumer::builder(group)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(4)
@@ -133,7 +134,7 @@ fn tag_filters_deliver_exactly_the_matching_messages() {
     }
     let (c, seen) = record(
         PushConsumer::builder(cluster::unique("tagg"))
-            .namesrv_addr(cluster::namesrv())
+            .client_options(cluster::options())
             .subscribe(&topic, "TagA || TagB")
             .consume_from_where(ConsumeFromWhere::FirstOffset),
     );
@@ -166,7 +167,7 @@ fn sql92_filters_deliver_exactly_the_matching_messages() {
     }
     let (c, seen) = record(
         PushConsumer::builder(cluster::unique("sqlg"))
-            .namesrv_addr(cluster::namesrv())
+            .client_options(cluster::options())
             .subscribe_with(&topic, MessageSelector::by_sql("n >= 10 AND TAGS = 'even'"))
             .consume_from_where(ConsumeFromWhere::FirstOffset),
     );
@@ -237,7 +238,10 @@ fn a_message_that_always_fails_ends_in_the_dead_letter_queue() {
         })
         .start()
         .unwrap();
-    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap();
     let dlq = format!("%DLQ%{group}");
     wait_for(
         "the DLQ to hold the message",
@@ -258,7 +262,7 @@ fn three_consumers_split_eight_queues_without_overlap_and_survive_join_and_leave
     let group = cluster::unique("splitg");
     let p = producer();
     let start = |name: &str| -> (PushConsumer, Seen) {
-        record(consumer(&group, &topic).instance_name(name))
+        record(consumer(&group, &topic).client_options(cluster::options().instance_name(name)))
     };
     let mut consumers: Vec<(PushConsumer, Seen)> =
         ["c1", "c2", "c3"].iter().map(|n| start(n)).collect();
@@ -360,7 +364,7 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
             consumer(&group, &topic)
                 .message_model(MessageModel::Broadcasting)
                 .offset_store_dir(dir.clone())
-                .instance_name(name),
+                .client_options(cluster::options().instance_name(name)),
         )
     };
     let (a, seen_a) = start("b1");
@@ -389,7 +393,7 @@ fn broadcasting_consumers_each_get_every_message_and_keep_offsets_in_a_file() {
         consumer(&group, &topic)
             .message_model(MessageModel::Broadcasting)
             .offset_store_dir(dir.clone())
-            .instance_name("b1"),
+            .client_options(cluster::options().instance_name("b1")),
     );
     let late = p
         .send(&Message::new(&topic, "after restart"))
@@ -496,7 +500,7 @@ fn the_consume_pool_grows_under_backlog_and_shrinks_when_idle() {
 pub(crate) fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
     use rocketmq_blocking::LitePullConsumer;
     LitePullConsumer::builder(group)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .broker_suspend_max_time(Duration::from_millis(500))
 }
@@ -619,14 +623,17 @@ fn a_panicking_allocation_strategy_harms_neither_its_group_nor_the_others_on_the
     let calls = Arc::new(AtomicUsize::new(0));
     let (bad, bad_seen) = record(
         consumer(&cluster::unique("panicg"), &topic)
-            .instance_name(&instance)
+            .client_options(cluster::options().instance_name(&instance))
             .allocate_strategy(PanickingStrategy(calls.clone())),
     );
     // The first rebalance round has run (and panicked) before the second group starts.
     wait_for("the strategy to be asked", Duration::from_secs(30), || {
         calls.load(Ordering::SeqCst) >= 1
     });
-    let (good, seen) = record(consumer(&cluster::unique("calmg"), &topic).instance_name(&instance));
+    let (good, seen) = record(
+        consumer(&cluster::unique("calmg"), &topic)
+            .client_options(cluster::options().instance_name(&instance)),
+    );
     assert_eq!(good.client_id(), bad.client_id(), "one client instance");
     wait_for(
         "the other group to get its queues and the messages",
@@ -651,7 +658,10 @@ fn a_panicking_allocation_strategy_harms_neither_its_group_nor_the_others_on_the
 /// The group's offset of `mq` as the broker answers it (`None`: nothing committed, or 0
 /// while the queue's first message is still in memory).
 fn broker_offset(group: &str, mq: &rocketmq_blocking::MessageQueue) -> Option<i64> {
-    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap();
     let addr = admin.master_addrs().unwrap()[mq.broker_name()].clone();
     admin
         .api()
@@ -893,11 +903,10 @@ fn a_restarted_broadcasting_consumer_misses_nothing_sent_while_it_was_down() {
     let start = || {
         record(
             PushConsumer::builder(&group)
-                .namesrv_addr(cluster::namesrv())
+                .client_options(cluster::options().instance_name(&instance))
                 .subscribe(&topic, "*")
                 .message_model(MessageModel::Broadcasting)
                 .consume_from_where(ConsumeFromWhere::LastOffset)
-                .instance_name(&instance)
                 .offset_store_dir(dir.clone())
                 .persist_offset_interval(Duration::from_millis(200)),
         )
@@ -1121,7 +1130,8 @@ fn a_consumer_of_many_topics_sends_one_heartbeat_per_rebalance_round() {
     let instance = cluster::instance(&name);
     let counter = Arc::new(HeartbeatCounter::default());
     instance.remoting().register_rpc_hook(counter.clone());
-    let mut builder = consumer(&cluster::unique("hbround"), &topics[0]).instance_name(&name);
+    let mut builder = consumer(&cluster::unique("hbround"), &topics[0])
+        .client_options(cluster::options().instance_name(&name));
     for t in &topics[1..] {
         builder = builder.subscribe(t, "*");
     }

@@ -36,7 +36,7 @@ fn recording(group: &str, topic: &str) -> (PushConsumer, Seen) {
     let seen: Seen = Arc::default();
     let s = seen.clone();
     let c = PushConsumer::builder(group)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {
@@ -123,7 +123,7 @@ fn a_message_sent_back_with_delay_level_2_comes_again_after_about_5_seconds() {
     let deliveries: Arc<Mutex<Vec<(Instant, MessageExt)>>> = Arc::default();
     let (cons, got) = (consumer.clone(), deliveries.clone());
     let c = PushConsumer::builder(cluster::unique("sendback_g"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {
@@ -161,7 +161,7 @@ fn a_delay_level_send_arrives_after_its_delay_and_not_before() {
     let arrived: Arc<Mutex<Vec<(Instant, String)>>> = Arc::default();
     let a = arrived.clone();
     let c = PushConsumer::builder(cluster::unique("delay_g"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {

@@ -11,16 +11,20 @@ use rocketmq_blocking::SelectMessageQueueByHash;
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendStatus};
 
 use crate::cluster;
+use rocketmq_blocking::ClientOptions;
 
 fn producer() -> Producer {
     Producer::builder(cluster::unique("pg"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .start()
         .unwrap()
 }
 
 fn admin() -> Admin {
-    Admin::new(cluster::namesrv()).unwrap()
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap()
 }
 
 fn stored(offset_msg_id: &str) -> MessageExt {
@@ -113,8 +117,7 @@ fn ten_thousand_async_sends_each_call_back_exactly_once() {
     // Unbounded, 10,000 sends overrun a broker sharing two cores (it answers SYSTEM_BUSY,
     // which async sends do not retry, as in Java); the in-flight bound is the back-pressure.
     let p = Producer::builder(cluster::unique("pg"))
-        .namesrv_addr(cluster::namesrv())
-        .async_permits(256)
+        .client_options(cluster::options().async_permits(256))
         .start()
         .unwrap();
     let n = 10_000;
@@ -360,7 +363,7 @@ fn bad_input_is_a_typed_error_before_anything_is_sent() {
     let mut m = Message::new("T", "x");
     assert!(m.put_user_property(property::UNIQ_KEY, "x").is_err());
     let e = Producer::builder("bad/group")
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .start()
         .err()
         .unwrap();
@@ -371,19 +374,16 @@ fn bad_input_is_a_typed_error_before_anything_is_sent() {
 fn a_group_registered_twice_in_one_instance_is_refused() {
     let group = cluster::unique("dup");
     let a = Producer::builder(&group)
-        .namesrv_addr(cluster::namesrv())
-        .instance_name("dup-instance")
+        .client_options(cluster::options().instance_name("dup-instance"))
         .start()
         .unwrap();
     let e = Producer::builder(&group)
-        .namesrv_addr(cluster::namesrv())
-        .instance_name("dup-instance")
+        .client_options(cluster::options().instance_name("dup-instance"))
         .start()
         .err()
         .unwrap();
     assert_eq!(e.kind(), ErrorKind::State, "{e}");
-    let e = a.start().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::State, "starting twice");
+    drop(a);
 }
 
 #[test]
@@ -393,7 +393,7 @@ fn an_unreachable_name_server_is_a_connect_error() {
         l.local_addr().unwrap().to_string()
     };
     let p = Producer::builder(cluster::unique("deadns"))
-        .namesrv_addr(&dead)
+        .client_options(ClientOptions::new().namesrv_addr(&dead))
         .start()
         .unwrap();
     let e = p.send(&Message::new("T", "x")).unwrap_err();
@@ -423,7 +423,10 @@ impl rocketmq_blocking::remoting::RpcHook for RouteRequests {
 fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
     use rocketmq_blocking::TopicConfig;
     const TOPICS: usize = 300;
-    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap();
     let queues = |i: usize, round: usize| (1 + (i + round) % 4) as u32;
     let topics: Vec<String> = (0..TOPICS).map(|_| cluster::unique("routeround")).collect();
     for (i, t) in topics.iter().enumerate() {
@@ -434,10 +437,12 @@ fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
     let name = cluster::unique("route-round");
     let instance = cluster::instance(&name);
     let p = Producer::builder(cluster::unique("pg_route_round"))
-        .namesrv_addr(cluster::namesrv())
-        .instance_name(&name)
+        .client_options(
+            cluster::options()
+                .instance_name(&name)
+                .poll_name_server_interval(Duration::from_secs(3600)),
+        )
         // Only the rounds this test runs.
-        .poll_name_server_interval(Duration::from_secs(3600))
         .start()
         .unwrap();
     for t in &topics {

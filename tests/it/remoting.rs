@@ -18,6 +18,7 @@ use rocketmq_blocking::Admin;
 use rocketmq_blocking::ErrorKind;
 
 use crate::cluster;
+use rocketmq_blocking::ClientOptions;
 
 fn api(ty: SerializeType) -> MQClientAPI {
     let remoting = RemotingClient::new(RemotingConfig {
@@ -82,7 +83,10 @@ fn create_topic_then_the_route_exists() {
     assert!(api.get_topic_route_info(&name, T).is_err());
     api.create_topic(&broker_addr(), "TBW102", &TopicConfig::new(&name, 3), T)
         .unwrap();
-    let admin = Admin::new(cluster::namesrv()).unwrap();
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap();
     let route = admin
         .wait_for_route(&name, 1, Duration::from_secs(10))
         .unwrap();

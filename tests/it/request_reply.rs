@@ -24,7 +24,7 @@ fn responder(topic: &str, delay: Duration) -> (PushConsumer, Arc<AtomicUsize>) {
     let answered = Arc::new(AtomicUsize::new(0));
     let n = answered.clone();
     let c = PushConsumer::builder(cluster::unique("responder"))
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .consume_thread_min(8)

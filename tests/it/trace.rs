@@ -42,14 +42,14 @@ fn a_traced_producer_and_consumer_show_in_query_msg_trace_by_id() {
     let pgroup = cluster::unique("trace_pg");
     let cgroup = cluster::unique("trace_cg");
     let p = Producer::builder(&pgroup)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .enable_msg_trace(true)
         .start()
         .unwrap();
     let consumed = Arc::new(AtomicUsize::new(0));
     let n = consumed.clone();
     let c = PushConsumer::builder(&cgroup)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .enable_msg_trace(true)
@@ -100,7 +100,7 @@ fn a_custom_trace_topic_holds_the_trace() {
     let trace_topic = cluster::topic("my_trace", 1);
     let pgroup = cluster::unique("trace_custom_pg");
     let p = Producer::builder(&pgroup)
-        .namesrv_addr(cluster::namesrv())
+        .client_options(cluster::options())
         .trace_topic(&trace_topic)
         .start()
         .unwrap();
@@ -112,6 +112,9 @@ fn a_custom_trace_topic_holds_the_trace() {
     // Shutdown sends what is queued before it returns.
     p.shutdown();
     trace_of(&id, Some(&trace_topic), &["Pub", &pgroup, "success"]);
-    let admin = rocketmq_blocking::Admin::new(cluster::namesrv()).unwrap();
+    let admin = rocketmq_blocking::Admin::builder()
+        .client_options(rocketmq_blocking::ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .unwrap();
     assert!(admin.total_max_offset(&trace_topic).unwrap() >= 1);
 }

@@ -26,6 +26,7 @@ use rocketmq_blocking::{
 };
 
 use failover::{eventually, lost_and_duplicates, print_table, scale, secs, unique, PullLog};
+use rocketmq_blocking::ClientOptions;
 
 const MASTER: &str = "broker-a";
 const SLAVE: &str = "broker-a-1";
@@ -100,7 +101,10 @@ fn a_push_consumer_reads_from_the_slave_while_the_master_is_down_and_loses_nothi
             .expect("node")
     };
     let (master, slave) = (addr_of(MASTER), addr_of(SLAVE));
-    let admin = Admin::new(&ns).expect("admin");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&ns))
+        .start()
+        .expect("admin");
     let topic = unique("ms");
     let config = TopicConfig::new(&topic, QUEUES as u32);
     admin
@@ -123,18 +127,18 @@ fn a_push_consumer_reads_from_the_slave_while_the_master_is_down_and_loses_nothi
 
     let total = 2_000 * scale();
     let instance = unique("ms_client");
-    // The consumer's client instance, shared through the instance name so its pulls can be
-    // watched; it sends the messages too. Periodic heartbeats are rare (5 min), so only the
-    // one a new broker address asks for can register the group with the restarted master.
+    // The producer has a client instance of its own; the consumer's (below) has its pulls
+    // watched and persists its offsets every second. Its periodic heartbeats are rare
+    // (5 min), so only the one a new broker address asks for can register the group with
+    // the restarted master.
     let p = Producer::builder(unique("pg_ms"))
-        .namesrv_addr(&ns)
-        .instance_name(&instance)
-        .poll_name_server_interval(Duration::from_secs(1))
-        .persist_offset_interval(Duration::from_secs(1))
-        .heartbeat_interval(Duration::from_secs(300))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .poll_name_server_interval(Duration::from_secs(1)),
+        )
         .start()
         .expect("producer");
-    let pulls = PullLog::install(p.client_instance().expect("instance").remoting());
     let mut acked = HashSet::new();
     for i in 0..total {
         let r = p
@@ -151,11 +155,14 @@ fn a_push_consumer_reads_from_the_slave_while_the_master_is_down_and_loses_nothi
     let seen: Arc<Mutex<Seen>> = Arc::default();
     let s = seen.clone();
     let c = PushConsumer::builder(&group)
-        .namesrv_addr(&ns)
-        .instance_name(&instance)
-        .poll_name_server_interval(Duration::from_secs(1))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .instance_name(&instance)
+                .poll_name_server_interval(Duration::from_secs(1))
+                .heartbeat_interval(Duration::from_secs(300)),
+        )
         .persist_offset_interval(Duration::from_secs(1))
-        .heartbeat_interval(Duration::from_secs(300))
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         // One listener thread at ~200 messages/s and a small cache per queue, so the kill
@@ -175,6 +182,7 @@ fn a_push_consumer_reads_from_the_slave_while_the_master_is_down_and_loses_nothi
         })
         .start()
         .expect("consumer");
+    let pulls = PullLog::install(c.client_instance().remoting());
     let consumed = || seen.lock().ids.len();
     assert!(eventually(Duration::from_secs(60), || consumed() >= total / 4));
 

@@ -14,6 +14,7 @@ use rocketmq_blocking::{
 };
 
 use crate::env::*;
+use rocketmq_blocking::ClientOptions;
 
 /// Messages per send phase (scaled by `RMQ_RELIABILITY_SCALE`, default 1).
 fn count() -> usize {
@@ -26,11 +27,13 @@ fn count() -> usize {
 }
 
 pub fn producer(env: &Env, credentials: Option<Credentials>) -> Producer {
-    let mut b = Producer::builder(unique("acl_pg")).namesrv_addr(&env.namesrv);
+    let mut options = ClientOptions::new().namesrv_addr(&env.namesrv);
     if let Some(c) = credentials {
-        b = b.credentials(c);
+        options = options.credentials(c);
     }
-    b.start()
+    Producer::builder(unique("acl_pg"))
+        .client_options(options)
+        .start()
         .expect("a producer starts (it talks to no broker yet)")
 }
 
@@ -48,8 +51,11 @@ pub fn send_all(producer: &Producer, topic: &str, n: usize) -> HashSet<String> {
 
 pub fn push(env: &Env, group: &str, topic: &str, credentials: Credentials) -> PushConsumerBuilder {
     PushConsumer::builder(group)
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials),
+        )
         .subscribe(topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
 }
@@ -111,8 +117,11 @@ fn signed_clients_send_push_and_lite_pull_consume_and_look_up_routes(env: &Env) 
 
     let sent = send_all(&p, T_LITE, n);
     let lite = LitePullConsumer::builder(G_LITE)
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(APP))
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(APP)),
+        )
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .subscribe(T_LITE, "*")
         .start()
@@ -240,26 +249,27 @@ fn a_wrong_secret_fails_with_the_brokers_code_and_remark(env: &Env) {
     let group = unique("acl_wrong_group");
     let consumer = push(env, &group, T_APP, wrong)
         .listener(|_, _| ConsumeStatus::Success)
-        .build()
-        .expect("builds");
-    let started = consumer.start();
+        .start();
     eprintln!(
         "{} push consumer start with a wrong secret: {}",
         env.version,
-        match &started {
-            Ok(()) => "started".to_string(),
+        match &consumer {
+            Ok(_) => "started".to_string(),
             Err(e) => format!("{e}"),
         }
     );
-    if let Err(e) = &started {
-        assert_no_secret(&format!("{e} {e:?}"));
+    match consumer {
+        Ok(consumer) => consumer.shutdown(),
+        Err(e) => assert_no_secret(&format!("{e} {e:?}")),
     }
-    consumer.shutdown();
 }
 
 fn an_unsigned_client_is_refused(env: &Env) {
     // Name servers check nothing on either line: the route comes back.
-    let unsigned = rocketmq_blocking::Admin::new(&env.namesrv).expect("an admin");
+    let unsigned = rocketmq_blocking::Admin::builder()
+        .client_options(rocketmq_blocking::ClientOptions::new().namesrv_addr(&env.namesrv))
+        .start()
+        .expect("an admin");
     let route = unsigned.topic_route(T_APP);
     eprintln!(
         "{} unsigned route lookup at the name server: {}",
@@ -328,9 +338,12 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
     // A producer on the consumer's client instance carries the counting hook.
     let instance = unique("acl_nosub");
     let carrier = Producer::builder(unique("acl_nosub_pg"))
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(PUB_ONLY))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(PUB_ONLY))
+                .instance_name(&instance),
+        )
         .start()
         .expect("a producer starts");
     let counter = Arc::new(RequestCounter::default());
@@ -342,23 +355,24 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
     let consumed = Arc::new(Mutex::new(0usize));
     let c2 = consumed.clone();
     let consumer = PushConsumer::builder(G_NOSUB)
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(PUB_ONLY))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(PUB_ONLY))
+                .instance_name(&instance),
+        )
         .subscribe(T_PUB, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {
             *c2.lock() += msgs.len();
             ConsumeStatus::Success
         })
-        .build()
-        .expect("builds");
-    let started = consumer.start();
+        .start();
     eprintln!(
         "{} push consumer start without SUB: {}",
         env.version,
-        match &started {
-            Ok(()) => "started".to_string(),
+        match &consumer {
+            Ok(_) => "started".to_string(),
             Err(e) => format!("{e}"),
         }
     );
@@ -393,7 +407,9 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
         env.version
     );
     let t = Instant::now();
-    consumer.shutdown();
+    if let Ok(consumer) = consumer {
+        consumer.shutdown();
+    }
     assert!(t.elapsed() < Duration::from_secs(15), "shutdown hung");
 
     carrier.shutdown();
@@ -403,9 +419,12 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
     // `pull_time_delay_when_exception` (1 s), so it does not spin either.
     let instance = unique("acl_nosub_lite");
     let carrier = Producer::builder(unique("acl_nosub_pg"))
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(PUB_ONLY))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(PUB_ONLY))
+                .instance_name(&instance),
+        )
         .start()
         .expect("a producer starts");
     let counter = Arc::new(RequestCounter::default());
@@ -415,9 +434,12 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
         .remoting()
         .register_rpc_hook(counter.clone());
     let lite = LitePullConsumer::builder(G_NOSUB)
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(PUB_ONLY))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(PUB_ONLY))
+                .instance_name(&instance),
+        )
         .start()
         .expect("a lite pull consumer starts");
     let route = admin_of(&env.namesrv, credentials(ADMIN))
@@ -474,23 +496,34 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
 fn clients_sharing_an_instance_need_the_same_credentials(env: &Env) {
     let instance = unique("acl_shared");
     let first = Producer::builder(unique("acl_pg"))
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(APP))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(APP))
+                .instance_name(&instance),
+        )
         .start()
         .expect("the first producer starts");
     let second = Producer::builder(unique("acl_pg"))
-        .namesrv_addr(&env.namesrv)
-        .credentials(credentials(PUB_ONLY))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(credentials(PUB_ONLY))
+                .instance_name(&instance),
+        )
         .start();
     let e = second.expect_err("a second client with other credentials is refused");
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert_no_secret(&format!("{e} {e:?}"));
     let consumer = push(env, G_PUSH, T_APP, Credentials::new(APP.0, WRONG_SECRET))
-        .instance_name(&instance)
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&env.namesrv)
+                .credentials(Credentials::new(APP.0, WRONG_SECRET))
+                .instance_name(&instance),
+        )
         .listener(|_, _| ConsumeStatus::Success)
-        .build();
+        .start();
     let e = consumer.expect_err("a consumer with other credentials is refused");
     assert_eq!(e.kind(), ErrorKind::Config, "{e}");
     assert_no_secret(&format!("{e} {e:?}"));
@@ -512,7 +545,8 @@ fn secrets_never_appear_in_logs_or_debug_output(env: &Env) {
     c.shutdown();
     p.shutdown();
     a_wrong_secret_fails_with_the_brokers_code_and_remark(env);
-    let builder = Producer::builder("acl_debug").credentials(credentials(APP));
+    let builder = Producer::builder("acl_debug")
+        .client_options(ClientOptions::new().credentials(credentials(APP)));
     let consumer = push(env, G_PUSH, T_APP, credentials(APP));
     let text = format!("{builder:?} {consumer:?} {:?}", credentials(APP));
     assert!(text.contains(APP.0), "{text}");

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rocketmq_blocking::testkit::{AclAccount, AclPerm, Cluster};
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{Admin, Credentials, TopicConfig};
 
 pub const ADMIN: (&str, &str) = ("acl_admin", "Adm1nS3cretQx7");
@@ -133,9 +134,12 @@ pub fn credentials((access_key, secret_key): (&str, &str)) -> Credentials {
 
 pub fn admin_of(namesrv: &str, credentials: Credentials) -> Admin {
     Admin::builder()
-        .namesrv_addr(namesrv)
-        .credentials(credentials)
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv)
+                .credentials(credentials),
+        )
+        .start()
         .expect("an admin client")
 }
 

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 
 pub fn init_logging() {
     let _ = env_logger::builder()
@@ -15,7 +16,9 @@ pub fn init_logging() {
 
 /// GET_BROKER_CLUSTER_INFO from one name server, as JSON text (broker name → addresses).
 pub fn cluster_info(addr: &str) -> Result<String, String> {
-    let info = Admin::new(addr)
+    let info = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(addr))
+        .start()
         .and_then(|a| a.cluster_info())
         .map_err(|e| e.to_string())?;
     let table: std::collections::BTreeMap<_, _> = info

@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::{Cluster, TlsOptions};
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{Admin, TlsConfig, TopicConfig};
 
 /// The start's outcome, kept either way: a cluster that failed to start fails every test
@@ -44,12 +45,15 @@ pub fn tls() -> TlsConfig {
 }
 
 pub fn admin() -> Admin {
+    // The JVMs share two loaded cores with builds: a long timeout.
     Admin::builder()
-        .namesrv_addr(namesrv())
-        .tls(tls())
-        // The JVMs share two loaded cores with builds.
-        .timeout(Duration::from_secs(30))
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv())
+                .tls(tls())
+                .api_timeout(Duration::from_secs(30)),
+        )
+        .start()
         .expect("admin")
 }
 

@@ -5,15 +5,19 @@
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{Admin, ErrorKind, TimeoutPhase, TlsConfig};
 
 fn admin(addr: &str, connect_timeout: Duration) -> Admin {
     Admin::builder()
-        .namesrv_addr(addr)
-        .tls(TlsConfig::danger_accept_any_server_certificate())
-        .connect_timeout(connect_timeout)
-        .timeout(Duration::from_secs(20))
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(addr)
+                .tls(TlsConfig::danger_accept_any_server_certificate())
+                .connect_timeout(connect_timeout)
+                .api_timeout(Duration::from_secs(20)),
+        )
+        .start()
         .unwrap()
 }
 

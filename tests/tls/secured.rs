@@ -14,6 +14,7 @@ use rocketmq_blocking::{
 };
 
 use crate::cluster::{self, namesrv, tls, topic, unique, wait_for};
+use rocketmq_blocking::ClientOptions;
 
 fn scale() -> usize {
     std::env::var("RMQ_RELIABILITY_SCALE")
@@ -25,10 +26,13 @@ fn scale() -> usize {
 fn producer() -> Producer {
     // The JVMs share two cores with builds; a cold broker can take seconds for a send.
     Producer::builder(unique("tlsp"))
-        .namesrv_addr(namesrv())
-        .tls(tls())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(namesrv())
+                .tls(tls())
+                .api_timeout(Duration::from_secs(10)),
+        )
         .send_timeout(Duration::from_secs(15))
-        .api_timeout(Duration::from_secs(10))
         .start()
         .expect("TLS producer")
 }
@@ -78,8 +82,7 @@ fn a_tls_producer_sends_sync_async_and_oneway_and_a_push_consumer_gets_each_mess
     let seen: Arc<Mutex<Vec<MessageExt>>> = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let c = PushConsumer::builder(unique("tlspush"))
-        .namesrv_addr(namesrv())
-        .tls(tls())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()).tls(tls()))
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .listener(move |msgs, _| {
@@ -132,8 +135,7 @@ fn a_tls_lite_pull_consumer_reads_every_message_including_one_of_several_mib() {
     sent.insert(r.msg_id().to_string(), big);
 
     let c = LitePullConsumer::builder(unique("tlslite"))
-        .namesrv_addr(namesrv())
-        .tls(tls())
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()).tls(tls()))
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .subscribe(&topic, "*")
         .start()
@@ -202,9 +204,12 @@ fn fails_fast<T: std::fmt::Debug>(
 fn a_plain_client_against_the_enforcing_cluster_fails_fast_with_a_closed_connection() {
     let ns = namesrv();
     let admin = Admin::builder()
-        .namesrv_addr(&ns)
-        .timeout(CALL_TIMEOUT)
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .api_timeout(CALL_TIMEOUT),
+        )
+        .start()
         .unwrap();
     let e = fails_fast("plain admin", ErrorKind::ConnectionClosed, &ns, || {
         admin.cluster_info()
@@ -213,7 +218,7 @@ fn a_plain_client_against_the_enforcing_cluster_fails_fast_with_a_closed_connect
 
     // A plain producer cannot find the route, and says why.
     let p = Producer::builder(unique("plainp"))
-        .namesrv_addr(&ns)
+        .client_options(ClientOptions::new().namesrv_addr(&ns))
         .start()
         .unwrap();
     let topic = topic("tlsplain", 1);
@@ -230,13 +235,16 @@ fn a_wrong_ca_fails_the_handshake_with_a_tls_error_naming_the_address() {
     let dir = cluster::cluster().run_dir().join("other-ca");
     let other = TlsFiles::generate(&dir).unwrap();
     let admin = Admin::builder()
-        .namesrv_addr(&ns)
-        .timeout(CALL_TIMEOUT)
-        .tls(TlsConfig::new().ca_file(&other.ca_cert).client_cert(
-            &cluster::cluster().tls_files().unwrap().client_cert,
-            &cluster::cluster().tls_files().unwrap().client_key,
-        ))
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .tls(TlsConfig::new().ca_file(&other.ca_cert).client_cert(
+                    &cluster::cluster().tls_files().unwrap().client_cert,
+                    &cluster::cluster().tls_files().unwrap().client_key,
+                ))
+                .api_timeout(CALL_TIMEOUT),
+        )
+        .start()
         .unwrap();
     let e = fails_fast("wrong CA", ErrorKind::Tls, &ns, || admin.cluster_info());
     assert!(e.to_string().contains("UnknownIssuer"), "{e}");
@@ -248,13 +256,16 @@ fn a_wrong_ca_fails_the_handshake_with_a_tls_error_naming_the_address() {
     // Java's test mode trusts any server certificate: the handshake goes through.
     let files = cluster::cluster().tls_files().unwrap();
     let any = Admin::builder()
-        .namesrv_addr(&ns)
-        .timeout(CALL_TIMEOUT)
-        .tls(
-            TlsConfig::danger_accept_any_server_certificate()
-                .client_cert(&files.client_cert, &files.client_key),
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .tls(
+                    TlsConfig::danger_accept_any_server_certificate()
+                        .client_cert(&files.client_cert, &files.client_key),
+                )
+                .api_timeout(CALL_TIMEOUT),
         )
-        .build()
+        .start()
         .unwrap();
     any.cluster_info()
         .expect("test mode accepts the cluster's certificate");
@@ -268,10 +279,13 @@ fn the_server_name_is_verified_for_an_ip_address_and_for_a_host_name() {
     let port = namesrv().rsplit_once(':').unwrap().1.to_string();
     for addr in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
         let admin = Admin::builder()
-            .namesrv_addr(&addr)
-            .timeout(CALL_TIMEOUT)
-            .tls(tls())
-            .build()
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(&addr)
+                    .tls(tls())
+                    .api_timeout(CALL_TIMEOUT),
+            )
+            .start()
             .unwrap();
         admin
             .cluster_info()
@@ -284,10 +298,13 @@ fn without_a_client_certificate_the_cluster_refuses_with_a_tls_error() {
     let ns = namesrv();
     let files = cluster::cluster().tls_files().unwrap();
     let admin = Admin::builder()
-        .namesrv_addr(&ns)
-        .timeout(CALL_TIMEOUT)
-        .tls(TlsConfig::new().ca_file(&files.ca_cert))
-        .build()
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(&ns)
+                .tls(TlsConfig::new().ca_file(&files.ca_cert))
+                .api_timeout(CALL_TIMEOUT),
+        )
+        .start()
         .unwrap();
     let started = Instant::now();
     let e = admin.cluster_info().expect_err("no client certificate");

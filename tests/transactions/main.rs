@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::{
-    Admin, LocalTransactionState, Message, MessageExt, TopicConfig, TransactionListener,
-    TransactionProducer, TransactionProducerBuilder,
+    Admin, LocalTransactionState, Message, MessageExt, Producer, ProducerBuilder, TopicConfig,
+    TransactionListener, TransactionProducerBuilder,
 };
 
 pub use counting::{eventually, read_back, scale, unique};
@@ -79,7 +80,10 @@ pub fn version() -> String {
 /// A fresh topic with `queues` queues.
 pub fn topic(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
-    let admin = Admin::new(&namesrv()).expect("admin client");
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .start()
+        .expect("admin client");
     admin
         .create_topic(&TopicConfig::new(&name, queues))
         .unwrap_or_else(|e| panic!("creating topic {name}: {e}"));
@@ -167,15 +171,20 @@ impl TransactionListener for ByProperties {
     }
 }
 
-/// A transactional producer of `group` on this cluster with a generous send timeout (a
-/// loaded machine's first route lookup can eat Java's 3 s).
+/// A producer of `group` on this cluster with a generous send timeout (a loaded
+/// machine's first route lookup can eat Java's 3 s), to be made transactional.
+pub fn plain_builder(group: &str) -> ProducerBuilder {
+    Producer::builder(group)
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
+        .send_timeout(Duration::from_secs(10))
+}
+
+/// [`plain_builder`] made transactional with `listener`.
 pub fn producer_builder(
     group: &str,
     listener: impl TransactionListener,
 ) -> TransactionProducerBuilder {
-    TransactionProducer::builder(group, listener)
-        .namesrv_addr(namesrv())
-        .send_timeout(Duration::from_secs(10))
+    plain_builder(group).transactional(listener)
 }
 
 /// Reads `topic` from the first offset; returns (found once, duplicated, missing) of

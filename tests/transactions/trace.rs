@@ -38,8 +38,9 @@ fn a_traced_transaction_producer_records_how_each_transaction_ended() {
     let trace_topic = topic("tx_trace", 1);
     let group = unique("tx_traced_pg");
     let checks = Arc::new(Checks::default());
-    let p = producer_builder(&group, ByProperties(checks.clone()))
+    let p = plain_builder(&group)
         .trace_topic(&trace_topic)
+        .transactional(ByProperties(checks.clone()))
         .start()
         .unwrap();
     let send = |i, local, check| {

@@ -146,9 +146,11 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         );
     }
     // No compression, as in the Java benchmark: the threshold is above the body size.
-    let producer = start_producer(&addr, &args.group, args.serialize.into(), |b| {
-        b.compress_over(size.saturating_add(1))
-    })?;
+    let producer = start_producer(
+        crate::client_options(&addr, args.serialize.into()),
+        &args.group,
+        |b| b.compress_over(size.saturating_add(1)),
+    )?;
     let inflight = match args.mode {
         Mode::Async => format!(" inflight={}", args.inflight),
         _ => String::new(),

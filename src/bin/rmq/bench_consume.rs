@@ -76,13 +76,11 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         Progress::start(recorder.clone(), Counting::Consumed)
     };
     let (cpu, rss) = if args.lite_pull {
-        let mut builder = LitePullConsumer::builder(&args.group)
-            .namesrv_addr(&addr)
-            .serialize_type(args.serialize.into())
+        let consumer = LitePullConsumer::builder(&args.group)
+            .client_options(crate::client_options(&addr, args.serialize.into()))
             .consume_from_where(ConsumeFromWhere::FirstOffset)
-            .subscribe(&args.topic, "*");
-        builder = crate::secured!(builder);
-        let consumer = builder.start()?;
+            .subscribe(&args.topic, "*")
+            .start()?;
         let progress = announce()?;
         let polled = poll_until_done(&consumer, &tally, &done, deadline);
         stop(progress, || consumer.shutdown(), polled)?
@@ -92,9 +90,8 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
             move |msgs: &[MessageExt], _: &_| tally.record(msgs)
         };
         let consumer = push_consumer(
-            &addr,
+            crate::client_options(&addr, args.serialize.into()),
             &args.group,
-            args.serialize.into(),
             args.orderly,
             listener,
         )

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rocketmq_blocking::testkit::{Cluster, TlsOptions};
 
 use crate::{CliResult, ClusterAction};
+use rocketmq_blocking::ClientOptions;
 
 /// Where the background cluster keeps its state (`RMQ_CLUSTER_STATE_DIR` overrides).
 fn state_dir() -> PathBuf {
@@ -196,13 +197,14 @@ pub(crate) fn run(action: ClusterAction) -> CliResult {
             // A TLS cluster is asked with its own client certificate unless flags say else.
             let admin = match (crate::tls(), &s.tls_flags) {
                 (None, Some(flags)) if flags.len() == 6 => rocketmq_blocking::Admin::builder()
-                    .namesrv_addr(&s.namesrv_addr)
-                    .tls(
-                        rocketmq_blocking::TlsConfig::new()
-                            .ca_file(&flags[1])
-                            .client_cert(&flags[3], &flags[5]),
+                    .client_options(
+                        ClientOptions::new().namesrv_addr(&s.namesrv_addr).tls(
+                            rocketmq_blocking::TlsConfig::new()
+                                .ca_file(&flags[1])
+                                .client_cert(&flags[3], &flags[5]),
+                        ),
                     )
-                    .build()?,
+                    .start()?,
                 _ => crate::admin(&s.namesrv_addr)?,
             };
             let info = admin.cluster_info()?;

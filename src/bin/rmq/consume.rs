@@ -36,6 +36,7 @@ use rocketmq_blocking::{ConsumeFromWhere, LitePullConsumer, MessageModel, Messag
 use rocketmq_blocking::{MessageExt, MessageQueue, PushConsumer};
 
 use crate::{namesrv, parse_seconds, push_consumer, CliResult};
+use rocketmq_blocking::ClientOptions;
 
 /// How often a listener holding a message beyond `--count` checks whether shutdown began.
 const RELEASE_POLL: Duration = Duration::from_millis(20);
@@ -189,9 +190,8 @@ fn run_push<W: Write>(
         move |msgs: &[MessageExt], mq: &MessageQueue| sink.deliver(msgs, mq)
     };
     let consumer = push_consumer(
-        addr,
+        crate::client_options(addr, SerializeType::from_env()),
         &args.group,
-        SerializeType::from_env(),
         args.orderly,
         listener,
     )
@@ -265,8 +265,11 @@ fn run_lite_pull<W: Write>(
     mut out: Printer<W>,
 ) -> Result<Printer<W>, Box<dyn std::error::Error>> {
     let consumer = LitePullConsumer::builder(&args.group)
-        .namesrv_addr(addr)
-        .serialize_type(SerializeType::from_env())
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(addr)
+                .serialize_type(SerializeType::from_env()),
+        )
         .message_model(message_model(args))
         .consume_from_where(args.from.into())
         .subscribe(args.topic.name(), args.expr.as_deref().unwrap_or("*"))

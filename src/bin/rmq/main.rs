@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use rocketmq_blocking::protocol::SerializeType;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::ProducerBuilder;
 use rocketmq_blocking::TlsConfig;
 use rocketmq_blocking::TopicConfig;
@@ -132,21 +133,20 @@ fn tls() -> Option<TlsConfig> {
     TLS.get().cloned().flatten()
 }
 
-/// A client builder with the run's credentials and TLS settings, if any: every client
-/// the commands build goes through this.
-macro_rules! secured {
-    ($builder:expr) => {{
-        let mut builder = $builder;
-        if let Some(c) = $crate::credentials() {
-            builder = builder.credentials(c);
-        }
-        if let Some(t) = $crate::tls() {
-            builder = builder.tls(t);
-        }
-        builder
-    }};
+/// Client options on the given name servers with the run's encoding, credentials and TLS
+/// settings: every client the commands build starts from these.
+pub(crate) fn client_options(namesrv: &str, encoding: SerializeType) -> ClientOptions {
+    let mut options = ClientOptions::new()
+        .namesrv_addr(namesrv)
+        .serialize_type(encoding);
+    if let Some(c) = credentials() {
+        options = options.credentials(c);
+    }
+    if let Some(t) = tls() {
+        options = options.tls(t);
+    }
+    options
 }
-pub(crate) use secured;
 
 #[derive(Subcommand)]
 enum Command {
@@ -457,10 +457,11 @@ fn credentials_of(cli: &Cli) -> Result<Option<Credentials>, String> {
     }
 }
 
-/// An admin client on the given name servers, with the run's credentials and TLS; it
-/// connects on first use.
+/// An admin client on the given name servers, with the run's credentials and TLS.
 fn admin(namesrv: &str) -> Result<Admin, rocketmq_blocking::Error> {
-    secured!(Admin::builder().namesrv_addr(namesrv)).build()
+    Admin::builder()
+        .client_options(client_options(namesrv, SerializeType::from_env()))
+        .start()
 }
 
 fn run(cli: Cli) -> CliResult {
@@ -593,35 +594,26 @@ fn check_queues(queues: u32) -> Result<(), String> {
     }
 }
 
-/// A started producer of `group` on the given name servers; `tune` adjusts the options.
+/// A started producer of `group` with `options`; `tune` adjusts the producer's own.
 fn start_producer(
-    namesrv: &str,
+    options: ClientOptions,
     group: &str,
-    encoding: SerializeType,
     tune: impl FnOnce(ProducerBuilder) -> ProducerBuilder,
 ) -> Result<Producer, rocketmq_blocking::Error> {
-    let mut builder = Producer::builder(group)
-        .namesrv_addr(namesrv)
-        .serialize_type(encoding);
-    builder = secured!(builder);
-    tune(builder).start()
+    tune(Producer::builder(group).client_options(options)).start()
 }
 
-/// A push consumer builder for `group` on the given name servers with `listener`
+/// A push consumer builder for `group` with `options` and `listener`
 /// registered as a concurrent or an orderly listener. The listener answers whether the
 /// messages were consumed; `false` means "not now" (Java `RECONSUME_LATER` or
 /// `SUSPEND_CURRENT_QUEUE_A_MOMENT`).
 fn push_consumer(
-    namesrv: &str,
+    options: ClientOptions,
     group: &str,
-    encoding: SerializeType,
     orderly: bool,
     listener: impl Fn(&[MessageExt], &MessageQueue) -> bool + Send + Sync + 'static,
 ) -> PushConsumerBuilder {
-    let mut builder = PushConsumer::builder(group)
-        .namesrv_addr(namesrv)
-        .serialize_type(encoding);
-    builder = secured!(builder);
+    let builder = PushConsumer::builder(group).client_options(options);
     if orderly {
         builder.orderly_listener(move |msgs, ctx| {
             if listener(msgs, ctx.message_queue()) {

@@ -32,7 +32,11 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: RequestArgs) -> CliResult 
         return Err("a request waits for its reply: --mode oneway does not apply".into());
     }
     let addr = namesrv(namesrv_arg)?;
-    let producer = start_producer(&addr, &args.message.group, SerializeType::from_env(), |b| b)?;
+    let producer = start_producer(
+        crate::client_options(&addr, SerializeType::from_env()),
+        &args.message.group,
+        |b| b,
+    )?;
     let started = Instant::now();
     let (mut replies, mut failed) = (0u64, 0u64);
     let mut tally = |i: u64, t: Instant, r: RmqResult<MessageExt>| match r {

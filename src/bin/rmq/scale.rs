@@ -21,9 +21,15 @@ use serde_json::{json, Value};
 
 use crate::stats::{self, round};
 use crate::{namesrv, parse_seconds, push_consumer, start_producer, CliResult};
+use rocketmq_blocking::ClientOptions;
 
 /// Every client of these experiments uses the library's default header encoding.
 const ENCODING: SerializeType = SerializeType::Json;
+
+/// The run's client options (credentials, TLS) on `addr`, with [`ENCODING`].
+fn options(addr: &str) -> ClientOptions {
+    crate::client_options(addr, ENCODING)
+}
 
 #[derive(Subcommand)]
 pub(crate) enum Experiment {
@@ -238,27 +244,28 @@ fn soak(addr: &str, a: SoakArgs) -> CliResult {
     let stop = AtomicBool::new(false);
     // One instance name: all three share one client instance (left to the default, each
     // client would get its own, `pid#nanos`, as in Java 5.x).
-    let producer = start_producer(addr, "rmq_scale_soak_producer", ENCODING, |b| {
-        b.instance_name(SOAK_INSTANCE)
-    })?;
+    let options = options(addr).instance_name(SOAK_INSTANCE);
+    let producer = start_producer(options.clone(), "rmq_scale_soak_producer", |b| b)?;
     let push = {
         let counts = counts.clone();
-        push_consumer(addr, "rmq_scale_soak_push", ENCODING, false, move |m, _| {
-            counts.push.fetch_add(m.len() as u64, Ordering::Relaxed);
-            true
-        })
-        .instance_name(SOAK_INSTANCE)
+        push_consumer(
+            options.clone(),
+            "rmq_scale_soak_push",
+            false,
+            move |m, _| {
+                counts.push.fetch_add(m.len() as u64, Ordering::Relaxed);
+                true
+            },
+        )
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
         .start()?
     };
-    let lite = crate::secured!(LitePullConsumer::builder("rmq_scale_soak_lite")
-        .namesrv_addr(addr)
-        .instance_name(SOAK_INSTANCE)
-        .serialize_type(ENCODING)
+    let lite = LitePullConsumer::builder("rmq_scale_soak_lite")
+        .client_options(options)
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .subscribe(&topic, "*"))
-    .start()?;
+        .subscribe(&topic, "*")
+        .start()?;
     let body = crate::bench::random_alphanumeric(a.size as usize);
     let message = Message::new(&topic, body);
     let begin = Reading::now();
@@ -447,11 +454,11 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
 
     let setup = Instant::now();
     let received = Arc::new(AtomicU64::new(0));
-    let producer = start_producer(addr, "rmq_scale_topics_producer", ENCODING, |b| {
-        b.instance_name("rmq-scale-topics")
-            .poll_name_server_interval(a.interval)
-            .heartbeat_interval(heartbeat)
-    })?;
+    let options = options(addr)
+        .instance_name("rmq-scale-topics")
+        .poll_name_server_interval(a.interval)
+        .heartbeat_interval(heartbeat);
+    let producer = start_producer(options.clone(), "rmq_scale_topics_producer", |b| b)?;
     // The consumer shares the producer's instance: one counter sees all they send.
     let requests = Arc::new(RequestCounts::default());
     if let Some(instance) = producer.client_instance() {
@@ -459,20 +466,11 @@ fn topics(addr: &str, a: TopicsArgs) -> CliResult {
     }
     let mut builder = {
         let received = received.clone();
-        push_consumer(
-            addr,
-            "rmq_scale_topics_push",
-            ENCODING,
-            false,
-            move |m, _| {
-                received.fetch_add(m.len() as u64, Ordering::Relaxed);
-                true
-            },
-        )
+        push_consumer(options, "rmq_scale_topics_push", false, move |m, _| {
+            received.fetch_add(m.len() as u64, Ordering::Relaxed);
+            true
+        })
     }
-    .instance_name("rmq-scale-topics")
-    .poll_name_server_interval(a.interval)
-    .heartbeat_interval(heartbeat)
     .consume_from_where(ConsumeFromWhere::FirstOffset)
     .consume_thread_min(4)
     .consume_thread_max(4);
@@ -581,6 +579,10 @@ pub(crate) struct ClientsArgs {
 fn clients(addr: &str, a: ClientsArgs) -> CliResult {
     // None: the default instance name, which becomes `pid#nanos`, one per client.
     let instance = (!a.separate_instances).then_some("rmq-scale-clients");
+    let options_of = |instance: Option<&str>| match instance {
+        Some(name) => options(addr).instance_name(name),
+        None => options(addr),
+    };
     let topic = format!("ScaleClients-{}", stamp());
     create_topic(addr, &topic, 8)?;
     let run = stamp();
@@ -602,25 +604,15 @@ fn clients(addr: &str, a: ClientsArgs) -> CliResult {
         let target = target as usize;
         while producers.len() < target {
             let group = format!("rmq_scale_p_{run}_{}", producers.len());
-            producers.push(start_producer(
-                addr,
-                &group,
-                ENCODING,
-                |b| match instance {
-                    Some(name) => b.instance_name(name),
-                    None => b,
-                },
-            )?);
+            producers.push(start_producer(options_of(instance), &group, |b| b)?);
         }
         std::thread::sleep(a.settle);
         row(producers.len(), consumers.len(), &Reading::now());
         while consumers.len() < target {
             let group = format!("rmq_scale_c_{run}_{}", consumers.len());
-            let mut b = push_consumer(addr, &group, ENCODING, false, |_, _| true);
-            if let Some(name) = instance {
-                b = b.instance_name(name);
-            }
-            let c = b.subscribe(&topic, "*").start()?;
+            let c = push_consumer(options_of(instance), &group, false, |_, _| true)
+                .subscribe(&topic, "*")
+                .start()?;
             consumers.push(c);
         }
         std::thread::sleep(a.settle);
@@ -659,13 +651,12 @@ fn size(addr: &str, a: SizeArgs) -> CliResult {
     }
     let topic = format!("ScaleSize-{}", stamp());
     create_topic(addr, &topic, 8)?;
-    let plain = start_producer(addr, "rmq_scale_size_plain", ENCODING, |b| {
-        b.instance_name("rmq-scale-size").compress_over(usize::MAX)
+    let options = options(addr).instance_name("rmq-scale-size");
+    let plain = start_producer(options.clone(), "rmq_scale_size_plain", |b| {
+        b.compress_over(usize::MAX)
     })?;
     // The default threshold: bodies over 4 KiB are zlib-compressed.
-    let zipped = start_producer(addr, "rmq_scale_size_zlib", ENCODING, |b| {
-        b.instance_name("rmq-scale-size")
-    })?;
+    let zipped = start_producer(options, "rmq_scale_size_zlib", |b| b)?;
     for &size in &a.sizes {
         let message = Message::new(&topic, crate::bench::random_alphanumeric(size as usize));
         for (compression, producer) in [("off", &plain), ("on", &zipped)] {
@@ -742,9 +733,8 @@ fn queues(addr: &str, a: QueuesArgs) -> CliResult {
     let consumer = {
         let received = received.clone();
         push_consumer(
-            addr,
+            options(addr),
             &format!("rmq_scale_q_{}", stamp()),
-            ENCODING,
             false,
             move |m, _| {
                 received.fetch_add(m.len() as u64, Ordering::Relaxed);
@@ -802,9 +792,11 @@ fn produce_backlog(
     count: u64,
     size: usize,
 ) -> Result<u64, Box<dyn std::error::Error>> {
-    let producer = start_producer(addr, "rmq_scale_backlog", ENCODING, |b| {
-        b.instance_name("scale-backlog")
-    })?;
+    let producer = start_producer(
+        options(addr).instance_name("scale-backlog"),
+        "rmq_scale_backlog",
+        |b| b,
+    )?;
     let message = Message::new(topic, crate::bench::random_alphanumeric(size));
     let window = Arc::new(rocketmq_blocking::remoting::Semaphore::new(1024));
     let acked = Arc::new(AtomicU64::new(0));

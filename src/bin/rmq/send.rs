@@ -25,7 +25,7 @@ use rocketmq_blocking::{
     TransactionProducer, TransactionSendResult,
 };
 
-use crate::{namesrv, parse_seconds, secured, start_producer, CliResult, Mode};
+use crate::{namesrv, parse_seconds, start_producer, CliResult, Mode};
 
 /// Async sends allowed in flight at once.
 const ASYNC_WINDOW: usize = 256;
@@ -126,7 +126,11 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: SendArgs) -> CliResult {
     if let Some(end) = args.transaction {
         return send_in_transactions(&addr, &args, &msg, end);
     }
-    let producer = start_producer(&addr, &args.group, SerializeType::from_env(), |b| b)?;
+    let producer = start_producer(
+        crate::client_options(&addr, SerializeType::from_env()),
+        &args.group,
+        |b| b,
+    )?;
     let started = Instant::now();
     let (sent, failed) = match args.mode {
         Mode::Sync => send_sync(&producer, &msg, args.count),
@@ -177,11 +181,9 @@ fn send_in_transactions(
             answer
         },
     );
-    let mut builder = TransactionProducer::builder(&args.group, listener)
-        .namesrv_addr(addr)
-        .serialize_type(SerializeType::from_env());
-    builder = secured!(builder);
-    let producer = builder.start()?;
+    let producer = TransactionProducer::builder(&args.group, listener)
+        .client_options(crate::client_options(addr, SerializeType::from_env()))
+        .start()?;
     let started = Instant::now();
     let (mut sent, mut failed) = (0u64, 0u64);
     let mut open = std::collections::HashSet::new();

@@ -184,11 +184,11 @@ impl ProducerInner for CheckRecorder {
 
 #[test]
 fn a_transaction_check_goes_to_the_producer_of_its_group_and_garbage_is_dropped() {
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr("127.0.0.1:1")
         .namespace("ns")
         .instance_name(unique("tx-check"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     let (a, b) = (
         Arc::new(CheckRecorder::default()),
@@ -262,10 +262,10 @@ fn no_lock_is_held_while_calling_into_producers_and_consumers() {
         ..Default::default()
     };
     let namesrv = fake_namesrv(serde_json::to_vec(&route).unwrap());
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv)
         .instance_name(unique("locks"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     let probe = Arc::new(Probe::default());
     let _ = probe.instance.set(Arc::downgrade(&instance));
@@ -298,10 +298,10 @@ impl<F: FnOnce() + Send> PullTask for Task<F> {
 
 #[test]
 fn the_pull_and_rebalance_services_survive_a_panicking_job() {
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(fake_namesrv(b"{}".to_vec()))
         .instance_name(unique("panics"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     instance.start().unwrap();
     let (tx, rx) = crossbeam_channel::unbounded();
@@ -370,10 +370,10 @@ fn a_requested_heartbeat_goes_out_on_the_timer_not_on_the_calling_thread() {
     // A broker that takes 1.5 s to answer anything.
     let broker = FaultPeer::start(Fault::SlowAnswer(Duration::from_millis(1500))).unwrap();
     let route = route_of_b(&[(0, broker.addr())]);
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
         .instance_name(unique("hb_request"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     instance.start().unwrap();
     let probe = Arc::new(Probe::default());
@@ -422,10 +422,10 @@ fn a_requested_route_is_fetched_on_the_timer_and_its_jobs_run_after_it() {
         RemotingCommand::response(ResponseCode::SUCCESS, 0, None).with_body(route.clone())
     })))
     .unwrap();
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv.addr())
         .instance_name(unique("route_request"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     instance.start().unwrap();
     // A producer of "T" keeps the route in use (routes nobody uses are forgotten).
@@ -485,10 +485,10 @@ fn a_new_address_for_a_known_broker_gets_a_heartbeat_at_once() {
         RemotingCommand::response(ResponseCode::SUCCESS, 0, None).with_body(answer.lock().clone())
     })))
     .unwrap();
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv.addr())
         .instance_name(unique("new_addr"))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     instance.start().unwrap();
     let probe = Arc::new(Probe::default());
@@ -533,12 +533,12 @@ fn start_fetches_name_server_addresses_without_holding_the_state_lock() {
         let _ = answer_rx.recv_timeout(Duration::from_secs(10));
         let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\n127.0.0.1:19876\n");
     });
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .no_namesrv_addr()
         .name_server_address_url(url)
         .instance_name(unique("http"))
-        .mq_client_api_timeout(Duration::from_secs(10))
-        .build();
+        .api_timeout(Duration::from_secs(10))
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     let starting = instance.clone();
     let starter = std::thread::spawn(move || starting.start());
@@ -569,10 +569,10 @@ fn start_fetches_name_server_addresses_without_holding_the_state_lock() {
 /// A client instance with producer `pg` whose route of `T` leads to `broker`.
 fn instance_routed_to(broker: &str, name: &str) -> (Arc<MQClientInstance>, Arc<Probe>) {
     let route = route_of_b(&[(0, broker)]);
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
         .instance_name(unique(name))
-        .build();
+        .into_config();
     let instance = MQClientInstance::new(config).unwrap();
     instance.start().unwrap();
     let probe = Arc::new(Probe::default());

@@ -28,8 +28,11 @@ fn failed_start_offset_lookups_are_retried_about_once_a_second_per_queue() {
     .unwrap();
     let namesrv = namesrv_routing_to(broker.addr());
     let c = LitePullConsumer::builder("lp_refused_lookup")
-        .namesrv_addr(namesrv.addr())
-        .instance_name("lp-refused-lookup")
+        .client_options(
+            crate::ClientOptions::new()
+                .namesrv_addr(namesrv.addr())
+                .instance_name("lp-refused-lookup"),
+        )
         .start()
         .unwrap();
     let mqs: Vec<MessageQueue> = (0..4)
@@ -56,10 +59,13 @@ fn start_offset_lookups_on_a_hung_broker_leave_the_pull_timer_free() {
     let broker = FaultPeer::start(Fault::Silent).unwrap();
     let namesrv = namesrv_routing_to(broker.addr());
     let c = LitePullConsumer::builder("lp_hung_lookup")
-        .namesrv_addr(namesrv.addr())
-        .instance_name("lp-hung-lookup")
-        .api_timeout(Duration::from_millis(500))
-        .shutdown_timeout(Duration::from_secs(2))
+        .client_options(
+            crate::ClientOptions::new()
+                .namesrv_addr(namesrv.addr())
+                .instance_name("lp-hung-lookup")
+                .api_timeout(Duration::from_millis(500))
+                .shutdown_timeout(Duration::from_secs(2)),
+        )
         .start()
         .unwrap();
     let mqs: Vec<MessageQueue> = (0..4)

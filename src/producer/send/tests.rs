@@ -7,10 +7,10 @@ fn topics_nobody_sends_to_leave_the_publish_and_route_tables() {
     // Every topic routes to one broker (never contacted: nothing is sent).
     let route = r#"{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:1"},"brokerName":"b","cluster":"c"}],"filterServerTable":{},"queueDatas":[{"brokerName":"b","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
     let namesrv = FaultPeer::start(Fault::Answer(route.as_bytes().to_vec())).unwrap();
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv.addr())
         .instance_name("idle-topics")
-        .build();
+        .into_config();
     let options = ProducerOptions {
         idle_topic_timeout: Duration::from_millis(400),
         ..ProducerOptions::default()
@@ -118,11 +118,11 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
     })))
     .unwrap();
     // Two producers on one client instance with one callback thread.
-    let config = ClientConfig::builder()
+    let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv.addr())
         .instance_name(format!("retry-route-{}", std::process::id()))
         .callback_threads(1)
-        .build();
+        .into_config();
     let pa =
         ProducerImpl::new("retry_a".into(), config.clone(), ProducerOptions::default()).unwrap();
     let pb = ProducerImpl::new("retry_b".into(), config, ProducerOptions::default()).unwrap();

@@ -37,6 +37,7 @@ use rocketmq_blocking::protocol::{
 };
 use rocketmq_blocking::testkit::{Cluster, DEFAULT_VERSION};
 use rocketmq_blocking::Admin;
+use rocketmq_blocking::ClientOptions;
 use rocketmq_blocking::TopicConfig;
 use rocketmq_blocking::{Message, Producer};
 
@@ -123,7 +124,10 @@ fn main() -> Res<()> {
         .ok_or("the cluster info lists no master broker")?;
 
     // --- broker -----------------------------------------------------------------
-    Admin::new(&namesrv)?.create_topic(&TopicConfig::new(TOPIC, 1))?;
+    Admin::builder()
+        .client_options(rocketmq_blocking::ClientOptions::new().namesrv_addr(&namesrv))
+        .start()?
+        .create_topic(&TopicConfig::new(TOPIC, 1))?;
     let mut br = Conn::open(&broker)?;
 
     let header = QueueOffsetRequestHeader {
@@ -161,7 +165,7 @@ fn main() -> Res<()> {
 
     // Three more through the crate's producer: tag + key, a user property, compressed.
     let producer = Producer::builder(PRODUCER_GROUP)
-        .namesrv_addr(&namesrv)
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv))
         .start()?;
     let mut with_prop = Message::new(TOPIC, "hello 2").with_tags("TagB");
     with_prop.put_user_property("color", "blue")?;
