@@ -46,7 +46,11 @@ int main(int argc, char **argv) {
   rmq_producer_builder *b;
   rmq_producer *p;
   check(rmq_producer_builder_new("ffi_bench_c", 11, &b), "builder");
-  check(rmq_producer_builder_namesrv(b, namesrv, strlen(namesrv)), "namesrv");
+  rmq_client_options *o;
+  check(rmq_client_options_new(&o), "options");
+  check(rmq_client_options_namesrv_addr(o, namesrv, strlen(namesrv)), "namesrv");
+  check(rmq_producer_builder_client_options(b, o), "client options");
+  rmq_client_options_free(o);
   check(rmq_producer_builder_start(b, &p), "start");
   double t0 = 0, c0 = 0;
   for (long i = 0; i < warmup + count; i++) {

@@ -35,4 +35,13 @@ static const char *namesrv_from_env(void) {
   return addr;
 }
 
+/* Client options on the name servers `namesrv`, for every client an example builds
+   (each builder and rmq_admin_new copy them). Free with rmq_client_options_free. */
+static rmq_client_options *client_options(const char *namesrv) {
+  rmq_client_options *o;
+  CHECK(rmq_client_options_new(&o));
+  CHECK(rmq_client_options_namesrv_addr(o, STR(namesrv)));
+  return o;
+}
+
 #endif

@@ -91,7 +91,9 @@ int main(int argc, char **argv) {
 
   rmq_push_consumer_builder *b;
   CHECK(rmq_push_consumer_builder_new(STR(group), &b));
-  CHECK(rmq_push_consumer_builder_namesrv(b, STR(namesrv_from_env())));
+  rmq_client_options *options = client_options(namesrv_from_env());
+  CHECK(rmq_push_consumer_builder_client_options(b, options));
+  rmq_client_options_free(options);
   CHECK(rmq_push_consumer_builder_subscribe(b, STR(topic), STR(tags)));
   CHECK(rmq_push_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_push_consumer_builder_consume_threads(b, 2, 4));

@@ -32,7 +32,8 @@ int main(int argc, char **argv) {
 
   rmq_lite_pull_consumer_builder *b;
   CHECK(rmq_lite_pull_consumer_builder_new(STR(group), &b));
-  CHECK(rmq_lite_pull_consumer_builder_namesrv(b, STR(namesrv_from_env())));
+  rmq_client_options *options = client_options(namesrv_from_env());
+  CHECK(rmq_lite_pull_consumer_builder_client_options(b, options));
   if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR(tag ? tag : "*")));
   CHECK(rmq_lite_pull_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_lite_pull_consumer_builder_auto_commit(b, false));
@@ -44,7 +45,7 @@ int main(int argc, char **argv) {
   size_t nq = 0;
   const rmq_message_queue **qs = NULL;
   if (assign) {
-    CHECK(rmq_admin_new(STR(namesrv_from_env()), &admin));
+    CHECK(rmq_admin_new(options, &admin));
     CHECK(rmq_admin_topic_queues(admin, STR(topic), &queues));
     CHECK(rmq_queue_list_len(queues, &nq));
     qs = calloc(nq, sizeof *qs);
@@ -131,6 +132,7 @@ int main(int argc, char **argv) {
     rmq_admin_free(admin);
   }
   rmq_lite_pull_consumer_free(c);
+  rmq_client_options_free(options);
   printf("summary received=%zu\n", received);
   return received >= expect ? 0 : 1;
 }

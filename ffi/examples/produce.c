@@ -88,8 +88,10 @@ int main(int argc, char **argv) {
   CHECK(rmq_set_log_callback(on_log, &log_records, 3));
 
   /* The topic, and its route as JSON (first with a buffer too small to show the size). */
+  /* One set of client options for the admin and the producer; each copies it. */
+  rmq_client_options *options = client_options(namesrv);
   rmq_admin *admin;
-  CHECK(rmq_admin_new(STR(namesrv), &admin));
+  CHECK(rmq_admin_new(options, &admin));
   CHECK(rmq_admin_create_topic(admin, STR(topic), 4));
   char small[8];
   size_t need = 0;
@@ -110,7 +112,8 @@ int main(int argc, char **argv) {
 
   rmq_producer_builder *b;
   CHECK(rmq_producer_builder_new(STR("c_example_producer"), &b));
-  CHECK(rmq_producer_builder_namesrv(b, STR(namesrv)));
+  CHECK(rmq_producer_builder_client_options(b, options));
+  rmq_client_options_free(options);
   CHECK(rmq_producer_builder_send_timeout_ms(b, 20000));
   CHECK(rmq_producer_builder_retries(b, 2));
   rmq_producer *p;

@@ -66,9 +66,10 @@ int main(int argc, char **argv) {
   snprintf(group, sizeof group, "c_rr_%ld", (long)time(NULL));
   static struct responder r = {NULL, NULL, PTHREAD_MUTEX_INITIALIZER, 0, 0};
 
+  rmq_client_options *options = client_options(namesrv);
   rmq_producer_builder *pb;
   CHECK(rmq_producer_builder_new(STR(group), &pb));
-  CHECK(rmq_producer_builder_namesrv(pb, STR(namesrv)));
+  CHECK(rmq_producer_builder_client_options(pb, options));
   CHECK(rmq_producer_builder_trace(pb, NULL, 0));
   rmq_producer *p;
   CHECK(rmq_producer_builder_start(pb, &p));
@@ -78,7 +79,8 @@ int main(int argc, char **argv) {
   char cgroup[140];
   snprintf(cgroup, sizeof cgroup, "%s_responder", group);
   CHECK(rmq_push_consumer_builder_new(STR(cgroup), &cb));
-  CHECK(rmq_push_consumer_builder_namesrv(cb, STR(namesrv)));
+  CHECK(rmq_push_consumer_builder_client_options(cb, options));
+  rmq_client_options_free(options);
   CHECK(rmq_push_consumer_builder_subscribe(cb, STR(topic), STR("*")));
   CHECK(rmq_push_consumer_builder_consume_from(cb, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_push_consumer_builder_trace(cb, NULL, 0));

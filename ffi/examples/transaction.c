@@ -77,7 +77,9 @@ int main(int argc, char **argv) {
 
   rmq_transaction_producer_builder *b;
   CHECK(rmq_transaction_producer_builder_new(STR(group), execute, check, &s, &b));
-  CHECK(rmq_transaction_producer_builder_namesrv(b, STR(namesrv_from_env())));
+  rmq_client_options *options = client_options(namesrv_from_env());
+  CHECK(rmq_transaction_producer_builder_client_options(b, options));
+  rmq_client_options_free(options);
   CHECK(rmq_transaction_producer_builder_check_pool(b, 1, 2, 100));
   rmq_transaction_producer *p;
   CHECK(rmq_transaction_producer_builder_start(b, &p));

@@ -148,6 +148,10 @@ typedef enum {
 // An admin client connected to the name servers.
 typedef struct rmq_admin rmq_admin;
 
+// Client options, starting from Java's defaults (name servers from `NAMESRV_ADDR`).
+// Free with `rmq_client_options_free`.
+typedef struct rmq_client_options rmq_client_options;
+
 // One listener call's context (Java `ConsumeConcurrentlyContext` /
 // `ConsumeOrderlyContext`): the queue, and what to do with the messages. Valid only
 // during the call, on the listener's thread.
@@ -189,7 +193,7 @@ typedef struct rmq_queue_list rmq_queue_list;
 // What the broker answered to a send (Java `SendResult`).
 typedef struct rmq_send_result rmq_send_result;
 
-// TLS settings for any builder (`rmq_*_builder_tls`), copied into the builder.
+// TLS settings for client options (`rmq_client_options_tls`), copied into them.
 // Not thread-safe; free with `rmq_tls_config_free`.
 typedef struct rmq_tls_config rmq_tls_config;
 
@@ -254,8 +258,9 @@ extern "C" {
 // The library's version as a static NUL-terminated string.
 const char *rmq_version(void);
 
-// Starts an admin client for `namesrv_addr` (`host:port`, `;`-separated).
-rmq_result rmq_admin_new(const char *namesrv_addr, size_t namesrv_addr_len, rmq_admin **admin_out);
+// Starts an admin client with `options` (NULL: the defaults, with the name servers of
+// `NAMESRV_ADDR`); the options are copied. It connects on first use.
+rmq_result rmq_admin_new(const rmq_client_options *options, rmq_admin **admin_out);
 
 // Creates (or updates) `topic` with `queues` read and write queues on every master.
 rmq_result rmq_admin_create_topic(const rmq_admin *a,
@@ -331,28 +336,10 @@ rmq_result rmq_lite_pull_consumer_builder_new(const char *group,
                                               size_t group_len,
                                               rmq_lite_pull_consumer_builder **builder_out);
 
-// The name-server addresses, `host:port` separated by `;`.
-rmq_result rmq_lite_pull_consumer_builder_namesrv(rmq_lite_pull_consumer_builder *b,
-                                                  const char *addr,
-                                                  size_t addr_len);
-
-// The instance name (Java `instanceName`).
-rmq_result rmq_lite_pull_consumer_builder_instance_name(rmq_lite_pull_consumer_builder *b,
-                                                        const char *name,
-                                                        size_t name_len);
-
-// ACL credentials; `security_token` may be NULL.
-rmq_result rmq_lite_pull_consumer_builder_credentials(rmq_lite_pull_consumer_builder *b,
-                                                      const char *access_key,
-                                                      size_t access_key_len,
-                                                      const char *secret_key,
-                                                      size_t secret_key_len,
-                                                      const char *security_token,
-                                                      size_t security_token_len);
-
-// TLS settings (copied).
-rmq_result rmq_lite_pull_consumer_builder_tls(rmq_lite_pull_consumer_builder *b,
-                                              const rmq_tls_config *tls);
+// The client options every client shares (name servers, instance name, namespace,
+// credentials, TLS, timeouts), copied from `options`.
+rmq_result rmq_lite_pull_consumer_builder_client_options(rmq_lite_pull_consumer_builder *b,
+                                                         const rmq_client_options *options);
 
 // Subscribes to `topic` with a tag expression; queues come from the group's rebalance.
 rmq_result rmq_lite_pull_consumer_builder_subscribe(rmq_lite_pull_consumer_builder *b,
@@ -664,6 +651,81 @@ rmq_result rmq_send_result_queue_offset(const rmq_send_result *r, int64_t *offse
 // borrowed and must not be freed.)
 void rmq_send_result_free(rmq_send_result *r);
 
+// New client options with Java's defaults; the name servers come from `NAMESRV_ADDR`
+// when it is set.
+rmq_result rmq_client_options_new(rmq_client_options **options_out);
+
+// Frees client options (builders keep their own copies). NULL is a no-op.
+void rmq_client_options_free(rmq_client_options *o);
+
+// The name-server addresses, `host:port` separated by `;` (Java `namesrvAddr`).
+rmq_result rmq_client_options_namesrv_addr(rmq_client_options *o,
+                                           const char *addr,
+                                           size_t addr_len);
+
+// The instance name (Java `instanceName`): clients with different names get separate
+// client instances and connections.
+rmq_result rmq_client_options_instance_name(rmq_client_options *o,
+                                            const char *name,
+                                            size_t name_len);
+
+// The unit name, appended to the client id (Java `unitName`).
+rmq_result rmq_client_options_unit_name(rmq_client_options *o, const char *name, size_t name_len);
+
+// The namespace (Java `namespace`): groups and topics are `ns%Name` on the wire; the
+// client takes and shows them without the prefix.
+rmq_result rmq_client_options_namespace(rmq_client_options *o,
+                                        const char *namespace_,
+                                        size_t namespace_len);
+
+// The IP that goes into the client id (default: Java's selection rule).
+rmq_result rmq_client_options_client_ip(rmq_client_options *o, const char *ip, size_t ip_len);
+
+// Send through the brokers' VIP port, their port minus 2 (Java `vipChannelEnabled`,
+// default false).
+rmq_result rmq_client_options_vip_channel(rmq_client_options *o, bool enabled);
+
+// ACL credentials: every request is signed (Java `AclClientRPCHook`). `security_token`
+// may be NULL.
+rmq_result rmq_client_options_credentials(rmq_client_options *o,
+                                          const char *access_key,
+                                          size_t access_key_len,
+                                          const char *secret_key,
+                                          size_t secret_key_len,
+                                          const char *security_token,
+                                          size_t security_token_len);
+
+// TLS to the name servers and brokers (the settings are copied).
+rmq_result rmq_client_options_tls(rmq_client_options *o, const rmq_tls_config *tls);
+
+// The timeout of control calls (routes, heartbeats, offsets, admin calls), in
+// milliseconds (Java `mqClientApiTimeout`, 3000).
+rmq_result rmq_client_options_api_timeout_ms(rmq_client_options *o, uint64_t ms);
+
+// The TCP connect timeout, with the TLS handshake, in milliseconds (3000).
+rmq_result rmq_client_options_connect_timeout_ms(rmq_client_options *o, uint64_t ms);
+
+// How often routes are refreshed, in milliseconds (Java `pollNameServerInterval`,
+// 30000).
+rmq_result rmq_client_options_poll_name_server_interval_ms(rmq_client_options *o, uint64_t ms);
+
+// How often heartbeats go to every broker, in milliseconds (Java
+// `heartbeatBrokerInterval`, 30000).
+rmq_result rmq_client_options_heartbeat_interval_ms(rmq_client_options *o, uint64_t ms);
+
+// The largest frame accepted from a peer, in bytes (16 MiB).
+rmq_result rmq_client_options_max_frame_size(rmq_client_options *o, size_t bytes);
+
+// Async requests in flight per client instance (65535): an async send waits for a
+// permit up to its timeout.
+rmq_result rmq_client_options_async_permits(rmq_client_options *o, size_t permits);
+
+// Threads that run async callbacks (Java `clientCallbackExecutorThreads`, CPU count).
+rmq_result rmq_client_options_callback_threads(rmq_client_options *o, size_t threads);
+
+// How long stopping the shared client instance may take, in milliseconds (10000).
+rmq_result rmq_client_options_shutdown_timeout_ms(rmq_client_options *o, uint64_t ms);
+
 // Starts building a producer of `group` with Java's defaults (send timeout 3 s, 2
 // retries, 4 MiB max size, compression over 4 KiB). The name servers come from
 // `NAMESRV_ADDR` unless `rmq_producer_builder_namesrv` is called.
@@ -671,27 +733,10 @@ rmq_result rmq_producer_builder_new(const char *group,
                                     size_t group_len,
                                     rmq_producer_builder **builder_out);
 
-// The name-server addresses, `host:port` separated by `;`.
-rmq_result rmq_producer_builder_namesrv(rmq_producer_builder *b, const char *addr, size_t addr_len);
-
-// The instance name (Java `instanceName`): clients with different names get separate
-// client instances and connections.
-rmq_result rmq_producer_builder_instance_name(rmq_producer_builder *b,
-                                              const char *name,
-                                              size_t name_len);
-
-// ACL credentials: every request is signed (Java `AclClientRPCHook`). `security_token`
-// may be NULL.
-rmq_result rmq_producer_builder_credentials(rmq_producer_builder *b,
-                                            const char *access_key,
-                                            size_t access_key_len,
-                                            const char *secret_key,
-                                            size_t secret_key_len,
-                                            const char *security_token,
-                                            size_t security_token_len);
-
-// TLS to the name servers and brokers (the settings are copied).
-rmq_result rmq_producer_builder_tls(rmq_producer_builder *b, const rmq_tls_config *tls);
+// The client options every client shares (name servers, instance name, namespace,
+// credentials, TLS, timeouts), copied from `options`.
+rmq_result rmq_producer_builder_client_options(rmq_producer_builder *b,
+                                               const rmq_client_options *options);
 
 // The timeout of one send, in milliseconds (default 3000).
 rmq_result rmq_producer_builder_send_timeout_ms(rmq_producer_builder *b, uint64_t ms);
@@ -851,27 +896,10 @@ rmq_result rmq_push_consumer_builder_new(const char *group,
                                          size_t group_len,
                                          rmq_push_consumer_builder **builder_out);
 
-// The name-server addresses, `host:port` separated by `;`.
-rmq_result rmq_push_consumer_builder_namesrv(rmq_push_consumer_builder *b,
-                                             const char *addr,
-                                             size_t addr_len);
-
-// The instance name (Java `instanceName`).
-rmq_result rmq_push_consumer_builder_instance_name(rmq_push_consumer_builder *b,
-                                                   const char *name,
-                                                   size_t name_len);
-
-// ACL credentials; `security_token` may be NULL.
-rmq_result rmq_push_consumer_builder_credentials(rmq_push_consumer_builder *b,
-                                                 const char *access_key,
-                                                 size_t access_key_len,
-                                                 const char *secret_key,
-                                                 size_t secret_key_len,
-                                                 const char *security_token,
-                                                 size_t security_token_len);
-
-// TLS settings (copied).
-rmq_result rmq_push_consumer_builder_tls(rmq_push_consumer_builder *b, const rmq_tls_config *tls);
+// The client options every client shares (name servers, instance name, namespace,
+// credentials, TLS, timeouts), copied from `options`.
+rmq_result rmq_push_consumer_builder_client_options(rmq_push_consumer_builder *b,
+                                                    const rmq_client_options *options);
 
 // Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
 rmq_result rmq_push_consumer_builder_subscribe(rmq_push_consumer_builder *b,
@@ -994,28 +1022,10 @@ rmq_result rmq_transaction_producer_builder_new(const char *group,
                                                 void *userdata,
                                                 rmq_transaction_producer_builder **builder_out);
 
-// The name-server addresses, `host:port` separated by `;`.
-rmq_result rmq_transaction_producer_builder_namesrv(rmq_transaction_producer_builder *b,
-                                                    const char *addr,
-                                                    size_t addr_len);
-
-// The instance name (Java `instanceName`).
-rmq_result rmq_transaction_producer_builder_instance_name(rmq_transaction_producer_builder *b,
-                                                          const char *name,
-                                                          size_t name_len);
-
-// ACL credentials (see `rmq_producer_builder_credentials`).
-rmq_result rmq_transaction_producer_builder_credentials(rmq_transaction_producer_builder *b,
-                                                        const char *access_key,
-                                                        size_t access_key_len,
-                                                        const char *secret_key,
-                                                        size_t secret_key_len,
-                                                        const char *security_token,
-                                                        size_t security_token_len);
-
-// TLS to the name servers and brokers (the settings are copied).
-rmq_result rmq_transaction_producer_builder_tls(rmq_transaction_producer_builder *b,
-                                                const rmq_tls_config *tls);
+// The client options every client shares (name servers, instance name, namespace,
+// credentials, TLS, timeouts), copied from `options`.
+rmq_result rmq_transaction_producer_builder_client_options(rmq_transaction_producer_builder *b,
+                                                           const rmq_client_options *options);
 
 // Check threads (Java `checkThreadPoolMinSize`/`MaxSize`, default 1 and 1) and the most
 // checks waiting for one (Java `checkRequestHoldMax`, default 2000); more are dropped

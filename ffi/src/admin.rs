@@ -3,10 +3,11 @@
 
 use std::ffi::c_char;
 
-use rocketmq_blocking::{Admin, MessageQueue, TopicConfig};
+use rocketmq_blocking::{Admin, ClientOptions, MessageQueue, TopicConfig};
 
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_queue, rmq_queue_list};
+use crate::options::rmq_client_options;
 use crate::util::{copy_to_buf, handle, out_handle, str_arg, take_handle};
 
 /// An admin client connected to the name servers.
@@ -14,16 +15,23 @@ pub struct rmq_admin {
     inner: Admin,
 }
 
-/// Starts an admin client for `namesrv_addr` (`host:port`, `;`-separated).
+/// Starts an admin client with `options` (NULL: the defaults, with the name servers of
+/// `NAMESRV_ADDR`); the options are copied. It connects on first use.
 #[no_mangle]
 pub extern "C" fn rmq_admin_new(
-    namesrv_addr: *const c_char,
-    namesrv_addr_len: usize,
+    options: *const rmq_client_options,
     admin_out: *mut *mut rmq_admin,
 ) -> rmq_result {
     guard(|| {
-        let a =
-            Admin::new(str_arg(namesrv_addr, namesrv_addr_len, "namesrv_addr")?).map_err(err)?;
+        let options = if options.is_null() {
+            ClientOptions::new()
+        } else {
+            handle(options, "client options")?.inner.clone()
+        };
+        let a = Admin::builder()
+            .client_options(options)
+            .start()
+            .map_err(err)?;
         out_handle(admin_out, rmq_admin { inner: a })
     })
 }

@@ -1,5 +1,6 @@
-//! What every builder shares: name servers, instance name, ACL credentials, TLS; and the
-//! gate that keeps C callbacks from running after their client is freed.
+//! What the builders share: TLS settings, trace, the slot their `_start` takes the Rust
+//! builder from; and the gate that keeps C callbacks from running after their client is
+//! freed. The client options are in `options.rs`.
 
 use std::cell::RefCell;
 use std::ffi::c_char;
@@ -7,15 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use rocketmq_blocking::{
-    AdminBuilder, Credentials, LitePullConsumerBuilder, ProducerBuilder, PushConsumerBuilder,
-    TlsConfig, TransactionProducerBuilder,
-};
+use rocketmq_blocking::{LitePullConsumerBuilder, ProducerBuilder, PushConsumerBuilder, TlsConfig};
 
 use crate::error::{fail, guard, guard_void, rmq_result};
-use crate::util::{handle, handle_mut, opt_str_arg, out_handle, str_arg, take_handle};
+use crate::util::{handle_mut, out_handle, str_arg, take_handle};
 
-/// TLS settings for any builder (`rmq_*_builder_tls`), copied into the builder.
+/// TLS settings for client options (`rmq_client_options_tls`), copied into them.
 /// Not thread-safe; free with `rmq_tls_config_free`.
 pub struct rmq_tls_config {
     pub(crate) inner: TlsConfig,
@@ -107,14 +105,6 @@ pub extern "C" fn rmq_tls_config_free(c: *mut rmq_tls_config) {
     guard_void(|| drop(take_handle(c)));
 }
 
-/// The settings every client builder has.
-pub(crate) trait CommonBuilder: Sized {
-    fn namesrv_addr(self, addr: String) -> Self;
-    fn instance_name(self, name: String) -> Self;
-    fn credentials(self, c: Credentials) -> Self;
-    fn tls(self, t: TlsConfig) -> Self;
-}
-
 /// Builders of clients that trace (Java `enableMsgTrace`).
 pub(crate) trait TracedBuilder: Sized {
     fn trace(self, topic: Option<String>) -> Self;
@@ -136,24 +126,6 @@ traced_builder!(
     ProducerBuilder,
     PushConsumerBuilder,
     LitePullConsumerBuilder
-);
-
-macro_rules! common_builder {
-    ($($t:ty),*) => {$(
-        impl CommonBuilder for $t {
-            fn namesrv_addr(self, addr: String) -> Self { <$t>::namesrv_addr(self, addr) }
-            fn instance_name(self, name: String) -> Self { <$t>::instance_name(self, name) }
-            fn credentials(self, c: Credentials) -> Self { <$t>::credentials(self, c) }
-            fn tls(self, t: TlsConfig) -> Self { <$t>::tls(self, t) }
-        }
-    )*};
-}
-common_builder!(
-    ProducerBuilder,
-    TransactionProducerBuilder,
-    PushConsumerBuilder,
-    LitePullConsumerBuilder,
-    AdminBuilder
 );
 
 /// Turns message trace on: to `topic` (pointer + length) when it is not NULL, else to
@@ -214,66 +186,6 @@ pub(crate) fn configure<H: HasSlot, A>(
         let h = handle_mut(b, "builder")?;
         let a = args()?;
         h.slot().update(|b| f(b, a))
-    })
-}
-
-pub(crate) fn set_namesrv<H: HasSlot<B: CommonBuilder>>(
-    b: *mut H,
-    addr: *const c_char,
-    len: usize,
-) -> rmq_result {
-    guard(|| {
-        let addr = str_arg(addr, len, "namesrv_addr")?.to_string();
-        handle_mut(b, "builder")?
-            .slot()
-            .update(|b| b.namesrv_addr(addr))
-    })
-}
-
-pub(crate) fn set_instance_name<H: HasSlot<B: CommonBuilder>>(
-    b: *mut H,
-    name: *const c_char,
-    len: usize,
-) -> rmq_result {
-    guard(|| {
-        let name = str_arg(name, len, "instance_name")?.to_string();
-        handle_mut(b, "builder")?
-            .slot()
-            .update(|b| b.instance_name(name))
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn set_credentials<H: HasSlot<B: CommonBuilder>>(
-    b: *mut H,
-    access_key: *const c_char,
-    access_key_len: usize,
-    secret_key: *const c_char,
-    secret_key_len: usize,
-    security_token: *const c_char,
-    security_token_len: usize,
-) -> rmq_result {
-    guard(|| {
-        let mut c = Credentials::new(
-            str_arg(access_key, access_key_len, "access_key")?,
-            str_arg(secret_key, secret_key_len, "secret_key")?,
-        );
-        if let Some(t) = opt_str_arg(security_token, security_token_len, "security_token")? {
-            c = c.with_security_token(t);
-        }
-        handle_mut(b, "builder")?
-            .slot()
-            .update(|b| b.credentials(c))
-    })
-}
-
-pub(crate) fn set_tls<H: HasSlot<B: CommonBuilder>>(
-    b: *mut H,
-    tls: *const rmq_tls_config,
-) -> rmq_result {
-    guard(|| {
-        let t = handle(tls, "tls config")?.inner.clone();
-        handle_mut(b, "builder")?.slot().update(|b| b.tls(t))
     })
 }
 

@@ -25,6 +25,7 @@ pub mod error;
 pub mod lite_pull;
 pub mod logging;
 pub mod message;
+pub mod options;
 pub mod producer;
 pub mod push;
 pub mod transaction;
@@ -81,8 +82,12 @@ mod tests {
             ),
             ("producer_shutdown", producer::rmq_producer_shutdown(null())),
             (
-                "producer_builder_namesrv",
-                producer::rmq_producer_builder_namesrv(null_mut(), c"x".as_ptr(), 1),
+                "producer_builder_client_options",
+                producer::rmq_producer_builder_client_options(null_mut(), null()),
+            ),
+            (
+                "client_options_namesrv_addr",
+                options::rmq_client_options_namesrv_addr(null_mut(), c"x".as_ptr(), 1),
             ),
             (
                 "producer_builder_start",

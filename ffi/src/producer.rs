@@ -14,11 +14,12 @@ use std::time::Duration;
 
 use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
 
-use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::common::{self, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{
     rmq_message, rmq_message_ext, rmq_message_queue, rmq_queue_list, rmq_send_result,
 };
+use crate::options::rmq_client_options;
 use crate::util::{handle, handle_array, out_handle, str_arg, take_handle, Userdata};
 
 /// Options of a producer before it starts.
@@ -81,57 +82,14 @@ pub extern "C" fn rmq_producer_builder_new(
     })
 }
 
-/// The name-server addresses, `host:port` separated by `;`.
+/// The client options every client shares (name servers, instance name, namespace,
+/// credentials, TLS, timeouts), copied from `options`.
 #[no_mangle]
-pub extern "C" fn rmq_producer_builder_namesrv(
+pub extern "C" fn rmq_producer_builder_client_options(
     b: *mut rmq_producer_builder,
-    addr: *const c_char,
-    addr_len: usize,
+    options: *const rmq_client_options,
 ) -> rmq_result {
-    common::set_namesrv(b, addr, addr_len)
-}
-
-/// The instance name (Java `instanceName`): clients with different names get separate
-/// client instances and connections.
-#[no_mangle]
-pub extern "C" fn rmq_producer_builder_instance_name(
-    b: *mut rmq_producer_builder,
-    name: *const c_char,
-    name_len: usize,
-) -> rmq_result {
-    common::set_instance_name(b, name, name_len)
-}
-
-/// ACL credentials: every request is signed (Java `AclClientRPCHook`). `security_token`
-/// may be NULL.
-#[no_mangle]
-pub extern "C" fn rmq_producer_builder_credentials(
-    b: *mut rmq_producer_builder,
-    access_key: *const c_char,
-    access_key_len: usize,
-    secret_key: *const c_char,
-    secret_key_len: usize,
-    security_token: *const c_char,
-    security_token_len: usize,
-) -> rmq_result {
-    common::set_credentials(
-        b,
-        access_key,
-        access_key_len,
-        secret_key,
-        secret_key_len,
-        security_token,
-        security_token_len,
-    )
-}
-
-/// TLS to the name servers and brokers (the settings are copied).
-#[no_mangle]
-pub extern "C" fn rmq_producer_builder_tls(
-    b: *mut rmq_producer_builder,
-    tls: *const rmq_tls_config,
-) -> rmq_result {
-    common::set_tls(b, tls)
+    crate::options::set_client_options(b, options)
 }
 
 /// The timeout of one send, in milliseconds (default 3000).
@@ -633,10 +591,20 @@ pub(crate) mod tests {
             rmq_result::RMQ_OK
         );
         let addr = "127.0.0.1:1";
+        let mut o = null_mut();
         assert_eq!(
-            rmq_producer_builder_namesrv(b, addr.as_ptr().cast(), addr.len()),
+            crate::options::rmq_client_options_new(&mut o),
             rmq_result::RMQ_OK
         );
+        assert_eq!(
+            crate::options::rmq_client_options_namesrv_addr(o, addr.as_ptr().cast(), addr.len()),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            rmq_producer_builder_client_options(b, o),
+            rmq_result::RMQ_OK
+        );
+        crate::options::rmq_client_options_free(o);
         assert_eq!(
             rmq_producer_builder_send_timeout_ms(b, send_timeout_ms),
             rmq_result::RMQ_OK

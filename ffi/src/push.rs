@@ -16,9 +16,10 @@ use rocketmq_blocking::{
     ReconsumeDelay,
 };
 
-use crate::common::{self, rmq_tls_config, Gate, HasSlot, Slot};
+use crate::common::{self, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_queue, rmq_queue_list, Ref};
+use crate::options::rmq_client_options;
 use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
 
 /// What a listener answers.
@@ -232,55 +233,14 @@ pub extern "C" fn rmq_push_consumer_builder_new(
     })
 }
 
-/// The name-server addresses, `host:port` separated by `;`.
+/// The client options every client shares (name servers, instance name, namespace,
+/// credentials, TLS, timeouts), copied from `options`.
 #[no_mangle]
-pub extern "C" fn rmq_push_consumer_builder_namesrv(
+pub extern "C" fn rmq_push_consumer_builder_client_options(
     b: *mut rmq_push_consumer_builder,
-    addr: *const c_char,
-    addr_len: usize,
+    options: *const rmq_client_options,
 ) -> rmq_result {
-    common::set_namesrv(b, addr, addr_len)
-}
-
-/// The instance name (Java `instanceName`).
-#[no_mangle]
-pub extern "C" fn rmq_push_consumer_builder_instance_name(
-    b: *mut rmq_push_consumer_builder,
-    name: *const c_char,
-    name_len: usize,
-) -> rmq_result {
-    common::set_instance_name(b, name, name_len)
-}
-
-/// ACL credentials; `security_token` may be NULL.
-#[no_mangle]
-pub extern "C" fn rmq_push_consumer_builder_credentials(
-    b: *mut rmq_push_consumer_builder,
-    access_key: *const c_char,
-    access_key_len: usize,
-    secret_key: *const c_char,
-    secret_key_len: usize,
-    security_token: *const c_char,
-    security_token_len: usize,
-) -> rmq_result {
-    common::set_credentials(
-        b,
-        access_key,
-        access_key_len,
-        secret_key,
-        secret_key_len,
-        security_token,
-        security_token_len,
-    )
-}
-
-/// TLS settings (copied).
-#[no_mangle]
-pub extern "C" fn rmq_push_consumer_builder_tls(
-    b: *mut rmq_push_consumer_builder,
-    tls: *const rmq_tls_config,
-) -> rmq_result {
-    common::set_tls(b, tls)
+    crate::options::set_client_options(b, options)
 }
 
 /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`).
