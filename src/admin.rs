@@ -72,7 +72,7 @@ impl AdminBuilder {
             // The same kind as the clients' (they also take an address server; this does not).
             return Err(Error::new(
                 ErrorKind::Config,
-                "no name server address: set `namesrv_addr` on the client options or the \
+                "no name server address: set `namesrv_addr` in the client options or the \
                  NAMESRV_ADDR environment variable",
             ));
         }

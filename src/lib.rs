@@ -9,18 +9,21 @@
 //! or sends without an answer ([`send_oneway`](Producer::send_oneway)):
 //!
 //! ```no_run
-//! use rocketmq_blocking::{Message, Producer};
+//! use rocketmq_blocking::{ClientOptions, Message, Producer};
 //!
-//! let producer = Producer::builder("my_group").namesrv_addr("127.0.0.1:9876").start()?;
+//! let options = ClientOptions::new().namesrv_addr("127.0.0.1:9876");
+//! let producer = Producer::builder("my_group").client_options(options).start()?;
 //! let r = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
 //! println!("stored as {} at {} offset {}", r.msg_id(), r.message_queue(), r.queue_offset());
 //! producer.shutdown();
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 //!
-//! Every builder reads the name servers from `NAMESRV_ADDR` when
-//! [`namesrv_addr`](ProducerBuilder::namesrv_addr) is not called, as the Java tools do,
-//! and starts from Java's defaults.
+//! What every client shares (name servers, instance name, namespace, credentials, TLS,
+//! timeouts) is one [`ClientOptions`] value (Java `ClientConfig`) that any builder takes
+//! whole; each builder adds its client's own settings. [`ClientOptions::new`] reads the
+//! name servers from `NAMESRV_ADDR` when it is set, as the Java tools do, and every
+//! setting starts from Java's default. A builder's `start` returns the running client.
 //!
 //! # Consume with a listener
 //!
@@ -29,10 +32,10 @@
 //! [`ConsumeStatus::ReconsumeLater`] to have the messages delivered again later:
 //!
 //! ```no_run
-//! use rocketmq_blocking::{ConsumeFromWhere, ConsumeStatus, PushConsumer};
+//! use rocketmq_blocking::{ClientOptions, ConsumeFromWhere, ConsumeStatus, PushConsumer};
 //!
 //! let consumer = PushConsumer::builder("my_consumer_group")
-//!     .namesrv_addr("127.0.0.1:9876")
+//!     .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
 //!     .subscribe("TopicTest", "TagA || TagB")
 //!     .consume_from_where(ConsumeFromWhere::FirstOffset)
 //!     .listener(|msgs, _ctx| {
@@ -56,10 +59,10 @@
 //! [`pause`](LitePullConsumer::pause)):
 //!
 //! ```no_run
-//! use rocketmq_blocking::LitePullConsumer;
+//! use rocketmq_blocking::{ClientOptions, LitePullConsumer};
 //!
 //! let consumer = LitePullConsumer::builder("my_pull_group")
-//!     .namesrv_addr("127.0.0.1:9876")
+//!     .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
 //!     .subscribe("TopicTest", "*")
 //!     .start()?;
 //! for m in consumer.poll()? {
@@ -84,12 +87,13 @@
 //! unknown is settled when the broker asks your [`TransactionListener`] later:
 //!
 //! ```no_run
-//! use rocketmq_blocking::{LocalTransactionState, Message, MessageExt, TransactionProducer};
+//! use rocketmq_blocking::{ClientOptions, LocalTransactionState, Message, MessageExt, Producer};
 //!
 //! let execute = |_: &Message, _: &dyn std::any::Any| LocalTransactionState::CommitMessage;
 //! let check = |_: &MessageExt| LocalTransactionState::CommitMessage;
-//! let producer = TransactionProducer::builder("tx_group", (execute, check))
-//!     .namesrv_addr("127.0.0.1:9876")
+//! let producer = Producer::builder("tx_group")
+//!     .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
+//!     .transactional((execute, check))
 //!     .start()?;
 //! producer.send_in_transaction(&Message::new("TopicTest", "order 1"), &())?;
 //! # Ok::<(), rocketmq_blocking::Error>(())
@@ -98,14 +102,16 @@
 //! # TLS
 //!
 //! A cluster that requires TLS (Java servers with `tls.server.mode=enforcing`) needs a
-//! [`TlsConfig`] on every builder (`tls`); it covers the name servers and the brokers. The
+//! [`TlsConfig`] in the client options ([`tls`](ClientOptions::tls)); it covers the name
+//! servers and the brokers. The
 //! handshake runs on the I/O thread like every other byte, bounded by the connect timeout:
 //!
 //! ```no_run
-//! use rocketmq_blocking::{Producer, TlsConfig};
+//! use rocketmq_blocking::{ClientOptions, Producer, TlsConfig};
 //!
 //! let tls = TlsConfig::new().ca_file("ca.pem").client_cert("client.pem", "client.key");
-//! let producer = Producer::builder("g").namesrv_addr("10.0.0.1:9876").tls(tls).start()?;
+//! let options = ClientOptions::new().namesrv_addr("10.0.0.1:9876").tls(tls);
+//! let producer = Producer::builder("g").client_options(options).start()?;
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 //!
@@ -138,6 +144,8 @@
 //! | `DefaultMQPushConsumer` | [`PushConsumer`] |
 //! | `DefaultLitePullConsumer` | [`LitePullConsumer`] |
 //! | `DefaultMQAdminExt` (a part) | [`Admin`] |
+//! | `ClientConfig` (`setNamesrvAddr`, `setInstanceName`, `setNamespace`, ...) | [`ClientOptions`], given to a builder's `client_options` |
+//! | `new X(...)` then `start()` | `X::builder(...)`, settings, then `start()`, which returns the running client |
 //! | `queryMessage` / `queryMessageByUniqKey`, `examineConsumeStats`, `resetOffsetByTimestamp` | [`Admin::query_messages`] with [`MessageQuery`], [`Admin::consume_stats`], [`Admin::reset_offset`] |
 //! | `MessageListenerConcurrently` | [`PushConsumerBuilder::listener`] |
 //! | `MessageListenerOrderly` | [`PushConsumerBuilder::orderly_listener`] |
@@ -149,12 +157,12 @@
 //! | `maxReconsumeTimes = -1` | [`PushConsumerOptions::max_reconsume_times`] `= None` |
 //! | `sendMsgTimeout`, `retryTimesWhenSendFailed`, `compressMsgBodyOverHowmuch`, `sendLatencyFaultEnable` | [`ProducerOptions::send_timeout`], [`retries`](ProducerOptions::retries), [`compress_over`](ProducerOptions::compress_over), [`latency_fault_tolerance`](ProducerOptions::latency_fault_tolerance) |
 //! | `SendStatus.SEND_OK` | [`SendStatus::Ok`] |
-//! | `TransactionMQProducer`, `TransactionListener`, `sendMessageInTransaction(msg, arg)` | [`TransactionProducer`], [`TransactionListener`], [`TransactionProducer::send_in_transaction`] |
+//! | `TransactionMQProducer`, `TransactionListener`, `sendMessageInTransaction(msg, arg)` | [`TransactionProducer`] (from [`ProducerBuilder::transactional`]), [`TransactionListener`], [`TransactionProducer::send_in_transaction`] |
 //! | `LocalTransactionState.COMMIT_MESSAGE` / `ROLLBACK_MESSAGE` / `UNKNOW` | [`LocalTransactionState::CommitMessage`] / [`RollbackMessage`](LocalTransactionState::RollbackMessage) / [`Unknown`](LocalTransactionState::Unknown) |
 //! | `MessageExt.getMsgId()` (`MessageClientExt`) | [`MessageExt::msg_id`] |
 //! | `MQClientException`, `MQBrokerException`, `RemotingException` | [`Error`] with its [`ErrorKind`] |
-//! | `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to a client's constructor | [`Credentials`] on its builder (`.credentials(...)`) |
-//! | `setUseTLS(true)`, `tls.client.trustCertPath`, `tls.client.certPath` / `keyPath` | `tls(`[`TlsConfig`]`)` with [`ca_file`](TlsConfig::ca_file), [`client_cert`](TlsConfig::client_cert) |
+//! | `new AclClientRPCHook(new SessionCredentials(ak, sk))` passed to a client's constructor | [`Credentials`] in the client options ([`ClientOptions::credentials`]) |
+//! | `setUseTLS(true)`, `tls.client.trustCertPath`, `tls.client.certPath` / `keyPath` | [`ClientOptions::tls`] with a [`TlsConfig`]: [`ca_file`](TlsConfig::ca_file), [`client_cert`](TlsConfig::client_cert) |
 //! | `tls.test.mode.enable=true` (trust any server) | [`TlsConfig::danger_accept_any_server_certificate`] |
 //!
 //! Rustdoc's search finds the Java names too: items carry them as aliases.

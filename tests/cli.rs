@@ -82,7 +82,7 @@ fn created_topic(queues: u32) -> String {
 /// Messages stored in `topic`, polled until it reaches `want` or 10 s pass.
 fn stored(topic: &str, want: i64) -> i64 {
     let admin = Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin");
     let deadline = Instant::now() + Duration::from_secs(10);

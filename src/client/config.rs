@@ -24,12 +24,12 @@ pub const DEFAULT_NAMESRV_SUBGROUP: &str = "nsaddr";
 /// please set it"), with what the address server answered when one was asked.
 pub(crate) fn no_name_server(address_server: Option<&Error>) -> Error {
     let message = match address_server {
-        None => "no name server address: set `namesrv_addr` on the builder or the \
+        None => "no name server address: set `namesrv_addr` in the client options or the \
                  NAMESRV_ADDR environment variable, or an address server \
                  (`name_server_address_url`)"
             .to_string(),
         Some(e) => format!(
-            "no name server address: {e:#}; set `namesrv_addr` on the builder or the \
+            "no name server address: {e:#}; set `namesrv_addr` in the client options or the \
              NAMESRV_ADDR environment variable, or fix the address server"
         ),
     };

@@ -150,7 +150,7 @@ fn collect_lines(
 /// Waits until the broker lists exactly `n` consumers in `group`.
 fn wait_for_members(group: &str, n: usize) {
     let admin = Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin");
     let broker = &cluster().broker_addrs()[0].1;
@@ -430,7 +430,7 @@ fn reliability_a_lite_pull_process_killed_in_a_batch_repeats_only_what_it_had_no
     // (anything it sent before dying has been handled then).
     wait_for_members(&group, 0);
     let admin = Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin");
     let broker = &cluster().broker_addrs()[0].1;

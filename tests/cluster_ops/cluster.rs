@@ -69,7 +69,7 @@ pub fn broker_addr(name: &str) -> String {
 
 pub fn admin() -> Admin {
     Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin client")
 }

@@ -89,7 +89,7 @@ pub fn read_back(topic: &str, want: &HashSet<String>, timeout: Duration) -> Hash
 pub fn topic_on_both(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
     Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin client")
         .create_topic(&TopicConfig::new(&name, queues))

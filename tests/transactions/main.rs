@@ -81,7 +81,7 @@ pub fn version() -> String {
 pub fn topic(prefix: &str, queues: u32) -> String {
     let name = unique(prefix);
     let admin = Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(&namesrv()))
+        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
         .start()
         .expect("admin client");
     admin
