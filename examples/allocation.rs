@@ -5,8 +5,8 @@
 //! allocation strategy ([`PushConsumerBuilder::allocate_strategy`]). Nobody coordinates,
 //! so every consumer of a group must run the same strategy: two different ones can leave
 //! queues unowned or owned twice. For each strategy this example starts two push consumers
-//! of a fresh group on an 8-queue topic (with distinct `.client_options(ClientOptions::new().instance_name(..))`, so they are
-//! two clients in one process), waits for the rebalance, prints their
+//! of a fresh group on an 8-queue topic (with distinct instance names in their client
+//! options, so they are two clients in one process), waits for the rebalance, prints their
 //! [`PushConsumer::assigned_queues`] and fails unless they split the 8 queues without
 //! overlap:
 //!

@@ -1,7 +1,7 @@
 //! Namespaces: one cluster, several isolated sets of topics and groups.
 //!
-//! A producer and a consumer built with `.client_options(ClientOptions::new().namespace("ns"))` use plain names (`Topic`,
-//! `my_group`) in the code and in everything they hand back (send results, received
+//! A producer and a consumer whose client options have `.namespace("ns")` use plain names
+//! (`Topic`, `my_group`) in the code and in everything they hand back (send results, received
 //! messages), while on the wire, and so at the broker and name server, the names are
 //! `ns%Topic` and `ns%my_group`. The example checks both sides: the names the clients show
 //! have no namespace, and [`Admin`] (which uses raw names) finds the route of `ns%Topic`

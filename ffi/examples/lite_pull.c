@@ -2,8 +2,10 @@
  * Polls a topic from its first offset with a lite pull consumer until EXPECT messages
  * arrived, printing "msg <msg id>" for each, commits, and frees the consumer.
  *
- *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign] [tag=TAG]
+ *   NAMESRV_ADDR=127.0.0.1:9876 ./lite_pull TOPIC GROUP EXPECT [assign] [tag=TAG] [ns=NS]
  *
+ * With "ns=NS" the client options carry the namespace NS: the consumer reads NS%TOPIC on
+ * the wire and shows the messages' topic without the prefix ("topic=" on each line).
  * With "tag=TAG" only messages with that tag count toward EXPECT (subscribed: the broker
  * filters; assigned: every message is read and printed, and the others are not counted).
  * With "assign", the consumer takes the topic's queues itself (from the admin client's
@@ -18,21 +20,23 @@
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [assign] [tag=TAG]\n", argv[0]);
+    fprintf(stderr, "usage: %s TOPIC GROUP EXPECT [assign] [tag=TAG] [ns=NS]\n", argv[0]);
     return 2;
   }
   const char *topic = argv[1], *group = argv[2];
   size_t expect = (size_t)atoi(argv[3]);
   int assign = 0;
-  const char *tag = NULL;
+  const char *tag = NULL, *ns = NULL;
   for (int i = 4; i < argc; i++) {
     if (strcmp(argv[i], "assign") == 0) assign = 1;
     if (strncmp(argv[i], "tag=", 4) == 0) tag = argv[i] + 4;
+    if (strncmp(argv[i], "ns=", 3) == 0) ns = argv[i] + 3;
   }
 
   rmq_lite_pull_consumer_builder *b;
   CHECK(rmq_lite_pull_consumer_builder_new(STR(group), &b));
   rmq_client_options *options = client_options(namesrv_from_env());
+  if (ns) CHECK(rmq_client_options_namespace(options, STR(ns)));
   CHECK(rmq_lite_pull_consumer_builder_client_options(b, options));
   if (!assign) CHECK(rmq_lite_pull_consumer_builder_subscribe(b, STR(topic), STR(tag ? tag : "*")));
   CHECK(rmq_lite_pull_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
@@ -75,18 +79,20 @@ int main(int argc, char **argv) {
     CHECK(rmq_message_list_len(list, &n));
     for (size_t i = 0; i < n; i++) {
       const rmq_message_ext *m;
-      const char *id, *tags;
-      size_t id_len, tags_len;
+      const char *id, *tags, *mtopic;
+      size_t id_len, tags_len, mtopic_len;
       int64_t offset, stored;
       int32_t qid;
       CHECK(rmq_message_list_get(list, i, &m));
       CHECK(rmq_message_ext_msg_id(m, &id, &id_len));
       CHECK(rmq_message_ext_tags(m, &tags, &tags_len));
+      CHECK(rmq_message_ext_topic(m, &mtopic, &mtopic_len));
       CHECK(rmq_message_ext_queue_id(m, &qid));
       CHECK(rmq_message_ext_queue_offset(m, &offset));
       CHECK(rmq_message_ext_store_timestamp_ms(m, &stored));
-      printf("msg %.*s queue=%d offset=%lld tags=%.*s stored_ms=%lld\n", (int)id_len, id, qid,
-             (long long)offset, (int)tags_len, tags ? tags : "", (long long)stored);
+      printf("msg %.*s queue=%d offset=%lld tags=%.*s stored_ms=%lld topic=%.*s\n", (int)id_len,
+             id, qid, (long long)offset, (int)tags_len, tags ? tags : "", (long long)stored,
+             (int)mtopic_len, mtopic);
       if (tag == NULL || (tags != NULL && tags_len == strlen(tag) && memcmp(tags, tag, tags_len) == 0))
         received++;
       if (!listed_props) {

@@ -532,6 +532,38 @@ fn a_c_transaction_producer_commits_rolls_back_and_answers_the_broker_check() {
     );
 }
 
+/// The client options' namespace reaches the wire: what a plain C producer sends to
+/// `ns%Topic` a C consumer with the namespace `ns` reads as `Topic`.
+#[test]
+fn a_c_consumer_with_a_namespace_in_its_client_options_reads_the_namespaced_topic() {
+    let ns = unique("cns");
+    let topic = unique("CNsTopic");
+    let acked = produce(&format!("{ns}%{topic}"), 2);
+    let out = run(
+        Command::new(example("lite_pull")).args([
+            topic.as_str(),
+            &unique("c_ns"),
+            &acked.len().to_string(),
+            &format!("ns={ns}"),
+        ]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "lite_pull with a namespace failed:\n{text}"
+    );
+    let (received, _) = check_read_back("namespaced lite pull", &acked, &ids(&text, "msg "));
+    let shown: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("msg "))
+        .filter_map(|l| l.rsplit_once(" topic="))
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(shown.len(), received, "{text}");
+    assert!(shown.iter().all(|t| *t == topic), "topics shown: {shown:?}");
+}
+
 #[test]
 fn a_c_requester_gets_the_replies_of_a_c_responder_and_a_sent_back_request_comes_again() {
     let topic = unique("CRequestTopic");

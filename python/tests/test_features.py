@@ -123,3 +123,35 @@ def test_bad_input_raises_a_clear_exception_before_anything_is_sent(namesrv, top
             pass
         # Still usable after all that.
         assert p.send(rmq.Message(topic, b"fine")).status == 0
+
+
+def test_every_client_option_is_a_keyword_and_an_unknown_one_is_a_type_error(namesrv, topic):
+    import pytest
+
+    with pytest.raises(TypeError, match="no_such_option"):
+        rmq.Producer(unique("py_opt"), namesrv=namesrv, no_such_option=1)
+    with pytest.raises(ValueError, match="access_key and secret_key"):
+        rmq.LitePullConsumer(unique("py_opt"), topic, namesrv=namesrv, access_key="ak")
+    with pytest.raises(TypeError, match="no_such_option"):
+        rmq.Admin(namesrv, no_such_option=1)
+    # Every option the package lists reaches the library (a wrong type would raise).
+    values = {
+        "namesrv": namesrv,
+        "instance_name": unique("py_opt_i"),
+        "unit_name": "u1",
+        "client_ip": "127.0.0.1",
+        "vip_channel": False,
+        "api_timeout_ms": 10_000,
+        "connect_timeout_ms": 3_000,
+        "poll_name_server_interval_ms": 30_000,
+        "heartbeat_interval_ms": 30_000,
+        "max_frame_size": 16 << 20,
+        "async_permits": 1_000,
+        "callback_threads": 2,
+        "shutdown_timeout_ms": 5_000,
+    }
+    untested = set(rmq.CLIENT_OPTIONS) - set(values) - {"namespace", "access_key", "secret_key", "security_token", "tls"}
+    assert not untested, f"options this test does not set: {untested}"
+    with rmq.Producer(unique("py_opt"), **values) as p:
+        sent = p.send(rmq.Message(topic, b"with every option")).msg_id
+    assert read_back(namesrv, topic, [sent])[sent].body == b"with every option"

@@ -3,7 +3,8 @@
 //! ```no_run
 //! use rocketmq_blocking::{Message, Producer};
 //!
-//! let producer = Producer::builder("my_group").client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876")).start()?;
+//! let options = rocketmq_blocking::ClientOptions::new().namesrv_addr("127.0.0.1:9876");
+//! let producer = Producer::builder("my_group").client_options(options).start()?;
 //! let result = producer.send(&Message::new("TopicTest", "hello").with_tags("TagA"))?;
 //! println!("{} stored at queue {} offset {}", result.msg_id(), result.message_queue().queue_id(), result.queue_offset());
 //! producer.shutdown();
@@ -559,7 +560,8 @@ impl Drop for Producer {
 ///
 /// ```no_run
 /// # use rocketmq_blocking::{Message, Producer};
-/// # let producer = Producer::builder("g").client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876")).start()?;
+/// # let options = rocketmq_blocking::ClientOptions::new().namesrv_addr("127.0.0.1:9876");
+/// # let producer = Producer::builder("g").client_options(options).start()?;
 /// let msg = Message::new("TopicTest", "hello");
 /// if let Err(e) = producer.send_async(msg, |r| println!("{r:?}")) {
 ///     eprintln!("not sent: {}", e.error());

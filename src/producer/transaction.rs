@@ -8,7 +8,7 @@
 //! let execute = |_msg: &Message, _arg: &dyn std::any::Any| LocalTransactionState::CommitMessage;
 //! let check = |_msg: &rocketmq_blocking::MessageExt| LocalTransactionState::CommitMessage;
 //! let producer = TransactionProducer::builder("tx_group", (execute, check))
-//!     .client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
+//!     .client_options(rocketmq_blocking::ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
 //!     .start()?;
 //! let r = producer.send_in_transaction(&Message::new("TopicTest", "order 1"), &())?;
 //! println!("{} {:?}", r.send_result().msg_id(), r.local_transaction_state());

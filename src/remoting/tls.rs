@@ -38,7 +38,8 @@ use crate::error::{Error, ErrorKind, Result};
 /// let tls = TlsConfig::new()
 ///     .ca_file("/etc/rocketmq/ca.pem")
 ///     .client_cert("/etc/rocketmq/client.pem", "/etc/rocketmq/client.key");
-/// let producer = Producer::builder("g").namesrv_addr("10.0.0.1:9876").tls(tls).start()?;
+/// let options = rocketmq_blocking::ClientOptions::new().namesrv_addr("10.0.0.1:9876").tls(tls);
+/// let producer = Producer::builder("g").client_options(options).start()?;
 /// # Ok::<(), rocketmq_blocking::Error>(())
 /// ```
 ///
