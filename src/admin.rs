@@ -204,48 +204,63 @@ impl Admin {
             .ok_or_else(|| Error::decode(format!("no message in the answer for {offset_msg_id}")))
     }
 
-    /// GET_MAX_OFFSET of one queue on one broker: where its next message will be stored.
-    pub fn max_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
-        self.queue_offset(RequestCode::GET_MAX_OFFSET, broker_addr, topic, queue_id)
+    /// GET_MAX_OFFSET of `mq`: where its next message will be stored. Asked of the master
+    /// of `mq`'s broker, found in the topic's route (one name-server query per call: in a
+    /// loop, look the address up once and use [`max_offset_on`](Self::max_offset_on)).
+    pub fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.max_offset_on(&addr, mq)
     }
 
-    /// GET_MIN_OFFSET of one queue on one broker: its first offset still stored.
-    pub fn min_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
-        self.queue_offset(RequestCode::GET_MIN_OFFSET, broker_addr, topic, queue_id)
+    /// GET_MAX_OFFSET of `mq`, asked of the broker at `broker_addr` (a master or a slave).
+    pub fn max_offset_on(&self, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MAX_OFFSET, broker_addr, mq)
     }
 
-    fn queue_offset(
-        &self,
-        code: RequestCode,
-        broker_addr: &str,
-        topic: &str,
-        queue_id: i32,
-    ) -> Result<i64> {
-        check_topic(topic)?;
+    /// GET_MIN_OFFSET of `mq`: its first offset still stored. Asked of the master of
+    /// `mq`'s broker, as [`max_offset`](Self::max_offset).
+    pub fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.min_offset_on(&addr, mq)
+    }
+
+    /// GET_MIN_OFFSET of `mq`, asked of the broker at `broker_addr` (a master or a slave).
+    pub fn min_offset_on(&self, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MIN_OFFSET, broker_addr, mq)
+    }
+
+    fn queue_offset(&self, code: RequestCode, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        check_topic(mq.topic())?;
         let header = QueueOffsetRequestHeader {
-            topic: topic.to_string(),
-            queue_id,
+            topic: mq.topic().to_string(),
+            queue_id: mq.queue_id(),
             broker_name: None,
         };
         self.offset_request(code, broker_addr, &header)
-            .map_err(|e| e.context(format!("offset of {topic}:{queue_id}")))
+            .map_err(|e| e.context(format!("offset of {mq}")))
     }
 
-    /// SEARCH_OFFSET_BY_TIMESTAMP of one queue on one broker: the offset of a message
-    /// stored about `time`. 5.x brokers answer the first one stored at `time` or later
-    /// (the queue's max offset if none is); 4.x brokers the one stored closest to `time`
-    /// (so the last message's offset for a time after all of them).
-    pub fn search_offset(
+    /// SEARCH_OFFSET_BY_TIMESTAMP of `mq`: the offset of a message stored about `time`.
+    /// 5.x brokers answer the first one stored at `time` or later (the queue's max offset
+    /// if none is); 4.x brokers the one stored closest to `time` (so the last message's
+    /// offset for a time after all of them). Asked of the master of `mq`'s broker, as
+    /// [`max_offset`](Self::max_offset).
+    pub fn search_offset(&self, mq: &MessageQueue, time: SystemTime) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.search_offset_on(&addr, mq, time)
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP of `mq`, asked of the broker at `broker_addr`.
+    pub fn search_offset_on(
         &self,
         broker_addr: &str,
-        topic: &str,
-        queue_id: i32,
+        mq: &MessageQueue,
         time: SystemTime,
     ) -> Result<i64> {
-        check_topic(topic)?;
+        check_topic(mq.topic())?;
         let header = SearchOffsetRequestHeader {
-            topic: topic.to_string(),
-            queue_id,
+            topic: mq.topic().to_string(),
+            queue_id: mq.queue_id(),
             timestamp: millis_since_epoch(time),
             broker_name: None,
         };
@@ -254,7 +269,26 @@ impl Admin {
             broker_addr,
             &header,
         )
-        .map_err(|e| e.context(format!("offset of {topic}:{queue_id} by time")))
+        .map_err(|e| e.context(format!("offset of {mq} by time")))
+    }
+
+    /// The master address of `mq`'s broker, from its topic's route (Java
+    /// `findBrokerAddressInPublish` after a route update).
+    fn master_of(&self, mq: &MessageQueue) -> Result<String> {
+        check_topic(mq.topic())?;
+        let route = self.topic_route(mq.topic())?;
+        route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_name == mq.broker_name())
+            .and_then(|b| b.master_addr())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!("no master of {} in the route of {}", mq.broker_name(), mq.topic()),
+                )
+            })
     }
 
     fn offset_request(
@@ -286,7 +320,8 @@ impl Admin {
                 continue;
             };
             for q in 0..qd.read_queue_nums {
-                total += self.max_offset(addr, topic, q)?;
+                let mq = MessageQueue::new(topic, &qd.broker_name, q);
+                total += self.max_offset_on(addr, &mq)?;
             }
         }
         Ok(total)
@@ -537,11 +572,9 @@ impl Admin {
                     for queue_id in 0..queues {
                         let mq = MessageQueue::new(topic, &bd.broker_name, queue_id);
                         let offset = match target {
-                            ResetTarget::Earliest => self.min_offset(addr, topic, queue_id)?,
-                            ResetTarget::Latest => self.max_offset(addr, topic, queue_id)?,
-                            ResetTarget::Timestamp(t) => {
-                                self.search_offset(addr, topic, queue_id, t)?
-                            }
+                            ResetTarget::Earliest => self.min_offset_on(addr, &mq)?,
+                            ResetTarget::Latest => self.max_offset_on(addr, &mq)?,
+                            ResetTarget::Timestamp(t) => self.search_offset_on(addr, &mq, t)?,
                         };
                         self.api
                             .update_consumer_offset(addr, group, &mq, offset, false, self.timeout)

@@ -276,7 +276,7 @@ fn every_send_overload_puts_its_messages_where_asked() {
     for _ in 0..200 {
         for mq in &mqs {
             let addr = &addrs[mq.broker_name()];
-            stored[mq.queue_id() as usize] = admin.max_offset(addr, &topic, mq.queue_id()).unwrap();
+            stored[mq.queue_id() as usize] = admin.max_offset_on(addr, mq).unwrap();
         }
         if stored == expected {
             break;
