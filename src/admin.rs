@@ -286,7 +286,11 @@ impl Admin {
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::NoRoute,
-                    format!("no master of {} in the route of {}", mq.broker_name(), mq.topic()),
+                    format!(
+                        "no master of {} in the route of {}",
+                        mq.broker_name(),
+                        mq.topic()
+                    ),
                 )
             })
     }
@@ -319,7 +323,7 @@ impl Admin {
             else {
                 continue;
             };
-            for q in 0..qd.read_queue_nums {
+            for q in queue_ids(qd.read_queue_nums) {
                 let mq = MessageQueue::new(topic, &qd.broker_name, q);
                 total += self.max_offset_on(addr, &mq)?;
             }
@@ -360,6 +364,11 @@ impl Admin {
         })?;
         Ok(decode_connection_set(&response.body)?)
     }
+}
+
+/// The ids `0..n` of a broker's queues. `n` comes from a route, where it is Java's `int`.
+fn queue_ids(n: u32) -> std::ops::Range<i32> {
+    0..i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// Where [`Admin::reset_offset`] moves a group's offsets in a topic.
@@ -569,7 +578,7 @@ impl Admin {
                         .map(|q| q.read_queue_nums.max(q.write_queue_nums))
                         .max()
                         .unwrap_or(0);
-                    for queue_id in 0..queues {
+                    for queue_id in queue_ids(queues) {
                         let mq = MessageQueue::new(topic, &bd.broker_name, queue_id);
                         let offset = match target {
                             ResetTarget::Earliest => self.min_offset_on(addr, &mq)?,
@@ -604,27 +613,37 @@ impl Admin {
 }
 
 /// One client connection as a broker reports it (Java `Connection`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Connection {
     /// Client id.
     pub client_id: String,
     /// Remote address.
-    #[serde(default)]
     pub client_addr: String,
     /// Language name (`JAVA`, `RUST`, ...).
-    #[serde(default)]
     pub language: String,
     /// Protocol version.
-    #[serde(default)]
     pub version: i32,
+}
+
+/// A `Connection` on the wire (fastjson's field names), kept out of the public type.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionWire {
+    client_id: String,
+    #[serde(default)]
+    client_addr: String,
+    #[serde(default)]
+    language: String,
+    #[serde(default)]
+    version: i32,
 }
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ConnectionSet {
     #[serde(default)]
-    connection_set: Vec<Connection>,
+    connection_set: Vec<ConnectionWire>,
 }
 
 /// GET_PRODUCER_CONNECTION_LIST's answer (Java `ProducerConnection`).
@@ -632,5 +651,13 @@ pub(crate) fn decode_connection_set(
     body: &[u8],
 ) -> std::result::Result<Vec<Connection>, crate::protocol::DecodeError> {
     let b: ConnectionSet = crate::protocol::json::from_slice(body)?;
-    Ok(b.connection_set)
+    Ok(b.connection_set
+        .into_iter()
+        .map(|w| Connection {
+            client_id: w.client_id,
+            client_addr: w.client_addr,
+            language: w.language,
+            version: w.version,
+        })
+        .collect())
 }

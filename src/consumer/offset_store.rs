@@ -698,7 +698,7 @@ mod tests {
                 broker_name: "b".into(),
                 read_queue_nums: 4,
                 write_queue_nums: 4,
-                perm: 6,
+                perm: crate::protocol::Perm::READ_WRITE,
                 ..Default::default()
             }],
             broker_datas: vec![BrokerData {
@@ -708,7 +708,10 @@ mod tests {
             }],
             ..Default::default()
         };
-        let namesrv = FaultPeer::start(Fault::Answer(serde_json::to_vec(&route).unwrap())).unwrap();
+        let namesrv = FaultPeer::start(Fault::Answer(
+            serde_json::to_vec(&crate::protocol::route_to_json(&route)).unwrap(),
+        ))
+        .unwrap();
         let config = ClientConfig::builder()
             .namesrv_addr(namesrv.addr())
             .instance_name(format!("offsets-{}", crate::util::random_u64()))

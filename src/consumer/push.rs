@@ -261,7 +261,10 @@ impl PushConsumerImpl {
                         self.options.consume_timeout
                     );
                     // Java sends it back with delay level 3 (10 s).
-                    if self.send_message_back(&m, ReconsumeDelay::Level(3), &mq).is_err() {
+                    if self
+                        .send_message_back(&m, ReconsumeDelay::Level(3), &mq)
+                        .is_err()
+                    {
                         // Kept in the queue, and the batch kept: the next check tries again.
                         all_sent = false;
                         continue;
@@ -684,10 +687,7 @@ impl PushConsumerImpl {
                     )
                 }
                 MessageModel::Clustering => {
-                    if self
-                        .send_message_back(m, reconsume_delay, &mq)
-                        .is_err()
-                    {
+                    if self.send_message_back(m, reconsume_delay, &mq).is_err() {
                         let mut m = m.clone();
                         m.reconsume_times += 1;
                         failed.push(m);

@@ -10,8 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use rocketmq_blocking::{
     Admin, ConsumeStatus, ErrorKind, Message, MessageQuery, MessageQueue, ResetTarget,
-    ResponseCode,
-    SubscriptionGroupConfig,
+    ResponseCode, SubscriptionGroupConfig,
 };
 
 use crate::admin_tool::{mqadmin, send, wait_for_committed};

@@ -454,7 +454,7 @@ fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
         route
             .queue_datas
             .iter()
-            .map(|q| q.write_queue_nums as u32)
+            .map(|q| q.write_queue_nums)
             .sum::<u32>()
     };
     // Against what the name server answers now (a broker registration lost under load

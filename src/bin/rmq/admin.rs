@@ -470,7 +470,8 @@ pub(crate) fn topic_status(admin: &Admin, args: TopicStatusArgs) -> CliResult {
             );
             continue;
         };
-        for queue_id in 0..qd.write_queue_nums {
+        // A route's counts are Java's `int`.
+        for queue_id in 0..i32::try_from(qd.write_queue_nums).unwrap_or(i32::MAX) {
             let mq = MessageQueue::new(&args.topic, &qd.broker_name, queue_id);
             lines.push(
                 json!({
