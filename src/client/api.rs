@@ -26,6 +26,7 @@ use crate::protocol::{
     json, ClusterInfo, DecodeError, Perm, RemotingCommand, RequestCode, ResponseCode,
     TopicRouteData,
 };
+use crate::protocol::{QueueRef, QueueWire};
 use crate::remoting::RemotingClient;
 
 /// Settings of a topic to create (Java `TopicConfig`). [`TopicConfig::new`] gives a
@@ -189,7 +190,7 @@ impl MQClientAPI {
 struct LockBatchBody<'a> {
     consumer_group: &'a str,
     client_id: &'a str,
-    mq_set: &'a [MessageQueue],
+    mq_set: Vec<QueueRef<'a>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -197,7 +198,7 @@ struct LockBatchBody<'a> {
 struct LockBatchResponse {
     // Java's getter `getLockOKMQSet` gives this spelling, not camelCase's `lockOkMqSet`.
     #[serde(default, rename = "lockOKMQSet")]
-    lock_ok_mq_set: Vec<MessageQueue>,
+    lock_ok_mq_set: Vec<QueueWire>,
 }
 
 #[derive(serde::Deserialize)]
@@ -212,7 +213,10 @@ pub(crate) fn decode_lock_batch_response(
     body: &[u8],
 ) -> std::result::Result<Vec<MessageQueue>, DecodeError> {
     let r: LockBatchResponse = json::from_slice(body)?;
-    Ok(r.lock_ok_mq_set)
+    Ok(r.lock_ok_mq_set
+        .into_iter()
+        .map(MessageQueue::from)
+        .collect())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP's answer: the group's client ids.
@@ -379,7 +383,7 @@ impl MQClientAPI {
         let body = serde_json::to_vec(&LockBatchBody {
             consumer_group: group,
             client_id,
-            mq_set: mqs,
+            mq_set: mqs.iter().map(QueueRef).collect(),
         })
         .map_err(|e| Error::invalid_argument(format!("encoding the lock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body);
@@ -401,7 +405,7 @@ impl MQClientAPI {
         let body = serde_json::to_vec(&LockBatchBody {
             consumer_group: group,
             client_id,
-            mq_set: mqs,
+            mq_set: mqs.iter().map(QueueRef).collect(),
         })
         .map_err(|e| Error::invalid_argument(format!("encoding the unlock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::UNLOCK_BATCH_MQ).with_body(body);

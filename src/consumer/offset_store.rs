@@ -441,7 +441,7 @@ pub(crate) fn parse_offsets_file(
     let w: OffsetWrapper = json::from_slice(bytes)?;
     let mut out = BTreeMap::new();
     for (k, v) in w.offset_table {
-        out.insert(json::parse_object_key::<MessageQueue>(&k)?, v);
+        out.insert(json::parse_queue_key(&k)?, v);
     }
     Ok(Some(out))
 }

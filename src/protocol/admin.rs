@@ -94,7 +94,7 @@ pub fn decode_consume_stats(body: &[u8]) -> Result<ConsumeStats, DecodeError> {
     let b: Body = json::from_slice(body)?;
     let mut queues = BTreeMap::new();
     for (k, w) in b.offset_table {
-        let queue: MessageQueue = json::parse_object_key(&k)?;
+        let queue: MessageQueue = json::parse_queue_key(&k)?;
         queues.insert(
             queue.clone(),
             QueueProgress {

@@ -37,6 +37,7 @@ pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
 #[cfg(any(test, feature = "unstable-internals"))]
 pub use header::{ExtValueRef, ReadHeaderRef};
 pub use queue::MessageQueue;
+pub(crate) use queue::{QueueRef, QueueWire};
 #[cfg(any(test, feature = "unstable-internals"))]
 pub use route::route_to_json;
 pub use route::{
