@@ -16,9 +16,8 @@ pub enum ConsumeType {
 }
 
 /// Clustering (queues shared out) or broadcasting (every consumer gets everything).
-///
-/// A public type: its wire name (`CLUSTERING`, `BROADCASTING`) is written by the private
-/// `message_model_wire`, not by a serde impl of its own.
+// Public: heartbeats write its Java name (`CLUSTERING`, `BROADCASTING`) through
+// `message_model_wire`, so it needs no serde impl of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MessageModel {
     /// Each consumer of the group gets every message.

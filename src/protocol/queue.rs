@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 ///
 /// Ordered by topic, broker name, then queue id, as Java's `compareTo`. Strings compare by
 /// bytes, which equals Java's UTF-16 comparison for every name RocketMQ accepts (ASCII).
-/// It has no serde impls of its own (they would make Java's field names public API): the
-/// bodies that carry queues (`LOCK_BATCH_MQ`, offset tables, `offsets.json` keys) write
-/// and read them through the crate's private [`QueueRef`] and [`QueueWire`].
+/// It has no serde impls (they would make Java's field names public API): the bodies that
+/// carry queues (`LOCK_BATCH_MQ`, offset tables, `offsets.json` keys) are written and read
+/// in Java's form by the crate itself.
+// Crate-internal: `QueueRef` and `QueueWire` below are that JSON form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageQueue {
     // Shared text: a queue is cloned into every consume task, offset update and pull
