@@ -661,3 +661,21 @@ pub(crate) fn decode_connection_set(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_with_more_queues_than_javas_int_is_refused_before_anything_is_sent() {
+        // Nothing listens on port 1: the error must come before a connection is tried.
+        let admin = Admin::new("127.0.0.1:1").unwrap();
+        let mut config = TopicConfig::new("T", u32::MAX);
+        let e = admin.create_topic_on("127.0.0.1:1", &config).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("read queues of T"), "{e}");
+        config.read_queue_nums = 8;
+        let e = admin.create_topic_on("127.0.0.1:1", &config).unwrap_err();
+        assert!(e.to_string().contains("write queues of T"), "{e}");
+    }
+}
