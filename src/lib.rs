@@ -259,7 +259,7 @@ pub use producer::{
 };
 pub use protocol::admin::{ConsumeStats, QueueProgress, SubscriptionGroupConfig};
 pub use protocol::{
-    BrokerData, ClusterInfo, QueueData, ResponseCode, SerializeType, TopicRouteData,
+    BrokerData, ClusterInfo, Perm, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };
 pub use remoting::Credentials;
 pub use remoting::TlsConfig;

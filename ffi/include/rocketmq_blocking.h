@@ -988,7 +988,8 @@ rmq_result rmq_push_consumer_unsubscribe(const rmq_push_consumer *c,
 rmq_result rmq_push_consumer_shutdown(const rmq_push_consumer *c);
 
 // Sends a message this consumer received back to the broker, to come again after
-// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count).
+// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count,
+// 1.. a delay level, below 0 straight to the dead-letter queue).
 // May be called from inside the listener.
 rmq_result rmq_push_consumer_send_message_back(const rmq_push_consumer *c,
                                                const rmq_message_ext *message,

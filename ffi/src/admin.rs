@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use rocketmq_blocking::{Admin, ClientOptions, MessageQueue, TopicConfig};
+use rocketmq_blocking::{Admin, ClientOptions, MessageQueue, TopicConfig, TopicRouteData};
 
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_queue, rmq_queue_list};
@@ -73,7 +73,7 @@ pub extern "C" fn rmq_admin_topic_route_json(
             .inner
             .topic_route(str_arg(topic, topic_len, "topic")?)
             .map_err(err)?;
-        let json = serde_json::to_vec(&route.sorted())
+        let json = serde_json::to_vec(&route_json(&route.sorted()))
             .map_err(|e| fail(rmq_result::RMQ_OTHER, format!("route to JSON: {e}")))?;
         copy_to_buf(&json, buf, len, written, true)
     })
@@ -97,7 +97,8 @@ pub extern "C" fn rmq_admin_topic_queues(
             .sorted();
         let mut items = Vec::new();
         for qd in &route.queue_datas {
-            for id in 0..qd.read_queue_nums.max(0) {
+            // A route's counts are Java's `int`.
+            for id in 0..i32::try_from(qd.read_queue_nums).unwrap_or(i32::MAX) {
                 items.push(rmq_message_queue {
                     inner: MessageQueue::new(topic, &qd.broker_name, id),
                 });
@@ -105,6 +106,49 @@ pub extern "C" fn rmq_admin_topic_queues(
         }
         out_handle(list_out, rmq_queue_list { items })
     })
+}
+
+/// The route in Java's JSON form (`TopicRouteData` as fastjson writes it), which this
+/// ABI promises; the Rust types have no serde impls of their own.
+fn route_json(route: &TopicRouteData) -> serde_json::Value {
+    let queue_datas: Vec<_> = route
+        .queue_datas
+        .iter()
+        .map(|q| {
+            serde_json::json!({
+                "brokerName": q.broker_name,
+                "readQueueNums": q.read_queue_nums,
+                "writeQueueNums": q.write_queue_nums,
+                "perm": q.perm.bits(),
+                "topicSysFlag": q.topic_sys_flag,
+            })
+        })
+        .collect();
+    let broker_datas: Vec<_> = route
+        .broker_datas
+        .iter()
+        .map(|b| {
+            let addrs: serde_json::Map<String, serde_json::Value> = b
+                .broker_addrs
+                .iter()
+                .map(|(id, addr)| (id.to_string(), addr.as_str().into()))
+                .collect();
+            serde_json::json!({
+                "cluster": b.cluster,
+                "brokerName": b.broker_name,
+                "brokerAddrs": addrs,
+            })
+        })
+        .collect();
+    let mut json = serde_json::json!({
+        "queueDatas": queue_datas,
+        "brokerDatas": broker_datas,
+        "filterServerTable": route.filter_server_table,
+    });
+    if let Some(conf) = &route.order_topic_conf {
+        json["orderTopicConf"] = conf.as_str().into();
+    }
+    json
 }
 
 /// Shuts the admin client down and frees it. NULL is a no-op.

@@ -536,7 +536,8 @@ pub extern "C" fn rmq_push_consumer_shutdown(c: *const rmq_push_consumer) -> rmq
 }
 
 /// Sends a message this consumer received back to the broker, to come again after
-/// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count).
+/// `delay_level` (Java `sendMessageBack`; 0: the broker chooses by its reconsume count,
+/// 1.. a delay level, below 0 straight to the dead-letter queue).
 /// May be called from inside the listener.
 #[no_mangle]
 pub extern "C" fn rmq_push_consumer_send_message_back(
@@ -547,7 +548,14 @@ pub extern "C" fn rmq_push_consumer_send_message_back(
     guard(|| {
         let c = handle(c, "consumer")?;
         let m = handle(message, "message")?.inner.get();
-        c.inner.send_message_back(m, delay_level).map_err(err)
+        // The broker reads every negative level as "dead-letter queue", so all of them
+        // keep meaning what they meant when this took the raw level.
+        let delay = match u32::try_from(delay_level) {
+            Ok(0) => ReconsumeDelay::Broker,
+            Ok(l) => ReconsumeDelay::Level(l),
+            Err(_) => ReconsumeDelay::DeadLetter,
+        };
+        c.inner.send_message_back(m, delay).map_err(err)
     })
 }
 

@@ -16,7 +16,7 @@ use rocketmq_blocking::protocol::admin::{
     decode_consume_stats, decode_subscription_groups, decode_topic_list,
 };
 use rocketmq_blocking::protocol::consumer_admin::decode_reset_offsets;
-use rocketmq_blocking::protocol::{json, ClusterInfo};
+use rocketmq_blocking::protocol::{decode_cluster_info, json};
 
 fuzz_target!(|data: &[u8]| {
     // fastjson's bare and object map keys are rewritten; JSON without them is left alone.
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    if let Ok(info) = json::from_slice::<ClusterInfo>(data) {
+    if let Ok(info) = decode_cluster_info(data) {
         for b in info.broker_addr_table.values() {
             let _ = b.select_addr();
         }

@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use rocketmq_blocking::client::{to_publish_info, to_subscribe_info};
-use rocketmq_blocking::protocol::{decode_route, json, perm, TopicRouteData};
+use rocketmq_blocking::protocol::{decode_route, route_to_json};
 
 const TOPIC: &str = "T";
 
@@ -24,8 +24,8 @@ fuzz_target!(|data: &[u8]| {
         // A group without a master falls back to any address it has.
         assert_eq!(b.select_addr().is_some(), !b.broker_addrs.is_empty());
     }
-    if let Ok(text) = serde_json::to_vec(&route) {
-        let back: TopicRouteData = json::from_slice(&text).expect("our own route reads back");
+    if let Ok(text) = serde_json::to_vec(&route_to_json(&route)) {
+        let back = decode_route(&text).expect("our own route reads back");
         assert_eq!(back, route);
     }
 
@@ -37,8 +37,8 @@ fuzz_target!(|data: &[u8]| {
             // Only writable queues of a broker group that has a master.
             let writable = route.queue_datas.iter().any(|q| {
                 q.broker_name == mq.broker_name()
-                    && perm::is_writeable(q.perm)
-                    && mq.queue_id() < q.write_queue_nums
+                    && q.perm.is_writeable()
+                    && u32::try_from(mq.queue_id()).is_ok_and(|id| id < q.write_queue_nums)
             });
             assert!(writable, "{mq:?} is not a writable queue of the route");
             let master = route
@@ -68,8 +68,8 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(mq.topic(), TOPIC);
         let readable = route.queue_datas.iter().any(|q| {
             q.broker_name == mq.broker_name()
-                && perm::is_readable(q.perm)
-                && (0..q.read_queue_nums).contains(&mq.queue_id())
+                && q.perm.is_readable()
+                && u32::try_from(mq.queue_id()).is_ok_and(|id| id < q.read_queue_nums)
         });
         assert!(readable, "{mq:?} is not a readable queue of the route");
     }

@@ -191,48 +191,63 @@ impl Admin {
             .ok_or_else(|| Error::decode(format!("no message in the answer for {offset_msg_id}")))
     }
 
-    /// GET_MAX_OFFSET of one queue on one broker: where its next message will be stored.
-    pub fn max_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
-        self.queue_offset(RequestCode::GET_MAX_OFFSET, broker_addr, topic, queue_id)
+    /// GET_MAX_OFFSET of `mq`: where its next message will be stored. Asked of the master
+    /// of `mq`'s broker, found in the topic's route (one name-server query per call: in a
+    /// loop, look the address up once and use [`max_offset_on`](Self::max_offset_on)).
+    pub fn max_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.max_offset_on(&addr, mq)
     }
 
-    /// GET_MIN_OFFSET of one queue on one broker: its first offset still stored.
-    pub fn min_offset(&self, broker_addr: &str, topic: &str, queue_id: i32) -> Result<i64> {
-        self.queue_offset(RequestCode::GET_MIN_OFFSET, broker_addr, topic, queue_id)
+    /// GET_MAX_OFFSET of `mq`, asked of the broker at `broker_addr` (a master or a slave).
+    pub fn max_offset_on(&self, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MAX_OFFSET, broker_addr, mq)
     }
 
-    fn queue_offset(
-        &self,
-        code: RequestCode,
-        broker_addr: &str,
-        topic: &str,
-        queue_id: i32,
-    ) -> Result<i64> {
-        check_topic(topic)?;
+    /// GET_MIN_OFFSET of `mq`: its first offset still stored. Asked of the master of
+    /// `mq`'s broker, as [`max_offset`](Self::max_offset).
+    pub fn min_offset(&self, mq: &MessageQueue) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.min_offset_on(&addr, mq)
+    }
+
+    /// GET_MIN_OFFSET of `mq`, asked of the broker at `broker_addr` (a master or a slave).
+    pub fn min_offset_on(&self, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        self.queue_offset(RequestCode::GET_MIN_OFFSET, broker_addr, mq)
+    }
+
+    fn queue_offset(&self, code: RequestCode, broker_addr: &str, mq: &MessageQueue) -> Result<i64> {
+        check_topic(mq.topic())?;
         let header = QueueOffsetRequestHeader {
-            topic: topic.to_string(),
-            queue_id,
+            topic: mq.topic().to_string(),
+            queue_id: mq.queue_id(),
             broker_name: None,
         };
         self.offset_request(code, broker_addr, &header)
-            .map_err(|e| e.context(format!("offset of {topic}:{queue_id}")))
+            .map_err(|e| e.context(format!("offset of {mq}")))
     }
 
-    /// SEARCH_OFFSET_BY_TIMESTAMP of one queue on one broker: the offset of a message
-    /// stored about `time`. 5.x brokers answer the first one stored at `time` or later
-    /// (the queue's max offset if none is); 4.x brokers the one stored closest to `time`
-    /// (so the last message's offset for a time after all of them).
-    pub fn search_offset(
+    /// SEARCH_OFFSET_BY_TIMESTAMP of `mq`: the offset of a message stored about `time`.
+    /// 5.x brokers answer the first one stored at `time` or later (the queue's max offset
+    /// if none is); 4.x brokers the one stored closest to `time` (so the last message's
+    /// offset for a time after all of them). Asked of the master of `mq`'s broker, as
+    /// [`max_offset`](Self::max_offset).
+    pub fn search_offset(&self, mq: &MessageQueue, time: SystemTime) -> Result<i64> {
+        let addr = self.master_of(mq)?;
+        self.search_offset_on(&addr, mq, time)
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP of `mq`, asked of the broker at `broker_addr`.
+    pub fn search_offset_on(
         &self,
         broker_addr: &str,
-        topic: &str,
-        queue_id: i32,
+        mq: &MessageQueue,
         time: SystemTime,
     ) -> Result<i64> {
-        check_topic(topic)?;
+        check_topic(mq.topic())?;
         let header = SearchOffsetRequestHeader {
-            topic: topic.to_string(),
-            queue_id,
+            topic: mq.topic().to_string(),
+            queue_id: mq.queue_id(),
             timestamp: millis_since_epoch(time),
             broker_name: None,
         };
@@ -241,7 +256,30 @@ impl Admin {
             broker_addr,
             &header,
         )
-        .map_err(|e| e.context(format!("offset of {topic}:{queue_id} by time")))
+        .map_err(|e| e.context(format!("offset of {mq} by time")))
+    }
+
+    /// The master address of `mq`'s broker, from its topic's route (Java
+    /// `findBrokerAddressInPublish` after a route update).
+    fn master_of(&self, mq: &MessageQueue) -> Result<String> {
+        check_topic(mq.topic())?;
+        let route = self.topic_route(mq.topic())?;
+        route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_name == mq.broker_name())
+            .and_then(|b| b.master_addr())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NoRoute,
+                    format!(
+                        "no master of {} in the route of {}",
+                        mq.broker_name(),
+                        mq.topic()
+                    ),
+                )
+            })
     }
 
     fn offset_request(
@@ -272,8 +310,9 @@ impl Admin {
             else {
                 continue;
             };
-            for q in 0..qd.read_queue_nums {
-                total += self.max_offset(addr, topic, q)?;
+            for q in queue_ids(qd.read_queue_nums) {
+                let mq = MessageQueue::new(topic, &qd.broker_name, q);
+                total += self.max_offset_on(addr, &mq)?;
             }
         }
         Ok(total)
@@ -312,6 +351,11 @@ impl Admin {
         })?;
         Ok(decode_connection_set(&response.body)?)
     }
+}
+
+/// The ids `0..n` of a broker's queues. `n` comes from a route, where it is Java's `int`.
+fn queue_ids(n: u32) -> std::ops::Range<i32> {
+    0..i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// Where [`Admin::reset_offset`] moves a group's offsets in a topic.
@@ -521,14 +565,12 @@ impl Admin {
                         .map(|q| q.read_queue_nums.max(q.write_queue_nums))
                         .max()
                         .unwrap_or(0);
-                    for queue_id in 0..queues {
+                    for queue_id in queue_ids(queues) {
                         let mq = MessageQueue::new(topic, &bd.broker_name, queue_id);
                         let offset = match target {
-                            ResetTarget::Earliest => self.min_offset(addr, topic, queue_id)?,
-                            ResetTarget::Latest => self.max_offset(addr, topic, queue_id)?,
-                            ResetTarget::Timestamp(t) => {
-                                self.search_offset(addr, topic, queue_id, t)?
-                            }
+                            ResetTarget::Earliest => self.min_offset_on(addr, &mq)?,
+                            ResetTarget::Latest => self.max_offset_on(addr, &mq)?,
+                            ResetTarget::Timestamp(t) => self.search_offset_on(addr, &mq, t)?,
                         };
                         self.api
                             .update_consumer_offset(addr, group, &mq, offset, false, self.timeout)
@@ -558,27 +600,37 @@ impl Admin {
 }
 
 /// One client connection as a broker reports it (Java `Connection`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Connection {
     /// Client id.
     pub client_id: String,
     /// Remote address.
-    #[serde(default)]
     pub client_addr: String,
     /// Language name (`JAVA`, `RUST`, ...).
-    #[serde(default)]
     pub language: String,
     /// Protocol version.
-    #[serde(default)]
     pub version: i32,
+}
+
+/// A `Connection` on the wire (fastjson's field names), kept out of the public type.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConnectionWire {
+    client_id: String,
+    #[serde(default)]
+    client_addr: String,
+    #[serde(default)]
+    language: String,
+    #[serde(default)]
+    version: i32,
 }
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ConnectionSet {
     #[serde(default)]
-    connection_set: Vec<Connection>,
+    connection_set: Vec<ConnectionWire>,
 }
 
 /// GET_PRODUCER_CONNECTION_LIST's answer (Java `ProducerConnection`).
@@ -586,5 +638,34 @@ pub(crate) fn decode_connection_set(
     body: &[u8],
 ) -> std::result::Result<Vec<Connection>, crate::protocol::DecodeError> {
     let b: ConnectionSet = crate::protocol::json::from_slice(body)?;
-    Ok(b.connection_set)
+    Ok(b.connection_set
+        .into_iter()
+        .map(|w| Connection {
+            client_id: w.client_id,
+            client_addr: w.client_addr,
+            language: w.language,
+            version: w.version,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_with_more_queues_than_javas_int_is_refused_before_anything_is_sent() {
+        // Nothing listens on port 1: the error must come before a connection is tried.
+        let admin = Admin::builder()
+            .client_options(crate::ClientOptions::new().namesrv_addr("127.0.0.1:1"))
+            .start()
+            .unwrap();
+        let mut config = TopicConfig::new("T", u32::MAX);
+        let e = admin.create_topic_on("127.0.0.1:1", &config).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+        assert!(e.to_string().contains("read queues of T"), "{e}");
+        config.read_queue_nums = 8;
+        let e = admin.create_topic_on("127.0.0.1:1", &config).unwrap_err();
+        assert!(e.to_string().contains("write queues of T"), "{e}");
+    }
 }

@@ -127,6 +127,7 @@ impl MessageQuery {
 
 /// What a message query found (Java `QueryResult`).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct QueryResult {
     /// When the newest of the brokers' indexes was last updated (a message stored after
     /// it may not be found yet).

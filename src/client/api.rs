@@ -23,22 +23,26 @@ use crate::protocol::header::{
     UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use crate::protocol::{
-    json, perm, ClusterInfo, DecodeError, RemotingCommand, RequestCode, ResponseCode,
+    json, ClusterInfo, DecodeError, Perm, RemotingCommand, RequestCode, ResponseCode,
     TopicRouteData,
 };
+use crate::protocol::{QueueRef, QueueWire};
 use crate::remoting::RemotingClient;
 
-/// Settings of a topic to create (Java `TopicConfig`).
+/// Settings of a topic to create (Java `TopicConfig`). [`TopicConfig::new`] gives a
+/// read/write topic; change the fields you need.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TopicConfig {
     /// Topic name.
     pub topic_name: String,
-    /// Readable queues (Java default 16).
-    pub read_queue_nums: i32,
-    /// Writable queues (Java default 16).
-    pub write_queue_nums: i32,
-    /// Permission bits (default read + write).
-    pub perm: i32,
+    /// Readable queues (Java default 16). At most `i32::MAX` (Java's `int`): creating a
+    /// topic with more is an `InvalidArgument` error.
+    pub read_queue_nums: u32,
+    /// Writable queues (Java default 16), at most `i32::MAX` too.
+    pub write_queue_nums: u32,
+    /// What the topic allows (default [`Perm::READ_WRITE`]).
+    pub perm: Perm,
     /// Topic system flag.
     pub topic_sys_flag: i32,
     /// Ordered topic.
@@ -46,14 +50,13 @@ pub struct TopicConfig {
 }
 
 impl TopicConfig {
-    /// A read/write topic with `queues` read and write queues (at most `i32::MAX`).
+    /// A read/write topic with `queues` read and write queues.
     pub fn new(topic: impl Into<String>, queues: u32) -> Self {
-        let queues = i32::try_from(queues).unwrap_or(i32::MAX);
         TopicConfig {
             topic_name: topic.into(),
             read_queue_nums: queues,
             write_queue_nums: queues,
-            perm: perm::READ | perm::WRITE,
+            perm: Perm::READ_WRITE,
             topic_sys_flag: 0,
             order: false,
         }
@@ -110,7 +113,8 @@ impl MQClientAPI {
         let request = RemotingCommand::request(RequestCode::GET_BROKER_CLUSTER_INFO);
         let response = self.remoting.invoke_namesrv_sync(request, timeout)?;
         expect_success(&response)?;
-        json::from_slice(&response.body).map_err(|e| Error::from(e).context("cluster info"))
+        crate::protocol::decode_cluster_info(&response.body)
+            .map_err(|e| Error::from(e).context("cluster info"))
     }
 
     /// UPDATE_AND_CREATE_TOPIC on one broker.
@@ -121,12 +125,22 @@ impl MQClientAPI {
         config: &TopicConfig,
         timeout: Duration,
     ) -> Result<()> {
+        // Java's `int` on the wire: a count past it is the caller's error, not a clamp.
+        let count = |n: u32, what: &str| {
+            i32::try_from(n).map_err(|_| {
+                Error::invalid_argument(format!(
+                    "{what} of {} is {n}, more than {}",
+                    config.topic_name,
+                    i32::MAX
+                ))
+            })
+        };
         let header = CreateTopicRequestHeader {
             topic: config.topic_name.clone(),
             default_topic: default_topic.to_string(),
-            read_queue_nums: config.read_queue_nums,
-            write_queue_nums: config.write_queue_nums,
-            perm: config.perm,
+            read_queue_nums: count(config.read_queue_nums, "read queues")?,
+            write_queue_nums: count(config.write_queue_nums, "write queues")?,
+            perm: config.perm.bits(),
             topic_filter_type: "SINGLE_TAG".to_string(),
             topic_sys_flag: Some(config.topic_sys_flag),
             order: config.order,
@@ -176,7 +190,7 @@ impl MQClientAPI {
 struct LockBatchBody<'a> {
     consumer_group: &'a str,
     client_id: &'a str,
-    mq_set: &'a [MessageQueue],
+    mq_set: Vec<QueueRef<'a>>,
 }
 
 #[derive(serde::Deserialize)]
@@ -184,7 +198,7 @@ struct LockBatchBody<'a> {
 struct LockBatchResponse {
     // Java's getter `getLockOKMQSet` gives this spelling, not camelCase's `lockOkMqSet`.
     #[serde(default, rename = "lockOKMQSet")]
-    lock_ok_mq_set: Vec<MessageQueue>,
+    lock_ok_mq_set: Vec<QueueWire>,
 }
 
 #[derive(serde::Deserialize)]
@@ -199,7 +213,10 @@ pub(crate) fn decode_lock_batch_response(
     body: &[u8],
 ) -> std::result::Result<Vec<MessageQueue>, DecodeError> {
     let r: LockBatchResponse = json::from_slice(body)?;
-    Ok(r.lock_ok_mq_set)
+    Ok(r.lock_ok_mq_set
+        .into_iter()
+        .map(MessageQueue::from)
+        .collect())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP's answer: the group's client ids.
@@ -366,7 +383,7 @@ impl MQClientAPI {
         let body = serde_json::to_vec(&LockBatchBody {
             consumer_group: group,
             client_id,
-            mq_set: mqs,
+            mq_set: mqs.iter().map(QueueRef).collect(),
         })
         .map_err(|e| Error::invalid_argument(format!("encoding the lock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::LOCK_BATCH_MQ).with_body(body);
@@ -388,7 +405,7 @@ impl MQClientAPI {
         let body = serde_json::to_vec(&LockBatchBody {
             consumer_group: group,
             client_id,
-            mq_set: mqs,
+            mq_set: mqs.iter().map(QueueRef).collect(),
         })
         .map_err(|e| Error::invalid_argument(format!("encoding the unlock request: {e}")))?;
         let request = RemotingCommand::request(RequestCode::UNLOCK_BATCH_MQ).with_body(body);

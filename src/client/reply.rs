@@ -115,7 +115,8 @@ pub(crate) fn decode_reply(
     let flags = i32::try_from(int("sysFlag")?)
         .map_err(|_| DecodeError::new("reply sysFlag out of range"))?;
     let body = if flags & sys_flag::COMPRESSED != 0 {
-        CompressionType::of_flag(flags)?.decompress(&req.body, max_body)?
+        CompressionType::from_sys_flag(flags)?
+            .decompress_capped(&req.body, max_body, || format!("{max_body} bytes"))?
     } else {
         req.body.clone()
     };

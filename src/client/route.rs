@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::collections::HashSet;
 
 use crate::message::MessageQueue;
-use crate::protocol::{perm, TopicRouteData};
+use crate::protocol::TopicRouteData;
 use crate::util;
 
 thread_local! {
@@ -72,25 +72,26 @@ impl TopicPublishInfo {
     }
 
     /// Write queue count of `broker` in the route (Java `getQueueIdByBroker`).
-    pub fn write_queue_nums_of(&self, broker: &str) -> i32 {
+    pub fn write_queue_nums_of(&self, broker: &str) -> Option<u32> {
         self.route
             .queue_datas
             .iter()
             .find(|q| q.broker_name == broker)
-            .map_or(-1, |q| q.write_queue_nums)
+            .map(|q| q.write_queue_nums)
     }
 }
 
 pub use crate::protocol::MAX_QUEUES_PER_BROKER;
 
-/// `0..n` queue ids, with `n` capped at [`MAX_QUEUES_PER_BROKER`].
-fn queue_ids(topic: &str, broker: &str, n: i32) -> std::ops::Range<i32> {
+/// `0..n` queue ids (Java's `int` ids), with `n` capped at [`MAX_QUEUES_PER_BROKER`].
+fn queue_ids(topic: &str, broker: &str, n: u32) -> std::ops::Range<i32> {
     if n > MAX_QUEUES_PER_BROKER {
         log::warn!(
             "route of {topic}: broker {broker} claims {n} queues; using the first {MAX_QUEUES_PER_BROKER}"
         );
     }
-    0..n.min(MAX_QUEUES_PER_BROKER)
+    // The cap fits an `i32`.
+    0..i32::try_from(n.min(MAX_QUEUES_PER_BROKER)).unwrap_or(0)
 }
 
 /// Java `topicRouteData2TopicPublishInfo`. Routes from the wire were checked by
@@ -116,7 +117,7 @@ pub fn to_publish_info(topic: &str, route: &TopicRouteData) -> TopicPublishInfo 
     }
     let mut qds = route.queue_datas.clone();
     qds.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
-    for qd in qds.iter().filter(|q| perm::is_writeable(q.perm)) {
+    for qd in qds.iter().filter(|q| q.perm.is_writeable()) {
         let has_master = route
             .broker_datas
             .iter()
@@ -137,7 +138,7 @@ pub fn to_subscribe_info(topic: &str, route: &TopicRouteData) -> HashSet<Message
     route
         .queue_datas
         .iter()
-        .filter(|q| perm::is_readable(q.perm))
+        .filter(|q| q.perm.is_readable())
         .flat_map(|qd| {
             queue_ids(topic, &qd.broker_name, qd.read_queue_nums)
                 .map(move |q| MessageQueue::new(topic, &qd.broker_name, q))
@@ -148,7 +149,7 @@ pub fn to_subscribe_info(topic: &str, route: &TopicRouteData) -> HashSet<Message
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{BrokerData, QueueData};
+    use crate::protocol::{BrokerData, Perm, QueueData};
 
     fn route() -> TopicRouteData {
         let bd = |n: &str, master: bool| BrokerData {
@@ -160,11 +161,11 @@ mod tests {
                 [(1, format!("{n}:2"))].into_iter().collect()
             },
         };
-        let qd = |n: &str, w: i32, p: i32| QueueData {
+        let qd = |n: &str, w: u32, p: i32| QueueData {
             broker_name: n.into(),
             read_queue_nums: 4,
             write_queue_nums: w,
-            perm: p,
+            perm: Perm::from_bits(p),
             topic_sys_flag: 0,
         };
         TopicRouteData {
@@ -178,8 +179,8 @@ mod tests {
     fn a_route_claiming_two_billion_queues_is_capped_not_allocated() {
         let mut r = route();
         for qd in &mut r.queue_datas {
-            qd.read_queue_nums = i32::MAX;
-            qd.write_queue_nums = i32::MAX;
+            qd.read_queue_nums = u32::MAX;
+            qd.write_queue_nums = u32::MAX;
         }
         let publish = to_publish_info("T", &r);
         // Brokers a and b are writable with a master.
@@ -216,7 +217,8 @@ mod tests {
             ]
         );
         assert!(!info.order_topic);
-        assert_eq!(info.write_queue_nums_of("a"), 3);
+        assert_eq!(info.write_queue_nums_of("a"), Some(3));
+        assert_eq!(info.write_queue_nums_of("z"), None);
     }
 
     #[test]

@@ -74,6 +74,7 @@ pub enum ReconsumeDelay {
 impl ReconsumeDelay {
     /// The `delayLevel` field of CONSUMER_SEND_MSG_BACK.
     pub(crate) fn wire(self) -> i32 {
+        // Level(0) is Broker on the wire as in Java; a level past i32::MAX is clamped.
         match self {
             ReconsumeDelay::Broker => 0,
             ReconsumeDelay::Level(n) => i32::try_from(n).unwrap_or(i32::MAX),
@@ -800,12 +801,14 @@ impl PushConsumer {
     }
 
     /// Sends a consumed message back to the broker for redelivery to the group after
-    /// `delay_level` (Java `sendMessageBack`: 1..=18 are the broker's delay levels, 0 lets
-    /// the broker choose from the message's reconsume count); past the group's maximum
-    /// reconsume times the broker moves it to the DLQ. Falls back to a send to the retry
-    /// topic, as Java does. For a message this consumer received: it goes to the broker
-    /// that delivered it.
-    pub fn send_message_back(&self, msg: &MessageExt, delay_level: i32) -> Result<()> {
+    /// `delay` (Java `sendMessageBack(msg, delayLevel)`): [`ReconsumeDelay::Broker`] lets
+    /// the broker choose from the message's reconsume count (Java 0),
+    /// [`ReconsumeDelay::Level`] is one of the broker's delay levels (1 = 1 s, 2 = 5 s, ...),
+    /// [`ReconsumeDelay::DeadLetter`] sends it straight to the DLQ (Java -1); past the
+    /// group's maximum reconsume times the broker moves it to the DLQ. Falls back to a send
+    /// to the retry topic, as Java does. For a message this consumer received: it goes to
+    /// the broker that delivered it.
+    pub fn send_message_back(&self, msg: &MessageExt, delay: ReconsumeDelay) -> Result<()> {
         let c = &self.inner;
         if *c.state.lock() != ServiceState::Running {
             return Err(Error::state(format!(
@@ -814,7 +817,7 @@ impl PushConsumer {
             )));
         }
         let mq = MessageQueue::new(msg.topic(), msg.broker_name(), msg.queue_id());
-        c.send_message_back(msg, delay_level, &mq)
+        c.send_message_back(msg, delay, &mq)
     }
 
     /// What the message trace did so far; `None` when the consumer does not trace.
@@ -962,6 +965,17 @@ impl Drop for PushConsumer {
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
+
+    #[test]
+    fn reconsume_delay_keeps_the_delay_levels_send_back_used_to_take() {
+        // `send_message_back(msg, 0)` was "the broker decides", `n` a level, below 0 the DLQ.
+        assert_eq!(ReconsumeDelay::Broker.wire(), 0);
+        assert_eq!(ReconsumeDelay::Level(0).wire(), 0);
+        assert_eq!(ReconsumeDelay::Level(2).wire(), 2);
+        assert_eq!(ReconsumeDelay::Level(18).wire(), 18);
+        assert_eq!(ReconsumeDelay::Level(u32::MAX).wire(), i32::MAX);
+        assert_eq!(ReconsumeDelay::DeadLetter.wire(), -1);
+    }
 
     /// Client settings that would put a broadcasting offsets file outside its directory.
     const ESCAPING: [(&str, &str); 4] = [

@@ -441,7 +441,7 @@ pub(crate) fn parse_offsets_file(
     let w: OffsetWrapper = json::from_slice(bytes)?;
     let mut out = BTreeMap::new();
     for (k, v) in w.offset_table {
-        out.insert(json::parse_object_key::<MessageQueue>(&k)?, v);
+        out.insert(json::parse_queue_key(&k)?, v);
     }
     Ok(Some(out))
 }
@@ -698,7 +698,7 @@ mod tests {
                 broker_name: "b".into(),
                 read_queue_nums: 4,
                 write_queue_nums: 4,
-                perm: 6,
+                perm: crate::protocol::Perm::READ_WRITE,
                 ..Default::default()
             }],
             broker_datas: vec![BrokerData {
@@ -708,7 +708,10 @@ mod tests {
             }],
             ..Default::default()
         };
-        let namesrv = FaultPeer::start(Fault::Answer(serde_json::to_vec(&route).unwrap())).unwrap();
+        let namesrv = FaultPeer::start(Fault::Answer(
+            serde_json::to_vec(&crate::protocol::route_to_json(&route)).unwrap(),
+        ))
+        .unwrap();
         let config = crate::client::ClientOptions::new()
             .namesrv_addr(namesrv.addr())
             .instance_name(format!("offsets-{}", crate::util::random_u64()))

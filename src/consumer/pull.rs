@@ -81,15 +81,18 @@ pub(crate) struct PullParams<'a> {
 /// Remembers which broker id each queue should be pulled from next.
 #[derive(Default)]
 pub(crate) struct PullRouting {
-    from_which: Mutex<HashMap<MessageQueue, i64>>,
+    from_which: Mutex<HashMap<MessageQueue, u64>>,
 }
 
 impl PullRouting {
-    fn broker_id(&self, mq: &MessageQueue) -> i64 {
+    fn broker_id(&self, mq: &MessageQueue) -> u64 {
         self.from_which.lock().get(mq).copied().unwrap_or(0)
     }
 
+    /// `id` is the broker's `suggestWhichBrokerId`; a negative one (no broker sends it)
+    /// means the master.
     fn remember(&self, mq: &MessageQueue, id: i64) {
+        let id = u64::try_from(id).unwrap_or(0);
         self.from_which.lock().insert(mq.clone(), id);
     }
 }

@@ -391,7 +391,7 @@ fn decode_record(
     }
     let mut message =
         if opts.decompress && sys_flag & sys_flag::COMPRESSED != 0 && !stored.is_empty() {
-            let kind = CompressionType::of_flag(sys_flag)?;
+            let kind = CompressionType::from_sys_flag(sys_flag)?;
             let inflated = if *inflate_budget < opts.max_body_len {
                 kind.decompress_capped(stored, *inflate_budget, || {
                     format!(
@@ -466,8 +466,14 @@ pub enum CompressionType {
 }
 
 impl CompressionType {
-    /// The type a compressed message's `sysFlag` names.
-    pub fn of_flag(flag: i32) -> Result<Self, DecodeError> {
+    /// The type a compressed message's `sysFlag` names; an unknown type is an error of
+    /// kind [`ErrorKind::Decode`](crate::ErrorKind::Decode).
+    pub fn of_flag(flag: i32) -> crate::Result<Self> {
+        Ok(Self::from_sys_flag(flag)?)
+    }
+
+    /// [`of_flag`](Self::of_flag) for the decoders, which speak `DecodeError`.
+    pub(crate) fn from_sys_flag(flag: i32) -> Result<Self, DecodeError> {
         match (flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
             0 | 3 => Ok(CompressionType::Zlib),
             1 => Ok(CompressionType::Lz4),
@@ -509,7 +515,7 @@ impl CompressionType {
 
     /// Decompresses `data`, failing when it is corrupt or truncated or would exceed
     /// `max_len` bytes (`cap` describes that limit in the error).
-    fn decompress_capped(
+    pub(crate) fn decompress_capped(
         self,
         data: &[u8],
         max_len: usize,
@@ -541,9 +547,10 @@ impl CompressionType {
         Ok(out)
     }
 
-    /// Decompresses a body of this type, failing past `max_len` bytes.
-    pub fn decompress(self, data: &[u8], max_len: usize) -> Result<Vec<u8>, DecodeError> {
-        self.decompress_capped(data, max_len, || format!("{max_len} bytes"))
+    /// Decompresses a body of this type, failing past `max_len` bytes or on a corrupt or
+    /// truncated body, with an error of kind [`ErrorKind::Decode`](crate::ErrorKind::Decode).
+    pub fn decompress(self, data: &[u8], max_len: usize) -> crate::Result<Vec<u8>> {
+        Ok(self.decompress_capped(data, max_len, || format!("{max_len} bytes"))?)
     }
 }
 
@@ -598,7 +605,7 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
         flag |= sys_flag::STOREHOST_V6;
     }
     let body: Cow<'_, [u8]> = if flag & sys_flag::COMPRESSED != 0 {
-        let kind = CompressionType::of_flag(flag).unwrap_or_else(|_| {
+        let kind = CompressionType::from_sys_flag(flag).unwrap_or_else(|_| {
             flag = (flag & !sys_flag::COMPRESSION_TYPE_MASK) | sys_flag::COMPRESSION_ZLIB;
             CompressionType::Zlib
         });

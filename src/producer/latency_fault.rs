@@ -67,8 +67,9 @@ impl FaultStrategy {
             }
         }
         if let Some(broker) = self.pick_one_at_least() {
-            let write_queues = info.write_queue_nums_of(&broker);
+            let write_queues = info.write_queue_nums_of(&broker).unwrap_or(0);
             if write_queues > 0 {
+                // Below `write_queues`, which came from Java's `int`.
                 let q = (crate::client::next_send_index() % write_queues as usize) as i32;
                 return Some(MessageQueue::new(&*info.message_queues[0].topic, broker, q));
             }
@@ -164,7 +165,7 @@ mod tests {
                     broker_name: n.to_string(),
                     read_queue_nums: 2,
                     write_queue_nums: 2,
-                    perm: 6,
+                    perm: crate::protocol::Perm::READ_WRITE,
                     topic_sys_flag: 0,
                 })
                 .collect(),

@@ -44,11 +44,9 @@ pub use transaction::{
 };
 
 /// Outcome of a stored send (Java `SendStatus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SendStatus {
     /// Stored.
-    #[serde(rename = "SEND_OK")]
     #[doc(alias = "SEND_OK")]
     Ok,
     /// Stored, but the broker's synchronous flush timed out.
@@ -60,8 +58,7 @@ pub enum SendStatus {
 }
 
 /// What the broker answered to a send (Java `SendResult`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendResult {
     pub(crate) send_status: SendStatus,
     pub(crate) msg_id: String,

@@ -49,18 +49,15 @@ use crate::trace::{TraceDispatcher, TraceRecord};
 
 /// How a local transaction ended, as the application reports it (Java
 /// `LocalTransactionState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LocalTransactionState {
     /// Commit: the message becomes visible to consumers.
-    #[serde(rename = "COMMIT_MESSAGE")]
     #[doc(alias = "COMMIT_MESSAGE")]
     CommitMessage,
     /// Roll back: the message is discarded.
-    #[serde(rename = "ROLLBACK_MESSAGE")]
     #[doc(alias = "ROLLBACK_MESSAGE")]
     RollbackMessage,
     /// Not known yet: the broker asks again later (Java `UNKNOW`).
-    #[serde(rename = "UNKNOW")]
     #[doc(alias = "UNKNOW")]
     Unknown,
 }
@@ -121,10 +118,8 @@ where
 }
 
 /// What [`TransactionProducer::send_in_transaction`] did (Java `TransactionSendResult`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TransactionSendResult {
-    #[serde(flatten)]
     send_result: SendResult,
     local_transaction_state: LocalTransactionState,
 }

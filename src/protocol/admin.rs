@@ -20,6 +20,7 @@ use crate::util::time_from_millis;
 
 /// Where a group stands in one queue (Java `OffsetWrapper`, a line of `consumerProgress`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueProgress {
     /// The queue.
     pub queue: MessageQueue,
@@ -44,6 +45,7 @@ impl QueueProgress {
 /// A consumer group's progress over its queues (Java `ConsumeStats`), merged from every
 /// broker that knows the group.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ConsumeStats {
     /// Per queue, sorted by topic, broker name and queue id.
     pub queues: BTreeMap<MessageQueue, QueueProgress>,
@@ -92,7 +94,7 @@ pub fn decode_consume_stats(body: &[u8]) -> Result<ConsumeStats, DecodeError> {
     let b: Body = json::from_slice(body)?;
     let mut queues = BTreeMap::new();
     for (k, w) in b.offset_table {
-        let queue: MessageQueue = json::parse_object_key(&k)?;
+        let queue: MessageQueue = json::parse_queue_key(&k)?;
         queues.insert(
             queue.clone(),
             QueueProgress {

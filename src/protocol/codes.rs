@@ -224,25 +224,115 @@ impl SerializeType {
     }
 }
 
-/// Topic permission bits (Java `PermName`).
-#[allow(dead_code, reason = "Java's table of bits, whole")]
-pub mod perm {
-    /// Priority flag.
-    pub const PRIORITY: i32 = 8;
-    /// Consumers may read.
-    pub const READ: i32 = 4;
-    /// Producers may write.
-    pub const WRITE: i32 = 2;
-    /// Inherited permission.
-    pub const INHERIT: i32 = 1;
+/// What a topic allows on a broker (Java `PermName`): a set of permission bits, on the
+/// wire the integer `perm` (6 = [`READ`](Perm::READ) | [`WRITE`](Perm::WRITE)).
+///
+/// Bits this client does not name are kept, so a value read from a broker is written back
+/// unchanged.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Perm(i32);
 
-    /// Whether `perm` allows reading.
-    pub fn is_readable(perm: i32) -> bool {
-        perm & READ == READ
+impl Perm {
+    /// Java `PERM_PRIORITY` (8).
+    pub const PRIORITY: Perm = Perm(8);
+    /// Consumers may read (Java `PERM_READ`, 4).
+    pub const READ: Perm = Perm(4);
+    /// Producers may write (Java `PERM_WRITE`, 2).
+    pub const WRITE: Perm = Perm(2);
+    /// Inherited (Java `PERM_INHERIT`, 1).
+    pub const INHERIT: Perm = Perm(1);
+    /// Read and write, what a new topic gets (Java `TopicConfig`'s default, 6).
+    pub const READ_WRITE: Perm = Perm(6);
+
+    /// No permission (0).
+    pub const fn empty() -> Perm {
+        Perm(0)
     }
-    /// Whether `perm` allows writing.
-    pub fn is_writeable(perm: i32) -> bool {
-        perm & WRITE == WRITE
+
+    /// The permissions of the wire's integer, every bit kept.
+    pub const fn from_bits(bits: i32) -> Perm {
+        Perm(bits)
+    }
+
+    /// The wire's integer.
+    pub const fn bits(self) -> i32 {
+        self.0
+    }
+
+    /// Whether every bit of `other` is set.
+    pub const fn contains(self, other: Perm) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Both sets' bits.
+    pub const fn union(self, other: Perm) -> Perm {
+        Perm(self.0 | other.0)
+    }
+
+    /// Java `PermName.isReadable`.
+    pub const fn is_readable(self) -> bool {
+        self.contains(Perm::READ)
+    }
+
+    /// Java `PermName.isWriteable`.
+    pub const fn is_writeable(self) -> bool {
+        self.contains(Perm::WRITE)
+    }
+
+    /// Java `PermName.isInherited`.
+    pub const fn is_inherited(self) -> bool {
+        self.contains(Perm::INHERIT)
+    }
+}
+
+impl std::ops::BitOr for Perm {
+    type Output = Perm;
+    fn bitor(self, other: Perm) -> Perm {
+        self.union(other)
+    }
+}
+
+impl std::ops::BitOrAssign for Perm {
+    fn bitor_assign(&mut self, other: Perm) {
+        *self = self.union(other);
+    }
+}
+
+/// `Perm(READ | WRITE)`; bits without a name print as a number.
+impl fmt::Debug for Perm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let named = [
+            (Perm::PRIORITY, "PRIORITY"),
+            (Perm::READ, "READ"),
+            (Perm::WRITE, "WRITE"),
+            (Perm::INHERIT, "INHERIT"),
+        ];
+        let mut rest = self.0;
+        let mut parts = Vec::new();
+        for (p, name) in named {
+            if self.contains(p) {
+                parts.push(name.to_string());
+                rest &= !p.0;
+            }
+        }
+        if rest != 0 || parts.is_empty() {
+            parts.push(format!("{rest:#x}"));
+        }
+        write!(f, "Perm({})", parts.join(" | "))
+    }
+}
+
+/// Java `PermName.perm2String`: `RW-`, `R--`, `-WX`, ...
+impl fmt::Display for Perm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flag = |on: bool, c: char| if on { c } else { '-' };
+        write!(
+            f,
+            "{}{}{}",
+            flag(self.is_readable(), 'R'),
+            flag(self.is_writeable(), 'W'),
+            flag(self.is_inherited(), 'X')
+        )
     }
 }
 
@@ -256,6 +346,31 @@ mod tests {
         assert_eq!(format!("{:?}", RequestCode(200050)), "200050");
         assert_eq!(format!("{:?}", ResponseCode(17)), "TOPIC_NOT_EXIST");
         assert_eq!(ResponseCode(9999).name(), None);
+    }
+
+    #[test]
+    fn perm_keeps_javas_values_and_every_bit() {
+        assert_eq!(Perm::WRITE.bits(), 2);
+        assert_eq!(Perm::READ.bits(), 4);
+        assert_eq!(Perm::INHERIT.bits(), 1);
+        assert_eq!(Perm::PRIORITY.bits(), 8);
+        assert_eq!(Perm::READ | Perm::WRITE, Perm::READ_WRITE);
+        assert_eq!(Perm::READ_WRITE.bits(), 6);
+        for bits in [0, 1, 2, 4, 6, 7, 8, 14, 0x30, -1] {
+            assert_eq!(Perm::from_bits(bits).bits(), bits);
+        }
+        let p = Perm::from_bits(6);
+        assert!(p.is_readable() && p.is_writeable() && !p.is_inherited());
+        assert!(Perm::from_bits(4).is_readable() && !Perm::from_bits(4).is_writeable());
+        assert!(Perm::from_bits(3).is_writeable() && Perm::from_bits(3).is_inherited());
+        let mut q = Perm::empty();
+        q |= Perm::WRITE;
+        assert_eq!(q, Perm::WRITE);
+        assert_eq!(format!("{:?}", Perm::READ_WRITE), "Perm(READ | WRITE)");
+        assert_eq!(format!("{:?}", Perm::from_bits(0x14)), "Perm(READ | 0x10)");
+        assert_eq!(format!("{:?}", Perm::empty()), "Perm(0x0)");
+        assert_eq!(Perm::READ_WRITE.to_string(), "RW-");
+        assert_eq!(Perm::from_bits(5).to_string(), "R-X");
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub fn decode_reset_offsets(body: &[u8]) -> Result<HashMap<MessageQueue, i64>, D
     let b: Body = json::from_slice(body)?;
     b.offset_table
         .into_iter()
-        .map(|(k, v)| Ok((json::parse_object_key::<MessageQueue>(&k)?, v)))
+        .map(|(k, v)| Ok((json::parse_queue_key(&k)?, v)))
         .collect()
 }
 

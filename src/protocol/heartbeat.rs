@@ -16,8 +16,9 @@ pub enum ConsumeType {
 }
 
 /// Clustering (queues shared out) or broadcasting (every consumer gets everything).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+// Public: heartbeats write its Java name (`CLUSTERING`, `BROADCASTING`) through
+// `message_model_wire`, so it needs no serde impl of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MessageModel {
     /// Each consumer of the group gets every message.
     Broadcasting,
@@ -92,6 +93,7 @@ pub struct ConsumerData {
     /// Push or pull.
     pub consume_type: ConsumeType,
     /// Clustering or broadcasting.
+    #[serde(with = "message_model_wire")]
     pub message_model: MessageModel,
     /// Start position for a group without offsets.
     pub consume_from_where: ConsumeFromWhere,
@@ -114,6 +116,31 @@ pub struct HeartbeatData {
     /// Producer groups of this client instance.
     #[serde(rename = "producerDataSet")]
     pub producer_data_set: Vec<ProducerData>,
+}
+
+/// [`MessageModel`] as Java's enum constant.
+mod message_model_wire {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::MessageModel;
+
+    pub(super) fn serialize<S: Serializer>(m: &MessageModel, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match m {
+            MessageModel::Broadcasting => "BROADCASTING",
+            MessageModel::Clustering => "CLUSTERING",
+        })
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<MessageModel, D::Error> {
+        match <std::borrow::Cow<'de, str>>::deserialize(d)?.as_ref() {
+            "BROADCASTING" => Ok(MessageModel::Broadcasting),
+            "CLUSTERING" => Ok(MessageModel::Clustering),
+            other => Err(serde::de::Error::unknown_variant(
+                other,
+                &["BROADCASTING", "CLUSTERING"],
+            )),
+        }
+    }
 }
 
 /// Java `String.hashCode()`: 31-polynomial over UTF-16 code units, wrapping.

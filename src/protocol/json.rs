@@ -13,7 +13,8 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 
-use super::DecodeError;
+use super::queue::{QueueRef, QueueWire};
+use super::{DecodeError, MessageQueue};
 
 /// Parses a body written by fastjson into `T`.
 pub fn from_slice<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
@@ -26,14 +27,18 @@ pub fn parse_object_key<K: DeserializeOwned>(key: &str) -> Result<K, DecodeError
     serde_json::from_str(key).map_err(|e| DecodeError::new(format!("bad object map key: {e}")))
 }
 
-/// Writes a map whose keys are objects as fastjson does, each key as its JSON object:
+/// Parses a map key that [`normalize`] turned from a queue object into a string.
+pub fn parse_queue_key(key: &str) -> Result<MessageQueue, DecodeError> {
+    parse_object_key::<QueueWire>(key).map(MessageQueue::from)
+}
+
+/// Writes a map whose keys are queues as fastjson does, each key as its JSON object:
 /// `{{"brokerName":"b","queueId":0,"topic":"T"}:5}`.
-pub fn object_key_map<'a, K, V>(
+pub fn object_key_map<'a, V>(
     out: &mut String,
-    entries: impl Iterator<Item = (&'a K, &'a V)>,
+    entries: impl Iterator<Item = (&'a MessageQueue, &'a V)>,
 ) -> Result<(), serde_json::Error>
 where
-    K: serde::Serialize + 'a,
     V: serde::Serialize + 'a,
 {
     out.push('{');
@@ -41,7 +46,7 @@ where
         if i > 0 {
             out.push(',');
         }
-        out.push_str(&serde_json::to_string(k)?);
+        out.push_str(&serde_json::to_string(&QueueRef(k))?);
         out.push(':');
         out.push_str(&serde_json::to_string(v)?);
     }

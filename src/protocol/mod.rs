@@ -24,7 +24,7 @@ use std::fmt;
 pub use borrowed::{ExtFieldsRef, RemotingCommandRef, INLINE_FIELDS};
 #[cfg(feature = "unstable-internals")]
 pub use codes::LanguageCode;
-pub use codes::{perm, RequestCode, ResponseCode, SerializeType};
+pub use codes::{Perm, RequestCode, ResponseCode, SerializeType};
 #[doc(hidden)]
 pub use command::write_binary_text;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
@@ -37,8 +37,12 @@ pub use header::{CommandHeader, ExtValue, ToExt, WriteHeader};
 #[cfg(any(test, feature = "unstable-internals"))]
 pub use header::{ExtValueRef, ReadHeaderRef};
 pub use queue::MessageQueue;
+pub(crate) use queue::{QueueRef, QueueWire};
+#[cfg(any(test, feature = "unstable-internals"))]
+pub use route::route_to_json;
 pub use route::{
-    decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData, MAX_QUEUES_PER_BROKER,
+    decode_cluster_info, decode_route, BrokerData, ClusterInfo, QueueData, TopicRouteData,
+    MAX_QUEUES_PER_BROKER,
 };
 #[cfg(feature = "unstable-internals")]
 pub use route::{MAX_ROUTE_BROKERS, MAX_ROUTE_QUEUES};

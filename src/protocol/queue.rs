@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 ///
 /// Ordered by topic, broker name, then queue id, as Java's `compareTo`. Strings compare by
 /// bytes, which equals Java's UTF-16 comparison for every name RocketMQ accepts (ASCII).
-/// The JSON form is Java's (`brokerName`, `queueId`, `topic`, in fastjson's alphabetical
-/// order), as used in bodies such as `LOCK_BATCH_MQ` and in `offsets.json` keys.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// It has no serde impls (they would make Java's field names public API): the bodies that
+/// carry queues (`LOCK_BATCH_MQ`, offset tables, `offsets.json` keys) are written and read
+/// in Java's form by the crate itself.
+// Crate-internal: `QueueRef` and `QueueWire` below are that JSON form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageQueue {
     // Shared text: a queue is cloned into every consume task, offset update and pull
     // request, so a clone is two reference counts rather than two allocations.
@@ -47,15 +48,37 @@ impl MessageQueue {
     }
 }
 
+/// A queue as Java writes it: `{"brokerName":..,"queueId":..,"topic":..}`.
+pub(crate) struct QueueRef<'a>(pub(crate) &'a MessageQueue);
+
 /// Field order follows fastjson's sorted output, not the declaration (which sets `Ord`).
-impl Serialize for MessageQueue {
+impl Serialize for QueueRef<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
         let mut st = s.serialize_struct("MessageQueue", 3)?;
-        st.serialize_field("brokerName", &self.broker_name)?;
-        st.serialize_field("queueId", &self.queue_id)?;
-        st.serialize_field("topic", &self.topic)?;
+        st.serialize_field("brokerName", &self.0.broker_name)?;
+        st.serialize_field("queueId", &self.0.queue_id)?;
+        st.serialize_field("topic", &self.0.topic)?;
         st.end()
+    }
+}
+
+/// A queue read from Java's JSON.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct QueueWire {
+    topic: Arc<str>,
+    broker_name: Arc<str>,
+    queue_id: i32,
+}
+
+impl From<QueueWire> for MessageQueue {
+    fn from(w: QueueWire) -> Self {
+        MessageQueue {
+            topic: w.topic,
+            broker_name: w.broker_name,
+            queue_id: w.queue_id,
+        }
     }
 }
 
@@ -103,10 +126,10 @@ mod tests {
     #[test]
     fn json_uses_javas_field_names() {
         let q = MessageQueue::new("T", "broker-a", 2);
-        let s = serde_json::to_string(&q).unwrap();
+        let s = serde_json::to_string(&QueueRef(&q)).unwrap();
         // fastjson sorts properties: this is what Java writes and reads.
         assert_eq!(s, r#"{"brokerName":"broker-a","queueId":2,"topic":"T"}"#);
-        let back: MessageQueue = serde_json::from_str(&s).unwrap();
-        assert_eq!(back, q);
+        let back: QueueWire = serde_json::from_str(&s).unwrap();
+        assert_eq!(MessageQueue::from(back), q);
     }
 }

@@ -92,7 +92,7 @@ pub struct BrokerNode {
     pub broker_name: String,
     /// 0 for a group's first node, else the slave's `brokerId` (in controller mode the
     /// controllers assign the ids; this is only the node's place in its group).
-    pub broker_id: i64,
+    pub broker_id: u64,
     /// `"127.0.0.1:port"`.
     pub addr: String,
     /// Its HA port, `"127.0.0.1:port"`.
@@ -501,7 +501,8 @@ impl Cluster {
             .map(|b| BrokerNode {
                 name: b.name.clone(),
                 broker_name: b.group.clone(),
-                broker_id: b.ordinal,
+                // A node's place in its group, never negative.
+                broker_id: u64::try_from(b.ordinal).unwrap_or(0),
                 addr: b.addr(),
                 ha_addr: format!("127.0.0.1:{}", u32::from(b.port) + 1),
                 running: b.process.is_some(),

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rocketmq_blocking::{
-    Admin, ConsumeStatus, ErrorKind, Message, MessageQuery, ResetTarget, ResponseCode,
-    SubscriptionGroupConfig,
+    Admin, ConsumeStatus, ErrorKind, Message, MessageQuery, MessageQueue, ResetTarget,
+    ResponseCode, SubscriptionGroupConfig,
 };
 
 use crate::admin_tool::{mqadmin, send, wait_for_committed};
@@ -202,20 +202,19 @@ fn offsets_by_time_and_resets_move_a_running_group_and_an_absent_one() {
     let route = admin.topic_route(&topic).unwrap();
     let addr = route.broker_datas[0].master_addr().unwrap().to_string();
     let broker = route.broker_datas[0].broker_name.clone();
-    let max: Vec<i64> = (0..2)
-        .map(|q| admin.max_offset(&addr, &topic, q).unwrap())
-        .collect();
+    let mq = |q| MessageQueue::new(&topic, &broker, q);
+    let max: Vec<i64> = (0..2).map(|q| admin.max_offset(&mq(q)).unwrap()).collect();
+    // The `_on` forms ask the given broker, here the same master.
+    assert_eq!(admin.max_offset_on(&addr, &mq(0)).unwrap(), max[0]);
     assert_eq!(max.iter().sum::<i64>(), 6);
     assert!(max.iter().all(|&m| m > 0), "{max:?}");
     let v4 = cluster::cluster().lock().version().starts_with("4.");
     for q in 0..2 {
-        assert_eq!(admin.min_offset(&addr, &topic, q).unwrap(), 0);
-        let first = admin
-            .search_offset(&addr, &topic, q, SystemTime::UNIX_EPOCH)
-            .unwrap();
+        assert_eq!(admin.min_offset(&mq(q)).unwrap(), 0);
+        let first = admin.search_offset(&mq(q), SystemTime::UNIX_EPOCH).unwrap();
         assert_eq!(first, 0);
         let future = SystemTime::now() + Duration::from_secs(3600);
-        let end = admin.search_offset(&addr, &topic, q, future).unwrap();
+        let end = admin.search_offset_on(&addr, &mq(q), future).unwrap();
         // 5.x: the first offset stored later, none here; 4.x: the closest, the last.
         let want = max[q as usize] - i64::from(v4);
         assert_eq!(end, want, "queue {q}");

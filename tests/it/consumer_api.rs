@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use rocketmq_blocking::{
     ConsumeFromWhere, ConsumeStatus, Message, MessageExt, MessageSelector, PushConsumer,
+    ReconsumeDelay,
 };
 
 use crate::cluster;
@@ -131,7 +132,8 @@ fn a_message_sent_back_with_delay_level_2_comes_again_after_about_5_seconds() {
                 got.lock().push((Instant::now(), m.clone()));
                 if m.reconsume_times() == 0 {
                     let c = cons.get().expect("set before anything is sent");
-                    c.send_message_back(m, 2).expect("send-back");
+                    c.send_message_back(m, ReconsumeDelay::Level(2))
+                        .expect("send-back");
                 }
             }
             ConsumeStatus::Success

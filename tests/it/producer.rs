@@ -279,7 +279,7 @@ fn every_send_overload_puts_its_messages_where_asked() {
     for _ in 0..200 {
         for mq in &mqs {
             let addr = &addrs[mq.broker_name()];
-            stored[mq.queue_id() as usize] = admin.max_offset(addr, &topic, mq.queue_id()).unwrap();
+            stored[mq.queue_id() as usize] = admin.max_offset_on(addr, mq).unwrap();
         }
         if stored == expected {
             break;
@@ -459,7 +459,7 @@ fn a_route_round_over_many_topics_stores_each_changed_route_under_its_topic() {
         route
             .queue_datas
             .iter()
-            .map(|q| q.write_queue_nums as u32)
+            .map(|q| q.write_queue_nums)
             .sum::<u32>()
     };
     // Against what the name server answers now (a broker registration lost under load

@@ -56,7 +56,11 @@ fn route_of_an_existing_topic_names_the_registered_broker() {
     );
     assert_eq!(route.queue_datas[0].write_queue_nums, 4);
     assert_eq!(route.queue_datas[0].read_queue_nums, 4);
-    assert_eq!(route.queue_datas[0].perm, 6);
+    assert_eq!(
+        route.queue_datas[0].perm,
+        rocketmq_blocking::Perm::READ_WRITE
+    );
+    assert_eq!(route.queue_datas[0].perm.bits(), 6);
 }
 
 #[test]

@@ -68,7 +68,11 @@ fn knows_topic(client: &RemotingClient, addr: &str, topic: &str) -> bool {
 
 fn max_offsets(admin: &Admin, addr: &str, topic: &str) -> Option<i64> {
     (0..QUEUES)
-        .map(|q| admin.max_offset(addr, topic, q).ok())
+        .map(|q| {
+            admin
+                .max_offset_on(addr, &MessageQueue::new(topic, MASTER, q))
+                .ok()
+        })
         .sum()
 }
 

@@ -448,7 +448,9 @@ fn an_account_without_sub_is_refused_on_consume_and_does_not_spin(env: &Env) {
     let queues: Vec<MessageQueue> = route
         .queue_datas
         .iter()
-        .flat_map(|q| (0..q.read_queue_nums).map(|i| MessageQueue::new(T_PUB, &q.broker_name, i)))
+        .flat_map(|q| {
+            (0..q.read_queue_nums as i32).map(|i| MessageQueue::new(T_PUB, &q.broker_name, i))
+        })
         .collect();
     lite.assign(&queues).expect("assign");
     for mq in &queues {

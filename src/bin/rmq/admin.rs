@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use rocketmq_blocking::client::validators::{check_group, check_topic};
 use rocketmq_blocking::SubscriptionGroupConfig;
-use rocketmq_blocking::{Admin, ErrorKind, MessageExt, MessageQuery, ResetTarget};
+use rocketmq_blocking::{Admin, ErrorKind, MessageExt, MessageQuery, MessageQueue, ResetTarget};
 use serde_json::json;
 
 use crate::consume::{epoch_millis, render};
@@ -470,14 +470,16 @@ pub(crate) fn topic_status(admin: &Admin, args: TopicStatusArgs) -> CliResult {
             );
             continue;
         };
-        for queue_id in 0..qd.write_queue_nums {
+        // A route's counts are Java's `int`.
+        for queue_id in 0..i32::try_from(qd.write_queue_nums).unwrap_or(i32::MAX) {
+            let mq = MessageQueue::new(&args.topic, &qd.broker_name, queue_id);
             lines.push(
                 json!({
                     "topic": args.topic,
                     "broker": qd.broker_name,
                     "queueId": queue_id,
-                    "minOffset": admin.min_offset(addr, &args.topic, queue_id)?,
-                    "maxOffset": admin.max_offset(addr, &args.topic, queue_id)?,
+                    "minOffset": admin.min_offset_on(addr, &mq)?,
+                    "maxOffset": admin.max_offset_on(addr, &mq)?,
                 })
                 .to_string(),
             );

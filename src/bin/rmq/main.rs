@@ -471,7 +471,8 @@ fn run(cli: Cli) -> CliResult {
         Command::Route(topic) => {
             let admin = admin(&namesrv(&cli.namesrv)?)?;
             let route = admin.topic_route(topic.name())?;
-            println!("{}", serde_json::to_string_pretty(&route)?);
+            let json = rocketmq_blocking::protocol::route_to_json(&route);
+            println!("{}", serde_json::to_string_pretty(&json)?);
             Ok(())
         }
         Command::Topic {

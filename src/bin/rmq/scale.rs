@@ -398,7 +398,7 @@ fn create_topic_list(
         .iter()
         .map(|t| {
             json!({"topicName": t, "readQueueNums": 1, "writeQueueNums": 1,
-                   "perm": rocketmq_blocking::protocol::perm::READ | rocketmq_blocking::protocol::perm::WRITE,
+                   "perm": rocketmq_blocking::Perm::READ_WRITE.bits(),
                    "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": false})
         })
         .collect();

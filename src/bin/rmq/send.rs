@@ -207,7 +207,7 @@ fn send_in_transactions(
         match checked_rx.recv_deadline(deadline) {
             Ok(id) => {
                 if open.remove(&id) {
-                    let line = serde_json::json!({"checked": true, "msgId": id, "state": answer});
+                    let line = serde_json::json!({"checked": true, "msgId": id, "state": state_name(answer)});
                     println!("{line}");
                 }
             }
@@ -240,22 +240,42 @@ fn send_in_transactions(
 fn print_transaction_ack(r: &TransactionSendResult) {
     let s = r.send_result();
     let line = serde_json::json!({
-        "status": s.send_status(),
+        "status": status_name(s.send_status()),
         "msgId": s.msg_id(),
         "offsetMsgId": s.offset_msg_id(),
         "broker": s.message_queue().broker_name(),
         "queue": s.message_queue().queue_id(),
         "queueOffset": s.queue_offset(),
-        "localTransactionState": r.local_transaction_state(),
+        "localTransactionState": state_name(r.local_transaction_state()),
     });
     println!("{line}");
+}
+
+/// Java's `SendStatus` constant, as the JSON lines print it (the library's types have no
+/// serde impls).
+fn status_name(s: SendStatus) -> &'static str {
+    match s {
+        SendStatus::Ok => "SEND_OK",
+        SendStatus::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+        SendStatus::FlushSlaveTimeout => "FLUSH_SLAVE_TIMEOUT",
+        SendStatus::SlaveNotAvailable => "SLAVE_NOT_AVAILABLE",
+    }
+}
+
+/// Java's `LocalTransactionState` constant (`UNKNOW` is Java's spelling).
+fn state_name(s: LocalTransactionState) -> &'static str {
+    match s {
+        LocalTransactionState::CommitMessage => "COMMIT_MESSAGE",
+        LocalTransactionState::RollbackMessage => "ROLLBACK_MESSAGE",
+        LocalTransactionState::Unknown => "UNKNOW",
+    }
 }
 
 /// One acknowledged message; the JSON line is this struct, in this field order.
 #[derive(serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Ack<'a> {
-    status: SendStatus,
+    status: &'static str,
     msg_id: &'a str,
     offset_msg_id: &'a str,
     broker: &'a str,
@@ -265,7 +285,7 @@ struct Ack<'a> {
 
 fn print_ack(r: &SendResult) {
     let ack = Ack {
-        status: r.send_status(),
+        status: status_name(r.send_status()),
         msg_id: r.msg_id(),
         offset_msg_id: r.offset_msg_id(),
         broker: r.message_queue().broker_name(),

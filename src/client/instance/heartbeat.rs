@@ -116,7 +116,7 @@ impl MQClientInstance {
             }
         };
         let times = self.heartbeat_times.fetch_add(1, Ordering::Relaxed);
-        let targets: Vec<(String, i64, String)> = self
+        let targets: Vec<(String, u64, String)> = self
             .broker_addr_table
             .read()
             .iter()

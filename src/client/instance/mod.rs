@@ -137,7 +137,7 @@ pub struct MQClientInstance {
     consumers: RwLock<HashMap<String, Arc<dyn ConsumerInner>>>,
     route_table: RwLock<HashMap<String, TopicRouteData>>,
     /// Broker name → broker id → address.
-    broker_addr_table: RwLock<HashMap<String, BTreeMap<i64, String>>>,
+    broker_addr_table: RwLock<HashMap<String, BTreeMap<u64, String>>>,
     /// Broker name → address → version reported in the heartbeat response.
     broker_version_table: RwLock<HashMap<String, HashMap<String, i32>>>,
     namesrv_lock: Mutex<()>,
@@ -163,7 +163,7 @@ pub struct MQClientInstance {
 }
 
 /// The broker id of a group's master (Java `MixAll.MASTER_ID`).
-pub(crate) const MASTER_ID: i64 = 0;
+pub(crate) const MASTER_ID: u64 = 0;
 
 /// A broker address for pulls and offsets (Java `FindBrokerResult`).
 #[derive(Debug, Clone, PartialEq, Eq)]

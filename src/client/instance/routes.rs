@@ -163,12 +163,12 @@ impl MQClientInstance {
     pub(crate) fn update_topic_route_from_default(
         &self,
         topic: &str,
-        default_queue_nums: i32,
+        default_queue_nums: u32,
     ) -> Result<bool> {
         self.update_route_inner(topic, Some(default_queue_nums))
     }
 
-    fn update_route_inner(&self, topic: &str, default_queue_nums: Option<i32>) -> Result<bool> {
+    fn update_route_inner(&self, topic: &str, default_queue_nums: Option<u32>) -> Result<bool> {
         // Asked before the name-server lock is taken: it calls into producers and consumers.
         let needed = self.is_need_update_topic_route_info(topic);
         let route = self.fetch_and_store_route(topic, default_queue_nums, needed)?;
@@ -187,7 +187,7 @@ impl MQClientInstance {
     fn fetch_and_store_route(
         &self,
         topic: &str,
-        default_queue_nums: Option<i32>,
+        default_queue_nums: Option<u32>,
         needed: bool,
     ) -> Result<Option<(TopicRouteData, bool)>> {
         let Some(_guard) = self.namesrv_lock.try_lock_for(LOCK_TIMEOUT) else {
@@ -389,7 +389,7 @@ impl MQClientInstance {
     pub fn find_broker_address_in_subscribe(
         &self,
         broker_name: &str,
-        broker_id: i64,
+        broker_id: u64,
         only_this: bool,
     ) -> Option<FindBrokerResult> {
         let table = self.broker_addr_table.read();
@@ -457,7 +457,7 @@ impl MQClientInstance {
 
     /// Broker names and their addresses, as known now.
     #[cfg(feature = "unstable-internals")]
-    pub fn broker_addresses(&self) -> HashMap<String, BTreeMap<i64, String>> {
+    pub fn broker_addresses(&self) -> HashMap<String, BTreeMap<u64, String>> {
         self.broker_addr_table.read().clone()
     }
 

@@ -250,7 +250,7 @@ fn no_lock_is_held_while_calling_into_producers_and_consumers() {
             broker_name: "b".into(),
             read_queue_nums: 2,
             write_queue_nums: 2,
-            perm: 6,
+            perm: crate::protocol::Perm::READ_WRITE,
             ..Default::default()
         }],
         broker_datas: vec![BrokerData {
@@ -261,7 +261,8 @@ fn no_lock_is_held_while_calling_into_producers_and_consumers() {
         }],
         ..Default::default()
     };
-    let namesrv = fake_namesrv(serde_json::to_vec(&route).unwrap());
+    let namesrv =
+        fake_namesrv(serde_json::to_vec(&crate::protocol::route_to_json(&route)).unwrap());
     let config = crate::client::ClientOptions::new()
         .namesrv_addr(namesrv)
         .instance_name(unique("locks"))
@@ -345,13 +346,13 @@ fn the_pull_and_rebalance_services_survive_a_panicking_job() {
 
 /// A route of one queue on broker "b" at `addrs` (broker id, address).
 #[cfg(feature = "testkit")]
-fn route_of_b(addrs: &[(i64, &str)]) -> TopicRouteData {
+fn route_of_b(addrs: &[(u64, &str)]) -> TopicRouteData {
     TopicRouteData {
         queue_datas: vec![QueueData {
             broker_name: "b".into(),
             read_queue_nums: 1,
             write_queue_nums: 1,
-            perm: 6,
+            perm: crate::protocol::Perm::READ_WRITE,
             ..Default::default()
         }],
         broker_datas: vec![BrokerData {
@@ -371,7 +372,9 @@ fn a_requested_heartbeat_goes_out_on_the_timer_not_on_the_calling_thread() {
     let broker = FaultPeer::start(Fault::SlowAnswer(Duration::from_millis(1500))).unwrap();
     let route = route_of_b(&[(0, broker.addr())]);
     let config = crate::client::ClientOptions::new()
-        .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
+        .namesrv_addr(fake_namesrv(
+            serde_json::to_vec(&crate::protocol::route_to_json(&route)).unwrap(),
+        ))
         .instance_name(unique("hb_request"))
         .into_config();
     let instance = MQClientInstance::new(config).unwrap();
@@ -408,7 +411,11 @@ fn a_requested_route_is_fetched_on_the_timer_and_its_jobs_run_after_it() {
     use crate::protocol::RequestCode;
     use crate::testkit::fault_peer::{Fault, FaultPeer, Responder};
     // A name server that holds each route request until released (or 20 s).
-    let route = serde_json::to_vec(&route_of_b(&[(0, "127.0.0.1:1")])).unwrap();
+    let route = serde_json::to_vec(&crate::protocol::route_to_json(&route_of_b(&[(
+        0,
+        "127.0.0.1:1",
+    )])))
+    .unwrap();
     let asked = Arc::new(AtomicUsize::new(0));
     let (release, held) = crossbeam_channel::bounded::<()>(0);
     let counter = asked.clone();
@@ -477,7 +484,9 @@ fn a_new_address_for_a_known_broker_gets_a_heartbeat_at_once() {
         FaultPeer::start(ok()).unwrap(),
         FaultPeer::start(ok()).unwrap(),
     );
-    let route_with = |addrs: &[(i64, &str)]| serde_json::to_vec(&route_of_b(addrs)).unwrap();
+    let route_with = |addrs: &[(u64, &str)]| {
+        serde_json::to_vec(&crate::protocol::route_to_json(&route_of_b(addrs))).unwrap()
+    };
     // The name server answers with whatever route `current` holds.
     let current = Arc::new(Mutex::new(route_with(&[(1, slave.addr())])));
     let answer = current.clone();
@@ -570,7 +579,9 @@ fn start_fetches_name_server_addresses_without_holding_the_state_lock() {
 fn instance_routed_to(broker: &str, name: &str) -> (Arc<MQClientInstance>, Arc<Probe>) {
     let route = route_of_b(&[(0, broker)]);
     let config = crate::client::ClientOptions::new()
-        .namesrv_addr(fake_namesrv(serde_json::to_vec(&route).unwrap()))
+        .namesrv_addr(fake_namesrv(
+            serde_json::to_vec(&crate::protocol::route_to_json(&route)).unwrap(),
+        ))
         .instance_name(unique(name))
         .into_config();
     let instance = MQClientInstance::new(config).unwrap();

@@ -26,7 +26,7 @@ use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::stats::ConsumeStats;
 use super::{
     ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus,
-    Listener, PushConsumerOptions,
+    Listener, PushConsumerOptions, ReconsumeDelay,
 };
 use crate::client::{MQClientInstance, PullTask, ServiceState};
 use crate::error::{ErrorKind, Result};
@@ -261,7 +261,10 @@ impl PushConsumerImpl {
                         self.options.consume_timeout
                     );
                     // Java sends it back with delay level 3 (10 s).
-                    if self.send_message_back(&m, 3, &mq).is_err() {
+                    if self
+                        .send_message_back(&m, ReconsumeDelay::Level(3), &mq)
+                        .is_err()
+                    {
                         // Kept in the queue, and the batch kept: the next check tries again.
                         all_sent = false;
                         continue;
@@ -684,10 +687,7 @@ impl PushConsumerImpl {
                     )
                 }
                 MessageModel::Clustering => {
-                    if self
-                        .send_message_back(m, reconsume_delay.wire(), &mq)
-                        .is_err()
-                    {
+                    if self.send_message_back(m, reconsume_delay, &mq).is_err() {
                         let mut m = m.clone();
                         m.reconsume_times += 1;
                         failed.push(m);
@@ -859,7 +859,7 @@ impl PushConsumerImpl {
     pub(crate) fn send_message_back(
         &self,
         m: &MessageExt,
-        delay_level: i32,
+        delay: ReconsumeDelay,
         mq: &MessageQueue,
     ) -> Result<()> {
         let addr = self
@@ -869,7 +869,7 @@ impl PushConsumerImpl {
         let header = ConsumerSendMsgBackRequestHeader {
             offset: m.commit_log_offset,
             group: self.group.clone(),
-            delay_level,
+            delay_level: delay.wire(),
             origin_msg_id: Some(m.msg_id().to_string()),
             origin_topic: Some(m.topic().to_string()),
             unit_mode: false,

@@ -368,6 +368,15 @@ fn lz4_and_zstd_bodies_decode_as_java_5_writes_them() {
 }
 
 #[test]
+fn public_compression_calls_fail_with_the_crates_decode_error() {
+    let e = CompressionType::of_flag(sys_flag::COMPRESSED | 0x500).unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::Decode);
+    assert!(e.to_string().contains("unknown compression type 5"), "{e}");
+    let e = CompressionType::Lz4.decompress(b"", 100).unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::Decode);
+}
+
+#[test]
 fn lz4_and_zstd_bombs_stop_at_the_cap() {
     let zeros = vec![0u8; 2_000_000];
     for kind in [CompressionType::Lz4, CompressionType::Zstd] {

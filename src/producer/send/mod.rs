@@ -488,10 +488,9 @@ impl ProducerImpl {
                 return Ok(e.info.clone());
             }
         }
-        if let Err(e) = instance.update_topic_route_from_default(
-            topic,
-            i32::try_from(self.options.default_topic_queues).unwrap_or(i32::MAX),
-        ) {
+        if let Err(e) =
+            instance.update_topic_route_from_default(topic, self.options.default_topic_queues)
+        {
             if cause.is_none() && !MQClientInstance::is_topic_not_exist(&e) {
                 cause = Some(e);
             }

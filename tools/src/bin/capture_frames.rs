@@ -33,7 +33,8 @@ use rocketmq_blocking::protocol::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel, SubscriptionData,
 };
 use rocketmq_blocking::protocol::{
-    json, ClusterInfo, RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME,
+    decode_cluster_info, ClusterInfo, RemotingCommand, RequestCode, SerializeType,
+    DEFAULT_MAX_FRAME,
 };
 use rocketmq_blocking::testkit::{Cluster, DEFAULT_VERSION};
 use rocketmq_blocking::Admin;
@@ -116,7 +117,7 @@ fn main() -> Res<()> {
         RemotingCommand::request_with_header(RequestCode::GET_ROUTEINFO_BY_TOPIC, &header);
     cap.save("route_unknown_topic", &ns.call(&unknown)?)?;
 
-    let info: ClusterInfo = json::from_slice(&decode(&cluster_frame)?.body)?;
+    let info: ClusterInfo = decode_cluster_info(&decode(&cluster_frame)?.body)?;
     let broker = info
         .broker_addr_table
         .values()
