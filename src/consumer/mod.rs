@@ -6,6 +6,7 @@
 //! options, and wires the engines below to the shared client instance.
 
 mod allocate;
+mod hook;
 mod lite_pull;
 mod offset_store;
 mod pool;
@@ -36,6 +37,7 @@ pub use allocate::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
     AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,
 };
+pub use hook::{ConsumeContext, ConsumeHook, ConsumeHookStatus};
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
 #[cfg(feature = "unstable-internals")]
@@ -828,6 +830,28 @@ impl PushConsumer {
     /// Offsets in memory (what the next persist writes).
     pub fn offsets(&self) -> std::collections::HashMap<MessageQueue, i64> {
         self.inner.offset_store.offsets()
+    }
+
+    /// The consumer's figures now: per topic, messages pulled, consumed and failed and
+    /// the listener's time; per queue held, messages and bytes cached, the offset to commit
+    /// and the lag; the consume pool's size and busy threads; the client instance's
+    /// connections, heartbeats, route refreshes and rebalances. Cheap: atomics and a few
+    /// short locks, no network call.
+    pub fn stats(&self) -> crate::ConsumerStats {
+        self.inner.stats_snapshot()
+    }
+
+    /// Adds a hook called around every listener call; hooks run in registration order, on
+    /// the consume thread. See [`ConsumeHook`].
+    pub fn register_consume_hook(&self, hook: Arc<dyn ConsumeHook>) {
+        self.inner.observer.register(hook)
+    }
+
+    /// Adds a hook called around every request of this consumer's client instance (Java
+    /// `RPCHook`), which every client with the same client id shares; requests sent before
+    /// it is registered (those of [`start`](Self::start)) do not see it.
+    pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) {
+        self.inner.instance.register_request_hook(hook)
     }
 
     /// Current consume threads.

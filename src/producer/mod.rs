@@ -16,6 +16,7 @@
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
 mod latency_fault;
+mod observe;
 mod request;
 mod send;
 mod trace_sender;
@@ -34,6 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
+pub use observe::{SendContext, SendHook, SendMode};
 pub use request::{create_reply_message, reply_topic};
 use send::ProducerImpl;
 pub(crate) use trace_sender::start_trace;
@@ -525,6 +527,36 @@ impl Producer {
     /// What the message trace did so far; `None` when the producer does not trace.
     pub fn trace_stats(&self) -> Option<crate::TraceStats> {
         self.inner.trace_stats()
+    }
+
+    /// The producer's figures now: per topic, messages and bytes sent, failures by kind
+    /// and the send latency; async sends in flight; the client instance's connections,
+    /// heartbeats and route refreshes. Cheap: a read of atomics, no network call.
+    pub fn stats(&self) -> crate::ProducerStats {
+        let client = self
+            .inner
+            .client_instance()
+            .map(|i| i.client_stats())
+            .unwrap_or_default();
+        self.inner
+            .observer
+            .counters
+            .snapshot(self.inner.group(), client)
+    }
+
+    /// Adds a hook called around every send of this producer; hooks run in registration
+    /// order. See [`SendHook`] for where they run.
+    pub fn register_send_hook(&self, hook: Arc<dyn SendHook>) {
+        self.inner.observer.register(hook)
+    }
+
+    /// Adds a hook called around every request of this producer's client instance (Java
+    /// `RPCHook`), which every client with the same client id shares. A state error before
+    /// [`start`](Self::start) (the instance is made there) and after shutdown.
+    pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) -> Result<()> {
+        let instance = self.inner.instance()?;
+        instance.register_request_hook(hook);
+        Ok(())
     }
 
     /// Writable queues of `topic`, from the name server.
