@@ -273,3 +273,7 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/security.md")]
 struct SecurityGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/observability.md")]
+struct ObservabilityGuideDoctests;
