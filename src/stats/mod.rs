@@ -21,6 +21,44 @@ use crate::protocol::MessageQueue;
 #[cfg(feature = "metrics")]
 mod metrics;
 
+// --- per-topic maps -------------------------------------------------------------------
+
+/// FNV-1a: the per-topic maps are looked up on every send with a short key the
+/// application chose, where SipHash's flood resistance buys nothing and costs about half
+/// of what recording a send does.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type TopicMap<T> = RwLock<HashMap<String, Arc<T>, std::hash::BuildHasherDefault<Fnv>>>;
+
+/// Runs `f` on `topic`'s entry of `map`, made on first use; under the read lock, which
+/// the common case takes alone.
+fn with_topic<T: Default, R>(map: &TopicMap<T>, topic: &str, f: impl FnOnce(&T) -> R) -> R {
+    if let Some(t) = map.read().get(topic) {
+        return f(t);
+    }
+    let t = map.write().entry(topic.to_string()).or_default().clone();
+    f(&t)
+}
+
 // --- latency histogram ------------------------------------------------------------------
 
 /// Values below this (µs) have a bucket each; above, four buckets per power of two (a
@@ -296,23 +334,12 @@ struct TopicSend {
 #[derive(Default)]
 pub(crate) struct SendCounters {
     /// Entries are added, never removed: a topic sent to once keeps its counters.
-    topics: RwLock<HashMap<String, Arc<TopicSend>>>,
+    topics: TopicMap<TopicSend>,
     pub(crate) async_in_flight: AtomicU64,
     pub(crate) hook_panics: AtomicU64,
 }
 
 impl SendCounters {
-    fn topic(&self, topic: &str) -> Arc<TopicSend> {
-        if let Some(t) = self.topics.read().get(topic) {
-            return t.clone();
-        }
-        self.topics
-            .write()
-            .entry(topic.to_string())
-            .or_default()
-            .clone()
-    }
-
     /// A send of `messages` messages (`bytes` of bodies) to `topic` ended after `took`.
     pub(crate) fn record<T>(
         &self,
@@ -322,8 +349,7 @@ impl SendCounters {
         result: &Result<T, Error>,
         took: Duration,
     ) {
-        let t = self.topic(topic);
-        match result {
+        with_topic(&self.topics, topic, |t| match result {
             Ok(_) => {
                 t.messages.fetch_add(messages, Ordering::Relaxed);
                 t.bytes.fetch_add(bytes, Ordering::Relaxed);
@@ -332,12 +358,14 @@ impl SendCounters {
             Err(e) => {
                 t.failed[kind_index(e.kind())].fetch_add(messages, Ordering::Relaxed);
             }
-        }
+        })
     }
 
     /// A send of `messages` messages to `topic` failed with `e`.
     pub(crate) fn failed(&self, topic: &str, messages: u64, e: &Error) {
-        self.topic(topic).failed[kind_index(e.kind())].fetch_add(messages, Ordering::Relaxed);
+        with_topic(&self.topics, topic, |t| {
+            t.failed[kind_index(e.kind())].fetch_add(messages, Ordering::Relaxed)
+        });
     }
 
     pub(crate) fn snapshot(&self, group: &str, client: ClientStats) -> ProducerStats {
@@ -434,38 +462,29 @@ struct TopicConsume {
 /// A consumer's counters, per topic (without namespace).
 #[derive(Default)]
 pub(crate) struct ConsumeCounters {
-    topics: RwLock<HashMap<String, Arc<TopicConsume>>>,
+    topics: TopicMap<TopicConsume>,
     pub(crate) hook_panics: AtomicU64,
 }
 
 impl ConsumeCounters {
-    fn topic(&self, topic: &str) -> Arc<TopicConsume> {
-        if let Some(t) = self.topics.read().get(topic) {
-            return t.clone();
-        }
-        self.topics
-            .write()
-            .entry(topic.to_string())
-            .or_default()
-            .clone()
-    }
-
     /// A pull of `topic` brought `messages` messages with `bytes` of bodies.
     pub(crate) fn pulled(&self, topic: &str, messages: u64, bytes: u64) {
-        let t = self.topic(topic);
-        t.pulled.fetch_add(messages, Ordering::Relaxed);
-        t.pulled_bytes.fetch_add(bytes, Ordering::Relaxed);
+        with_topic(&self.topics, topic, |t| {
+            t.pulled.fetch_add(messages, Ordering::Relaxed);
+            t.pulled_bytes.fetch_add(bytes, Ordering::Relaxed);
+        })
     }
 
     /// A listener call (or a lite pull batch) on `topic` took `took`: `ok` messages
     /// acknowledged, `failed` not.
     pub(crate) fn consumed(&self, topic: &str, ok: u64, failed: u64, took: Option<Duration>) {
-        let t = self.topic(topic);
-        t.ok.fetch_add(ok, Ordering::Relaxed);
-        t.failed.fetch_add(failed, Ordering::Relaxed);
-        if let Some(took) = took {
-            t.latency.record(took);
-        }
+        with_topic(&self.topics, topic, |t| {
+            t.ok.fetch_add(ok, Ordering::Relaxed);
+            t.failed.fetch_add(failed, Ordering::Relaxed);
+            if let Some(took) = took {
+                t.latency.record(took);
+            }
+        })
     }
 
     pub(crate) fn snapshot(
