@@ -29,11 +29,8 @@ impl Reporter {
             .name("rmq-stats".into())
             .spawn(move || {
                 let mut prev = (Instant::now(), read());
-                loop {
-                    match stopped.recv_timeout(EVERY) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        _ => break,
-                    }
+                // Anything but a timeout (the sender dropped) ends the reports.
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(EVERY) {
                     let now = (Instant::now(), read());
                     let secs = now.0.duration_since(prev.0).as_secs_f64();
                     let line = render(&prev.1, &now.1, secs);
