@@ -55,7 +55,10 @@ impl SendHook for InjectTraceparent {
     }
 }
 
-struct ExtractTraceparent;
+/// Tells `main` the trace context of each consumed batch once the listener is done.
+struct ExtractTraceparent {
+    done: mpsc::Sender<Option<String>>,
+}
 
 impl ConsumeHook for ExtractTraceparent {
     fn before_consume(&self, ctx: &ConsumeContext<'_>) {
@@ -75,6 +78,9 @@ impl ConsumeHook for ExtractTraceparent {
             ctx.status(),
             ctx.reconsume_times()
         );
+        for m in ctx.messages() {
+            let _ = self.done.send(m.property(TRACEPARENT).map(str::to_string));
+        }
     }
 }
 
@@ -94,19 +100,16 @@ fn main() -> common::Result<()> {
         .namesrv_addr(&target.namesrv)
         .subscribe(&topic, "*")
         .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .listener(move |msgs, _| {
-            for m in msgs {
-                let _ = tx.send(m.property(TRACEPARENT).map(str::to_string));
-            }
-            ConsumeStatus::Success
-        })
+        .listener(|_, _| ConsumeStatus::Success)
+        // The hook reports before its consume task ends: let shutdown wait for the task.
+        .await_termination_when_shutdown(Duration::from_secs(2))
         .build()?;
-    consumer.register_consume_hook(Arc::new(ExtractTraceparent));
+    consumer.register_consume_hook(Arc::new(ExtractTraceparent { done: tx }));
     consumer.start()?;
 
     producer.send(&Message::new(&topic, "traced"))?;
     let received = rx.recv_timeout(Duration::from_secs(60))?;
-    println!("the listener saw traceparent {received:?}");
+    println!("consumed with traceparent {received:?}");
     consumer.shutdown();
     producer.shutdown();
     Ok(())
