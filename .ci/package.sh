@@ -54,6 +54,8 @@ echo "== package: the packaged examples build from the package alone"
 # must build, so a missing declaration fails here.
 (cd "$pkg" && cargo build --locked --quiet --examples)
 (cd "$pkg" && cargo build --locked --quiet --examples --features testkit)
+# The Prometheus example needs `metrics` as well.
+(cd "$pkg" && cargo build --locked --quiet --example prometheus --features testkit,metrics)
 
 echo "== package: the rmq tool builds from the package (cargo install --features cli)"
 (cd "$pkg" && cargo build --locked --quiet --features cli --bin rmq)

@@ -232,6 +232,7 @@ mod admin;
 mod consumer;
 mod error;
 mod producer;
+mod stats;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 mod trace;
@@ -242,16 +243,17 @@ pub use client::{ClientOptions, TopicConfig};
 pub use consumer::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
     AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,
-    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus,
-    ConsumeStatus, LitePullConsumer, LitePullConsumerBuilder, LitePullOptions, MessageModel,
-    MessageSelector, PushConsumer, PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
+    ConsumeConcurrentlyContext, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeHookStatus,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
+    LitePullConsumerBuilder, LitePullOptions, MessageModel, MessageSelector, PushConsumer,
+    PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
 };
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{CompressionType, Message, MessageExt, MessageQueue};
 pub use producer::{
     create_reply_message, reply_topic, JavaHashCode, MessageQueueSelector, Producer,
-    ProducerBuilder, ProducerOptions, SelectMessageQueueByHash, SendAsyncError, SendFuture,
-    SendResult, SendStatus,
+    ProducerBuilder, ProducerOptions, SelectMessageQueueByHash, SendAsyncError, SendContext,
+    SendFuture, SendHook, SendMode, SendResult, SendStatus,
 };
 pub use producer::{
     LocalTransactionState, TransactionListener, TransactionProducer, TransactionProducerBuilder,
@@ -263,6 +265,11 @@ pub use protocol::{
 };
 pub use remoting::Credentials;
 pub use remoting::TlsConfig;
+pub use remoting::{RequestContext, RequestHook, ResponseContext};
+pub use stats::{
+    ClientStats, ConsumerStats, LatencyHistogram, ProducerStats, QueueStats, TopicConsumeStats,
+    TopicSendStats,
+};
 pub use trace::{TraceStats, RMQ_SYS_TRACE_TOPIC};
 
 // The Rust snippets of the README and of the security guide compile (and the ones not
@@ -274,3 +281,7 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/security.md")]
 struct SecurityGuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/observability.md")]
+struct ObservabilityGuideDoctests;

@@ -506,6 +506,41 @@ fn consume_times_out_on_an_empty_topic_with_consumed_zero() {
 }
 
 #[test]
+fn consume_stats_prints_the_consumer_figures_once_a_second_on_stderr() {
+    let topic = created_topic(1);
+    send_numbered(&topic, 6);
+    for mode in ["", "--lite-pull"] {
+        let group = unique("stats_g");
+        // Half a second per message: three seconds of consumption, so several reports.
+        let mut args = vec!["consume", &topic, "--group", &group, "--from", "first"];
+        args.extend(["--count", "6", "--delay", "0.5", "--stats"]);
+        args.extend(mode.split_whitespace());
+        let out = rmq(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(
+            stdout_lines(&out).len(),
+            7,
+            "six messages and the summary on stdout"
+        );
+        let reports: Vec<Value> = stderr(&out)
+            .lines()
+            .filter(|l| l.starts_with("{\"stats\""))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(reports.len() >= 2, "{mode}: {}", stderr(&out));
+        let consumed: Vec<u64> = reports
+            .iter()
+            .map(|r| r["stats"]["consumed"].as_u64().unwrap())
+            .collect();
+        assert!(consumed.windows(2).all(|w| w[0] <= w[1]), "{consumed:?}");
+        assert!(*consumed.last().unwrap() > 0, "{mode}: {consumed:?}");
+        assert!(reports
+            .iter()
+            .all(|r| r["stats"]["pulled"].as_u64() >= Some(1)));
+    }
+}
+
+#[test]
 fn consume_stops_at_the_count_and_leaves_the_rest_to_the_group() {
     let topic = created_topic(2);
     let ids = send_numbered(&topic, 10);

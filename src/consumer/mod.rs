@@ -6,6 +6,7 @@
 //! options, and wires the engines below to the shared client instance.
 
 mod allocate;
+mod hook;
 mod lite_pull;
 mod offset_store;
 mod pool;
@@ -35,6 +36,7 @@ pub use allocate::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
     AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,
 };
+pub use hook::{ConsumeContext, ConsumeHook, ConsumeHookStatus};
 pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
 #[cfg(feature = "unstable-internals")]
@@ -396,6 +398,8 @@ pub struct PushConsumerBuilder {
     subscriptions: Vec<(String, MessageSelector)>,
     listener: Option<Listener>,
     strategy: Option<Box<dyn AllocateStrategy>>,
+    consume_hooks: crate::util::Hooks<dyn ConsumeHook>,
+    request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
 }
 
 impl fmt::Debug for PushConsumerBuilder {
@@ -407,11 +411,29 @@ impl fmt::Debug for PushConsumerBuilder {
             .field("subscriptions", &self.subscriptions)
             .field("listener", &self.listener.as_ref().map(Listener::kind))
             .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
+            .field("consume_hooks", &self.consume_hooks)
+            .field("request_hooks", &self.request_hooks)
             .finish()
     }
 }
 
 impl PushConsumerBuilder {
+    /// Adds a hook called around every listener call, from the first one on (Java
+    /// `registerConsumeMessageHook`); see [`ConsumeHook`].
+    /// [`PushConsumer::register_consume_hook`] adds one to a running consumer.
+    #[doc(alias = "registerConsumeMessageHook")]
+    pub fn consume_hook(mut self, hook: Arc<dyn ConsumeHook>) -> Self {
+        self.consume_hooks.0.push(hook);
+        self
+    }
+
+    /// Adds a hook called around every request of the client instance, from the first
+    /// heartbeat and pull on (Java `RPCHook`); see [`RequestHook`](crate::RequestHook).
+    pub fn request_hook(mut self, hook: Arc<dyn crate::RequestHook>) -> Self {
+        self.request_hooks.0.push(hook);
+        self
+    }
+
     /// What every client shares: name servers, instance name, namespace, credentials, TLS,
     /// timeouts (default [`ClientOptions::new`]).
     pub fn client_options(mut self, options: ClientOptions) -> Self {
@@ -636,7 +658,14 @@ impl PushConsumerBuilder {
             rebalance,
             store,
         )?;
-        Ok(PushConsumer { inner })
+        for hook in self.request_hooks.0 {
+            instance.register_request_hook(hook);
+        }
+        let consumer = PushConsumer { inner };
+        for hook in self.consume_hooks.0 {
+            consumer.register_consume_hook(hook);
+        }
+        Ok(consumer)
     }
 }
 
@@ -666,6 +695,8 @@ impl PushConsumer {
             subscriptions: Vec::new(),
             listener: None,
             strategy: None,
+            consume_hooks: Default::default(),
+            request_hooks: Default::default(),
         }
     }
 
@@ -863,6 +894,28 @@ impl PushConsumer {
     /// Offsets in memory (what the next persist writes).
     pub fn offsets(&self) -> std::collections::HashMap<MessageQueue, i64> {
         self.inner.offset_store.offsets()
+    }
+
+    /// The consumer's figures now: per topic, messages pulled, consumed and failed and
+    /// the listener's time; per queue held, messages and bytes cached, the offset to commit
+    /// and the lag; the consume pool's size and busy threads; the client instance's
+    /// connections, heartbeats, route refreshes and rebalances. Cheap: atomics and a few
+    /// short locks, no network call.
+    pub fn stats(&self) -> crate::ConsumerStats {
+        self.inner.stats_snapshot()
+    }
+
+    /// Adds a hook called around every listener call; hooks run in registration order, on
+    /// the consume thread. See [`ConsumeHook`].
+    pub fn register_consume_hook(&self, hook: Arc<dyn ConsumeHook>) {
+        self.inner.observer.register(hook)
+    }
+
+    /// Adds a hook called around every request of this consumer's client instance (Java
+    /// `RPCHook`), which every client with the same client id shares; requests sent before
+    /// it is registered (those of [`start`](Self::start)) do not see it.
+    pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) {
+        self.inner.instance.register_request_hook(hook)
     }
 
     /// Current consume threads.

@@ -223,6 +223,11 @@ impl ConsumePool {
         self.size.load(Ordering::SeqCst)
     }
 
+    /// Workers running a job now (Java `getActiveCount`).
+    pub(crate) fn busy(&self) -> usize {
+        self.shared.state.lock().busy.len()
+    }
+
     /// Workers started and not asked to stop.
     #[cfg(test)]
     fn live(&self) -> usize {

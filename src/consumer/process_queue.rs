@@ -44,6 +44,9 @@ struct Inner {
     consume_task_active: bool,
     /// Backlog on the broker (max offset − last pulled), for the pool adjustment.
     msg_acc_cnt: i64,
+    /// The broker's max offset of the queue as of the last pull that returned messages
+    /// (for the lag in the consumer's stats).
+    broker_max_offset: Option<i64>,
 }
 
 /// Messages of one queue in flight through the consumer.
@@ -165,6 +168,7 @@ impl ProcessQueue {
         }
         if let Some((offset, Some(max))) = last {
             g.msg_acc_cnt = (max - offset).max(0);
+            g.broker_max_offset = Some(max);
         }
         if !g.msgs.is_empty() && !g.consume_task_active {
             g.consume_task_active = true;
@@ -267,6 +271,17 @@ impl ProcessQueue {
             last_consume_timestamp: self.last_consume_millis.load(Ordering::Relaxed),
             ..ProcessQueueInfo::default()
         }
+    }
+
+    /// Cached messages, their body bytes and the broker's max offset last seen, in one
+    /// lock (the consumer's stats).
+    pub(crate) fn stats(&self) -> (u64, u64, Option<i64>) {
+        let g = self.inner.lock();
+        (
+            (g.msgs.len() + g.consuming.len()) as u64,
+            g.msg_size,
+            g.broker_max_offset,
+        )
     }
 
     /// Cached message count.

@@ -17,6 +17,7 @@
 //! on the callback pool, [`send_oneway`](Producer::send_oneway) expects no answer.
 
 mod latency_fault;
+mod observe;
 mod request;
 mod send;
 mod trace_sender;
@@ -35,6 +36,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
 
+pub use observe::{SendContext, SendHook, SendMode};
 pub use request::{create_reply_message, reply_topic};
 use send::ProducerImpl;
 pub(crate) use trace_sender::start_trace;
@@ -195,6 +197,8 @@ pub struct ProducerBuilder {
     group: String,
     client: ClientOptions,
     options: ProducerOptions,
+    send_hooks: crate::util::Hooks<dyn SendHook>,
+    request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
 }
 
 impl ProducerBuilder {
@@ -203,6 +207,35 @@ impl ProducerBuilder {
     pub fn client_options(mut self, options: ClientOptions) -> Self {
         self.client = options;
         self
+    }
+
+    /// Adds a hook called around every send, from the first one on (Java
+    /// `registerSendMessageHook`); see [`SendHook`]. [`Producer::register_send_hook`] adds
+    /// one to a running producer.
+    #[doc(alias = "registerSendMessageHook")]
+    pub fn send_hook(mut self, hook: Arc<dyn SendHook>) -> Self {
+        self.send_hooks.0.push(hook);
+        self
+    }
+
+    /// Adds a hook called around every request of the client instance, from the first
+    /// route query and heartbeat on (Java `RPCHook`); see [`RequestHook`](crate::RequestHook).
+    pub fn request_hook(mut self, hook: Arc<dyn crate::RequestHook>) -> Self {
+        self.request_hooks.0.push(hook);
+        self
+    }
+
+    /// The producer with this builder's hooks in place.
+    fn with_hooks(
+        producer: Producer,
+        send_hooks: crate::util::Hooks<dyn SendHook>,
+        request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
+    ) -> Producer {
+        for hook in send_hooks.0 {
+            producer.register_send_hook(hook);
+        }
+        producer.inner.add_start_request_hooks(request_hooks.0);
+        producer
     }
 
     /// Turns this producer into a transactional one whose transactions `listener` runs
@@ -255,7 +288,11 @@ impl ProducerBuilder {
             )));
         }
         let inner = ProducerImpl::new(self.group, config, self.options)?;
-        Ok(Producer { inner })
+        Ok(Self::with_hooks(
+            Producer { inner },
+            self.send_hooks,
+            self.request_hooks,
+        ))
     }
 
     /// Traces every send in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns tracing on
@@ -283,7 +320,11 @@ impl ProducerBuilder {
             )));
         }
         let inner = ProducerImpl::with_transaction(self.group, config, self.options, Some(env))?;
-        Ok(Producer { inner })
+        Ok(Self::with_hooks(
+            Producer { inner },
+            self.send_hooks,
+            self.request_hooks,
+        ))
     }
 
     /// Checks the configuration, registers with the shared client instance (starting it
@@ -319,6 +360,8 @@ impl Producer {
             group: group.into(),
             client: ClientOptions::new(),
             options: ProducerOptions::default(),
+            send_hooks: Default::default(),
+            request_hooks: Default::default(),
         }
     }
 
@@ -535,6 +578,37 @@ impl Producer {
     /// What the message trace did so far; `None` when the producer does not trace.
     pub fn trace_stats(&self) -> Option<crate::TraceStats> {
         self.inner.trace_stats()
+    }
+
+    /// The producer's figures now: per topic, messages and bytes sent, failures by kind
+    /// and the send latency; async sends in flight; the client instance's connections,
+    /// heartbeats and route refreshes. Cheap: a read of atomics, no network call.
+    pub fn stats(&self) -> crate::ProducerStats {
+        let client = self
+            .inner
+            .client_instance()
+            .map(|i| i.client_stats())
+            .unwrap_or_default();
+        self.inner
+            .observer
+            .counters
+            .snapshot(self.inner.group(), client)
+    }
+
+    /// Adds a hook called around every send of this producer; hooks run in registration
+    /// order. See [`SendHook`] for where they run.
+    pub fn register_send_hook(&self, hook: Arc<dyn SendHook>) {
+        self.inner.observer.register(hook)
+    }
+
+    /// Adds a hook called around every request of this producer's client instance (Java
+    /// `RPCHook`), which every client with the same client id shares; requests sent before
+    /// it is registered do not see it ([`ProducerBuilder::request_hook`] sees them all). A
+    /// state error after shutdown.
+    pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) -> Result<()> {
+        let instance = self.inner.instance()?;
+        instance.register_request_hook(hook);
+        Ok(())
     }
 
     /// Writable queues of `topic`, from the name server.

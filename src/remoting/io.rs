@@ -536,6 +536,10 @@ impl IoLoop {
         c.state = ConnState::Connected;
         debug!("connection to {} established", c.addr);
         self.shared.connected.write().insert(c.addr.clone());
+        self.shared.connects.fetch_add(1, Ordering::Relaxed);
+        if !self.shared.seen.lock().insert(c.addr.clone()) {
+            self.shared.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
         let listener = self.shared.connect_listener.read().clone();
         if let Some(listener) = listener {
             let addr = c.addr.clone();

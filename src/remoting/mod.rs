@@ -11,6 +11,7 @@
 
 pub mod acl;
 mod frames;
+mod hook;
 mod io;
 mod oneshot;
 #[doc(hidden)]
@@ -22,7 +23,7 @@ mod tls;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -37,6 +38,8 @@ use crate::util;
 use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
 pub use acl::Credentials;
+pub(crate) use hook::UserRequestHook;
+pub use hook::{RequestContext, RequestHook, ResponseContext};
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
 pub use tls::TlsConfig;
@@ -214,6 +217,12 @@ pub(crate) struct Shared {
     tls: Option<Arc<rustls::ClientConfig>>,
     /// Told the address of every connection once it is established, on the callback pool.
     connect_listener: RwLock<Option<ConnectListener>>,
+    /// Every address ever connected to, and how many connections were made (for the
+    /// client's stats: a connection to an address in `seen` is a reconnect). Written by
+    /// the I/O thread when a connection is established, which is rare.
+    seen: Mutex<HashSet<String>>,
+    connects: AtomicU64,
+    reconnects: AtomicU64,
 }
 
 /// What [`RemotingClient::set_connect_listener`] installs.
@@ -402,6 +411,9 @@ impl RemotingClient {
             processor_queued_bytes: AtomicUsize::new(0),
             tls,
             connect_listener: RwLock::new(None),
+            seen: Mutex::new(HashSet::new()),
+            connects: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
         });
         let io_loop = IoLoop::new(poll, shared.clone(), rx);
         let io_thread = worker::spawn("rmq-io", move || io_loop.run())
@@ -440,7 +452,6 @@ impl RemotingClient {
     }
 
     /// Adds an RPC hook; hooks run in registration order.
-    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn register_rpc_hook(&self, hook: Arc<dyn RpcHook>) {
         let mut hooks = self.hooks.write();
         let mut list = Vec::clone(&hooks);
@@ -453,6 +464,15 @@ impl RemotingClient {
     /// thread only queues the call. Replaces the listener set before.
     pub fn set_connect_listener(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
         *self.shared.connect_listener.write() = Some(Arc::new(listener));
+    }
+
+    /// Connections open now, made since the start, and made again to a known address.
+    pub(crate) fn connection_counts(&self) -> crate::stats::ConnectionCounts {
+        crate::stats::ConnectionCounts {
+            open: self.shared.connected.read().len() as u64,
+            connects: self.shared.connects.load(Ordering::Relaxed),
+            reconnects: self.shared.reconnects.load(Ordering::Relaxed),
+        }
     }
 
     /// Bytes of frames queued for writing and not yet wholly written, over all connections.

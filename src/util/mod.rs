@@ -18,6 +18,27 @@ macro_rules! option_setters {
 }
 pub(crate) use option_setters;
 
+/// Hooks a builder collects for its client, in registration order.
+pub(crate) struct Hooks<T: ?Sized>(pub(crate) Vec<std::sync::Arc<T>>);
+
+impl<T: ?Sized> Default for Hooks<T> {
+    fn default() -> Self {
+        Hooks(Vec::new())
+    }
+}
+
+impl<T: ?Sized> Clone for Hooks<T> {
+    fn clone(&self) -> Self {
+        Hooks(self.0.clone())
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for Hooks<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} hook(s)", self.0.len())
+    }
+}
+
 /// A random number good enough for start indexes and shuffles (not for cryptography).
 pub(crate) fn random_u64() -> u64 {
     // Each RandomState carries fresh keys; mixing in the clock varies it across processes.

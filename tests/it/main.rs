@@ -13,11 +13,13 @@ mod consumer_api;
 #[path = "../common/counting.rs"]
 mod counting;
 mod faults;
+mod hooks;
 #[path = "../common/java.rs"]
 mod java;
 mod producer;
 mod push_shutdown;
 mod remoting;
 mod request_reply;
+mod stats;
 mod timer;
 mod trace;

@@ -90,6 +90,10 @@ pub(crate) struct ConsumeArgs {
     /// Where a group without stored offsets starts.
     #[arg(long, value_enum, default_value_t = StartAt::Last)]
     from: StartAt,
+    /// Print the consumer's figures once a second on stderr, one JSON line each
+    /// (`{"stats":{"consumed","consumedPerSec","cached","lag","p99Ms",...}}`).
+    #[arg(long)]
+    stats: bool,
 }
 
 /// Start position of a new group (Java `ConsumeFromWhere`).
@@ -203,6 +207,13 @@ fn run_push<W: Write>(
     let consumer = Arc::new(consumer);
     let _ = sink.consumer.set(Arc::downgrade(&consumer));
     announce(args);
+    let reporter = if args.stats {
+        let c = Arc::downgrade(&consumer);
+        let read = move || c.upgrade().map(|c| c.stats()).unwrap_or_default();
+        Some(crate::consume_stats::Reporter::start(read)?)
+    } else {
+        None
+    };
 
     while !out.done(args.count) {
         match next_lines(&lines, deadline) {
@@ -210,6 +221,7 @@ fn run_push<W: Write>(
             None => break, // the timeout
         }
     }
+    drop(reporter);
     shut_down_while_printing(&consumer, &lines, &mut out)?;
     Ok(out)
 }
@@ -274,7 +286,14 @@ fn run_lite_pull<W: Write>(
         .consume_from_where(args.from.into())
         .subscribe(args.topic.name(), args.expr.as_deref().unwrap_or("*"))
         .start()?;
+    let consumer = Arc::new(consumer);
     announce(args);
+    let reporter = if args.stats {
+        let c = consumer.clone();
+        Some(crate::consume_stats::Reporter::start(move || c.stats())?)
+    } else {
+        None
+    };
     let mut rest: Option<MessageExt> = None;
     while rest.is_none() && !out.done(args.count) {
         let slice = deadline.map_or(POLL_SLICE, |d| {
@@ -305,6 +324,7 @@ fn run_lite_pull<W: Write>(
     // Every batch the polls returned is printed (one cut by the count was moved back
     // above): confirm and commit them, since shutdown commits only what a later poll or a
     // commit confirmed.
+    drop(reporter);
     consumer.commit_sync()?;
     consumer.shutdown();
     Ok(out)

@@ -10,6 +10,7 @@ mod bench;
 mod bench_consume;
 mod cluster;
 mod consume;
+mod consume_stats;
 mod request;
 mod scale;
 mod send;

@@ -116,6 +116,7 @@ impl MQClientInstance {
             }
         };
         let times = self.heartbeat_times.fetch_add(1, Ordering::Relaxed);
+        crate::stats::ClientCounters::bump(&self.counters.heartbeats);
         let targets: Vec<(String, u64, String)> = self
             .broker_addr_table
             .read()

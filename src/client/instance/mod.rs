@@ -159,6 +159,8 @@ pub struct MQClientInstance {
     services: Mutex<Option<ConsumerServices>>,
     /// Requests of this client's producers waiting for replies.
     replies: super::ReplyTable,
+    /// Heartbeats, route refreshes, rebalances, request hook panics (`stats()`).
+    counters: crate::stats::ClientCounters,
     me: Weak<MQClientInstance>,
 }
 
@@ -206,6 +208,7 @@ impl MQClientInstance {
             scheduler: Mutex::new(None),
             services: Mutex::new(None),
             replies: super::ReplyTable::default(),
+            counters: crate::stats::ClientCounters::default(),
             me: me.clone(),
         }))
     }
@@ -245,6 +248,20 @@ impl MQClientInstance {
     /// The remoting client.
     pub fn remoting(&self) -> &Arc<RemotingClient> {
         self.api.remoting()
+    }
+
+    /// The instance's figures now (connections from the remoting client).
+    pub(crate) fn client_stats(&self) -> crate::stats::ClientStats {
+        self.counters
+            .snapshot(self.client_id.clone(), self.remoting().connection_counts())
+    }
+
+    /// Adds a user's request hook to the instance's remoting client; its panics are
+    /// caught and counted in the instance's figures.
+    pub(crate) fn register_request_hook(&self, hook: Arc<dyn crate::remoting::RequestHook>) {
+        let panics = self.counters.hook_panics.clone();
+        self.remoting()
+            .register_rpc_hook(Arc::new(crate::remoting::UserRequestHook { hook, panics }));
     }
 
     /// Current state.

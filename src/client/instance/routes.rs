@@ -209,6 +209,7 @@ impl MQClientInstance {
             }
             None => self.api.get_topic_route_info(topic, timeout)?,
         };
+        crate::stats::ClientCounters::bump(&self.counters.route_refreshes);
         Ok(self.store_route(topic, route, needed))
     }
 

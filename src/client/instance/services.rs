@@ -186,6 +186,7 @@ impl MQClientInstance {
             .iter()
             .map(|(g, c)| (g.clone(), c.clone()))
             .collect();
+        crate::stats::ClientCounters::bump(&self.counters.rebalances);
         for (group, c) in consumers {
             worker::run_caught(format_args!("the rebalance of group {group}"), || {
                 c.do_rebalance()

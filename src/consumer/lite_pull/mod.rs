@@ -161,6 +161,8 @@ struct LitePullImpl {
     started_at: i64,
     /// The trace of what `poll` returns, with `enable_msg_trace`.
     trace: Mutex<Option<Arc<TraceDispatcher>>>,
+    /// Monotonic counters for `LitePullConsumer::stats`.
+    counters: crate::stats::ConsumeCounters,
     me: Weak<LitePullImpl>,
 }
 
@@ -171,6 +173,7 @@ pub struct LitePullConsumerBuilder {
     options: LitePullOptions,
     subscriptions: Vec<(String, MessageSelector)>,
     strategy: Option<Box<dyn AllocateStrategy>>,
+    request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
 }
 
 impl std::fmt::Debug for LitePullConsumerBuilder {
@@ -181,6 +184,7 @@ impl std::fmt::Debug for LitePullConsumerBuilder {
             .field("options", &self.options)
             .field("subscriptions", &self.subscriptions)
             .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
+            .field("request_hooks", &self.request_hooks)
             .finish()
     }
 }
@@ -237,6 +241,13 @@ impl LitePullConsumerBuilder {
     pub fn trace_topic(mut self, topic: impl Into<String>) -> Self {
         self.options.enable_msg_trace = true;
         self.options.trace_topic = Some(topic.into());
+        self
+    }
+
+    /// Adds a hook called around every request of the client instance, from the first
+    /// heartbeat and pull on (Java `RPCHook`); see [`RequestHook`](crate::RequestHook).
+    pub fn request_hook(mut self, hook: Arc<dyn crate::RequestHook>) -> Self {
+        self.request_hooks.0.push(hook);
         self
     }
 
@@ -331,8 +342,12 @@ impl LitePullConsumerBuilder {
             last_commit: Mutex::new(Instant::now()),
             started_at: crate::util::now_millis(),
             trace: Mutex::new(None),
+            counters: Default::default(),
             me: me.clone(),
         });
+        for hook in self.request_hooks.0 {
+            instance.register_request_hook(hook);
+        }
         Ok(LitePullConsumer { inner })
     }
 }
@@ -412,6 +427,7 @@ impl LitePullConsumer {
             options: LitePullOptions::default(),
             subscriptions: Vec::new(),
             strategy: None,
+            request_hooks: Default::default(),
         }
     }
 
@@ -522,6 +538,8 @@ impl LitePullConsumer {
             }
             drop(queues);
             let mut msgs = batch.msgs;
+            c.counters
+                .consumed(&c.unwrap_topic(&batch.mq.topic), msgs.len() as u64, 0, None);
             if c.namespace.as_deref().is_some_and(|ns| !ns.is_empty()) {
                 for m in &mut msgs {
                     let t = c.unwrap_topic(m.topic());
@@ -542,6 +560,43 @@ impl LitePullConsumer {
             }
             return Ok(msgs);
         }
+    }
+
+    /// The consumer's figures now: per topic, messages pulled and returned by `poll`; per
+    /// queue held, messages and bytes cached (pulled, not yet returned by `poll`), the
+    /// offset a commit writes (what a later `poll` confirmed, else the stored one) and the
+    /// lag; the client instance's connections, heartbeats, route refreshes and
+    /// rebalances. Cheap: atomics and a few short locks, no network call.
+    pub fn stats(&self) -> crate::ConsumerStats {
+        let c = &self.inner;
+        let offsets = c.store.offsets();
+        let mut queues: Vec<crate::QueueStats> = c
+            .queues
+            .lock()
+            .iter()
+            .map(|(mq, s)| {
+                let (count, bytes, max) = s.pq.stats();
+                let consumed = if s.confirmed_offset >= 0 {
+                    Some(s.confirmed_offset)
+                } else {
+                    offsets.get(mq).copied()
+                };
+                (c.unwrap(mq), (count, bytes), consumed, max)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|(mq, cached, consumed, max)| crate::QueueStats::new(mq, cached, consumed, max))
+            .collect();
+        queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+        c.counters
+            .snapshot(&c.group, queues, (0, 0), c.instance.client_stats())
+    }
+
+    /// Adds a hook called around every request of this consumer's client instance (Java
+    /// `RPCHook`), which every client with the same client id shares; requests sent before
+    /// it is registered do not see it.
+    pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) {
+        self.inner.instance.register_request_hook(hook)
     }
 
     /// What the message trace did so far; `None` when the consumer does not trace.
@@ -922,6 +977,11 @@ impl LitePullImpl {
         }
         match r.status {
             PullStatus::Found if !r.msgs.is_empty() => {
+                self.counters.pulled(
+                    &self.unwrap_topic(&mq.topic),
+                    r.msgs.len() as u64,
+                    body_bytes(&r.msgs),
+                );
                 pq.put_messages(&r.msgs);
                 self.cached_msgs
                     .fetch_add(r.msgs.len() as u64, Ordering::SeqCst);

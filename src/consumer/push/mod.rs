@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use log::{debug, info, warn};
 use parking_lot::{Mutex, RwLock};
 
+use super::hook::{ConsumeHookStatus, ConsumeObserver};
 use super::offset_store::{OffsetStore, ReadOffset, ReadOffsetType};
 use super::pool::ConsumePool;
 use super::process_queue::ProcessQueue;
@@ -101,6 +102,8 @@ pub(crate) struct PushConsumerImpl {
     persisting: Mutex<()>,
     /// Pull and consume figures for the admin tool.
     pub(crate) stats: ConsumeStats,
+    /// Monotonic counters for `PushConsumer::stats`, and the consume hooks.
+    pub(crate) observer: ConsumeObserver,
     /// When the consumer was created, ms since the epoch (Java
     /// `consumerStartTimestamp`).
     started_at: i64,
@@ -168,6 +171,7 @@ impl PushConsumerImpl {
             recording: RwLock::new(true),
             persisting: Mutex::new(()),
             stats: ConsumeStats::default(),
+            observer: ConsumeObserver::default(),
             started_at: crate::util::now_millis(),
             topic_queue_limits: RwLock::new(HashMap::new()),
             trace: RwLock::new(None),
@@ -482,6 +486,12 @@ impl PushConsumerImpl {
                 if r.msgs.is_empty() {
                     return self.instance.execute_pull_request_immediately(req);
                 }
+                let bytes = r.msgs.iter().map(|m| m.body().len() as u64).sum();
+                self.observer.counters.pulled(
+                    &self.user_topic(&req.mq.topic),
+                    r.msgs.len() as u64,
+                    bytes,
+                );
                 let (msgs, dispatch) = match self.listener {
                     Listener::Concurrently(_) => {
                         let dispatch = req.pq.put_messages(&r.msgs);
@@ -622,6 +632,7 @@ impl PushConsumerImpl {
         let msgs = Arc::new(msgs);
         let batch = pq.begin_batch(msgs.clone());
         let mut ctx = ConsumeConcurrentlyContext::new(mq);
+        let hooks = self.observer.before(&self.group, &ctx.message_queue, &msgs);
         let began = Instant::now();
         let traced = self.trace_before(&msgs);
         let mut panicked = false;
@@ -637,7 +648,16 @@ impl PushConsumerImpl {
                 ConsumeStatus::ReconsumeLater
             });
         let ok = status == ConsumeStatus::Success;
+        let took = began.elapsed();
         self.trace_after(traced, &msgs, began, ok, panicked);
+        if let Some(hooks) = hooks {
+            let status = match status {
+                _ if panicked => ConsumeHookStatus::Panicked,
+                ConsumeStatus::Success => ConsumeHookStatus::Success,
+                ConsumeStatus::ReconsumeLater => ConsumeHookStatus::ReconsumeLater,
+            };
+            hooks.after(&self.group, &ctx.message_queue, &msgs, status);
+        }
         if !pq.end_batch(batch) {
             // Past the consume timeout: its messages were sent back and left the queue.
             debug!(
@@ -663,6 +683,12 @@ impl PushConsumerImpl {
         .min(msgs.len());
         self.stats
             .consumed(&mq.topic, acked, msgs.len() - acked, began.elapsed());
+        self.observer.counters.consumed(
+            &self.user_topic(&mq.topic),
+            acked as u64,
+            (msgs.len() - acked) as u64,
+            Some(took),
+        );
         if acked < msgs.len()
             && self.options.message_model == MessageModel::Clustering
             && !self.is_running()
@@ -752,6 +778,7 @@ impl PushConsumerImpl {
             }
             self.prepare_for_listener(&mut msgs);
             let mut ctx = ConsumeOrderlyContext::new(mq.clone());
+            let hooks = self.observer.before(&self.group, &mq, &msgs);
             let consume_began = Instant::now();
             let traced = self.trace_before(&msgs);
             let mut panicked = false;
@@ -765,13 +792,27 @@ impl PushConsumerImpl {
                     ConsumeOrderlyStatus::Suspend
                 });
             let ok = status == ConsumeOrderlyStatus::Success;
+            let took = consume_began.elapsed();
             self.trace_after(traced, &msgs, consume_began, ok, panicked);
+            if let Some(hooks) = hooks {
+                let status = match status {
+                    _ if panicked => ConsumeHookStatus::Panicked,
+                    ConsumeOrderlyStatus::Success => ConsumeHookStatus::Success,
+                    ConsumeOrderlyStatus::Suspend => ConsumeHookStatus::SuspendCurrentQueue,
+                };
+                hooks.after(&self.group, &mq, &msgs, status);
+            }
             let (ok, failed) = match status {
                 ConsumeOrderlyStatus::Success => (msgs.len(), 0),
                 ConsumeOrderlyStatus::Suspend => (0, msgs.len()),
             };
-            self.stats
-                .consumed(&mq.topic, ok, failed, consume_began.elapsed());
+            self.stats.consumed(&mq.topic, ok, failed, took);
+            self.observer.counters.consumed(
+                &self.user_topic(&mq.topic),
+                ok as u64,
+                failed as u64,
+                Some(took),
+            );
             if pq.is_dropped() {
                 return;
             }
@@ -940,6 +981,44 @@ impl PushConsumerImpl {
                 false
             }
         }
+    }
+
+    /// `topic` without the namespace (a copy only with a namespace).
+    fn user_topic<'a>(&self, topic: &'a str) -> std::borrow::Cow<'a, str> {
+        match self.namespace.as_deref() {
+            None => std::borrow::Cow::Borrowed(topic),
+            ns => std::borrow::Cow::Owned(crate::client::namespace::unwrap(ns, topic)),
+        }
+    }
+
+    /// The consumer's figures now (`PushConsumer::stats`).
+    pub(crate) fn stats_snapshot(&self) -> crate::ConsumerStats {
+        let pqs: Vec<(MessageQueue, Arc<ProcessQueue>)> = self
+            .rebalance
+            .process_queues
+            .read()
+            .iter()
+            .filter(|(_, pq)| !pq.is_dropped())
+            .map(|(mq, pq)| (mq.clone(), pq.clone()))
+            .collect();
+        let offsets = self.offset_store.offsets();
+        let mut queues: Vec<crate::QueueStats> = pqs
+            .into_iter()
+            .map(|(mq, pq)| {
+                let (count, bytes, max) = pq.stats();
+                let consumed = offsets.get(&mq).copied();
+                let mut user = mq;
+                user.topic = self.user_topic(&user.topic).as_ref().into();
+                crate::QueueStats::new(user, (count, bytes), consumed, max)
+            })
+            .collect();
+        queues.sort_by(|a, b| a.queue.cmp(&b.queue));
+        self.observer.counters.snapshot(
+            &self.group,
+            queues,
+            (self.pool.size(), self.pool.busy()),
+            self.instance.client_stats(),
+        )
     }
 
     /// Queues held now, with their process queues.

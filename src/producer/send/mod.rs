@@ -13,6 +13,7 @@ use log::{debug, warn};
 use parking_lot::{Mutex, RwLock};
 
 use super::latency_fault::FaultStrategy;
+use super::observe::{Observer, SendMode};
 use super::transaction::TransactionEnv;
 use super::{ProducerOptions, SendAsyncError, SendResult, SendStatus};
 use crate::client::validators::{
@@ -91,6 +92,11 @@ pub(super) struct ProducerImpl {
     trace: RwLock<Option<Arc<TraceDispatcher>>>,
     /// The check pool of a transactional producer.
     transaction: Option<Arc<TransactionEnv>>,
+    /// Send counters and send hooks.
+    pub(super) observer: Observer,
+    /// Request hooks given to the builder, registered on the client instance as soon as
+    /// `start` has it, before its first request.
+    start_request_hooks: Mutex<Vec<Arc<dyn crate::RequestHook>>>,
 }
 
 /// A topic's publish info and when it was last sent to.
@@ -157,11 +163,18 @@ impl ProducerImpl {
             publish_table: RwLock::new(HashMap::new()),
             trace: RwLock::new(None),
             transaction,
+            observer: Observer::default(),
+            start_request_hooks: Mutex::new(Vec::new()),
         }))
     }
 
     pub(super) fn group(&self) -> &str {
         &self.group
+    }
+
+    /// The builder's request hooks, for `start` to register.
+    pub(super) fn add_start_request_hooks(&self, hooks: Vec<Arc<dyn crate::RequestHook>>) {
+        self.start_request_hooks.lock().extend(hooks);
     }
 
     pub(super) fn options(&self) -> &ProducerOptions {
@@ -194,6 +207,9 @@ impl ProducerImpl {
         *state = ServiceState::StartFailed;
         drop(state);
         let instance = manager::get_or_create_instance(&self.config)?;
+        for hook in std::mem::take(&mut *self.start_request_hooks.lock()) {
+            instance.register_request_hook(hook);
+        }
         let me: Arc<dyn ProducerInner> = self.clone();
         if !instance.register_producer(&self.group, me) {
             return Err(Error::state(format!(
@@ -257,8 +273,7 @@ impl ProducerImpl {
         debug!("producer {} shut down", self.group);
     }
 
-    #[cfg(feature = "unstable-internals")]
-    pub(super) fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
+    pub(crate) fn client_instance(&self) -> Option<Arc<MQClientInstance>> {
         self.instance.read().clone()
     }
 
@@ -651,21 +666,28 @@ impl ProducerImpl {
     }
 
     pub(super) fn send_sync(&self, msg: &Message, timeout: Duration) -> Result<SendResult> {
-        let p = self.prepare(msg)?;
-        self.send_default(&p, Mode::Sync, timeout)?
-            .ok_or_else(|| Error::state("sync send returned no result"))
+        self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
+            let p = self.prepare(msg)?;
+            self.send_default(&p, Mode::Sync, timeout)?
+                .ok_or_else(|| Error::state("sync send returned no result"))
+        })
     }
 
     pub(super) fn send_oneway(&self, msg: &Message) -> Result<()> {
-        let p = self.prepare(msg)?;
-        self.send_default(&p, Mode::Oneway, self.options.send_timeout)
-            .map(|_| ())
+        self.observer
+            .one(&self.group, SendMode::Oneway, msg, |msg| {
+                let p = self.prepare(msg)?;
+                self.send_default(&p, Mode::Oneway, self.options.send_timeout)
+                    .map(|_| ())
+            })
     }
 
     pub(super) fn send_batch(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
-        let p = self.prepare_batch(msgs)?;
-        self.send_default(&p, Mode::Sync, timeout)?
-            .ok_or_else(|| Error::state("sync send returned no result"))
+        self.observer.batch(&self.group, msgs, |msgs| {
+            let p = self.prepare_batch(msgs)?;
+            self.send_default(&p, Mode::Sync, timeout)?
+                .ok_or_else(|| Error::state("sync send returned no result"))
+        })
     }
 
     /// Java `sendDefaultImpl` for sync and oneway sends.
@@ -781,18 +803,23 @@ impl ProducerImpl {
         mq: &MessageQueue,
         timeout: Duration,
     ) -> Result<SendResult> {
-        check_queue_topic(msg.topic(), mq)?;
-        let p = self.prepare(msg)?;
-        self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
-            .ok_or_else(|| Error::state("sync send returned no result"))
+        self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
+            check_queue_topic(msg.topic(), mq)?;
+            let p = self.prepare(msg)?;
+            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
+                .ok_or_else(|| Error::state("sync send returned no result"))
+        })
     }
 
     /// Sends to `mq` once, expecting no answer (Java `sendOneway(msg, mq)`).
     pub(super) fn send_oneway_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<()> {
-        check_queue_topic(msg.topic(), mq)?;
-        let p = self.prepare(msg)?;
-        self.send_prepared_to_queue(&p, mq, Mode::Oneway, self.options.send_timeout)
-            .map(|_| ())
+        self.observer
+            .one(&self.group, SendMode::Oneway, msg, |msg| {
+                check_queue_topic(msg.topic(), mq)?;
+                let p = self.prepare(msg)?;
+                self.send_prepared_to_queue(&p, mq, Mode::Oneway, self.options.send_timeout)
+                    .map(|_| ())
+            })
     }
 
     /// Sends a batch to `mq` once (Java `send(Collection, mq)`).
@@ -802,10 +829,12 @@ impl ProducerImpl {
         mq: &MessageQueue,
         timeout: Duration,
     ) -> Result<SendResult> {
-        let p = self.prepare_batch(msgs)?;
-        check_queue_topic(&p.user_topic, mq)?;
-        self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
-            .ok_or_else(|| Error::state("sync send returned no result"))
+        self.observer.batch(&self.group, msgs, |msgs| {
+            let p = self.prepare_batch(msgs)?;
+            check_queue_topic(&p.user_topic, mq)?;
+            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
+                .ok_or_else(|| Error::state("sync send returned no result"))
+        })
     }
 
     fn send_prepared_to_queue(
@@ -853,9 +882,43 @@ impl ProducerImpl {
         timeout: Duration,
         callback: SendCallback,
     ) -> std::result::Result<(), SendAsyncError> {
-        match self.queue_async(&msg, queue, timeout, callback) {
+        let started = Instant::now();
+        let mut msg = msg;
+        let hooks = self.observer.hooks();
+        if let Some(hooks) = &hooks {
+            hooks.before(&self.group, SendMode::Async, &mut msg);
+        }
+        let counters = self.observer.counters.clone();
+        let topic = msg.topic().to_string();
+        let bytes = msg.body().len() as u64;
+        // The message as sent, for the hooks' `after_send` (a copy only when hooked).
+        let hooked = hooks.map(|h| (h, msg.clone(), self.group.clone()));
+        counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
+        let observed: SendCallback = {
+            let counters = counters.clone();
+            let topic = topic.clone();
+            Box::new(move |r: Result<SendResult>| {
+                // Counted before the user's callback runs: a caller that waits for its
+                // callbacks then sees them in the stats.
+                counters.record(&topic, 1, bytes, &r, started.elapsed());
+                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+                if let Some((hooks, mut msg, group)) = hooked {
+                    hooks.after(&group, SendMode::Async, &mut msg, r.as_ref().map(Some));
+                }
+                callback(r)
+            })
+        };
+        match self.queue_async(&msg, queue, timeout, observed) {
             Ok(()) => Ok(()),
-            Err(error) => Err(SendAsyncError::new(error, msg)),
+            Err(error) => {
+                // Not queued: the wrapped callback was dropped unrun.
+                counters.failed(&topic, 1, &error);
+                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+                if let Some(hooks) = self.observer.hooks() {
+                    hooks.after(&self.group, SendMode::Async, &mut msg, Err(&error));
+                }
+                Err(SendAsyncError::new(error, msg))
+            }
         }
     }
 
