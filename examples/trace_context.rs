@@ -16,7 +16,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use rocketmq_blocking::{
-    Admin, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeStatus, Error, Message, Producer,
+    ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeStatus, Error, Message, Producer,
     PushConsumer, SendContext, SendHook, SendResult, TopicConfig,
 };
 

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_blocking::{
-    Admin, ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
+    ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer, TopicConfig,
 };
 
 fn main() -> common::Result<()> {

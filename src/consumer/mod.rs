@@ -913,7 +913,8 @@ impl PushConsumer {
 
     /// Adds a hook called around every request of this consumer's client instance (Java
     /// `RPCHook`), which every client with the same client id shares; requests sent before
-    /// it is registered (those of [`start`](Self::start)) do not see it.
+    /// it is registered (those of `start`) do not see it ([`PushConsumerBuilder::request_hook`]
+    /// sees them all).
     pub fn register_request_hook(&self, hook: Arc<dyn crate::RequestHook>) {
         self.inner.instance.register_request_hook(hook)
     }

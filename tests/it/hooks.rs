@@ -284,10 +284,7 @@ fn hook_on_requests_sees_every_send_and_its_response() {
     // A client instance of its own: request hooks apply to every client sharing one.
     let hook = Arc::new(Rpc::default());
     let p = Producer::builder(cluster::unique("hook_rpc_pg"))
-        .client_options(
-            cluster::options()
-                .instance_name(cluster::unique("hook_rpc_inst")),
-        )
+        .client_options(cluster::options().instance_name(cluster::unique("hook_rpc_inst")))
         .request_hook(hook.clone())
         .start()
         .unwrap();

@@ -15,6 +15,7 @@ use rocketmq_blocking::{
 
 use crate::cluster;
 use crate::consumer::{consumer, lite, producer, wait_for};
+use rocketmq_blocking::ClientOptions;
 
 #[path = "../../examples/prometheus/exporter.rs"]
 mod exporter;
@@ -50,8 +51,11 @@ fn stats_count_acknowledged_and_failed_sends_against_a_stopped_broker() {
         .create_topic(&TopicConfig::new(&topic, 2))
         .unwrap();
     let p = Producer::builder(cluster::unique("stats_pg"))
-        .client_options(ClientOptions::new().namesrv_addr(c.namesrv_addr()).instance_name(cluster::unique("stats_inst")))
-        
+        .client_options(
+            ClientOptions::new()
+                .namesrv_addr(c.namesrv_addr())
+                .instance_name(cluster::unique("stats_inst")),
+        )
         .retries(1)
         .start()
         .unwrap();
