@@ -40,12 +40,34 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Union, Dict, Iterator, List, Optional, Sequence
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    Generator,
+    Generic,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _native
 
-# A native client: ``_native.Producer``, ``PushConsumer`` or ``LitePullConsumer``.
-_Native = Any
+# A native client: ``_native.Producer``, ``PushConsumer``, ``LitePullConsumer``, ...
+_Native = TypeVar(
+    "_Native",
+    _native.Producer,
+    _native.PushConsumer,
+    _native.LitePullConsumer,
+    _native.NativeAdmin,
+)
+_Self = TypeVar("_Self", bound="_Client[Any]")
 
 __all__ = [
     "Admin",
@@ -98,6 +120,13 @@ class RocketMQError(Exception):
 _native.set_error_class(RocketMQError)
 
 
+def _as_error(e: Optional[BaseException]) -> Optional[RocketMQError]:
+    """An error ``_native`` passed (a :class:`RocketMQError`, the class it raises)."""
+    if e is None or isinstance(e, RocketMQError):
+        return e
+    return RocketMQError("RMQ_OTHER", str(e))
+
+
 @dataclass
 class Message:
     """A message to send."""
@@ -109,12 +138,12 @@ class Message:
     properties: Dict[str, str] = field(default_factory=dict)
     delay_level: Optional[int] = None
 
-    def _tuple(self) -> tuple:
+    def _tuple(self) -> _native.MessageTuple:
         """The form ``_native`` takes."""
         return (self.topic, bytes(self.body), self.tags, list(self.keys), dict(self.properties), self.delay_level)
 
 
-def _message(m: object) -> tuple:
+def _message(m: object) -> _native.MessageTuple:
     """``m``'s form for ``_native``; ``TypeError`` for anything but a :class:`Message`."""
     if not isinstance(m, Message):
         raise TypeError(f"expected a Message, not {type(m).__name__}")
@@ -160,7 +189,7 @@ class SendResult:
     status: int
 
 
-def _queue(q: object) -> tuple:
+def _queue(q: object) -> _native.QueueTuple:
     """``q``'s form for ``_native``; ``TypeError`` for anything but a :class:`MessageQueue`."""
     if not isinstance(q, MessageQueue):
         raise TypeError(f"expected a MessageQueue, not {type(q).__name__}")
@@ -241,7 +270,7 @@ def _client_options(options: Dict[str, Any]) -> Dict[str, Any]:
 
 # Clients still open at interpreter exit are closed first, before Python tears down the
 # objects their callbacks use.
-_open: "weakref.WeakSet" = weakref.WeakSet()
+_open: "weakref.WeakSet[_Client[Any]]" = weakref.WeakSet()
 
 # How long the exit hook waits, for all clients together, for calls other threads (daemon
 # threads, typically) are making; a client still in use then is left open, not freed.
@@ -266,7 +295,7 @@ def _close_all() -> None:
             _log.exception("closing %s at exit", type(c).__name__)
 
 
-class _Client:
+class _Client(Generic[_Native]):
     """A native client shared by threads. ``free`` shuts it down, so every call holds it
     through ``_use`` and ``close`` frees it only once no call is inside the library: a
     reader/writer guard whose writer comes once."""
@@ -280,7 +309,7 @@ class _Client:
         self._free_on_leave = False
 
     @contextmanager
-    def _use(self) -> Iterator[_Native]:
+    def _use(self) -> Generator[_Native, None, None]:
         """The native client for one call into the library; raises the closed error once
         ``close`` has begun."""
         me = threading.get_ident()
@@ -340,10 +369,10 @@ class _Client:
         if self._begin_close():
             self._finish_close(None)
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -353,7 +382,7 @@ class _Client:
             pass
 
 
-class Producer(_Client):
+class Producer(_Client[_native.Producer]):
     """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
     to the send timeout plus 10 s) for the callbacks of async sends in flight."""
 
@@ -418,24 +447,27 @@ class Producer(_Client):
         the :class:`RocketMQError`), and asyncio code can ``await`` it. Errors found
         before sending (a closed producer, an invalid message, no route) are raised here."""
         future: Optional[SendFuture] = None
+        user: Callable[[Optional[SendResult], Optional[RocketMQError]], None]
         if callback is None:
             future = SendFuture()
             fut = future
 
-            def callback(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
+            def complete(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
                 try:
                     if error is not None:
                         fut.set_exception(error)
-                    else:
+                    elif result is not None:
                         fut.set_result(result)
                 except concurrent.futures.InvalidStateError:
                     pass  # cancelled by its owner meanwhile
 
-        user = callback
+            user = complete
+        else:
+            user = callback
 
-        def done(result: Optional[tuple], error: Optional[RocketMQError]) -> None:
+        def done(result: Optional[_native.SendResultTuple], error: Optional[BaseException]) -> None:
             try:
-                user(None if result is None else SendResult(*result), error)
+                user(None if result is None else SendResult(*result), _as_error(error))
             except BaseException:
                 _log.exception("the send_async callback raised")
 
@@ -445,13 +477,14 @@ class Producer(_Client):
         return future
 
 
-class SendFuture(concurrent.futures.Future):
+
+class SendFuture(concurrent.futures.Future[SendResult]):
     """The outcome of :meth:`Producer.send_async` without a callback: a
     :class:`concurrent.futures.Future` of a :class:`SendResult` that asyncio code may
     also ``await`` (the library's thread completes the event loop's future with
     ``call_soon_threadsafe``, so the loop never blocks)."""
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, SendResult]:
         import asyncio
 
         return asyncio.wrap_future(self).__await__()
@@ -480,7 +513,7 @@ def _consume_status(status: object) -> int:
     return ConsumeStatus.LATER
 
 
-class PushConsumer(_Client):
+class PushConsumer(_Client[_native.PushConsumer]):
     """A push consumer (Java ``DefaultMQPushConsumer``) calling ``listener(messages)``
     on library threads; ``listener`` returns a :class:`ConsumeStatus` (or a bool): only
     a success acknowledges the messages, anything else means "deliver again later". An
@@ -500,13 +533,13 @@ class PushConsumer(_Client):
         orderly: bool = False,
         broadcasting: bool = False,
         from_first: bool = False,
-        threads: Optional[tuple] = None,
+        threads: Optional[Tuple[int, int]] = None,
         batch_max_size: Optional[int] = None,
         **options: Any,
     ) -> None:
         super().__init__()
 
-        def on_messages(msgs: List[tuple]) -> int:
+        def on_messages(msgs: List[_native.ReceivedTuple]) -> int:
             # Everything inside the try: the library takes anything but 0 as "later".
             try:
                 return _consume_status(listener([ReceivedMessage(*m) for m in msgs]))
@@ -534,7 +567,7 @@ class PushConsumer(_Client):
         _open.add(self)
 
 
-class LitePullConsumer(_Client):
+class LitePullConsumer(_Client[_native.LitePullConsumer]):
     """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate. With
     ``topic`` it subscribes (queues assigned by rebalance); with ``topic=None`` it takes
     the queues :meth:`assign` gives it."""
@@ -675,7 +708,7 @@ class ConsumeStats:
     queues: List[QueueProgress]
 
 
-class Admin(_Client):
+class Admin(_Client[_native.NativeAdmin]):
     """An admin client (Java ``DefaultMQAdminExt``, in part): topics, offsets, messages,
     consume stats. Thread-safe; a context manager. Takes the options every client does."""
 

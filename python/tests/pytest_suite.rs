@@ -3,7 +3,8 @@
 //! the wheel imports with no cargo on the `PATH`, the pytest suite beside this file
 //! (`test_*.py`) passes against one real RocketMQ cluster (testkit), `test_secure.py`
 //! against a second one enforcing mutual TLS and ACL, and the example of docs/python.md
-//! works as written.
+//! works as written. `test_typing.py` runs `mypy --strict` over the installed package and
+//! the Python snippets of docs/python.md.
 //!
 //! maturin and pytest come from PyPI into a venv of their own (`target/python/tools`),
 //! installed on the first run. The wheel is built into a target directory of its own:
@@ -171,14 +172,18 @@ fn wheel() -> PathBuf {
         .clone()
 }
 
-/// A fresh venv with the wheel and pytest, for the suite and the docs example.
+/// A fresh venv with the wheel, pytest and mypy, for the suite and the docs example.
 fn test_venv() -> PathBuf {
     static VENV: OnceLock<PathBuf> = OnceLock::new();
     VENV.get_or_init(|| {
         let venv = work_dir().join("venv-test");
         fresh_venv(&venv);
         let wheel = wheel();
-        pip_install(&venv, &[wheel.to_str().expect("UTF-8 path"), "pytest"]);
+        // mypy: test_typing.py checks the package and the docs' snippets with it.
+        pip_install(
+            &venv,
+            &[wheel.to_str().expect("UTF-8 path"), "pytest", "mypy"],
+        );
         venv
     })
     .clone()
