@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import enum
 import logging
 import os
 import threading
@@ -63,6 +64,7 @@ from . import _native
 _Native = TypeVar(
     "_Native",
     _native.Producer,
+    _native.TransactionProducer,
     _native.PushConsumer,
     _native.LitePullConsumer,
     _native.NativeAdmin,
@@ -75,6 +77,7 @@ __all__ = [
     "ConsumeStats",
     "ConsumeStatus",
     "LitePullConsumer",
+    "LocalTransactionState",
     "Message",
     "MessageQueue",
     "Producer",
@@ -86,6 +89,8 @@ __all__ = [
     "SendResult",
     "set_log_level",
     "TlsConfig",
+    "TransactionProducer",
+    "TransactionSendResult",
     "version",
 ]
 
@@ -476,6 +481,84 @@ class Producer(_Client[_native.Producer]):
             h.send_async(m, done)
         return future
 
+
+
+class LocalTransactionState(enum.Enum):
+    """How a local transaction ended (Java ``LocalTransactionState``): ``COMMIT`` makes
+    the message visible to consumers, ``ROLLBACK`` discards it, ``UNKNOWN`` leaves the
+    broker to ask again later (:class:`TransactionProducer`'s ``check``)."""
+
+    COMMIT = 0
+    ROLLBACK = 1
+    UNKNOWN = 2
+
+
+def _transaction_state(what: str, state: object) -> int:
+    """The value ``_native`` takes for what a transaction callback returned."""
+    if isinstance(state, LocalTransactionState):
+        return state.value
+    _log.warning("the %s callback returned %r, not a LocalTransactionState: the state is UNKNOWN", what, state)
+    return LocalTransactionState.UNKNOWN.value
+
+
+@dataclass(frozen=True)
+class TransactionSendResult(SendResult):
+    """What :meth:`TransactionProducer.send_in_transaction` did (Java
+    ``TransactionSendResult``): the half message's send result and the state sent to the
+    broker."""
+
+    local_transaction_state: LocalTransactionState
+
+
+class TransactionProducer(_Client[_native.TransactionProducer]):
+    """A transactional producer (Java ``TransactionMQProducer``). :meth:`send_in_transaction`
+    stores a half message, runs ``execute(message, arg)`` on the calling thread and
+    commits or rolls back as it returns; when it returns ``UNKNOWN`` (or its answer was
+    lost), the broker later asks ``check(received_message)`` on a library thread. Both
+    return a :class:`LocalTransactionState`; anything else, or an exception (logged with
+    its traceback on the ``rocketmq_blocking`` logger), means ``UNKNOWN``. The message
+    ``execute`` gets carries every property, ``UNIQ_KEY`` (the message id a check's
+    message has as ``msg_id``) included. Thread-safe; ``close`` runs the checks already
+    queued and waits for the callbacks in flight."""
+
+    def __init__(
+        self,
+        group: str,
+        execute: Callable[[Message, Any], LocalTransactionState],
+        check: Callable[[ReceivedMessage], LocalTransactionState],
+        *,
+        send_timeout_ms: Optional[int] = None,
+        retries: Optional[int] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+
+        def on_execute(m: _native.MessageTuple, arg: object) -> int:
+            try:
+                return _transaction_state("execute", execute(Message(*m), arg))
+            except BaseException:
+                _log.exception("the local transaction raised: its state is UNKNOWN")
+                return LocalTransactionState.UNKNOWN.value
+
+        def on_check(m: _native.ReceivedTuple) -> int:
+            try:
+                return _transaction_state("check", check(ReceivedMessage(*m)))
+            except BaseException:
+                _log.exception("the transaction check raised: its state is UNKNOWN")
+                return LocalTransactionState.UNKNOWN.value
+
+        common = _client_options(options)
+        self._h = _native.TransactionProducer(group, on_execute, on_check, common, send_timeout_ms, retries)
+        _open.add(self)
+
+    def send_in_transaction(self, message: Message, arg: Any = None) -> TransactionSendResult:
+        """Sends ``message`` as a half message, runs ``execute(message, arg)`` and ends the
+        transaction as it says. A failed send raises and ``execute`` does not run; once
+        the half message is stored this returns, whatever the local transaction did."""
+        m = _message(message)
+        with self._use() as h:
+            r, state = h.send_in_transaction(m, arg)
+        return TransactionSendResult(*r, local_transaction_state=LocalTransactionState(state))
 
 
 class SendFuture(concurrent.futures.Future[SendResult]):

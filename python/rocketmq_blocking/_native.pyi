@@ -59,6 +59,20 @@ class Producer:
     def free(self) -> None: ...
 
 @final
+class TransactionProducer:
+    def __new__(
+        cls,
+        group: str,
+        execute: Callable[[MessageTuple, object], int],
+        check: Callable[[ReceivedTuple], int],
+        common: Common,
+        send_timeout_ms: Optional[int],
+        retries: Optional[int],
+    ) -> "TransactionProducer": ...
+    def send_in_transaction(self, m: MessageTuple, arg: object) -> Tuple[SendResultTuple, int]: ...
+    def free(self) -> None: ...
+
+@final
 class PushConsumer:
     def __new__(
         cls,

@@ -252,6 +252,24 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         .into_pyobject(py)
 }
 
+/// `(topic, body, tags, keys, properties, None)`, the form of a Python `Message`; the
+/// properties are all of them, system ones included (`UNIQ_KEY`: the message id).
+fn message_tuple<'py>(py: Python<'py>, m: &rmq::Message) -> PyResult<Bound<'py, PyTuple>> {
+    let properties = PyDict::new(py);
+    for (k, v) in m.properties() {
+        properties.set_item(k, v)?;
+    }
+    (
+        m.topic(),
+        PyBytes::new(py, m.body()),
+        m.tags(),
+        m.keys().collect::<Vec<_>>(),
+        properties,
+        py.None(),
+    )
+        .into_pyobject(py)
+}
+
 fn received_list<'py>(py: Python<'py>, msgs: &[MessageExt]) -> PyResult<Bound<'py, PyList>> {
     let items = msgs
         .iter()
@@ -544,6 +562,117 @@ impl Producer {
 fn rmq_log_late_callback() {
     // Not through `log`: nothing here installs a logger; the Python layer documents this.
     eprintln!("rocketmq_blocking: an async send ended after close() gave up waiting for it: its callback is not called");
+}
+
+/// A state from the Python layer's `LocalTransactionState` value: 0 commit, 1 roll
+/// back, anything else unknown.
+fn transaction_state(v: i64) -> rmq::LocalTransactionState {
+    match v {
+        0 => rmq::LocalTransactionState::CommitMessage,
+        1 => rmq::LocalTransactionState::RollbackMessage,
+        _ => rmq::LocalTransactionState::Unknown,
+    }
+}
+
+fn transaction_state_value(s: rmq::LocalTransactionState) -> i64 {
+    match s {
+        rmq::LocalTransactionState::CommitMessage => 0,
+        rmq::LocalTransactionState::RollbackMessage => 1,
+        rmq::LocalTransactionState::Unknown => 2,
+    }
+}
+
+/// One transaction callback: `f` with the GIL, through `gate`; unknown when the gate is
+/// closed, the callback failed or the interpreter is finalizing (the Python layer's
+/// callbacks catch and log what the user's code raises).
+fn transaction_callback(
+    gate: &Arc<Gate>,
+    f: impl for<'py> FnOnce(Python<'py>) -> PyResult<i64>,
+) -> rmq::LocalTransactionState {
+    let Some(pass) = Gate::enter(gate) else {
+        return rmq::LocalTransactionState::Unknown;
+    };
+    pass.call(|| call_python(f))
+        .flatten()
+        .map_or(rmq::LocalTransactionState::Unknown, transaction_state)
+}
+
+/// A started transactional producer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct TransactionProducer {
+    inner: rmq::TransactionProducer,
+    /// Local transactions and checks running or about to.
+    gate: Arc<Gate>,
+}
+
+#[pymethods]
+impl TransactionProducer {
+    /// `execute(message_tuple, arg)` runs a local transaction, `check(received_tuple)`
+    /// answers a broker's check; both return a state's value (0, 1 or 2).
+    #[new]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        execute: Py<PyAny>,
+        check: Py<PyAny>,
+        common: Common<'_>,
+        send_timeout_ms: Option<u64>,
+        retries: Option<u32>,
+    ) -> PyResult<Self> {
+        let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
+        if let Some(ms) = send_timeout_ms {
+            b = b.send_timeout(Duration::from_millis(ms));
+        }
+        if let Some(r) = retries {
+            b = b.retries(r);
+        }
+        let gate = Arc::<Gate>::default();
+        let (g1, g2) = (gate.clone(), gate.clone());
+        let on_execute = move |m: &rmq::Message, arg: &dyn std::any::Any| {
+            transaction_callback(&g1, |py| {
+                let arg = arg
+                    .downcast_ref::<Py<PyAny>>()
+                    .map_or_else(|| py.None(), |a| a.clone_ref(py));
+                execute
+                    .call1(py, (message_tuple(py, m)?, arg))?
+                    .extract::<i64>(py)
+            })
+        };
+        let on_check = move |m: &MessageExt| {
+            transaction_callback(&g2, |py| {
+                check.call1(py, (received(py, m)?,))?.extract::<i64>(py)
+            })
+        };
+        let b = b.transactional((on_execute, on_check));
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(TransactionProducer { inner, gate })
+    }
+
+    /// Sends the half message, runs the local transaction with `arg` on this thread and
+    /// ends the transaction; `(send result tuple, state value)`.
+    fn send_in_transaction<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        arg: Py<PyAny>,
+    ) -> PyResult<(Bound<'py, PyTuple>, i64)> {
+        let m = message(py, m)?;
+        let r = py
+            .detach(|| self.inner.send_in_transaction(&m, &arg))
+            .or_raise(py)?;
+        Ok((
+            send_result(py, r.send_result())?,
+            transaction_state_value(r.local_transaction_state()),
+        ))
+    }
+
+    /// Shuts down (the checks queued run first) and returns once no callback runs.
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.gate.close_and_wait(None);
+        })
+    }
 }
 
 fn consume_from(from_first: bool) -> ConsumeFromWhere {
@@ -867,6 +996,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log_bridge::install();
     m.add_function(wrap_pyfunction!(create_topic, m)?)?;
     m.add_class::<Producer>()?;
+    m.add_class::<TransactionProducer>()?;
     m.add_class::<PushConsumer>()?;
     m.add_class::<LitePullConsumer>()?;
     m.add_class::<NativeAdmin>()?;

@@ -40,9 +40,15 @@ fn work_dir() -> PathBuf {
 fn namesrv() -> &'static str {
     NAMESRV.get_or_init(|| {
         let c = CLUSTER.get_or_init(|| {
+            // test_transaction.py: checks within seconds (every second, of half messages
+            // older than two), and 5.x's commit/rollback records written well before a
+            // check could ask about a committed message (see tests/transactions/main.rs).
             let mut b = Cluster::builder()
                 .work_dir(target_dir().join("rocketmq-testkit"))
-                .brokers(1);
+                .brokers(1)
+                .broker_config("transactionCheckInterval", "1000")
+                .broker_config("transactionTimeOut", "2000")
+                .broker_config("transactionOpBatchInterval", "200");
             if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
                 b = b.version(&v);
             }
