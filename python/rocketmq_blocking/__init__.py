@@ -171,6 +171,14 @@ class ReceivedMessage:
     store_timestamp_ms: int
     #: Every property, the system's (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ...) included.
     properties: Dict[str, str] = field(default_factory=dict)
+    #: For a request (:meth:`Producer.request`), its reply without the body, for
+    #: :meth:`Producer.send_reply`; else ``None``.
+    _reply: Optional[_native.ReplyTemplate] = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_request(self) -> bool:
+        """Whether this is a request a responder answers with :meth:`Producer.send_reply`."""
+        return self._reply is not None
 
 
 @dataclass(frozen=True)
@@ -481,6 +489,28 @@ class Producer(_Client[_native.Producer]):
             h.send_async(m, done)
         return future
 
+    def request(self, message: Message, timeout_ms: int) -> ReceivedMessage:
+        """Sends ``message`` as a request and waits up to ``timeout_ms`` for the reply a
+        consumer of its topic sends with :meth:`send_reply` (Java ``request(msg,
+        timeout)``); no reply in time raises :class:`RocketMQError` of kind
+        ``"RMQ_TIMEOUT"``."""
+        m = _message(message)
+        with self._use() as h:
+            return ReceivedMessage(*h.request(m, int(timeout_ms)))
+
+    def send_reply(self, request: ReceivedMessage, body: bytes) -> SendResult:
+        """Answers ``request`` (a received message whose :attr:`~ReceivedMessage.is_request`
+        is true) with ``body``: the reply goes to the requester, whose :meth:`request`
+        returns it (Java ``MessageUtil.createReplyMessage``, then ``send``). Any producer
+        may send it; a message that is no request raises :class:`RocketMQError` of kind
+        ``"RMQ_INVALID_ARGUMENT"``."""
+        if not isinstance(request, ReceivedMessage):
+            raise TypeError(f"expected a ReceivedMessage, not {type(request).__name__}")
+        if request._reply is None:
+            raise RocketMQError("RMQ_INVALID_ARGUMENT", f"message {request.msg_id} is not a request")
+        template = request._reply
+        with self._use() as h:
+            return SendResult(*h.send_reply(template, bytes(body)))
 
 
 class LocalTransactionState(enum.Enum):

@@ -11,7 +11,7 @@ QueueTuple = Tuple[str, str, int]
 #: ``(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)``.
 SendResultTuple = Tuple[str, str, str, int, int, int]
 #: ``(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
-#: born_timestamp_ms, store_timestamp_ms, properties)``.
+#: born_timestamp_ms, store_timestamp_ms, properties, reply)``.
 ReceivedTuple = Tuple[
     str,
     str,
@@ -24,6 +24,7 @@ ReceivedTuple = Tuple[
     int,
     int,
     Dict[str, str],
+    Optional["ReplyTemplate"],
 ]
 #: The client options as ``_client_options`` passes them (``credentials`` and ``tls``
 #: as tuples).
@@ -36,6 +37,10 @@ def set_error_class(cls: type) -> None: ...
 def set_log_level(level: int) -> None: ...
 def version() -> str: ...
 def create_topic(common: Common, topic: str, queues: int) -> None: ...
+@final
+class ReplyTemplate:
+    """The reply to a received request, without its body."""
+
 @final
 class Producer:
     def __new__(
@@ -56,6 +61,8 @@ class Producer:
         m: MessageTuple,
         done: Callable[[Optional[SendResultTuple], Optional[BaseException]], None],
     ) -> None: ...
+    def request(self, m: MessageTuple, timeout_ms: int) -> ReceivedTuple: ...
+    def send_reply(self, template: ReplyTemplate, body: bytes) -> SendResultTuple: ...
     def free(self) -> None: ...
 
 @final

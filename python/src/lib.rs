@@ -228,14 +228,36 @@ fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py,
         .into_pyobject(py)
 }
 
+/// The reply to a request message, made when the request arrives (the library builds
+/// a reply only from the message as received): [`rmq::create_reply_message`] without
+/// its body, which `Producer.send_reply` sets.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct ReplyTemplate {
+    message: rmq::Message,
+}
+
+/// The reply template of `m` if it is a request (it has a correlation id and is no
+/// reply itself).
+fn reply_template(m: &MessageExt) -> Option<ReplyTemplate> {
+    m.property("CORRELATION_ID")?;
+    if m.property("MSG_TYPE") == Some("reply") {
+        return None;
+    }
+    rmq::create_reply_message(m, Vec::new())
+        .ok()
+        .map(|message| ReplyTemplate { message })
+}
+
 /// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
-/// born_timestamp_ms, store_timestamp_ms, properties)`; the properties are all of them,
-/// system ones included (Java `getProperties`).
+/// born_timestamp_ms, store_timestamp_ms, properties, reply)`; the properties are all of
+/// them, system ones included (Java `getProperties`); `reply` is a [`ReplyTemplate`] for
+/// a request, else `None`.
 fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
     let properties = PyDict::new(py);
     for (k, v) in m.properties() {
         properties.set_item(k, v)?;
     }
+    let reply = reply_template(m).map(|t| Bound::new(py, t)).transpose()?;
     (
         m.msg_id(),
         m.topic(),
@@ -248,6 +270,7 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         millis(m.born_timestamp()),
         millis(m.store_timestamp()),
         properties,
+        reply,
     )
         .into_pyobject(py)
 }
@@ -546,6 +569,34 @@ impl Producer {
         };
         py.detach(|| self.inner.send_async(m, callback))
             .map_err(|e| to_py(py, e.into()))
+    }
+
+    /// Sends `m` as a request and waits up to `timeout_ms` for its reply; the reply's
+    /// received-message tuple.
+    fn request<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        timeout_ms: u64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let reply = py
+            .detach(|| self.inner.request(&m, Duration::from_millis(timeout_ms)))
+            .or_raise(py)?;
+        received(py, &reply)
+    }
+
+    /// Sends the reply `template` stands for, with `body`.
+    fn send_reply<'py>(
+        &self,
+        py: Python<'py>,
+        template: &Bound<'py, ReplyTemplate>,
+        body: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let mut m = template.get().message.clone();
+        m.set_body(body.to_vec());
+        let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
+        send_result(py, &r)
     }
 
     /// Shuts down, then waits (up to the send timeout plus 10 s) for the callbacks of
@@ -997,6 +1048,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_topic, m)?)?;
     m.add_class::<Producer>()?;
     m.add_class::<TransactionProducer>()?;
+    m.add_class::<ReplyTemplate>()?;
     m.add_class::<PushConsumer>()?;
     m.add_class::<LitePullConsumer>()?;
     m.add_class::<NativeAdmin>()?;
