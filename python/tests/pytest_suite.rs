@@ -48,7 +48,11 @@ fn namesrv() -> &'static str {
                 .brokers(1)
                 .broker_config("transactionCheckInterval", "1000")
                 .broker_config("transactionTimeOut", "2000")
-                .broker_config("transactionOpBatchInterval", "200");
+                .broker_config("transactionOpBatchInterval", "200")
+                // A loaded machine: a send waits up to 5 s in the broker's queue instead of
+                // failing with SYSTEM_BUSY after 200 ms (test_asyncio.py's 50 sends at once).
+                .broker_config("waitTimeMillsInSendQueue", "5000")
+                .broker_config("osPageCacheBusyTimeOutMills", "5000");
             if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
                 b = b.version(&v);
             }
