@@ -22,9 +22,10 @@ open when the interpreter exits are shut down by an ``atexit`` hook first. Every
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
 ``"RMQ_STATE"``. Every call that waits (a send, a poll, a close) releases the GIL, and
-listeners and callbacks hold it only while they run. Errors are :class:`RocketMQError`
-with the error kind's name (``kind``, as in the C ABI) and the broker's response code
-when it sent one. The package logs (listener exceptions, for one) on the
+listeners and callbacks hold it only while they run. Errors are subclasses of
+:class:`RocketMQError`, one per kind (:data:`ERROR_CLASSES`), with the error kind's name
+(``kind``, as in the C ABI), the broker's response code when it sent one, and whether a
+retry may succeed (``retriable``). The package logs (listener exceptions, for one) on the
 ``rocketmq_blocking`` logger, and the library's own records reach :mod:`logging` on
 loggers under it (warnings and errors; see :func:`set_log_level`).
 """
@@ -74,21 +75,34 @@ _Self = TypeVar("_Self", bound="_Client[Any]")
 __all__ = [
     "Admin",
     "CLIENT_OPTIONS",
+    "ConfigError",
+    "ConnectError",
+    "ConnectionClosedError",
     "ConsumeStats",
     "ConsumeStatus",
+    "DecodeError",
+    "ERROR_CLASSES",
+    "InvalidArgumentError",
+    "IoError",
     "LitePullConsumer",
     "LocalTransactionState",
     "Message",
     "MessageQueue",
+    "NoRouteError",
+    "OverloadedError",
     "Producer",
     "PushConsumer",
     "QueueProgress",
     "ReceivedMessage",
+    "ResponseError",
     "RocketMQError",
+    "RocketMQTimeoutError",
     "SendFuture",
     "SendResult",
     "set_log_level",
+    "StateError",
     "TlsConfig",
+    "TlsError",
     "TransactionProducer",
     "TransactionSendResult",
     "version",
@@ -112,17 +126,94 @@ def version() -> str:
 
 
 class RocketMQError(Exception):
-    """A failed call: ``kind`` is the result code's name (``"RMQ_TIMEOUT"``,
-    ``"RMQ_RESPONSE"``, ...), ``response_code`` the broker's code or ``None``."""
+    """A failed call, the base of one subclass per kind of error (:class:`NoRouteError`,
+    :class:`ResponseError`, ...): ``kind`` is the kind's name as in the C ABI
+    (``"RMQ_TIMEOUT"``, ``"RMQ_RESPONSE"``, ...), ``response_code`` the broker's code or
+    ``None``, ``retriable`` whether the same call may succeed if tried again (a timeout, a
+    lost connection, a busy broker: the cases the Java producer retries)."""
 
-    def __init__(self, kind: str, message: str, response_code: Optional[int] = None) -> None:
+    def __init__(
+        self, kind: str, message: str, response_code: Optional[int] = None, retriable: bool = False
+    ) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
         self.response_code = response_code
+        self.retriable = retriable
 
 
-_native.set_error_class(RocketMQError)
+class RocketMQTimeoutError(RocketMQError):
+    """``RMQ_TIMEOUT``: a call ran out of time (named so as not to shadow the builtin)."""
+
+
+class ConnectError(RocketMQError):
+    """``RMQ_CONNECT``: no connection to a name server or broker."""
+
+
+class ConnectionClosedError(RocketMQError):
+    """``RMQ_CONNECTION_CLOSED``: the connection closed before the answer came."""
+
+
+class ResponseError(RocketMQError):
+    """``RMQ_RESPONSE``: the broker or name server answered with an error code
+    (``response_code``)."""
+
+
+class DecodeError(RocketMQError):
+    """``RMQ_DECODE``: a peer sent what could not be decoded."""
+
+
+class InvalidArgumentError(RocketMQError):
+    """``RMQ_INVALID_ARGUMENT``: bad input, refused before anything was sent."""
+
+
+class StateError(RocketMQError):
+    """``RMQ_STATE``: the client cannot do that now (closed, shutting down)."""
+
+
+class OverloadedError(RocketMQError):
+    """``RMQ_OVERLOADED``: too many async calls in flight (``async_permits``)."""
+
+
+class NoRouteError(RocketMQError):
+    """``RMQ_NO_ROUTE``: no route for the topic (it does not exist, or no broker has it)."""
+
+
+class IoError(RocketMQError):
+    """``RMQ_IO``: a local I/O failure (reading a file, a socket)."""
+
+
+class ConfigError(RocketMQError):
+    """``RMQ_CONFIG``: an invalid client configuration."""
+
+
+class TlsError(RocketMQError):
+    """``RMQ_TLS``: the TLS handshake or its configuration failed."""
+
+
+#: The error class of each kind; a kind not listed (``RMQ_OTHER``) is :class:`RocketMQError`.
+ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
+    "RMQ_TIMEOUT": RocketMQTimeoutError,
+    "RMQ_CONNECT": ConnectError,
+    "RMQ_CONNECTION_CLOSED": ConnectionClosedError,
+    "RMQ_RESPONSE": ResponseError,
+    "RMQ_DECODE": DecodeError,
+    "RMQ_INVALID_ARGUMENT": InvalidArgumentError,
+    "RMQ_STATE": StateError,
+    "RMQ_OVERLOADED": OverloadedError,
+    "RMQ_NO_ROUTE": NoRouteError,
+    "RMQ_IO": IoError,
+    "RMQ_CONFIG": ConfigError,
+    "RMQ_TLS": TlsError,
+}
+
+
+def _error(kind: str, message: str, response_code: Optional[int] = None, retriable: bool = False) -> RocketMQError:
+    """The error of ``kind``, as its class; what ``_native`` raises errors with."""
+    return ERROR_CLASSES.get(kind, RocketMQError)(kind, message, response_code, retriable)
+
+
+_native.set_error_class(_error)
 
 
 def _as_error(e: Optional[BaseException]) -> Optional[RocketMQError]:
@@ -328,7 +419,7 @@ class _Client(Generic[_Native]):
         me = threading.get_ident()
         with self._state:
             if self._closing or self._h is None:
-                raise RocketMQError("RMQ_STATE", "the client is closed")
+                raise StateError("RMQ_STATE", "the client is closed")
             self._inside[me] = self._inside.get(me, 0) + 1
             h = self._h
         try:
@@ -507,7 +598,7 @@ class Producer(_Client[_native.Producer]):
         if not isinstance(request, ReceivedMessage):
             raise TypeError(f"expected a ReceivedMessage, not {type(request).__name__}")
         if request._reply is None:
-            raise RocketMQError("RMQ_INVALID_ARGUMENT", f"message {request.msg_id} is not a request")
+            raise InvalidArgumentError("RMQ_INVALID_ARGUMENT", f"message {request.msg_id} is not a request")
         template = request._reply
         with self._use() as h:
             return SendResult(*h.send_reply(template, bytes(body)))

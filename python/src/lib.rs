@@ -6,7 +6,8 @@
 //! the crate's threads take it only around Python code (a listener, an async send's
 //! callback), so no call waits for a thread that waits for the GIL it holds. Messages
 //! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
-//! Python layer's `RocketMQError` (registered with `set_error_class`).
+//! Python layer's subclasses of `RocketMQError`, one per kind (made by the factory
+//! registered with `set_error_class`).
 
 mod log_bridge;
 
@@ -27,7 +28,8 @@ use rmq::{
 };
 use rocketmq_blocking as rmq;
 
-/// The Python class errors are raised as: `cls(kind, message, response_code)`.
+/// What makes the Python errors raised: `make(kind, message, response_code, retriable)`
+/// returns the exception (of the kind's class).
 static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The C ABI's name of an error kind, which the Python API has always reported.
@@ -49,12 +51,18 @@ fn kind_name(kind: ErrorKind) -> &'static str {
     }
 }
 
-/// A Python error of kind `kind`, as the registered class.
-fn py_error(py: Python<'_>, kind: &str, message: String, response_code: Option<i32>) -> PyErr {
-    let Some(cls) = ERROR_CLASS.get(py) else {
+/// A Python error of kind `kind`, made by the registered factory.
+fn py_error(
+    py: Python<'_>,
+    kind: &str,
+    message: String,
+    response_code: Option<i32>,
+    retriable: bool,
+) -> PyErr {
+    let Some(make) = ERROR_CLASS.get(py) else {
         return PyRuntimeError::new_err(format!("{kind}: {message}"));
     };
-    match cls.call1(py, (kind, message, response_code)) {
+    match make.call1(py, (kind, message, response_code, retriable)) {
         Ok(e) => PyErr::from_value(e.into_bound(py)),
         Err(e) => e,
     }
@@ -67,6 +75,7 @@ fn to_py(py: Python<'_>, e: rmq::Error) -> PyErr {
         kind_name(e.kind()),
         format!("{e:#}"),
         e.response_code().map(|c| c.0),
+        e.is_retriable(),
     )
 }
 
@@ -141,11 +150,12 @@ fn client_options(options: &Common<'_>) -> PyResult<rmq::ClientOptions> {
     Ok(o)
 }
 
-/// Registers the class errors are raised as (the package's `RocketMQError`).
+/// Registers what makes the errors raised (the package's `_error`, which picks the
+/// subclass of `RocketMQError` of each kind).
 #[pyfunction]
-fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
-    // A second registration (a reloaded package) keeps the first class.
-    let _ = ERROR_CLASS.set(py, cls);
+fn set_error_class(py: Python<'_>, make: Py<PyAny>) {
+    // A second registration (a reloaded package) keeps the first factory.
+    let _ = ERROR_CLASS.set(py, make);
 }
 
 /// The least severe library records forwarded to `logging`, as a Python level (the
@@ -546,6 +556,7 @@ impl Producer {
                 "RMQ_STATE",
                 "the producer is shutting down".into(),
                 None,
+                false,
             ));
         };
         let callback = move |r: rmq::Result<rmq::SendResult>| {
