@@ -22,9 +22,10 @@ open when the interpreter exits are shut down by an ``atexit`` hook first. Every
 may be used from several threads at once, and ``close`` may come from any of them: it
 waits for the calls in flight, and later calls raise :class:`RocketMQError` of kind
 ``"RMQ_STATE"``. Every call that waits (a send, a poll, a close) releases the GIL, and
-listeners and callbacks hold it only while they run. Errors are :class:`RocketMQError`
-with the error kind's name (``kind``, as in the C ABI) and the broker's response code
-when it sent one. The package logs (listener exceptions, for one) on the
+listeners and callbacks hold it only while they run. Errors are subclasses of
+:class:`RocketMQError`, one per kind (:data:`ERROR_CLASSES`), with the error kind's name
+(``kind``, as in the C ABI), the broker's response code when it sent one, and whether a
+retry may succeed (``retriable``). The package logs (listener exceptions, for one) on the
 ``rocketmq_blocking`` logger, and the library's own records reach :mod:`logging` on
 loggers under it (warnings and errors; see :func:`set_log_level`).
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import enum
 import logging
 import os
 import threading
@@ -40,30 +42,69 @@ import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Union, Dict, Iterator, List, Optional, Sequence
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    Generator,
+    Generic,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+)
 
 from . import _native
 
-# A native client: ``_native.Producer``, ``PushConsumer`` or ``LitePullConsumer``.
-_Native = Any
+# A native client: ``_native.Producer``, ``PushConsumer``, ``LitePullConsumer``, ...
+_Native = TypeVar(
+    "_Native",
+    _native.Producer,
+    _native.TransactionProducer,
+    _native.PushConsumer,
+    _native.LitePullConsumer,
+    _native.NativeAdmin,
+)
+_Self = TypeVar("_Self", bound="_Client[Any]")
 
 __all__ = [
     "Admin",
     "CLIENT_OPTIONS",
+    "ConfigError",
+    "ConnectError",
+    "ConnectionClosedError",
     "ConsumeStats",
     "ConsumeStatus",
+    "DecodeError",
+    "ERROR_CLASSES",
+    "InvalidArgumentError",
+    "IoError",
     "LitePullConsumer",
+    "LocalTransactionState",
     "Message",
     "MessageQueue",
+    "NoRouteError",
+    "OverloadedError",
     "Producer",
     "PushConsumer",
     "QueueProgress",
     "ReceivedMessage",
+    "ResponseError",
     "RocketMQError",
+    "RocketMQTimeoutError",
     "SendFuture",
     "SendResult",
     "set_log_level",
+    "StateError",
     "TlsConfig",
+    "TlsError",
+    "TransactionProducer",
+    "TransactionSendResult",
     "version",
 ]
 
@@ -85,17 +126,101 @@ def version() -> str:
 
 
 class RocketMQError(Exception):
-    """A failed call: ``kind`` is the result code's name (``"RMQ_TIMEOUT"``,
-    ``"RMQ_RESPONSE"``, ...), ``response_code`` the broker's code or ``None``."""
+    """A failed call, the base of one subclass per kind of error (:class:`NoRouteError`,
+    :class:`ResponseError`, ...): ``kind`` is the kind's name as in the C ABI
+    (``"RMQ_TIMEOUT"``, ``"RMQ_RESPONSE"``, ...), ``response_code`` the broker's code or
+    ``None``, ``retriable`` whether the same call may succeed if tried again (a timeout, a
+    lost connection, a busy broker: the cases the Java producer retries)."""
 
-    def __init__(self, kind: str, message: str, response_code: Optional[int] = None) -> None:
+    def __init__(
+        self, kind: str, message: str, response_code: Optional[int] = None, retriable: bool = False
+    ) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
         self.response_code = response_code
+        self.retriable = retriable
 
 
-_native.set_error_class(RocketMQError)
+class RocketMQTimeoutError(RocketMQError):
+    """``RMQ_TIMEOUT``: a call ran out of time (named so as not to shadow the builtin)."""
+
+
+class ConnectError(RocketMQError):
+    """``RMQ_CONNECT``: no connection to a name server or broker."""
+
+
+class ConnectionClosedError(RocketMQError):
+    """``RMQ_CONNECTION_CLOSED``: the connection closed before the answer came."""
+
+
+class ResponseError(RocketMQError):
+    """``RMQ_RESPONSE``: the broker or name server answered with an error code
+    (``response_code``)."""
+
+
+class DecodeError(RocketMQError):
+    """``RMQ_DECODE``: a peer sent what could not be decoded."""
+
+
+class InvalidArgumentError(RocketMQError):
+    """``RMQ_INVALID_ARGUMENT``: bad input, refused before anything was sent."""
+
+
+class StateError(RocketMQError):
+    """``RMQ_STATE``: the client cannot do that now (closed, shutting down)."""
+
+
+class OverloadedError(RocketMQError):
+    """``RMQ_OVERLOADED``: too many async calls in flight (``async_permits``)."""
+
+
+class NoRouteError(RocketMQError):
+    """``RMQ_NO_ROUTE``: no route for the topic (it does not exist, or no broker has it)."""
+
+
+class IoError(RocketMQError):
+    """``RMQ_IO``: a local I/O failure (reading a file, a socket)."""
+
+
+class ConfigError(RocketMQError):
+    """``RMQ_CONFIG``: an invalid client configuration."""
+
+
+class TlsError(RocketMQError):
+    """``RMQ_TLS``: the TLS handshake or its configuration failed."""
+
+
+#: The error class of each kind; a kind not listed (``RMQ_OTHER``) is :class:`RocketMQError`.
+ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
+    "RMQ_TIMEOUT": RocketMQTimeoutError,
+    "RMQ_CONNECT": ConnectError,
+    "RMQ_CONNECTION_CLOSED": ConnectionClosedError,
+    "RMQ_RESPONSE": ResponseError,
+    "RMQ_DECODE": DecodeError,
+    "RMQ_INVALID_ARGUMENT": InvalidArgumentError,
+    "RMQ_STATE": StateError,
+    "RMQ_OVERLOADED": OverloadedError,
+    "RMQ_NO_ROUTE": NoRouteError,
+    "RMQ_IO": IoError,
+    "RMQ_CONFIG": ConfigError,
+    "RMQ_TLS": TlsError,
+}
+
+
+def _error(kind: str, message: str, response_code: Optional[int] = None, retriable: bool = False) -> RocketMQError:
+    """The error of ``kind``, as its class; what ``_native`` raises errors with."""
+    return ERROR_CLASSES.get(kind, RocketMQError)(kind, message, response_code, retriable)
+
+
+_native.set_error_class(_error)
+
+
+def _as_error(e: Optional[BaseException]) -> Optional[RocketMQError]:
+    """An error ``_native`` passed (a :class:`RocketMQError`, the class it raises)."""
+    if e is None or isinstance(e, RocketMQError):
+        return e
+    return RocketMQError("RMQ_OTHER", str(e))
 
 
 @dataclass
@@ -109,12 +234,12 @@ class Message:
     properties: Dict[str, str] = field(default_factory=dict)
     delay_level: Optional[int] = None
 
-    def _tuple(self) -> tuple:
+    def _tuple(self) -> _native.MessageTuple:
         """The form ``_native`` takes."""
         return (self.topic, bytes(self.body), self.tags, list(self.keys), dict(self.properties), self.delay_level)
 
 
-def _message(m: object) -> tuple:
+def _message(m: object) -> _native.MessageTuple:
     """``m``'s form for ``_native``; ``TypeError`` for anything but a :class:`Message`."""
     if not isinstance(m, Message):
         raise TypeError(f"expected a Message, not {type(m).__name__}")
@@ -137,6 +262,14 @@ class ReceivedMessage:
     store_timestamp_ms: int
     #: Every property, the system's (``TAGS``, ``KEYS``, ``UNIQ_KEY``, ...) included.
     properties: Dict[str, str] = field(default_factory=dict)
+    #: For a request (:meth:`Producer.request`), its reply without the body, for
+    #: :meth:`Producer.send_reply`; else ``None``.
+    _reply: Optional[_native.ReplyTemplate] = field(default=None, repr=False, compare=False)
+
+    @property
+    def is_request(self) -> bool:
+        """Whether this is a request a responder answers with :meth:`Producer.send_reply`."""
+        return self._reply is not None
 
 
 @dataclass(frozen=True)
@@ -160,7 +293,7 @@ class SendResult:
     status: int
 
 
-def _queue(q: object) -> tuple:
+def _queue(q: object) -> _native.QueueTuple:
     """``q``'s form for ``_native``; ``TypeError`` for anything but a :class:`MessageQueue`."""
     if not isinstance(q, MessageQueue):
         raise TypeError(f"expected a MessageQueue, not {type(q).__name__}")
@@ -241,7 +374,7 @@ def _client_options(options: Dict[str, Any]) -> Dict[str, Any]:
 
 # Clients still open at interpreter exit are closed first, before Python tears down the
 # objects their callbacks use.
-_open: "weakref.WeakSet" = weakref.WeakSet()
+_open: "weakref.WeakSet[_Client[Any]]" = weakref.WeakSet()
 
 # How long the exit hook waits, for all clients together, for calls other threads (daemon
 # threads, typically) are making; a client still in use then is left open, not freed.
@@ -266,7 +399,7 @@ def _close_all() -> None:
             _log.exception("closing %s at exit", type(c).__name__)
 
 
-class _Client:
+class _Client(Generic[_Native]):
     """A native client shared by threads. ``free`` shuts it down, so every call holds it
     through ``_use`` and ``close`` frees it only once no call is inside the library: a
     reader/writer guard whose writer comes once."""
@@ -280,13 +413,13 @@ class _Client:
         self._free_on_leave = False
 
     @contextmanager
-    def _use(self) -> Iterator[_Native]:
+    def _use(self) -> Generator[_Native, None, None]:
         """The native client for one call into the library; raises the closed error once
         ``close`` has begun."""
         me = threading.get_ident()
         with self._state:
             if self._closing or self._h is None:
-                raise RocketMQError("RMQ_STATE", "the client is closed")
+                raise StateError("RMQ_STATE", "the client is closed")
             self._inside[me] = self._inside.get(me, 0) + 1
             h = self._h
         try:
@@ -340,10 +473,10 @@ class _Client:
         if self._begin_close():
             self._finish_close(None)
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -353,7 +486,7 @@ class _Client:
             pass
 
 
-class Producer(_Client):
+class Producer(_Client[_native.Producer]):
     """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
     to the send timeout plus 10 s) for the callbacks of async sends in flight."""
 
@@ -418,24 +551,27 @@ class Producer(_Client):
         the :class:`RocketMQError`), and asyncio code can ``await`` it. Errors found
         before sending (a closed producer, an invalid message, no route) are raised here."""
         future: Optional[SendFuture] = None
+        user: Callable[[Optional[SendResult], Optional[RocketMQError]], None]
         if callback is None:
             future = SendFuture()
             fut = future
 
-            def callback(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
+            def complete(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
                 try:
                     if error is not None:
                         fut.set_exception(error)
-                    else:
+                    elif result is not None:
                         fut.set_result(result)
                 except concurrent.futures.InvalidStateError:
                     pass  # cancelled by its owner meanwhile
 
-        user = callback
+            user = complete
+        else:
+            user = callback
 
-        def done(result: Optional[tuple], error: Optional[RocketMQError]) -> None:
+        def done(result: Optional[_native.SendResultTuple], error: Optional[BaseException]) -> None:
             try:
-                user(None if result is None else SendResult(*result), error)
+                user(None if result is None else SendResult(*result), _as_error(error))
             except BaseException:
                 _log.exception("the send_async callback raised")
 
@@ -444,14 +580,115 @@ class Producer(_Client):
             h.send_async(m, done)
         return future
 
+    def request(self, message: Message, timeout_ms: int) -> ReceivedMessage:
+        """Sends ``message`` as a request and waits up to ``timeout_ms`` for the reply a
+        consumer of its topic sends with :meth:`send_reply` (Java ``request(msg,
+        timeout)``); no reply in time raises :class:`RocketMQError` of kind
+        ``"RMQ_TIMEOUT"``."""
+        m = _message(message)
+        with self._use() as h:
+            return ReceivedMessage(*h.request(m, int(timeout_ms)))
 
-class SendFuture(concurrent.futures.Future):
+    def send_reply(self, request: ReceivedMessage, body: bytes) -> SendResult:
+        """Answers ``request`` (a received message whose :attr:`~ReceivedMessage.is_request`
+        is true) with ``body``: the reply goes to the requester, whose :meth:`request`
+        returns it (Java ``MessageUtil.createReplyMessage``, then ``send``). Any producer
+        may send it; a message that is no request raises :class:`RocketMQError` of kind
+        ``"RMQ_INVALID_ARGUMENT"``."""
+        if not isinstance(request, ReceivedMessage):
+            raise TypeError(f"expected a ReceivedMessage, not {type(request).__name__}")
+        if request._reply is None:
+            raise InvalidArgumentError("RMQ_INVALID_ARGUMENT", f"message {request.msg_id} is not a request")
+        template = request._reply
+        with self._use() as h:
+            return SendResult(*h.send_reply(template, bytes(body)))
+
+
+class LocalTransactionState(enum.Enum):
+    """How a local transaction ended (Java ``LocalTransactionState``): ``COMMIT`` makes
+    the message visible to consumers, ``ROLLBACK`` discards it, ``UNKNOWN`` leaves the
+    broker to ask again later (:class:`TransactionProducer`'s ``check``)."""
+
+    COMMIT = 0
+    ROLLBACK = 1
+    UNKNOWN = 2
+
+
+def _transaction_state(what: str, state: object) -> int:
+    """The value ``_native`` takes for what a transaction callback returned."""
+    if isinstance(state, LocalTransactionState):
+        return state.value
+    _log.warning("the %s callback returned %r, not a LocalTransactionState: the state is UNKNOWN", what, state)
+    return LocalTransactionState.UNKNOWN.value
+
+
+@dataclass(frozen=True)
+class TransactionSendResult(SendResult):
+    """What :meth:`TransactionProducer.send_in_transaction` did (Java
+    ``TransactionSendResult``): the half message's send result and the state sent to the
+    broker."""
+
+    local_transaction_state: LocalTransactionState
+
+
+class TransactionProducer(_Client[_native.TransactionProducer]):
+    """A transactional producer (Java ``TransactionMQProducer``). :meth:`send_in_transaction`
+    stores a half message, runs ``execute(message, arg)`` on the calling thread and
+    commits or rolls back as it returns; when it returns ``UNKNOWN`` (or its answer was
+    lost), the broker later asks ``check(received_message)`` on a library thread. Both
+    return a :class:`LocalTransactionState`; anything else, or an exception (logged with
+    its traceback on the ``rocketmq_blocking`` logger), means ``UNKNOWN``. The message
+    ``execute`` gets carries every property, ``UNIQ_KEY`` (the message id a check's
+    message has as ``msg_id``) included. Thread-safe; ``close`` runs the checks already
+    queued and waits for the callbacks in flight."""
+
+    def __init__(
+        self,
+        group: str,
+        execute: Callable[[Message, Any], LocalTransactionState],
+        check: Callable[[ReceivedMessage], LocalTransactionState],
+        *,
+        send_timeout_ms: Optional[int] = None,
+        retries: Optional[int] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+
+        def on_execute(m: _native.MessageTuple, arg: object) -> int:
+            try:
+                return _transaction_state("execute", execute(Message(*m), arg))
+            except BaseException:
+                _log.exception("the local transaction raised: its state is UNKNOWN")
+                return LocalTransactionState.UNKNOWN.value
+
+        def on_check(m: _native.ReceivedTuple) -> int:
+            try:
+                return _transaction_state("check", check(ReceivedMessage(*m)))
+            except BaseException:
+                _log.exception("the transaction check raised: its state is UNKNOWN")
+                return LocalTransactionState.UNKNOWN.value
+
+        common = _client_options(options)
+        self._h = _native.TransactionProducer(group, on_execute, on_check, common, send_timeout_ms, retries)
+        _open.add(self)
+
+    def send_in_transaction(self, message: Message, arg: Any = None) -> TransactionSendResult:
+        """Sends ``message`` as a half message, runs ``execute(message, arg)`` and ends the
+        transaction as it says. A failed send raises and ``execute`` does not run; once
+        the half message is stored this returns, whatever the local transaction did."""
+        m = _message(message)
+        with self._use() as h:
+            r, state = h.send_in_transaction(m, arg)
+        return TransactionSendResult(*r, local_transaction_state=LocalTransactionState(state))
+
+
+class SendFuture(concurrent.futures.Future[SendResult]):
     """The outcome of :meth:`Producer.send_async` without a callback: a
     :class:`concurrent.futures.Future` of a :class:`SendResult` that asyncio code may
     also ``await`` (the library's thread completes the event loop's future with
     ``call_soon_threadsafe``, so the loop never blocks)."""
 
-    def __await__(self):
+    def __await__(self) -> Generator[Any, None, SendResult]:
         import asyncio
 
         return asyncio.wrap_future(self).__await__()
@@ -480,7 +717,7 @@ def _consume_status(status: object) -> int:
     return ConsumeStatus.LATER
 
 
-class PushConsumer(_Client):
+class PushConsumer(_Client[_native.PushConsumer]):
     """A push consumer (Java ``DefaultMQPushConsumer``) calling ``listener(messages)``
     on library threads; ``listener`` returns a :class:`ConsumeStatus` (or a bool): only
     a success acknowledges the messages, anything else means "deliver again later". An
@@ -500,13 +737,13 @@ class PushConsumer(_Client):
         orderly: bool = False,
         broadcasting: bool = False,
         from_first: bool = False,
-        threads: Optional[tuple] = None,
+        threads: Optional[Tuple[int, int]] = None,
         batch_max_size: Optional[int] = None,
         **options: Any,
     ) -> None:
         super().__init__()
 
-        def on_messages(msgs: List[tuple]) -> int:
+        def on_messages(msgs: List[_native.ReceivedTuple]) -> int:
             # Everything inside the try: the library takes anything but 0 as "later".
             try:
                 return _consume_status(listener([ReceivedMessage(*m) for m in msgs]))
@@ -534,7 +771,7 @@ class PushConsumer(_Client):
         _open.add(self)
 
 
-class LitePullConsumer(_Client):
+class LitePullConsumer(_Client[_native.LitePullConsumer]):
     """A lite pull consumer (Java ``DefaultLitePullConsumer``): ``poll`` or iterate. With
     ``topic`` it subscribes (queues assigned by rebalance); with ``topic=None`` it takes
     the queues :meth:`assign` gives it."""
@@ -675,7 +912,7 @@ class ConsumeStats:
     queues: List[QueueProgress]
 
 
-class Admin(_Client):
+class Admin(_Client[_native.NativeAdmin]):
     """An admin client (Java ``DefaultMQAdminExt``, in part): topics, offsets, messages,
     consume stats. Thread-safe; a context manager. Takes the options every client does."""
 

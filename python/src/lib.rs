@@ -6,7 +6,8 @@
 //! the crate's threads take it only around Python code (a listener, an async send's
 //! callback), so no call waits for a thread that waits for the GIL it holds. Messages
 //! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
-//! Python layer's `RocketMQError` (registered with `set_error_class`).
+//! Python layer's subclasses of `RocketMQError`, one per kind (made by the factory
+//! registered with `set_error_class`).
 
 mod log_bridge;
 
@@ -27,7 +28,8 @@ use rmq::{
 };
 use rocketmq_blocking as rmq;
 
-/// The Python class errors are raised as: `cls(kind, message, response_code)`.
+/// What makes the Python errors raised: `make(kind, message, response_code, retriable)`
+/// returns the exception (of the kind's class).
 static ERROR_CLASS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The C ABI's name of an error kind, which the Python API has always reported.
@@ -49,12 +51,18 @@ fn kind_name(kind: ErrorKind) -> &'static str {
     }
 }
 
-/// A Python error of kind `kind`, as the registered class.
-fn py_error(py: Python<'_>, kind: &str, message: String, response_code: Option<i32>) -> PyErr {
-    let Some(cls) = ERROR_CLASS.get(py) else {
+/// A Python error of kind `kind`, made by the registered factory.
+fn py_error(
+    py: Python<'_>,
+    kind: &str,
+    message: String,
+    response_code: Option<i32>,
+    retriable: bool,
+) -> PyErr {
+    let Some(make) = ERROR_CLASS.get(py) else {
         return PyRuntimeError::new_err(format!("{kind}: {message}"));
     };
-    match cls.call1(py, (kind, message, response_code)) {
+    match make.call1(py, (kind, message, response_code, retriable)) {
         Ok(e) => PyErr::from_value(e.into_bound(py)),
         Err(e) => e,
     }
@@ -67,6 +75,7 @@ fn to_py(py: Python<'_>, e: rmq::Error) -> PyErr {
         kind_name(e.kind()),
         format!("{e:#}"),
         e.response_code().map(|c| c.0),
+        e.is_retriable(),
     )
 }
 
@@ -141,11 +150,12 @@ fn client_options(options: &Common<'_>) -> PyResult<rmq::ClientOptions> {
     Ok(o)
 }
 
-/// Registers the class errors are raised as (the package's `RocketMQError`).
+/// Registers what makes the errors raised (the package's `_error`, which picks the
+/// subclass of `RocketMQError` of each kind).
 #[pyfunction]
-fn set_error_class(py: Python<'_>, cls: Py<PyAny>) {
-    // A second registration (a reloaded package) keeps the first class.
-    let _ = ERROR_CLASS.set(py, cls);
+fn set_error_class(py: Python<'_>, make: Py<PyAny>) {
+    // A second registration (a reloaded package) keeps the first factory.
+    let _ = ERROR_CLASS.set(py, make);
 }
 
 /// The least severe library records forwarded to `logging`, as a Python level (the
@@ -228,14 +238,36 @@ fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py,
         .into_pyobject(py)
 }
 
+/// The reply to a request message, made when the request arrives (the library builds
+/// a reply only from the message as received): [`rmq::create_reply_message`] without
+/// its body, which `Producer.send_reply` sets.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct ReplyTemplate {
+    message: rmq::Message,
+}
+
+/// The reply template of `m` if it is a request (it has a correlation id and is no
+/// reply itself).
+fn reply_template(m: &MessageExt) -> Option<ReplyTemplate> {
+    m.property("CORRELATION_ID")?;
+    if m.property("MSG_TYPE") == Some("reply") {
+        return None;
+    }
+    rmq::create_reply_message(m, Vec::new())
+        .ok()
+        .map(|message| ReplyTemplate { message })
+}
+
 /// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
-/// born_timestamp_ms, store_timestamp_ms, properties)`; the properties are all of them,
-/// system ones included (Java `getProperties`).
+/// born_timestamp_ms, store_timestamp_ms, properties, reply)`; the properties are all of
+/// them, system ones included (Java `getProperties`); `reply` is a [`ReplyTemplate`] for
+/// a request, else `None`.
 fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
     let properties = PyDict::new(py);
     for (k, v) in m.properties() {
         properties.set_item(k, v)?;
     }
+    let reply = reply_template(m).map(|t| Bound::new(py, t)).transpose()?;
     (
         m.msg_id(),
         m.topic(),
@@ -248,6 +280,25 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         millis(m.born_timestamp()),
         millis(m.store_timestamp()),
         properties,
+        reply,
+    )
+        .into_pyobject(py)
+}
+
+/// `(topic, body, tags, keys, properties, None)`, the form of a Python `Message`; the
+/// properties are all of them, system ones included (`UNIQ_KEY`: the message id).
+fn message_tuple<'py>(py: Python<'py>, m: &rmq::Message) -> PyResult<Bound<'py, PyTuple>> {
+    let properties = PyDict::new(py);
+    for (k, v) in m.properties() {
+        properties.set_item(k, v)?;
+    }
+    (
+        m.topic(),
+        PyBytes::new(py, m.body()),
+        m.tags(),
+        m.keys().collect::<Vec<_>>(),
+        properties,
+        py.None(),
     )
         .into_pyobject(py)
 }
@@ -505,6 +556,7 @@ impl Producer {
                 "RMQ_STATE",
                 "the producer is shutting down".into(),
                 None,
+                false,
             ));
         };
         let callback = move |r: rmq::Result<rmq::SendResult>| {
@@ -530,6 +582,34 @@ impl Producer {
             .map_err(|e| to_py(py, e.into()))
     }
 
+    /// Sends `m` as a request and waits up to `timeout_ms` for its reply; the reply's
+    /// received-message tuple.
+    fn request<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        timeout_ms: u64,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let m = message(py, m)?;
+        let reply = py
+            .detach(|| self.inner.request(&m, Duration::from_millis(timeout_ms)))
+            .or_raise(py)?;
+        received(py, &reply)
+    }
+
+    /// Sends the reply `template` stands for, with `body`.
+    fn send_reply<'py>(
+        &self,
+        py: Python<'py>,
+        template: &Bound<'py, ReplyTemplate>,
+        body: &[u8],
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let mut m = template.get().message.clone();
+        m.set_body(body.to_vec());
+        let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
+        send_result(py, &r)
+    }
+
     /// Shuts down, then waits (up to the send timeout plus 10 s) for the callbacks of
     /// async sends in flight; callbacks that have not started by then never run.
     fn free(&self, py: Python<'_>) {
@@ -544,6 +624,117 @@ impl Producer {
 fn rmq_log_late_callback() {
     // Not through `log`: nothing here installs a logger; the Python layer documents this.
     eprintln!("rocketmq_blocking: an async send ended after close() gave up waiting for it: its callback is not called");
+}
+
+/// A state from the Python layer's `LocalTransactionState` value: 0 commit, 1 roll
+/// back, anything else unknown.
+fn transaction_state(v: i64) -> rmq::LocalTransactionState {
+    match v {
+        0 => rmq::LocalTransactionState::CommitMessage,
+        1 => rmq::LocalTransactionState::RollbackMessage,
+        _ => rmq::LocalTransactionState::Unknown,
+    }
+}
+
+fn transaction_state_value(s: rmq::LocalTransactionState) -> i64 {
+    match s {
+        rmq::LocalTransactionState::CommitMessage => 0,
+        rmq::LocalTransactionState::RollbackMessage => 1,
+        rmq::LocalTransactionState::Unknown => 2,
+    }
+}
+
+/// One transaction callback: `f` with the GIL, through `gate`; unknown when the gate is
+/// closed, the callback failed or the interpreter is finalizing (the Python layer's
+/// callbacks catch and log what the user's code raises).
+fn transaction_callback(
+    gate: &Arc<Gate>,
+    f: impl for<'py> FnOnce(Python<'py>) -> PyResult<i64>,
+) -> rmq::LocalTransactionState {
+    let Some(pass) = Gate::enter(gate) else {
+        return rmq::LocalTransactionState::Unknown;
+    };
+    pass.call(|| call_python(f))
+        .flatten()
+        .map_or(rmq::LocalTransactionState::Unknown, transaction_state)
+}
+
+/// A started transactional producer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct TransactionProducer {
+    inner: rmq::TransactionProducer,
+    /// Local transactions and checks running or about to.
+    gate: Arc<Gate>,
+}
+
+#[pymethods]
+impl TransactionProducer {
+    /// `execute(message_tuple, arg)` runs a local transaction, `check(received_tuple)`
+    /// answers a broker's check; both return a state's value (0, 1 or 2).
+    #[new]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        execute: Py<PyAny>,
+        check: Py<PyAny>,
+        common: Common<'_>,
+        send_timeout_ms: Option<u64>,
+        retries: Option<u32>,
+    ) -> PyResult<Self> {
+        let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
+        if let Some(ms) = send_timeout_ms {
+            b = b.send_timeout(Duration::from_millis(ms));
+        }
+        if let Some(r) = retries {
+            b = b.retries(r);
+        }
+        let gate = Arc::<Gate>::default();
+        let (g1, g2) = (gate.clone(), gate.clone());
+        let on_execute = move |m: &rmq::Message, arg: &dyn std::any::Any| {
+            transaction_callback(&g1, |py| {
+                let arg = arg
+                    .downcast_ref::<Py<PyAny>>()
+                    .map_or_else(|| py.None(), |a| a.clone_ref(py));
+                execute
+                    .call1(py, (message_tuple(py, m)?, arg))?
+                    .extract::<i64>(py)
+            })
+        };
+        let on_check = move |m: &MessageExt| {
+            transaction_callback(&g2, |py| {
+                check.call1(py, (received(py, m)?,))?.extract::<i64>(py)
+            })
+        };
+        let b = b.transactional((on_execute, on_check));
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(TransactionProducer { inner, gate })
+    }
+
+    /// Sends the half message, runs the local transaction with `arg` on this thread and
+    /// ends the transaction; `(send result tuple, state value)`.
+    fn send_in_transaction<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        arg: Py<PyAny>,
+    ) -> PyResult<(Bound<'py, PyTuple>, i64)> {
+        let m = message(py, m)?;
+        let r = py
+            .detach(|| self.inner.send_in_transaction(&m, &arg))
+            .or_raise(py)?;
+        Ok((
+            send_result(py, r.send_result())?,
+            transaction_state_value(r.local_transaction_state()),
+        ))
+    }
+
+    /// Shuts down (the checks queued run first) and returns once no callback runs.
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| {
+            self.inner.shutdown();
+            self.gate.close_and_wait(None);
+        })
+    }
 }
 
 fn consume_from(from_first: bool) -> ConsumeFromWhere {
@@ -867,6 +1058,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     log_bridge::install();
     m.add_function(wrap_pyfunction!(create_topic, m)?)?;
     m.add_class::<Producer>()?;
+    m.add_class::<TransactionProducer>()?;
+    m.add_class::<ReplyTemplate>()?;
     m.add_class::<PushConsumer>()?;
     m.add_class::<LitePullConsumer>()?;
     m.add_class::<NativeAdmin>()?;

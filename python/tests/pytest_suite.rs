@@ -3,7 +3,8 @@
 //! the wheel imports with no cargo on the `PATH`, the pytest suite beside this file
 //! (`test_*.py`) passes against one real RocketMQ cluster (testkit), `test_secure.py`
 //! against a second one enforcing mutual TLS and ACL, and the example of docs/python.md
-//! works as written.
+//! works as written. `test_typing.py` runs `mypy --strict` over the installed package and
+//! the Python snippets of docs/python.md.
 //!
 //! maturin and pytest come from PyPI into a venv of their own (`target/python/tools`),
 //! installed on the first run. The wheel is built into a target directory of its own:
@@ -39,9 +40,19 @@ fn work_dir() -> PathBuf {
 fn namesrv() -> &'static str {
     NAMESRV.get_or_init(|| {
         let c = CLUSTER.get_or_init(|| {
+            // test_transaction.py: checks within seconds (every second, of half messages
+            // older than two), and 5.x's commit/rollback records written well before a
+            // check could ask about a committed message (see tests/transactions/main.rs).
             let mut b = Cluster::builder()
                 .work_dir(target_dir().join("rocketmq-testkit"))
-                .brokers(1);
+                .brokers(1)
+                .broker_config("transactionCheckInterval", "1000")
+                .broker_config("transactionTimeOut", "2000")
+                .broker_config("transactionOpBatchInterval", "200")
+                // A loaded machine: a send waits up to 5 s in the broker's queue instead of
+                // failing with SYSTEM_BUSY after 200 ms (test_asyncio.py's 50 sends at once).
+                .broker_config("waitTimeMillsInSendQueue", "5000")
+                .broker_config("osPageCacheBusyTimeOutMills", "5000");
             if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
                 b = b.version(&v);
             }
@@ -171,14 +182,18 @@ fn wheel() -> PathBuf {
         .clone()
 }
 
-/// A fresh venv with the wheel and pytest, for the suite and the docs example.
+/// A fresh venv with the wheel, pytest and mypy, for the suite and the docs example.
 fn test_venv() -> PathBuf {
     static VENV: OnceLock<PathBuf> = OnceLock::new();
     VENV.get_or_init(|| {
         let venv = work_dir().join("venv-test");
         fresh_venv(&venv);
         let wheel = wheel();
-        pip_install(&venv, &[wheel.to_str().expect("UTF-8 path"), "pytest"]);
+        // mypy: test_typing.py checks the package and the docs' snippets with it.
+        pip_install(
+            &venv,
+            &[wheel.to_str().expect("UTF-8 path"), "pytest", "mypy"],
+        );
         venv
     })
     .clone()
