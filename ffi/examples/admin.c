@@ -2,9 +2,9 @@
  * The admin client from C: creates TOPIC (4 queues), sends three messages with the key
  * "ck" and reads them with a push consumer of GROUP, then asks the admin about it all:
  * the topic list, the cluster (JSON), each queue's min/max offset and the offset of time
- * 0, the total, the group's consume stats, each message by its offset id and by its
- * unique key, the messages by key; last it deletes the topic. Prints one "name=value"
- * line per check, then a summary.
+ * 0, the total, the group's consume stats, a reset of its offsets to the earliest, each
+ * message by its offset id and by its unique key, the messages by key; last it deletes
+ * the topic. Prints one "name=value" line per check, then a summary.
  *
  *   NAMESRV_ADDR=127.0.0.1:9876 ./admin TOPIC GROUP
  */
@@ -184,6 +184,21 @@ int main(int argc, char **argv) {
   printf("consume_stats queues=%zu total_diff=%llu committed=%lld\n", stats_queues,
          (unsigned long long)diff, (long long)committed);
 
+  /* Back to the beginning: with no consumer online the offsets are written directly, and
+     the group is behind by every message again. */
+  size_t reset_queues = 0;
+  CHECK(rmq_admin_reset_offset(a, STR(group), STR(topic), RMQ_RESET_EARLIEST, 0, &reset_queues));
+  uint64_t diff_after_reset = 0;
+  for (int tries = 0; tries < 50 && diff_after_reset != SENT; tries++) {
+    if (tries > 0) sleep_ms(200);
+    rmq_consume_stats *st;
+    CHECK(rmq_admin_consume_stats(a, STR(group), STR(topic), &st));
+    CHECK(rmq_consume_stats_total_diff(st, &diff_after_reset));
+    rmq_consume_stats_free(st);
+  }
+  printf("reset_queues=%zu diff_after_reset=%llu\n", reset_queues,
+         (unsigned long long)diff_after_reset);
+
   /* Each message by its offset id, and by its unique key (the index may lag). */
   int viewed = 0, by_unique_key = 0;
   for (int i = 0; i < SENT; i++) {
@@ -231,7 +246,7 @@ int main(int argc, char **argv) {
 
   rmq_admin_free(a);
   int ok = consumed >= SENT && sum == SENT && total == SENT && at_zero_is_min && diff == 0 &&
-           committed == SENT && viewed == SENT && by_unique_key == SENT && by_key == SENT &&
+           committed == SENT && reset_queues == 4 && diff_after_reset == SENT && viewed == SENT && by_unique_key == SENT && by_key == SENT &&
            by_other_key == 0 && nb >= 1 && !listed_after;
   printf("summary ok=%d\n", ok);
   return ok ? 0 : 1;

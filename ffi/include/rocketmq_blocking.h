@@ -13,12 +13,13 @@
  * rmq_admin (every call takes it as const). Only its _free needs it exclusively: call
  * it once, after every other call on the handle has returned. The other handles are
  * for one thread at a time: builders, rmq_message, rmq_message_ext and their lists,
- * rmq_send_result, rmq_tls_config; one that is only read (getters) may be moved to
- * another thread. rmq_last_error and rmq_last_response_code are per thread.
+ * rmq_send_result, rmq_string_list, rmq_consume_stats, rmq_tls_config; one that is only
+ * read (getters) may be moved to another thread. rmq_last_error and
+ * rmq_last_response_code are per thread.
  *
  * Callbacks. A push listener runs on the library's consume threads, several at once for
  * a concurrent listener (one per queue at a time for an orderly one); an async send's
- * callback on a callback thread; a transaction's execute callback on the sending thread,
+ * or async request's callback on a callback thread; a transaction's execute callback on the sending thread,
  * during the send, its check callback on the producer's check threads; a queue selector
  * on the sending thread, during the send; the log callback on any thread. So each
  * callback and its userdata must be thread-safe. Inside a callback any call of this
@@ -144,6 +145,16 @@ typedef enum {
   // From the first message stored at or after a timestamp.
   RMQ_CONSUME_FROM_TIMESTAMP = 2,
 } rmq_consume_from;
+
+// Where `rmq_admin_reset_offset` moves a group's offsets (passed as `int32_t`).
+typedef enum {
+  // Each queue's first message still stored.
+  RMQ_RESET_EARLIEST = 0,
+  // Each queue's end: nothing stored so far is consumed.
+  RMQ_RESET_LATEST = 1,
+  // The message stored at a time, per queue (as `rmq_admin_search_offset` finds it).
+  RMQ_RESET_TIMESTAMP = 2,
+} rmq_reset_target;
 
 // An admin client connected to the name servers.
 typedef struct rmq_admin rmq_admin;
@@ -388,6 +399,22 @@ rmq_result rmq_consume_stats_queue_at(const rmq_consume_stats *s,
 
 // Frees consume stats and the queues borrowed from them. NULL is a no-op.
 void rmq_consume_stats_free(rmq_consume_stats *s);
+
+// Moves `group`'s offsets in `topic` to `target` (an `rmq_reset_target`;
+// `timestamp_ms`, ms since the epoch, is read for `RMQ_RESET_TIMESTAMP` only) on every
+// broker of the topic, as `mqadmin resetOffsetByTime` does: running consumers of the
+// group are told and pull from there; for a group with none online the offsets are
+// written for the next one to start from. `*queues` (when `queues` is not NULL) is the
+// number of queues moved. A 4.9 broker refuses to reset a running group
+// (`RMQ_RESPONSE`) until it holds the group's committed offset of every queue.
+rmq_result rmq_admin_reset_offset(const rmq_admin *a,
+                                  const char *group,
+                                  size_t group_len,
+                                  const char *topic,
+                                  size_t topic_len,
+                                  int32_t target,
+                                  uint64_t timestamp_ms,
+                                  size_t *queues);
 
 // The stored message behind an offset message id (`rmq_send_result_offset_msg_id`,
 // `rmq_message_ext_offset_msg_id`: store host and commit-log offset), Java

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rocketmq_blocking::{
     Admin, BrokerData, ClientOptions, ConsumeStats, MessageQuery, MessageQueue, QueueProgress,
-    TopicConfig, TopicRouteData,
+    ResetTarget, TopicConfig, TopicRouteData,
 };
 
 use crate::error::{err, fail, guard, guard_void, rmq_result};
@@ -505,6 +505,59 @@ pub extern "C" fn rmq_consume_stats_free(s: *mut rmq_consume_stats) {
     guard_void(|| drop(take_handle(s)));
 }
 
+/// Where `rmq_admin_reset_offset` moves a group's offsets (passed as `int32_t`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rmq_reset_target {
+    /// Each queue's first message still stored.
+    RMQ_RESET_EARLIEST = 0,
+    /// Each queue's end: nothing stored so far is consumed.
+    RMQ_RESET_LATEST = 1,
+    /// The message stored at a time, per queue (as `rmq_admin_search_offset` finds it).
+    RMQ_RESET_TIMESTAMP = 2,
+}
+
+/// Moves `group`'s offsets in `topic` to `target` (an `rmq_reset_target`;
+/// `timestamp_ms`, ms since the epoch, is read for `RMQ_RESET_TIMESTAMP` only) on every
+/// broker of the topic, as `mqadmin resetOffsetByTime` does: running consumers of the
+/// group are told and pull from there; for a group with none online the offsets are
+/// written for the next one to start from. `*queues` (when `queues` is not NULL) is the
+/// number of queues moved. A 4.9 broker refuses to reset a running group
+/// (`RMQ_RESPONSE`) until it holds the group's committed offset of every queue.
+#[no_mangle]
+pub extern "C" fn rmq_admin_reset_offset(
+    a: *const rmq_admin,
+    group: *const c_char,
+    group_len: usize,
+    topic: *const c_char,
+    topic_len: usize,
+    target: i32,
+    timestamp_ms: u64,
+    queues: *mut usize,
+) -> rmq_result {
+    guard(|| {
+        let a = admin(a)?;
+        let group = str_arg(group, group_len, "group")?;
+        let topic = str_arg(topic, topic_len, "topic")?;
+        let target = match target {
+            0 => ResetTarget::Earliest,
+            1 => ResetTarget::Latest,
+            2 => ResetTarget::Timestamp(time_ms(timestamp_ms, "timestamp")?),
+            _ => {
+                return Err(fail(
+                    rmq_result::RMQ_INVALID_ARGUMENT,
+                    format!("reset target {target}"),
+                ))
+            }
+        };
+        let moved = a.reset_offset(group, topic, target).map_err(err)?;
+        if queues.is_null() {
+            return Ok(());
+        }
+        out(queues, moved.len())
+    })
+}
+
 /// The stored message behind an offset message id (`rmq_send_result_offset_msg_id`,
 /// `rmq_message_ext_offset_msg_id`: store host and commit-log offset), Java
 /// `viewMessage`; `*message_out` is a new message to free with `rmq_message_ext_free`.
@@ -768,6 +821,14 @@ mod tests {
             RMQ_INVALID_ARGUMENT
         );
         assert!(stats.is_null());
+        assert_eq!(
+            rmq_admin_reset_offset(a, c"g".as_ptr(), 1, c"t".as_ptr(), 1, 3, 0, null_mut()),
+            RMQ_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            rmq_admin_reset_offset(a, c"g".as_ptr(), 1, null(), 1, 0, 0, null_mut()),
+            RMQ_NULL_PARAMETER
+        );
         let mut m = null_mut();
         // The crate reads the id as it would one from the network: a `Decode` error.
         assert_eq!(

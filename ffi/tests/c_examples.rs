@@ -627,6 +627,7 @@ fn a_c_admin_sees_the_offsets_progress_and_messages_of_a_topic_then_deletes_it()
         "cluster_json=1",
         "queues=4 stored=3 total_max_offset=3 offset_at_0_is_min=1",
         "consume_stats queues=4 total_diff=0 committed=3",
+        "reset_queues=4 diff_after_reset=3",
         "viewed=3 by_unique_key=3",
         "by_key=3 by_other_key=0",
         "deleted_on=1 listed_after_delete=0",

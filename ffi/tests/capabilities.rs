@@ -48,7 +48,7 @@ const TABLE: &[(&str, &str, C)] = &[
     ("Admin", "delete_topic", Fns(&["rmq_admin_delete_topic"])),
     ("Admin", "query_message_by_unique_key", Fns(&["rmq_admin_query_message_by_unique_key"])),
     ("Admin", "query_messages", Fns(&["rmq_admin_query_messages_by_key", "rmq_admin_query_message_by_unique_key"])),
-    ("Admin", "reset_offset", Not("not yet in C (mqadmin resetOffsetByTime, in the rmq tool); a C consumer can seek (lite pull) or start from a time")),
+    ("Admin", "reset_offset", Fns(&["rmq_admin_reset_offset"])),
     ("Admin", "subscription_groups", Not("an operator's listing (in the rmq tool); not yet in C")),
     ("Admin", "topic_list", Fns(&["rmq_admin_topic_list"])),
     ("Admin", "fmt", Not(DEBUG)),
