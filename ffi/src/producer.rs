@@ -590,9 +590,10 @@ pub extern "C" fn rmq_producer_shutdown(p: *const rmq_producer) -> rmq_result {
 }
 
 /// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-/// still in flight have run. It waits up to the send timeout plus 10 s for them; a
-/// callback that has not started by then is never called (its send's outcome is lost),
-/// and one that has started is waited for however long it takes. So once this returns
+/// and requests still in flight have run (the shutdown fails the requests still waiting
+/// for a reply). It waits up to the send timeout plus 10 s for them; a callback that has
+/// not started by then is never called (its outcome is lost), and one that has started
+/// is waited for however long it takes. So once this returns
 /// no callback of the producer runs or will run, and their userdata may be freed. The
 /// one exception is a call from inside one of the producer's own callbacks, which does
 /// not wait (it would wait for itself); a call from a callback of another client waits
