@@ -3,7 +3,9 @@
  * with "re:" + its body, sending the reply with rmq_create_reply_message) and a traced
  * requester in one program. The first delivery of the first request is sent back with
  * delay level 1 (rmq_push_consumer_send_message_back) and answered when it comes again.
- * Prints "reply <body>" per request, then a summary.
+ * Then as many requests again with rmq_producer_request_async, their replies collected
+ * by the callback on a library thread. Prints "reply <body>" per request, "async reply
+ * <body>" per async one (in request order), then a summary.
  *
  *   NAMESRV_ADDR=127.0.0.1:9876 ./request TOPIC COUNT
  */
@@ -52,6 +54,37 @@ static int32_t on_request(void *userdata, const rmq_message_ext *const *msgs, si
     pthread_mutex_unlock(&r->lock);
   }
   return RMQ_CONSUME_SUCCESS;
+}
+
+/* What the async requests' callbacks fill in, under `lock`; `main` waits on `done`. */
+struct pending {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  int finished;
+  int failed;
+  char replies[16][64];
+};
+
+static void on_reply(void *userdata, rmq_result result, const rmq_message_ext *reply) {
+  struct pending *p = userdata;
+  pthread_mutex_lock(&p->lock);
+  if (result == RMQ_OK) {
+    const uint8_t *body;
+    size_t len;
+    CHECK(rmq_message_ext_body(reply, &body, &len));
+    /* "re:async N": keep it at index N. */
+    int i = len > 9 ? atoi((const char *)body + 9) : -1;
+    if (i >= 0 && i < 16) snprintf(p->replies[i], sizeof p->replies[i], "%.*s", (int)len, (const char *)body);
+  } else {
+    char text[256];
+    size_t n;
+    rmq_last_error(text, sizeof text, &n);
+    fprintf(stderr, "async request failed: %s: %s\n", rmq_result_name(result), text);
+    p->failed++;
+  }
+  p->finished++;
+  pthread_cond_signal(&p->done);
+  pthread_mutex_unlock(&p->lock);
 }
 
 int main(int argc, char **argv) {
@@ -106,11 +139,39 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
 
+  static struct pending pend = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, {{0}}};
+  int async_count = count < 16 ? count : 16;
+  for (int i = 0; i < async_count; i++) {
+    char body[64];
+    snprintf(body, sizeof body, "async %d", i);
+    rmq_message *m;
+    CHECK(rmq_message_new(STR(topic), (const uint8_t *)body, strlen(body), &m));
+    CHECK(rmq_producer_request_async(p, m, 60000, on_reply, &pend));
+    rmq_message_free(m);
+  }
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 90;
+  pthread_mutex_lock(&pend.lock);
+  while (pend.finished < async_count) {
+    if (pthread_cond_timedwait(&pend.done, &pend.lock, &until) != 0) break;
+  }
+  int async_replies = 0;
+  for (int i = 0; i < async_count; i++) {
+    if (pend.replies[i][0] != '\0') {
+      printf("async reply %s\n", pend.replies[i]);
+      async_replies++;
+    }
+  }
+  pthread_mutex_unlock(&pend.lock);
+  fflush(stdout);
+
   rmq_push_consumer_free(r.consumer);
   rmq_producer_free(p);
   pthread_mutex_lock(&r.lock);
-  printf("summary replies=%d answered=%d sent_back=%d\n", replies, r.answered, r.sent_back);
-  int ok = replies == count && r.sent_back == 1;
+  printf("summary replies=%d async_replies=%d answered=%d sent_back=%d\n", replies, async_replies,
+         r.answered, r.sent_back);
+  int ok = replies == count && async_replies == async_count && r.sent_back == 1;
   pthread_mutex_unlock(&r.lock);
   return ok ? 0 : 1;
 }

@@ -13,12 +13,13 @@
  * rmq_admin (every call takes it as const). Only its _free needs it exclusively: call
  * it once, after every other call on the handle has returned. The other handles are
  * for one thread at a time: builders, rmq_message, rmq_message_ext and their lists,
- * rmq_send_result, rmq_tls_config; one that is only read (getters) may be moved to
- * another thread. rmq_last_error and rmq_last_response_code are per thread.
+ * rmq_send_result, rmq_string_list, rmq_consume_stats, rmq_tls_config; one that is only
+ * read (getters) may be moved to another thread. rmq_last_error and
+ * rmq_last_response_code are per thread.
  *
  * Callbacks. A push listener runs on the library's consume threads, several at once for
  * a concurrent listener (one per queue at a time for an orderly one); an async send's
- * callback on a callback thread; a transaction's execute callback on the sending thread,
+ * or async request's callback on a callback thread; a transaction's execute callback on the sending thread,
  * during the send, its check callback on the producer's check threads; a queue selector
  * on the sending thread, during the send; the log callback on any thread. So each
  * callback and its userdata must be thread-safe. Inside a callback any call of this
@@ -145,6 +146,16 @@ typedef enum {
   RMQ_CONSUME_FROM_TIMESTAMP = 2,
 } rmq_consume_from;
 
+// Where `rmq_admin_reset_offset` moves a group's offsets (passed as `int32_t`).
+typedef enum {
+  // Each queue's first message still stored.
+  RMQ_RESET_EARLIEST = 0,
+  // Each queue's end: nothing stored so far is consumed.
+  RMQ_RESET_LATEST = 1,
+  // The message stored at a time, per queue (as `rmq_admin_search_offset` finds it).
+  RMQ_RESET_TIMESTAMP = 2,
+} rmq_reset_target;
+
 // An admin client connected to the name servers.
 typedef struct rmq_admin rmq_admin;
 
@@ -156,6 +167,10 @@ typedef struct rmq_client_options rmq_client_options;
 // `ConsumeOrderlyContext`): the queue, and what to do with the messages. Valid only
 // during the call, on the listener's thread.
 typedef struct rmq_consume_context rmq_consume_context;
+
+// A consumer group's progress (Java `ConsumeStats`): per queue the broker's and the
+// group's offsets. Free with `rmq_consume_stats_free`.
+typedef struct rmq_consume_stats rmq_consume_stats;
 
 // A started lite pull consumer.
 typedef struct rmq_lite_pull_consumer rmq_lite_pull_consumer;
@@ -192,6 +207,9 @@ typedef struct rmq_queue_list rmq_queue_list;
 
 // What the broker answered to a send (Java `SendResult`).
 typedef struct rmq_send_result rmq_send_result;
+
+// A list of strings (topic names, broker names).
+typedef struct rmq_string_list rmq_string_list;
 
 // TLS settings for client options (`rmq_client_options_tls`), copied into them.
 // Not thread-safe; free with `rmq_tls_config_free`.
@@ -230,6 +248,13 @@ typedef int64_t (*rmq_queue_selector)(void *userdata,
 typedef void (*rmq_send_callback)(void *userdata,
                                   rmq_result result,
                                   const rmq_send_result *send_result);
+
+// Called once per async request with its outcome, on one of the crate's callback
+// threads. `result` is `RMQ_OK` with `reply` borrowed for the call (copy what is needed:
+// it is freed when the callback returns), or an error code (`RMQ_TIMEOUT` for no reply
+// in time) with `reply` NULL and the error text in `rmq_last_error` on that thread.
+// Must not block for long: it holds a callback thread.
+typedef void (*rmq_request_callback)(void *userdata, rmq_result result, const rmq_message_ext *reply);
 
 // A listener: gets `count` messages of one queue and the call's context (both borrowed
 // for the call; copy what you keep) and returns an `rmq_consume_status` as an
@@ -284,6 +309,145 @@ rmq_result rmq_admin_topic_queues(const rmq_admin *a,
                                   const char *topic,
                                   size_t topic_len,
                                   rmq_queue_list **list_out);
+
+// The number of strings in the list.
+rmq_result rmq_string_list_len(const rmq_string_list *list, size_t *len);
+
+// The string at `index`, borrowed from the list (valid until the list is freed; not
+// NUL-terminated).
+rmq_result rmq_string_list_get(const rmq_string_list *list,
+                               size_t index,
+                               const char **data,
+                               size_t *len);
+
+// Frees a string list. NULL is a no-op.
+void rmq_string_list_free(rmq_string_list *list);
+
+// Every topic the name server knows (system topics and groups' retry topics included),
+// sorted (Java `fetchAllTopicList`); free the list with `rmq_string_list_free`.
+rmq_result rmq_admin_topic_list(const rmq_admin *a, rmq_string_list **list_out);
+
+// Deletes `topic` on every master broker, then on every name server (Java `mqadmin
+// deleteTopic`), so its route disappears. `*brokers_out` (when `brokers_out` is not
+// NULL) is the list of the brokers' names, to free with `rmq_string_list_free`.
+rmq_result rmq_admin_delete_topic(const rmq_admin *a,
+                                  const char *topic,
+                                  size_t topic_len,
+                                  rmq_string_list **brokers_out);
+
+// Writes the cluster (Java `ClusterInfo`) as JSON into `buf`, NUL-terminated, as
+// `rmq_admin_topic_route_json` does: `{"brokerAddrTable": {name: {"cluster",
+// "brokerName", "brokerAddrs": {id: addr}}}, "clusterAddrTable": {cluster: [names]}}`,
+// keys sorted, broker id 0 the master.
+rmq_result rmq_admin_cluster_info_json(const rmq_admin *a, char *buf, size_t len, size_t *written);
+
+// The max offset of `queue`: where its next message will be stored (Java `maxOffset`).
+// Asked of the master of the queue's broker, found in the topic's route.
+rmq_result rmq_admin_max_offset(const rmq_admin *a,
+                                const rmq_message_queue *queue,
+                                int64_t *offset);
+
+// The min offset of `queue`: its first offset still stored (Java `minOffset`).
+rmq_result rmq_admin_min_offset(const rmq_admin *a,
+                                const rmq_message_queue *queue,
+                                int64_t *offset);
+
+// The offset in `queue` of a message stored about `timestamp_ms` (ms since the epoch;
+// Java `searchOffset`). 5.x brokers answer the first one stored at that time or later
+// (the max offset if none is), 4.x brokers the one stored closest to it.
+rmq_result rmq_admin_search_offset(const rmq_admin *a,
+                                   const rmq_message_queue *queue,
+                                   uint64_t timestamp_ms,
+                                   int64_t *offset);
+
+// The sum of the max offsets of every queue of `topic`: the messages stored so far.
+rmq_result rmq_admin_total_max_offset(const rmq_admin *a,
+                                      const char *topic,
+                                      size_t topic_len,
+                                      int64_t *total);
+
+// The progress of `group` in `topic` (NULL: in every topic it has offsets in), from
+// every broker that knows the group (Java `examineConsumeStats`, what `mqadmin
+// consumerProgress` prints); free it with `rmq_consume_stats_free`.
+rmq_result rmq_admin_consume_stats(const rmq_admin *a,
+                                   const char *group,
+                                   size_t group_len,
+                                   const char *topic,
+                                   size_t topic_len,
+                                   rmq_consume_stats **stats_out);
+
+// The sum of every queue's lag, broker offset minus consumer offset (Java
+// `computeTotalDiff`).
+rmq_result rmq_consume_stats_total_diff(const rmq_consume_stats *s, uint64_t *total_diff);
+
+// Messages the group consumed per second, summed over the brokers.
+rmq_result rmq_consume_stats_consume_tps(const rmq_consume_stats *s, double *tps);
+
+// The number of queues, sorted by topic, broker name and queue id.
+rmq_result rmq_consume_stats_queue_count(const rmq_consume_stats *s, size_t *count);
+
+// The queue at `index` (borrowed from the stats, valid until they are freed) with its
+// broker offset (where its next message goes), the group's committed consumer offset,
+// and the time of the group's last consumed message in ms since the epoch (0 when the
+// broker does not know it).
+rmq_result rmq_consume_stats_queue_at(const rmq_consume_stats *s,
+                                      size_t index,
+                                      const rmq_message_queue **queue_out,
+                                      int64_t *broker_offset,
+                                      int64_t *consumer_offset,
+                                      int64_t *last_timestamp_ms);
+
+// Frees consume stats and the queues borrowed from them. NULL is a no-op.
+void rmq_consume_stats_free(rmq_consume_stats *s);
+
+// Moves `group`'s offsets in `topic` to `target` (an `rmq_reset_target`;
+// `timestamp_ms`, ms since the epoch, is read for `RMQ_RESET_TIMESTAMP` only) on every
+// broker of the topic, as `mqadmin resetOffsetByTime` does: running consumers of the
+// group are told and pull from there; for a group with none online the offsets are
+// written for the next one to start from. `*queues` (when `queues` is not NULL) is the
+// number of queues moved. A 4.9 broker refuses to reset a running group
+// (`RMQ_RESPONSE`) until it holds the group's committed offset of every queue.
+rmq_result rmq_admin_reset_offset(const rmq_admin *a,
+                                  const char *group,
+                                  size_t group_len,
+                                  const char *topic,
+                                  size_t topic_len,
+                                  int32_t target,
+                                  uint64_t timestamp_ms,
+                                  size_t *queues);
+
+// The stored message behind an offset message id (`rmq_send_result_offset_msg_id`,
+// `rmq_message_ext_offset_msg_id`: store host and commit-log offset), Java
+// `viewMessage`; `*message_out` is a new message to free with `rmq_message_ext_free`.
+rmq_result rmq_admin_view_message(const rmq_admin *a,
+                                  const char *offset_msg_id,
+                                  size_t offset_msg_id_len,
+                                  rmq_message_ext **message_out);
+
+// The message of `topic` whose unique key (the id `rmq_send_result_msg_id` gives) is
+// `msg_id` (Java `queryMessageByUniqKey`). Found: `*message_out` is a new message to
+// free with `rmq_message_ext_free`; not found: `RMQ_OK` with `*message_out` NULL.
+rmq_result rmq_admin_query_message_by_unique_key(const rmq_admin *a,
+                                                 const char *topic,
+                                                 size_t topic_len,
+                                                 const char *msg_id,
+                                                 size_t msg_id_len,
+                                                 rmq_message_ext **message_out);
+
+// The messages of `topic` with the key `key` (`rmq_message_set_keys`) stored from
+// `begin_ms` to `end_ms` (ms since the epoch, both included; `end_ms` `UINT64_MAX` for no
+// end), at most `max` from each broker (Java `queryMessage`; `mqadmin queryMsgByKey`
+// asks for 64). `*list_out` is a new list (possibly empty) to free with
+// `rmq_message_list_free`.
+rmq_result rmq_admin_query_messages_by_key(const rmq_admin *a,
+                                           const char *topic,
+                                           size_t topic_len,
+                                           const char *key,
+                                           size_t key_len,
+                                           uint32_t max,
+                                           uint64_t begin_ms,
+                                           uint64_t end_ms,
+                                           rmq_message_list **list_out);
 
 // Shuts the admin client down and frees it. NULL is a no-op.
 void rmq_admin_free(rmq_admin *a);
@@ -860,14 +1024,26 @@ rmq_result rmq_producer_request(const rmq_producer *p,
                                 uint64_t timeout_ms,
                                 rmq_message_ext **reply_out);
 
+// Like `rmq_producer_request`, without waiting (Java `request(msg, callback, timeout)`):
+// `callback` gets the reply, the send's failure, the timeout after `timeout_ms` or the
+// producer's shutdown later (see `rmq_request_callback`), exactly once, behind the same
+// gate as `rmq_producer_send_async`: `rmq_producer_free` waits for it as for an async
+// send's. When this returns an error, the callback is never called.
+rmq_result rmq_producer_request_async(const rmq_producer *p,
+                                      const rmq_message *message,
+                                      uint64_t timeout_ms,
+                                      rmq_request_callback callback,
+                                      void *userdata);
+
 // Shuts the producer down (unregisters from the brokers); later sends fail with
 // `RMQ_STATE`. Idempotent. The handle must still be freed.
 rmq_result rmq_producer_shutdown(const rmq_producer *p);
 
 // Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-// still in flight have run. It waits up to the send timeout plus 10 s for them; a
-// callback that has not started by then is never called (its send's outcome is lost),
-// and one that has started is waited for however long it takes. So once this returns
+// and requests still in flight have run (the shutdown fails the requests still waiting
+// for a reply). It waits up to the send timeout plus 10 s for them; a callback that has
+// not started by then is never called (its outcome is lost), and one that has started
+// is waited for however long it takes. So once this returns
 // no callback of the producer runs or will run, and their userdata may be freed. The
 // one exception is a call from inside one of the producer's own callbacks, which does
 // not wait (it would wait for itself); a call from a callback of another client waits

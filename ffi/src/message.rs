@@ -140,7 +140,7 @@ pub enum rmq_send_status {
     RMQ_SEND_SLAVE_NOT_AVAILABLE = 3,
 }
 
-fn millis(t: SystemTime) -> i64 {
+pub(crate) fn millis(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)

@@ -514,6 +514,71 @@ pub extern "C" fn rmq_producer_request(
     })
 }
 
+/// Called once per async request with its outcome, on one of the crate's callback
+/// threads. `result` is `RMQ_OK` with `reply` borrowed for the call (copy what is needed:
+/// it is freed when the callback returns), or an error code (`RMQ_TIMEOUT` for no reply
+/// in time) with `reply` NULL and the error text in `rmq_last_error` on that thread.
+/// Must not block for long: it holds a callback thread.
+pub type rmq_request_callback =
+    Option<extern "C" fn(userdata: *mut c_void, result: rmq_result, reply: *const rmq_message_ext)>;
+
+/// Like `rmq_producer_request`, without waiting (Java `request(msg, callback, timeout)`):
+/// `callback` gets the reply, the send's failure, the timeout after `timeout_ms` or the
+/// producer's shutdown later (see `rmq_request_callback`), exactly once, behind the same
+/// gate as `rmq_producer_send_async`: `rmq_producer_free` waits for it as for an async
+/// send's. When this returns an error, the callback is never called.
+#[no_mangle]
+pub extern "C" fn rmq_producer_request_async(
+    p: *const rmq_producer,
+    message: *const rmq_message,
+    timeout_ms: u64,
+    callback: rmq_request_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let m = msg(message)?.clone();
+        let f = request_callback(p, callback, userdata)?;
+        p.inner
+            .request_async(m, Duration::from_millis(timeout_ms), f)
+            .map_err(err)
+    })
+}
+
+/// The wrapper the crate calls for an async request, admitted at the producer's gate as
+/// `async_callback`'s.
+fn request_callback(
+    p: &rmq_producer,
+    callback: rmq_request_callback,
+    userdata: *mut c_void,
+) -> Result<
+    impl FnOnce(rocketmq_blocking::Result<rocketmq_blocking::MessageExt>) + Send + 'static,
+    rmq_result,
+> {
+    let cb = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
+    let pass = Gate::enter(&p.pending)
+        .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the producer is shutting down"))?;
+    let ud = Userdata(userdata);
+    Ok(
+        move |r: rocketmq_blocking::Result<rocketmq_blocking::MessageExt>| {
+            let ud = ud;
+            let called = match r {
+                Ok(reply) => {
+                    let reply = rmq_message_ext::owned(reply);
+                    pass.call(|| cb(ud.0, rmq_result::RMQ_OK, &reply))
+                }
+                Err(e) => {
+                    let code = err(e);
+                    pass.call(|| cb(ud.0, code, std::ptr::null()))
+                }
+            };
+            if called.is_none() {
+                log::warn!("an async request ended after rmq_producer_free gave up waiting for it: its callback is not called");
+            }
+        },
+    )
+}
+
 /// Shuts the producer down (unregisters from the brokers); later sends fail with
 /// `RMQ_STATE`. Idempotent. The handle must still be freed.
 #[no_mangle]
@@ -525,9 +590,10 @@ pub extern "C" fn rmq_producer_shutdown(p: *const rmq_producer) -> rmq_result {
 }
 
 /// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-/// still in flight have run. It waits up to the send timeout plus 10 s for them; a
-/// callback that has not started by then is never called (its send's outcome is lost),
-/// and one that has started is waited for however long it takes. So once this returns
+/// and requests still in flight have run (the shutdown fails the requests still waiting
+/// for a reply). It waits up to the send timeout plus 10 s for them; a callback that has
+/// not started by then is never called (its outcome is lost), and one that has started
+/// is waited for however long it takes. So once this returns
 /// no callback of the producer runs or will run, and their userdata may be freed. The
 /// one exception is a call from inside one of the producer's own callbacks, which does
 /// not wait (it would wait for itself); a call from a callback of another client waits
@@ -669,5 +735,70 @@ pub(crate) mod tests {
             0,
             "a callback reached C after rmq_producer_free returned"
         );
+    }
+
+    extern "C" fn count_request(ud: *mut c_void, r: rmq_result, reply: *const rmq_message_ext) {
+        let p = probe(ud);
+        assert_eq!(r == rmq_result::RMQ_OK, !reply.is_null());
+        p.calls.fetch_add(1, Ordering::SeqCst);
+        if p.freed.load(Ordering::SeqCst) {
+            p.calls_after_free.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn an_async_request_needs_a_producer_a_message_and_a_callback() {
+        let probe = Probe::default();
+        let ud = &probe as *const Probe as *mut c_void;
+        let p = producer(100);
+        let mut m = null_mut();
+        assert_eq!(
+            crate::message::rmq_message_new(c"T".as_ptr(), 1, c"b".as_ptr().cast(), 1, &mut m),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            rmq_producer_request_async(std::ptr::null(), m, 1000, Some(count_request), ud),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
+        assert_eq!(
+            rmq_producer_request_async(p, std::ptr::null(), 1000, Some(count_request), ud),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
+        assert_eq!(
+            rmq_producer_request_async(p, m, 1000, None, ud),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
+        crate::message::rmq_message_free(m);
+        rmq_producer_free(p);
+        assert_eq!(probe.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_async_request_ending_after_the_free_never_reaches_c() {
+        let probe = Probe::default();
+        let ud = &probe as *const Probe as *mut c_void;
+        let p = producer(100);
+        let live = handle(p, "producer").expect("live producer");
+        let Ok(done) = request_callback(live, Some(count_request), ud) else {
+            panic!("not admitted");
+        };
+        let Ok(late) = request_callback(live, Some(count_request), ud) else {
+            panic!("not admitted");
+        };
+        done(Err(rocketmq_blocking::Error::new(
+            rocketmq_blocking::ErrorKind::Timeout,
+            "test",
+        )));
+        assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
+        // `late` holds the gate open: the free waits its bound (100 ms + 10 s), then
+        // gives up on it.
+        rmq_producer_free(p);
+        probe.freed.store(true, Ordering::SeqCst);
+        late(Err(rocketmq_blocking::Error::new(
+            rocketmq_blocking::ErrorKind::Timeout,
+            "test",
+        )));
+        assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(probe.calls_after_free.load(Ordering::SeqCst), 0);
     }
 }

@@ -470,6 +470,14 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
     );
     assert!(!slow.contains("in_flight_at_free=0 "), "{slow}");
 
+    // Every admin query, with the lists, stats and messages it hands out.
+    let admin = under_valgrind(
+        &[&unique("CValgrindAdmin"), &unique("vg_admin")],
+        "admin",
+        &dir.join("valgrind-admin.log"),
+    );
+    assert!(admin.contains("summary ok=1"), "{admin}");
+
     // A transaction producer whose check callback runs on the crate's check threads.
     let tx = under_valgrind(
         &[&unique("CValgrindTx"), "3"],
@@ -565,7 +573,8 @@ fn a_c_consumer_with_a_namespace_in_its_client_options_reads_the_namespaced_topi
 }
 
 #[test]
-fn a_c_requester_gets_the_replies_of_a_c_responder_and_a_sent_back_request_comes_again() {
+fn a_c_requester_gets_the_replies_of_a_c_responder_sync_and_async_and_a_sent_back_request_comes_again(
+) {
     let topic = unique("CRequestTopic");
     let out = run(
         Command::new(example("request")).args([&topic, "3"]),
@@ -586,8 +595,44 @@ fn a_c_requester_gets_the_replies_of_a_c_responder_and_a_sent_back_request_comes
         ["re:request 0", "re:request 1", "re:request 2"],
         "{text}"
     );
-    assert!(
-        text.contains("summary replies=3 answered=3 sent_back=1"),
+    let async_replies: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("async reply "))
+        .collect();
+    assert_eq!(
+        async_replies,
+        ["re:async 0", "re:async 1", "re:async 2"],
         "{text}"
     );
+    assert!(
+        text.contains("summary replies=3 async_replies=3 answered=6 sent_back=1"),
+        "{text}"
+    );
+}
+
+/// The admin queries from C against the cluster: what a producer stored and a consumer
+/// read is what the offsets, the consume stats and the lookups by offset id, unique key
+/// and key report; a deleted topic leaves the topic list.
+#[test]
+fn a_c_admin_sees_the_offsets_progress_and_messages_of_a_topic_then_deletes_it() {
+    let out = run(
+        Command::new(example("admin")).args([&unique("CAdminTopic"), &unique("c_admin")]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "admin failed: {}\n{text}", out.status);
+    for line in [
+        "consumed=3",
+        "topic_listed=1",
+        "cluster_json=1",
+        "queues=4 stored=3 total_max_offset=3 offset_at_0_is_min=1",
+        "consume_stats queues=4 total_diff=0 committed=3",
+        "reset_queues=4 diff_after_reset=3",
+        "viewed=3 by_unique_key=3",
+        "by_key=3 by_other_key=0",
+        "deleted_on=1 listed_after_delete=0",
+        "summary ok=1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
 }
