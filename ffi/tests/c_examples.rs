@@ -94,11 +94,42 @@ fn with_soname_link(dir: PathBuf) -> PathBuf {
     dir
 }
 
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// The latest modification time of a file under `dir`.
+fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
+    let mut newest = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                newest = newest.max(modified(&path));
+            }
+        }
+    }
+    newest
+}
+
 fn find_or_build_lib_dir() -> PathBuf {
     {
         let profile = profile_dir();
-        if profile.join("librocketmq_blocking.so").exists() {
-            return profile;
+        // A library older than a source file was built from older sources (`cargo test`
+        // rebuilt the tests but not the cdylib): then build a fresh one instead.
+        let lib = profile.join("librocketmq_blocking.so");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let newest = [root.join("src"), root.join("ffi/src")]
+            .iter()
+            .filter_map(|d| newest_mtime(d))
+            .max();
+        if let (Some(lib_time), Some(src_time)) = (modified(&lib), newest) {
+            if lib_time >= src_time {
+                return profile;
+            }
         }
         let target = profile.parent().expect("target").join("ffi-lib");
         eprintln!("building librocketmq_blocking.so into {}", target.display());

@@ -17,6 +17,20 @@ use rocketmq_blocking::{
 
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
+use crate::java::{lines_after, wait_or_kill, JavaProgram};
+
+/// How long a Java side may take (a JVM start and a rebalance on a loaded machine).
+const JAVA_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The Java side of the trace-context tests, built against the cluster's client jars.
+fn java() -> JavaProgram {
+    let version = cluster::cluster().lock().version().to_string();
+    JavaProgram::compile(
+        &version,
+        "tests/it/java/TraceContextInterop.java",
+        "TraceContextInterop",
+    )
+}
 
 fn thread_name() -> String {
     std::thread::current().name().unwrap_or("").to_string()
@@ -307,4 +321,82 @@ fn hook_on_requests_sees_every_send_and_its_response() {
     assert!(p.stats().client.request_hook_panics >= 1);
     assert_eq!(hook.sends.load(Ordering::SeqCst), 4);
     p.shutdown();
+}
+
+/// A Rust send hook's `traceparent` reaches a Java consumer whose own
+/// `ConsumeMessageHook` reads it, unchanged, for every message.
+#[test]
+fn hook_traceparent_from_a_rust_producer_reaches_a_java_consume_hook() {
+    let topic = cluster::topic("hook_tp_java_c", 2);
+    let inject = Arc::new(Inject::default());
+    let p = Producer::builder(cluster::unique("hook_tp_java_pg"))
+        .client_options(cluster::options())
+        .send_hook(inject.clone())
+        .start()
+        .unwrap();
+    for i in 0..4 {
+        p.send(&Message::new(&topic, format!("rust {i}"))).unwrap();
+    }
+    let child = java()
+        .command(
+            &[],
+            &[
+                "consume",
+                cluster::namesrv(),
+                &topic,
+                &cluster::unique("hook_tp_java_g"),
+                "4",
+            ],
+        )
+        .spawn()
+        .expect("java runs");
+    let out = wait_or_kill(child, JAVA_TIMEOUT);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}");
+    let seen: HashMap<String, String> = lines_after(&text, "TRACEPARENT ")
+        .iter()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, tp)| (id.to_string(), tp.to_string()))
+        .collect();
+    let sent = inject.sent.lock().clone();
+    assert_eq!(sent.len(), 4);
+    for (id, (tp, _, _)) in &sent {
+        assert_eq!(seen.get(id), Some(tp), "{id}: Java saw {seen:?}");
+    }
+    p.shutdown();
+}
+
+/// A Java producer's `SendMessageHook` puts a `traceparent` on each message; a Rust
+/// consume hook reads the same value.
+#[test]
+fn hook_traceparent_from_a_java_send_hook_reaches_a_rust_consume_hook() {
+    let topic = cluster::topic("hook_tp_java_p", 2);
+    let out = java().run(
+        &[],
+        &["produce", cluster::namesrv(), &topic, "4"],
+        JAVA_TIMEOUT,
+    );
+    let sent: HashMap<String, String> = lines_after(&out, "SENT ")
+        .iter()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(id, tp)| (id.to_string(), tp.to_string()))
+        .collect();
+    assert_eq!(sent.len(), 4, "{out}");
+    assert!(sent
+        .values()
+        .all(|tp| tp.starts_with("00-") && tp.len() == 55));
+    let extract = Arc::new(Extract::default());
+    let c = consumer(&cluster::unique("hook_tp_java_rg"), &topic)
+        .consume_hook(extract.clone())
+        .listener(|_, _| ConsumeStatus::Success)
+        .start()
+        .unwrap();
+    wait_for("the Java messages", Duration::from_secs(60), || {
+        sent.keys().all(|id| extract.before.lock().contains_key(id))
+    });
+    let before = extract.before.lock().clone();
+    for (id, tp) in &sent {
+        assert_eq!(before.get(id), Some(tp), "{id}");
+    }
+    c.shutdown();
 }
