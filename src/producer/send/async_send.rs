@@ -1,0 +1,178 @@
+//! Async sends (Java `sendDefaultImpl` in async mode and `MQClientAPIImpl.onExceptionImpl`):
+//! one attempt queued on the caller's thread, its completion on the callback pool, and
+//! the re-sends after a transport failure, which look routes up on the client timer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// One async send and what it needs to re-send after a transport failure (Java
+/// `MQClientAPIImpl.onExceptionImpl`).
+pub(super) struct AsyncAttempt {
+    pub(super) producer: Arc<ProducerImpl>,
+    pub(super) instance: Arc<MQClientInstance>,
+    pub(super) p: Arc<Prepared<'static>>,
+    pub(super) info: Arc<TopicPublishInfo>,
+    pub(super) begin: Instant,
+    pub(super) timeout: Duration,
+    pub(super) retries_left: u32,
+    /// Sent to a queue the caller chose: retries go to the same queue.
+    pub(super) pinned: bool,
+}
+
+impl AsyncAttempt {
+    /// Queues the first attempt to `mq`, on the caller's thread (which may look the
+    /// route up). On `Ok`, `callback` runs exactly once; on `Err`, it comes back unrun.
+    pub(super) fn send(
+        self,
+        mq: MessageQueue,
+        callback: SendCallback,
+    ) -> std::result::Result<(), (Error, SendCallback)> {
+        if let Err(e) = self.time_left() {
+            return Err((e, callback));
+        }
+        let addr = match self
+            .producer
+            .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
+        {
+            Ok(a) => a,
+            Err(e) => return Err((e, callback)),
+        };
+        self.send_to(mq, addr, callback)
+    }
+
+    /// The budget left, or the timeout error when none is.
+    fn time_left(&self) -> Result<Duration> {
+        let left = self.timeout.saturating_sub(self.begin.elapsed());
+        if left.is_zero() {
+            return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout)
+                .context("async send call"));
+        }
+        Ok(left)
+    }
+
+    /// Re-sends to `mq` after `cause`, from the callback pool, where nothing waits for the
+    /// name server: a broker whose address is not cached has its route fetched on the
+    /// client timer (`MQClientInstance::request_route`) and the re-send goes on from
+    /// there. `callback` runs exactly once.
+    fn resend(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+        let instance = self.instance.clone();
+        if instance
+            .find_broker_address_in_publish(&mq.broker_name)
+            .is_some()
+        {
+            return self.resend_now(mq, callback, cause);
+        }
+        let topic = self.p.topic.clone();
+        instance.request_route(
+            &topic,
+            Some(Box::new(move || self.resend_now(mq, callback, cause))),
+        );
+    }
+
+    /// Re-sends to `mq` with the broker address cached now, if any.
+    fn resend_now(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+        let Some(addr) = self
+            .instance
+            .find_broker_address_in_publish(&mq.broker_name)
+        else {
+            let e = Error::new(
+                ErrorKind::NoRoute,
+                format!("the broker {} does not exist", mq.broker_name),
+            );
+            return callback(Err(e.context(format!("after {cause}"))));
+        };
+        let addr = self.producer.vip(addr);
+        // Queued, the re-send owns the callback; not queued, it comes back here.
+        if let Err((e, callback)) = self.send_to(mq, addr, callback) {
+            callback(Err(e.context(format!("after {cause}"))));
+        }
+    }
+
+    /// Queues one attempt to `mq` at `addr`. On `Ok`, `callback` runs exactly once; on
+    /// `Err`, it comes back unrun.
+    fn send_to(
+        self,
+        mq: MessageQueue,
+        addr: String,
+        callback: SendCallback,
+    ) -> std::result::Result<(), (Error, SendCallback)> {
+        let left = match self.time_left() {
+            Ok(left) => left,
+            Err(e) => return Err((e, callback)),
+        };
+        let remoting = self.instance.remoting().clone();
+        let request = self.producer.request(&remoting, &self.p, &mq, false);
+        let in_flight = InFlight {
+            attempt: self,
+            mq,
+            addr,
+            started: Instant::now(),
+            callback,
+        };
+        let target = in_flight.addr.clone();
+        remoting
+            .invoke_async_outgoing(&target, request, left, in_flight)
+            .map_err(|e| {
+                let (e, in_flight) = e.into_parts();
+                (e, in_flight.callback)
+            })
+    }
+}
+
+/// An attempt on the wire: the remoting callback of an async send, which owns the user's
+/// callback and gets it back when the request cannot be queued.
+struct InFlight {
+    attempt: AsyncAttempt,
+    mq: MessageQueue,
+    addr: String,
+    started: Instant,
+    callback: SendCallback,
+}
+
+impl InvokeCallback for InFlight {
+    fn operation_complete(self, r: Result<RemotingCommand>) {
+        let InFlight {
+            attempt,
+            mq,
+            addr,
+            started,
+            callback,
+        } = self;
+        let latency = started.elapsed();
+        let producer = &attempt.producer;
+        let result = r.and_then(|resp| producer.process_response(&attempt.p, &mq, &addr, resp));
+        match result {
+            Ok(res) => {
+                producer.fault.update(&mq.broker_name, latency, false);
+                producer.trace_send(&attempt.p, &addr, &res, started);
+                callback(Ok(res));
+            }
+            Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
+                producer.fault.update(&mq.broker_name, latency, true);
+                let next = if attempt.pinned {
+                    Some(mq.clone())
+                } else {
+                    producer.fault.select(&attempt.info, Some(&mq.broker_name))
+                };
+                let Some(next) = next else {
+                    callback(Err(e));
+                    return;
+                };
+                debug!("async send to {mq} failed ({e}); re-sending to {next}");
+                let retry = AsyncAttempt {
+                    retries_left: attempt.retries_left - 1,
+                    ..attempt
+                };
+                retry.resend(next, callback, e);
+            }
+            Err(e) => {
+                if e.is_retriable() {
+                    producer.fault.update(&mq.broker_name, latency, true);
+                }
+                callback(Err(e));
+            }
+        }
+    }
+}
