@@ -79,12 +79,13 @@ rocketmq-blocking = { path = "../rocketmq-blocking-$version", features = ["testk
 EOF
 mkdir "$scratch/user/src"
 cat > "$scratch/user/src/main.rs" <<'EOF'
-use rocketmq_blocking::{ErrorKind, Message, Producer};
+use rocketmq_blocking::{ClientOptions, ErrorKind, Message, Producer};
 
 fn main() {
     let message = Message::new("TopicTest", "hello").with_tags("TagA");
     // A send needs a cluster; building proves the paved path compiles against the package.
-    let start = Producer::builder("packaged_crate_user").namesrv_addr("127.0.0.1:1").start();
+    let options = ClientOptions::new().namesrv_addr("127.0.0.1:1");
+    let start = Producer::builder("packaged_crate_user").client_options(options).start();
     match start.and_then(|p| p.send(&message)) {
         Ok(r) => println!("sent {}", r.msg_id()),
         Err(e) if e.kind() == ErrorKind::Config => println!("configuration: {e}"),
