@@ -153,6 +153,12 @@ int main(int argc, char **argv) {
     CHECK(rmq_push_consumer_suspend(c));
     CHECK(rmq_push_consumer_resume(c));
     printf("assigned_queues=%zu\n", n_held);
+    /* The stats count a listener call once it returned: let the calls in flight end. */
+    pthread_mutex_lock(&s.lock);
+    while (s.in_flight > 0) pthread_cond_wait(&s.changed, &s.lock);
+    pthread_mutex_unlock(&s.lock);
+    struct timespec settle = {0, 300 * 1000 * 1000};
+    nanosleep(&settle, NULL);
     PRINT_STATS(rmq_push_consumer_stats_json, c);
   }
 
