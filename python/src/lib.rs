@@ -484,7 +484,6 @@ impl rmq::SendHook for PySendHook {
                     self.before
                         .call1(py, (m,))?
                         .extract::<Option<HashMap<String, String>>>(py)
-                        .map_err(PyErr::from)
                 })
             })
             .flatten();
@@ -515,10 +514,7 @@ impl rmq::SendHook for PySendHook {
                         Ok(r) => (r.map(|r| send_result(py, r)).transpose()?, None),
                         Err(e) => (None, Some(to_py_ref(py, e).into_value(py))),
                     };
-                    self.after
-                        .call1(py, (m, r, e))?
-                        .extract::<bool>(py)
-                        .map_err(PyErr::from)
+                    self.after.call1(py, (m, r, e))?.extract::<bool>(py)
                 })
             })
             .flatten();
@@ -551,7 +547,7 @@ impl PyConsumeHook {
                         None => self.before.call1(py, (list,))?,
                         Some(s) => self.after.call1(py, (list, s))?,
                     };
-                    r.extract::<bool>(py).map_err(PyErr::from)
+                    r.extract::<bool>(py)
                 })
             })
             .flatten();
