@@ -44,4 +44,18 @@ static rmq_client_options *client_options(const char *namesrv) {
   return o;
 }
 
+/* Prints "stats <json>" on one line: `stats_json` is rmq_producer_stats_json or a
+   consumer's, called first with a small buffer to learn the size. */
+#define PRINT_STATS(stats_json, client)                                        \
+  do {                                                                         \
+    char small_[4];                                                            \
+    size_t need_ = 0, got_ = 0;                                                \
+    rmq_result r0_ = stats_json((client), small_, sizeof small_, &need_);      \
+    if (r0_ != RMQ_BUFFER_TOO_SMALL) die(#stats_json " (small buffer)", r0_);  \
+    char *buf_ = malloc(need_ + 1);                                            \
+    CHECK(stats_json((client), buf_, need_ + 1, &got_));                       \
+    printf("stats %.*s\n", (int)got_, buf_);                                  \
+    free(buf_);                                                                \
+  } while (0)
+
 #endif

@@ -8,6 +8,8 @@
  * With "slow", every listener call sleeps 300 ms and the consumer is freed as soon as
  * one call is in flight: rmq_push_consumer_free must wait for it, and no call may start
  * after it returned.
+ * A consume hook counts the messages carrying a "traceparent" property (printed as
+ * "traced=N"), and the consumer's stats are printed as "stats <json>" before the free.
  */
 #include <pthread.h>
 #include <time.h>
@@ -22,7 +24,31 @@ struct state {
   int slow;
   int freed; /* set after rmq_push_consumer_free returned */
   int calls_after_free;
+  int traced;       /* messages with a traceparent, seen by the consume hook's before */
+  int hook_success; /* messages the hook's after saw acknowledged */
 };
+
+/* The consume hook, around every listener call on the consume thread. */
+static void before_consume(void *userdata, const rmq_message_ext *const *msgs, size_t count,
+                           const rmq_message_queue *queue) {
+  struct state *s = userdata;
+  (void)queue;
+  for (size_t i = 0; i < count; i++) {
+    const char *tp;
+    size_t tp_len;
+    CHECK(rmq_message_ext_property(msgs[i], STR("traceparent"), &tp, &tp_len));
+    if (tp != NULL && tp_len == 55) __atomic_fetch_add(&s->traced, 1, __ATOMIC_RELAXED);
+  }
+}
+
+static void after_consume(void *userdata, const rmq_message_ext *const *msgs, size_t count,
+                          const rmq_message_queue *queue, rmq_consume_hook_status status) {
+  struct state *s = userdata;
+  (void)msgs;
+  (void)queue;
+  if (status == RMQ_CONSUME_HOOK_SUCCESS)
+    __atomic_fetch_add(&s->hook_success, (int)count, __ATOMIC_RELAXED);
+}
 
 /* Runs on the library's consume threads, several at once. */
 static int32_t on_messages(void *userdata, const rmq_message_ext *const *msgs, size_t count,
@@ -82,7 +108,7 @@ int main(int argc, char **argv) {
   int expect = atoi(argv[3]);
   int orderly = 0;
   const char *tags = "*";
-  static struct state s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0};
+  static struct state s = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0};
   for (int i = 4; i < argc; i++) {
     if (strcmp(argv[i], "orderly") == 0) orderly = 1;
     if (strcmp(argv[i], "slow") == 0) s.slow = 1;
@@ -101,6 +127,7 @@ int main(int argc, char **argv) {
     CHECK(rmq_push_consumer_builder_orderly_listener(b, on_messages, &s));
   else
     CHECK(rmq_push_consumer_builder_listener(b, on_messages, &s));
+  CHECK(rmq_push_consumer_builder_consume_hook(b, before_consume, after_consume, &s));
   rmq_push_consumer *c;
   CHECK(rmq_push_consumer_builder_start(b, &c));
 
@@ -126,6 +153,13 @@ int main(int argc, char **argv) {
     CHECK(rmq_push_consumer_suspend(c));
     CHECK(rmq_push_consumer_resume(c));
     printf("assigned_queues=%zu\n", n_held);
+    /* The stats count a listener call once it returned: let the calls in flight end. */
+    pthread_mutex_lock(&s.lock);
+    while (s.in_flight > 0) pthread_cond_wait(&s.changed, &s.lock);
+    pthread_mutex_unlock(&s.lock);
+    struct timespec settle = {0, 300 * 1000 * 1000};
+    nanosleep(&settle, NULL);
+    PRINT_STATS(rmq_push_consumer_stats_json, c);
   }
 
   rmq_push_consumer_free(c);
@@ -139,6 +173,8 @@ int main(int argc, char **argv) {
   pthread_mutex_lock(&s.lock);
   printf("summary received=%d in_flight_at_free=%d in_flight_after_free=%d calls_after_free=%d\n",
          s.received, in_flight_at_free, in_flight_after, s.calls_after_free);
+  printf("traced=%d hook_success=%d\n", __atomic_load_n(&s.traced, __ATOMIC_RELAXED),
+         __atomic_load_n(&s.hook_success, __ATOMIC_RELAXED));
   int ok = s.calls_after_free == 0 && in_flight_after == 0 && (s.slow || s.received >= expect);
   pthread_mutex_unlock(&s.lock);
   return ok ? 0 : 1;

@@ -137,6 +137,7 @@ int main(int argc, char **argv) {
     rmq_queue_list_free(queues);
     rmq_admin_free(admin);
   }
+  PRINT_STATS(rmq_lite_pull_consumer_stats_json, c);
   rmq_lite_pull_consumer_free(c);
   rmq_client_options_free(options);
   printf("summary received=%zu\n", received);

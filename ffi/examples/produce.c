@@ -2,7 +2,8 @@
  * Sends messages every way the producer can: sync, async with a callback, one way, to a
  * queue, with a selector, and as a batch. Prints "ack <msg id>" for every message the
  * broker acknowledged and a summary line. Acknowledged messages have the tag TagA, the
- * one-way message OneWay.
+ * one-way message OneWay. A send hook adds a "traceparent" property to every message
+ * and counts the outcomes; the producer's stats are printed as "stats <json>".
  *
  *   NAMESRV_ADDR=127.0.0.1:9876 ./produce TOPIC COUNT
  */
@@ -45,6 +46,45 @@ static void on_sent(void *userdata, rmq_result result, const rmq_send_result *sr
   async_pending--;
   pthread_cond_signal(&done);
   pthread_mutex_unlock(&lock);
+}
+
+struct hook_counts {
+  int before;
+  int after_ok;
+  int after_failed;
+};
+
+/* The send hook, before each message: a W3C traceparent, as a tracer would add. Runs on
+   the sending thread. */
+static void before_send(void *userdata, const rmq_message *msg, rmq_send_hook_context *ctx) {
+  struct hook_counts *h = userdata;
+  const char *topic;
+  size_t topic_len;
+  CHECK(rmq_message_topic(msg, &topic, &topic_len));
+  int n = __atomic_add_fetch(&h->before, 1, __ATOMIC_RELAXED);
+  char tp[64];
+  snprintf(tp, sizeof tp, "00-%032x-%016x-01", n, n);
+  CHECK(rmq_send_hook_context_put_property(ctx, STR("traceparent"), STR(tp)));
+  /* Reserved names are refused, not a crash. */
+  if (rmq_send_hook_context_put_property(ctx, STR("UNIQ_KEY"), STR("x")) != RMQ_INVALID_ARGUMENT) {
+    fprintf(stderr, "a reserved property was accepted\n");
+    exit(1);
+  }
+}
+
+/* After each message: on the sending thread, or a callback thread for async sends. */
+static void after_send(void *userdata, const rmq_message *msg, rmq_result result,
+                       const rmq_send_result *sr) {
+  struct hook_counts *h = userdata;
+  const char *tp;
+  size_t tp_len;
+  CHECK(rmq_message_property(msg, STR("traceparent"), &tp, &tp_len));
+  if (tp == NULL) {
+    fprintf(stderr, "after_send: the message has no traceparent\n");
+    exit(1);
+  }
+  (void)sr;
+  __atomic_fetch_add(result == RMQ_OK ? &h->after_ok : &h->after_failed, 1, __ATOMIC_RELAXED);
 }
 
 /* Picks the queue by the number in userdata, as a hash selector would by key. */
@@ -116,6 +156,8 @@ int main(int argc, char **argv) {
   rmq_client_options_free(options);
   CHECK(rmq_producer_builder_send_timeout_ms(b, 20000));
   CHECK(rmq_producer_builder_retries(b, 2));
+  static struct hook_counts hooks = {0, 0, 0};
+  CHECK(rmq_producer_builder_send_hook(b, before_send, after_send, &hooks));
   rmq_producer *p;
   CHECK(rmq_producer_builder_start(b, &p));
 
@@ -200,7 +242,11 @@ int main(int argc, char **argv) {
   CHECK(rmq_producer_send_oneway(p, m));
   rmq_message_free(m);
 
+  PRINT_STATS(rmq_producer_stats_json, p);
   rmq_producer_free(p);
+  /* rmq_producer_free waited for the hooks: the counts are final. */
+  printf("hooks before=%d after_ok=%d after_failed=%d\n", hooks.before, hooks.after_ok,
+         hooks.after_failed);
   CHECK(rmq_set_log_callback(NULL, NULL, 0));
   printf("summary acked=%d oneway=1 log_records=%d\n", acked, log_records);
   return 0;

@@ -109,6 +109,19 @@ typedef enum {
   RMQ_SEND_SLAVE_NOT_AVAILABLE = 3,
 } rmq_send_status;
 
+// What a push consumer's listener returned, as a consume hook's `after` sees it (Rust
+// `ConsumeHookStatus`).
+typedef enum {
+  // Acknowledged.
+  RMQ_CONSUME_HOOK_SUCCESS = 0,
+  // Concurrent listener: to be consumed again later.
+  RMQ_CONSUME_HOOK_RECONSUME_LATER = 1,
+  // Orderly listener: the queue pauses and the batch comes again.
+  RMQ_CONSUME_HOOK_SUSPEND = 2,
+  // The listener failed otherwise (the batch is retried as if it failed).
+  RMQ_CONSUME_HOOK_FAILED = 3,
+} rmq_consume_hook_status;
+
 // How a local transaction ended (Java `LocalTransactionState`).
 typedef enum {
   // Deliver the message.
@@ -205,6 +218,10 @@ typedef struct rmq_push_consumer_builder rmq_push_consumer_builder;
 // A list of queues, from `rmq_producer_fetch_queues` or `rmq_admin_topic_queues`.
 typedef struct rmq_queue_list rmq_queue_list;
 
+// A message about to be sent, as a send hook's `before` callback sees it: pass it to
+// `rmq_send_hook_context_put_property` to add a property. Valid during the call only.
+typedef struct rmq_send_hook_context rmq_send_hook_context;
+
 // What the broker answered to a send (Java `SendResult`).
 typedef struct rmq_send_result rmq_send_result;
 
@@ -232,6 +249,24 @@ typedef void (*rmq_log_callback)(void *userdata,
                                  size_t target_len,
                                  const char *message,
                                  size_t message_len);
+
+// Runs before each message is sent (Rust `SendHook::before_send`, Java
+// `SendMessageHook.sendMessageBefore`), on the sending thread, with the message
+// (read-only view, topic without namespace) and a context to add properties with. A
+// batch runs it once per message.
+typedef void (*rmq_send_hook_before)(void *userdata,
+                                     const rmq_message *message,
+                                     rmq_send_hook_context *context);
+
+// Runs once the outcome of a send is known (Rust `SendHook::after_send`): on the
+// sending thread for sync and one-way sends, on a callback thread for async ones.
+// `result` is `RMQ_OK` with `send_result` borrowed for the call (NULL for a one-way
+// send, which has no answer), or an error code with the text in `rmq_last_error` on
+// that thread. `message` is the message as sent (properties added included).
+typedef void (*rmq_send_hook_after)(void *userdata,
+                                    const rmq_message *message,
+                                    rmq_result result,
+                                    const rmq_send_result *send_result);
 
 // Picks a queue for `message` among `count` queues (Java `MessageQueueSelector`):
 // returns an index below `count`, or a negative number to fail the send with
@@ -263,6 +298,22 @@ typedef int32_t (*rmq_consume_callback)(void *userdata,
                                         const rmq_message_ext *const *messages,
                                         size_t count,
                                         rmq_consume_context *context);
+
+// Runs before each listener call (Rust `ConsumeHook::before_consume`, Java
+// `ConsumeMessageHook.consumeMessageBefore`) on the consume thread, with the messages
+// and their queue, borrowed for the call.
+typedef void (*rmq_consume_hook_before)(void *userdata,
+                                        const rmq_message_ext *const *messages,
+                                        size_t count,
+                                        const rmq_message_queue *queue);
+
+// Runs after each listener call (Rust `ConsumeHook::after_consume`) on the consume
+// thread, with the same messages and the listener's outcome.
+typedef void (*rmq_consume_hook_after)(void *userdata,
+                                       const rmq_message_ext *const *messages,
+                                       size_t count,
+                                       const rmq_message_queue *queue,
+                                       rmq_consume_hook_status status);
 
 // Runs the local transaction of the half message just stored (borrowed for the call; its
 // id and transaction id are set) with the `arg` given to `rmq_transaction_producer_send`.
@@ -548,6 +599,17 @@ rmq_result rmq_lite_pull_consumer_builder_start(rmq_lite_pull_consumer_builder *
 
 // Frees a builder that was not started. NULL is a no-op.
 void rmq_lite_pull_consumer_builder_free(rmq_lite_pull_consumer_builder *b);
+
+// Writes the consumer's figures (Rust `LitePullConsumer::stats`) as JSON into `buf`,
+// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+// call every second, from any thread.
+rmq_result rmq_lite_pull_consumer_stats_json(const rmq_lite_pull_consumer *c,
+                                             char *buf,
+                                             size_t len,
+                                             size_t *written);
 
 // Waits up to `timeout_ms` for messages; `*list_out` is a new list (possibly empty) to
 // free with `rmq_message_list_free`.
@@ -923,12 +985,37 @@ rmq_result rmq_producer_builder_trace(rmq_producer_builder *b,
                                       const char *trace_topic,
                                       size_t trace_topic_len);
 
+// Adds a send hook (Rust `ProducerBuilder::send_hook`): `before` and `after` (either
+// may be NULL, not both) run around every send of the producer, with `userdata`, on
+// the threads their types say. `rmq_producer_free` waits for hooks running, and none
+// runs once it returned. A hook may be added more than once; they run in that order.
+rmq_result rmq_producer_builder_send_hook(rmq_producer_builder *b,
+                                          rmq_send_hook_before before,
+                                          rmq_send_hook_after after,
+                                          void *userdata);
+
+// Adds a user property to the message a send hook's `before` callback sees (reserved
+// names are `RMQ_INVALID_ARGUMENT`): the property is sent with the message.
+rmq_result rmq_send_hook_context_put_property(rmq_send_hook_context *context,
+                                              const char *name,
+                                              size_t name_len,
+                                              const char *value,
+                                              size_t value_len);
+
 // Starts the producer. The builder is consumed, whatever the result: free it only if
 // this was not called.
 rmq_result rmq_producer_builder_start(rmq_producer_builder *b, rmq_producer **producer_out);
 
 // Frees a builder that was not started. NULL is a no-op.
 void rmq_producer_builder_free(rmq_producer_builder *b);
+
+// Writes the producer's figures (Rust `Producer::stats`) as JSON into `buf`,
+// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+// call every second, from any thread.
+rmq_result rmq_producer_stats_json(const rmq_producer *p, char *buf, size_t len, size_t *written);
 
 // Sends and waits for the broker (retrying on another broker as configured). On
 // success `*result_out` is a new send result to free with `rmq_send_result_free`
@@ -1139,6 +1226,14 @@ rmq_result rmq_push_consumer_builder_orderly_listener(rmq_push_consumer_builder 
                                                       rmq_consume_callback callback,
                                                       void *userdata);
 
+// Adds a consume hook (Rust `PushConsumerBuilder::consume_hook`): `before` and `after`
+// (either may be NULL, not both) run around every listener call, with `userdata`, on
+// the consume thread. `rmq_push_consumer_free` waits for them like for the listener.
+rmq_result rmq_push_consumer_builder_consume_hook(rmq_push_consumer_builder *b,
+                                                  rmq_consume_hook_before before,
+                                                  rmq_consume_hook_after after,
+                                                  void *userdata);
+
 // Starts the consumer. The builder is consumed, whatever the result.
 rmq_result rmq_push_consumer_builder_start(rmq_push_consumer_builder *b,
                                            rmq_push_consumer **consumer_out);
@@ -1181,6 +1276,17 @@ rmq_result rmq_push_consumer_resume(const rmq_push_consumer *c);
 // The queues the consumer holds now (empty once shutdown has begun); `*list_out` is a
 // new list to free with `rmq_queue_list_free`.
 rmq_result rmq_push_consumer_assigned_queues(const rmq_push_consumer *c, rmq_queue_list **list_out);
+
+// Writes the consumer's figures (Rust `PushConsumer::stats`) as JSON into `buf`,
+// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+// call every second, from any thread.
+rmq_result rmq_push_consumer_stats_json(const rmq_push_consumer *c,
+                                        char *buf,
+                                        size_t len,
+                                        size_t *written);
 
 // Shuts down (if not yet) and frees the consumer. Returns only after every listener
 // call in flight has returned, so the userdata may be freed right after (called from

@@ -105,6 +105,11 @@ pub(crate) fn fail(code: rmq_result, text: impl Into<String>) -> rmq_result {
 
 /// Records a crate error as this thread's last error and maps its kind.
 pub(crate) fn err(e: Error) -> rmq_result {
+    err_ref(&e)
+}
+
+/// Like `err`, for an error the crate keeps (a send hook's `after_send` sees one).
+pub(crate) fn err_ref(e: &Error) -> rmq_result {
     // The alternate form: the message and its causes (an I/O error, for one) on one line.
     record(format!("{e:#}"), e.response_code().map(|c| c.0));
     rmq_result::of_kind(e.kind())

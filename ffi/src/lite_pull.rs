@@ -15,7 +15,7 @@ use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_list, rmq_message_queue, rmq_queue_list, Ref};
 use crate::options::rmq_client_options;
 use crate::push::{consume_from, message_model};
-use crate::util::{handle, handle_array, out, out_handle, str_arg, take_handle};
+use crate::util::{copy_to_buf, handle, handle_array, out, out_handle, str_arg, take_handle};
 
 /// Options of a lite pull consumer before it starts.
 pub struct rmq_lite_pull_consumer_builder {
@@ -180,6 +180,25 @@ pub extern "C" fn rmq_lite_pull_consumer_builder_free(b: *mut rmq_lite_pull_cons
 
 fn consumer<'a>(c: *const rmq_lite_pull_consumer) -> Result<&'a LitePullConsumer, rmq_result> {
     Ok(&handle(c, "consumer")?.inner)
+}
+
+/// Writes the consumer's figures (Rust `LitePullConsumer::stats`) as JSON into `buf`,
+/// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+/// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+/// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+/// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+/// call every second, from any thread.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_stats_json(
+    c: *const rmq_lite_pull_consumer,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> rmq_result {
+    guard(|| {
+        let json = crate::stats_json::consumer(&consumer(c)?.stats()).to_string();
+        copy_to_buf(json.as_bytes(), buf, len, written, true)
+    })
 }
 
 fn queues(qs: *const *const rmq_message_queue, n: usize) -> Result<Vec<MessageQueue>, rmq_result> {

@@ -12,19 +12,25 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketmq_blocking::{Message, MessageQueue, Producer, ProducerBuilder};
+use rocketmq_blocking::{
+    Message, MessageQueue, Producer, ProducerBuilder, SendContext, SendHook, SendResult,
+};
 
 use crate::common::{self, Gate, HasSlot, Slot};
-use crate::error::{err, fail, guard, guard_void, rmq_result};
+use crate::error::{err, err_ref, fail, guard, guard_void, rmq_result};
 use crate::message::{
-    rmq_message, rmq_message_ext, rmq_message_queue, rmq_queue_list, rmq_send_result,
+    rmq_message, rmq_message_ext, rmq_message_queue, rmq_queue_list, rmq_send_result, Ref,
 };
 use crate::options::rmq_client_options;
-use crate::util::{handle, handle_array, out_handle, str_arg, take_handle, Userdata};
+use crate::util::{
+    copy_to_buf, handle, handle_array, handle_mut, out_handle, str_arg, take_handle, Userdata,
+};
 
 /// Options of a producer before it starts.
 pub struct rmq_producer_builder {
     slot: Slot<ProducerBuilder>,
+    /// The producer's gate, made here so that send hooks given to the builder pass it.
+    gate: Arc<Gate>,
 }
 
 impl HasSlot for rmq_producer_builder {
@@ -37,7 +43,7 @@ impl HasSlot for rmq_producer_builder {
 /// A started producer.
 pub struct rmq_producer {
     inner: Producer,
-    /// Async sends whose callback has not run yet.
+    /// Async sends whose callback has not run yet, and send hooks running.
     pending: Arc<Gate>,
     send_timeout: Duration,
 }
@@ -77,6 +83,7 @@ pub extern "C" fn rmq_producer_builder_new(
             builder_out,
             rmq_producer_builder {
                 slot: Slot(Some(Producer::builder(group))),
+                gate: Arc::default(),
             },
         )
     })
@@ -148,6 +155,136 @@ pub extern "C" fn rmq_producer_builder_trace(
     common::set_trace(b, trace_topic, trace_topic_len)
 }
 
+/// A message about to be sent, as a send hook's `before` callback sees it: pass it to
+/// `rmq_send_hook_context_put_property` to add a property. Valid during the call only.
+pub struct rmq_send_hook_context {
+    message: *mut Message,
+}
+
+/// Runs before each message is sent (Rust `SendHook::before_send`, Java
+/// `SendMessageHook.sendMessageBefore`), on the sending thread, with the message
+/// (read-only view, topic without namespace) and a context to add properties with. A
+/// batch runs it once per message.
+pub type rmq_send_hook_before = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        message: *const rmq_message,
+        context: *mut rmq_send_hook_context,
+    ),
+>;
+
+/// Runs once the outcome of a send is known (Rust `SendHook::after_send`): on the
+/// sending thread for sync and one-way sends, on a callback thread for async ones.
+/// `result` is `RMQ_OK` with `send_result` borrowed for the call (NULL for a one-way
+/// send, which has no answer), or an error code with the text in `rmq_last_error` on
+/// that thread. `message` is the message as sent (properties added included).
+pub type rmq_send_hook_after = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        message: *const rmq_message,
+        result: rmq_result,
+        send_result: *const rmq_send_result,
+    ),
+>;
+
+/// A C send hook: each call passes the producer's gate, so that `rmq_producer_free`
+/// waits for hooks running and none runs after it returned.
+struct CSendHook {
+    before: rmq_send_hook_before,
+    after: rmq_send_hook_after,
+    ud: Userdata,
+    gate: Arc<Gate>,
+}
+
+impl SendHook for CSendHook {
+    fn before_send(&self, ctx: &mut SendContext<'_>) {
+        let (Some(f), Some(pass)) = (self.before, Gate::enter(&self.gate)) else {
+            return;
+        };
+        let m: *mut Message = ctx.message_mut();
+        let view = rmq_message {
+            inner: Ref::Borrowed(m),
+        };
+        let mut hc = rmq_send_hook_context { message: m };
+        pass.call(|| f(self.ud.0, &view, &mut hc));
+    }
+
+    fn after_send(
+        &self,
+        ctx: &SendContext<'_>,
+        result: std::result::Result<Option<&SendResult>, &rocketmq_blocking::Error>,
+    ) {
+        let (Some(f), Some(pass)) = (self.after, Gate::enter(&self.gate)) else {
+            return;
+        };
+        let view = rmq_message::borrowed(ctx.message());
+        match result {
+            Ok(Some(r)) => {
+                let sr = rmq_send_result::new(r.clone());
+                pass.call(|| f(self.ud.0, &view, rmq_result::RMQ_OK, &sr));
+            }
+            Ok(None) => {
+                pass.call(|| f(self.ud.0, &view, rmq_result::RMQ_OK, std::ptr::null()));
+            }
+            Err(e) => {
+                let code = err_ref(e);
+                pass.call(|| f(self.ud.0, &view, code, std::ptr::null()));
+            }
+        }
+    }
+}
+
+/// Adds a send hook (Rust `ProducerBuilder::send_hook`): `before` and `after` (either
+/// may be NULL, not both) run around every send of the producer, with `userdata`, on
+/// the threads their types say. `rmq_producer_free` waits for hooks running, and none
+/// runs once it returned. A hook may be added more than once; they run in that order.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_send_hook(
+    b: *mut rmq_producer_builder,
+    before: rmq_send_hook_before,
+    after: rmq_send_hook_after,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        if before.is_none() && after.is_none() {
+            return Err(fail(
+                rmq_result::RMQ_NULL_PARAMETER,
+                "before and after are both NULL",
+            ));
+        }
+        let hook = Arc::new(CSendHook {
+            before,
+            after,
+            ud: Userdata(userdata),
+            gate: h.gate.clone(),
+        });
+        h.slot.update(|b| b.send_hook(hook))
+    })
+}
+
+/// Adds a user property to the message a send hook's `before` callback sees (reserved
+/// names are `RMQ_INVALID_ARGUMENT`): the property is sent with the message.
+#[no_mangle]
+pub extern "C" fn rmq_send_hook_context_put_property(
+    context: *mut rmq_send_hook_context,
+    name: *const c_char,
+    name_len: usize,
+    value: *const c_char,
+    value_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let c = handle_mut(context, "context")?;
+        let name = str_arg(name, name_len, "name")?;
+        let value = str_arg(value, value_len, "value")?;
+        // The context lives on the stack of `before_send`, which holds the message
+        // exclusively for the call; no view of it is read during this one.
+        handle_mut(c.message, "message")?
+            .put_user_property(name, value)
+            .map_err(err)
+    })
+}
+
 /// Starts the producer. The builder is consumed, whatever the result: free it only if
 /// this was not called.
 #[no_mangle]
@@ -164,7 +301,7 @@ pub extern "C" fn rmq_producer_builder_start(
             producer_out,
             rmq_producer {
                 inner: p,
-                pending: Arc::default(),
+                pending: owned.gate.clone(),
                 send_timeout,
             },
         )
@@ -179,6 +316,25 @@ pub extern "C" fn rmq_producer_builder_free(b: *mut rmq_producer_builder) {
 
 fn producer<'a>(p: *const rmq_producer) -> Result<&'a rmq_producer, rmq_result> {
     handle(p, "producer")
+}
+
+/// Writes the producer's figures (Rust `Producer::stats`) as JSON into `buf`,
+/// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+/// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+/// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+/// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+/// call every second, from any thread.
+#[no_mangle]
+pub extern "C" fn rmq_producer_stats_json(
+    p: *const rmq_producer,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> rmq_result {
+    guard(|| {
+        let json = crate::stats_json::producer(&producer(p)?.inner.stats()).to_string();
+        copy_to_buf(json.as_bytes(), buf, len, written, true)
+    })
 }
 
 fn msg<'a>(m: *const rmq_message) -> Result<&'a Message, rmq_result> {
@@ -800,5 +956,137 @@ pub(crate) mod tests {
         )));
         assert_eq!(probe.calls.load(Ordering::SeqCst), 1);
         assert_eq!(probe.calls_after_free.load(Ordering::SeqCst), 0);
+    }
+    extern "C" fn before_tag(
+        ud: *mut c_void,
+        _m: *const rmq_message,
+        ctx: *mut rmq_send_hook_context,
+    ) {
+        probe(ud).calls.fetch_add(1, Ordering::SeqCst);
+        let (k, v) = ("traceparent", "00-1-2-01");
+        let r = rmq_send_hook_context_put_property(
+            ctx,
+            k.as_ptr().cast(),
+            k.len(),
+            v.as_ptr().cast(),
+            v.len(),
+        );
+        assert_eq!(r, rmq_result::RMQ_OK);
+        let reserved = "UNIQ_KEY";
+        let r = rmq_send_hook_context_put_property(
+            ctx,
+            reserved.as_ptr().cast(),
+            reserved.len(),
+            v.as_ptr().cast(),
+            v.len(),
+        );
+        assert_eq!(r, rmq_result::RMQ_INVALID_ARGUMENT);
+    }
+
+    extern "C" fn after_failed(
+        ud: *mut c_void,
+        m: *const rmq_message,
+        r: rmq_result,
+        sr: *const rmq_send_result,
+    ) {
+        let p = probe(ud);
+        assert!(sr.is_null());
+        let m = handle(m, "message").expect("a message view");
+        if r != rmq_result::RMQ_OK && m.inner.get().property("traceparent") == Some("00-1-2-01") {
+            p.calls_after_free.fetch_add(1, Ordering::SeqCst); // here: "failed, traced"
+        }
+    }
+
+    /// A send hook and the stats JSON on a producer whose name server is dead: the hook
+    /// runs before and after the failed send, and the JSON counts the failure.
+    #[test]
+    fn a_failed_send_runs_the_c_send_hook_and_counts_in_the_stats_json() {
+        let probe = Probe::default();
+        let ud = &probe as *const Probe as *mut c_void;
+        let (mut b, mut p) = (null_mut(), null_mut());
+        let (group, addr) = ("ffi_stats", "127.0.0.1:1");
+        assert_eq!(
+            rmq_producer_builder_new(group.as_ptr().cast(), group.len(), &mut b),
+            rmq_result::RMQ_OK
+        );
+        let mut o = null_mut();
+        assert_eq!(
+            crate::options::rmq_client_options_new(&mut o),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            crate::options::rmq_client_options_namesrv_addr(o, addr.as_ptr().cast(), addr.len()),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(
+            rmq_producer_builder_client_options(b, o),
+            rmq_result::RMQ_OK
+        );
+        crate::options::rmq_client_options_free(o);
+        assert_eq!(
+            rmq_producer_builder_send_timeout_ms(b, 300),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(rmq_producer_builder_retries(b, 0), rmq_result::RMQ_OK);
+        assert_eq!(
+            rmq_producer_builder_send_hook(b, None, None, ud),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
+        assert_eq!(
+            rmq_producer_builder_send_hook(b, Some(before_tag), Some(after_failed), ud),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(rmq_producer_builder_start(b, &mut p), rmq_result::RMQ_OK);
+        let mut m = null_mut();
+        assert_eq!(
+            crate::message::rmq_message_new(c"StatsT".as_ptr(), 6, c"b".as_ptr().cast(), 1, &mut m),
+            rmq_result::RMQ_OK
+        );
+        assert_ne!(rmq_producer_send(p, m, null_mut()), rmq_result::RMQ_OK);
+        assert_eq!(
+            probe.calls.load(Ordering::SeqCst),
+            1,
+            "before_send ran once"
+        );
+        assert_eq!(
+            probe.calls_after_free.load(Ordering::SeqCst),
+            1,
+            "after_send saw the failure and the property"
+        );
+
+        let (mut small, mut need) = ([0 as c_char; 4], 0usize);
+        assert_eq!(
+            rmq_producer_stats_json(p, small.as_mut_ptr(), small.len(), &mut need),
+            rmq_result::RMQ_BUFFER_TOO_SMALL
+        );
+        let mut buf = vec![0 as c_char; need + 1];
+        let mut written = 0usize;
+        assert_eq!(
+            rmq_producer_stats_json(p, buf.as_mut_ptr(), buf.len(), &mut written),
+            rmq_result::RMQ_OK
+        );
+        assert_eq!(written, need);
+        let bytes: Vec<u8> = buf[..written].iter().map(|c| *c as u8).collect();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        let t = &v["topics"]["StatsT"];
+        assert_eq!(
+            (t["messages_sent"].as_u64(), t["failed"].as_u64()),
+            (Some(0), Some(1)),
+            "{v}"
+        );
+        assert_eq!(
+            t["failed_by_kind"]
+                .as_object()
+                .map(|o| o.values().filter_map(|n| n.as_u64()).sum::<u64>()),
+            Some(1),
+            "{v}"
+        );
+        assert_eq!(v["group"], "ffi_stats");
+        assert_eq!(
+            rmq_producer_stats_json(std::ptr::null(), buf.as_mut_ptr(), buf.len(), &mut written),
+            rmq_result::RMQ_NULL_PARAMETER
+        );
+        crate::message::rmq_message_free(m);
+        rmq_producer_free(p);
     }
 }

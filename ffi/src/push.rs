@@ -11,16 +11,18 @@ use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
 use rocketmq_blocking::{
-    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeOrderlyContext, ConsumeOrderlyStatus,
-    ConsumeStatus, MessageExt, MessageModel, MessageSelector, PushConsumer, PushConsumerBuilder,
-    ReconsumeDelay,
+    ConsumeConcurrentlyContext, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeHookStatus,
+    ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus, MessageExt, MessageModel,
+    MessageSelector, PushConsumer, PushConsumerBuilder, ReconsumeDelay,
 };
 
 use crate::common::{self, Gate, HasSlot, Slot};
 use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{rmq_message_ext, rmq_message_queue, rmq_queue_list, Ref};
 use crate::options::rmq_client_options;
-use crate::util::{handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata};
+use crate::util::{
+    copy_to_buf, handle, handle_mut, out, out_handle, str_arg, take_handle, Userdata,
+};
 
 /// What a listener answers.
 #[repr(C)]
@@ -431,6 +433,129 @@ pub extern "C" fn rmq_push_consumer_builder_orderly_listener(
     })
 }
 
+/// What a push consumer's listener returned, as a consume hook's `after` sees it (Rust
+/// `ConsumeHookStatus`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum rmq_consume_hook_status {
+    /// Acknowledged.
+    RMQ_CONSUME_HOOK_SUCCESS = 0,
+    /// Concurrent listener: to be consumed again later.
+    RMQ_CONSUME_HOOK_RECONSUME_LATER = 1,
+    /// Orderly listener: the queue pauses and the batch comes again.
+    RMQ_CONSUME_HOOK_SUSPEND = 2,
+    /// The listener failed otherwise (the batch is retried as if it failed).
+    RMQ_CONSUME_HOOK_FAILED = 3,
+}
+
+/// Runs before each listener call (Rust `ConsumeHook::before_consume`, Java
+/// `ConsumeMessageHook.consumeMessageBefore`) on the consume thread, with the messages
+/// and their queue, borrowed for the call.
+pub type rmq_consume_hook_before = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        messages: *const *const rmq_message_ext,
+        count: usize,
+        queue: *const rmq_message_queue,
+    ),
+>;
+
+/// Runs after each listener call (Rust `ConsumeHook::after_consume`) on the consume
+/// thread, with the same messages and the listener's outcome.
+pub type rmq_consume_hook_after = Option<
+    extern "C" fn(
+        userdata: *mut c_void,
+        messages: *const *const rmq_message_ext,
+        count: usize,
+        queue: *const rmq_message_queue,
+        status: rmq_consume_hook_status,
+    ),
+>;
+
+/// A C consume hook; each call passes the consumer's gate like the listener.
+struct CConsumeHook {
+    before: rmq_consume_hook_before,
+    after: rmq_consume_hook_after,
+    ud: Userdata,
+    gate: Arc<Gate>,
+}
+
+impl CConsumeHook {
+    /// Calls `f` with views of the context's messages and queue, through the gate.
+    fn with_views(
+        &self,
+        ctx: &ConsumeContext<'_>,
+        f: impl FnOnce(*const *const rmq_message_ext, usize, *const rmq_message_queue),
+    ) {
+        let Some(pass) = Gate::enter(&self.gate) else {
+            return;
+        };
+        let views: Vec<rmq_message_ext> = ctx
+            .messages()
+            .iter()
+            .map(|m| rmq_message_ext {
+                inner: Ref::Borrowed(m),
+            })
+            .collect();
+        let ptrs: Vec<*const rmq_message_ext> = views.iter().map(|v| v as *const _).collect();
+        let queue = rmq_message_queue {
+            inner: ctx.queue().clone(),
+        };
+        pass.call(|| f(ptrs.as_ptr(), ptrs.len(), &queue));
+    }
+}
+
+impl ConsumeHook for CConsumeHook {
+    fn before_consume(&self, ctx: &ConsumeContext<'_>) {
+        if let Some(f) = self.before {
+            self.with_views(ctx, |m, n, q| f(self.ud.0, m, n, q));
+        }
+    }
+
+    fn after_consume(&self, ctx: &ConsumeContext<'_>) {
+        let Some(f) = self.after else { return };
+        let status = match ctx.status() {
+            Some(ConsumeHookStatus::Success) => rmq_consume_hook_status::RMQ_CONSUME_HOOK_SUCCESS,
+            Some(ConsumeHookStatus::ReconsumeLater) => {
+                rmq_consume_hook_status::RMQ_CONSUME_HOOK_RECONSUME_LATER
+            }
+            Some(ConsumeHookStatus::SuspendCurrentQueue) => {
+                rmq_consume_hook_status::RMQ_CONSUME_HOOK_SUSPEND
+            }
+            _ => rmq_consume_hook_status::RMQ_CONSUME_HOOK_FAILED,
+        };
+        self.with_views(ctx, |m, n, q| f(self.ud.0, m, n, q, status));
+    }
+}
+
+/// Adds a consume hook (Rust `PushConsumerBuilder::consume_hook`): `before` and `after`
+/// (either may be NULL, not both) run around every listener call, with `userdata`, on
+/// the consume thread. `rmq_push_consumer_free` waits for them like for the listener.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_consume_hook(
+    b: *mut rmq_push_consumer_builder,
+    before: rmq_consume_hook_before,
+    after: rmq_consume_hook_after,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let h = handle_mut(b, "builder")?;
+        if before.is_none() && after.is_none() {
+            return Err(fail(
+                rmq_result::RMQ_NULL_PARAMETER,
+                "before and after are both NULL",
+            ));
+        }
+        let hook = Arc::new(CConsumeHook {
+            before,
+            after,
+            ud: Userdata(userdata),
+            gate: h.gate.clone(),
+        });
+        h.slot.update(|b| b.consume_hook(hook))
+    })
+}
+
 type ListenerFn = extern "C" fn(
     *mut c_void,
     *const *const rmq_message_ext,
@@ -593,6 +718,26 @@ pub extern "C" fn rmq_push_consumer_assigned_queues(
             .map(|inner| rmq_message_queue { inner })
             .collect();
         out_handle(list_out, rmq_queue_list { items })
+    })
+}
+
+/// Writes the consumer's figures (Rust `PushConsumer::stats`) as JSON into `buf`,
+/// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+/// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+/// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+/// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+/// call every second, from any thread.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_stats_json(
+    c: *const rmq_push_consumer,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> rmq_result {
+    guard(|| {
+        let c = handle(c, "consumer")?;
+        let json = crate::stats_json::consumer(&c.inner.stats()).to_string();
+        copy_to_buf(json.as_bytes(), buf, len, written, true)
     })
 }
 

@@ -269,6 +269,21 @@ fn check_read_back(what: &str, acked: &[String], received: &[String]) -> (usize,
     (received.len(), dups)
 }
 
+/// The JSON of a program's `stats <json>` line (`rmq_*_stats_json`).
+fn stats(text: &str) -> serde_json::Value {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("stats "))
+        .unwrap_or_else(|| panic!("no stats line in {text}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("stats JSON {line}: {e}"))
+}
+
+/// A counter of every topic of a stats JSON, summed.
+fn over_topics(stats: &serde_json::Value, field: &str) -> u64 {
+    let topics = stats["topics"].as_object().expect("a topics object");
+    topics.values().filter_map(|t| t[field].as_u64()).sum()
+}
+
 fn produce(topic: &str, count: usize) -> Vec<String> {
     let out = run(
         Command::new(example("produce"))
@@ -293,6 +308,27 @@ fn produce(topic: &str, count: usize) -> Vec<String> {
         text.contains(&format!("summary acked={} oneway=1", 2 * count + 6)),
         "{text}"
     );
+    // Every message, the one-way one included, went through the send hook and counts
+    // in the stats as sent (a batch as its three messages).
+    let sent = 2 * count + 7;
+    assert!(
+        text.contains(&format!(
+            "hooks before={sent} after_ok={sent} after_failed=0"
+        )),
+        "{text}"
+    );
+    let s = stats(&text);
+    assert_eq!(over_topics(&s, "messages_sent"), sent as u64, "{s}");
+    assert_eq!(over_topics(&s, "failed"), 0, "{s}");
+    let t = s["topics"].as_object().and_then(|t| t.values().next());
+    let latency = t.map(|t| &t["send_latency"]).expect("a topic");
+    assert!(latency["count"].as_u64() >= Some(1), "{s}");
+    assert!(
+        latency["max_us"].as_u64() >= latency["p50_us"].as_u64(),
+        "{s}"
+    );
+    assert_eq!(s["async_in_flight"], 0, "{s}");
+    assert!(s["client"]["connections"].as_u64() >= Some(1), "{s}");
     acked
 }
 
@@ -330,6 +366,30 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
         .and_then(|n| n.trim().parse().ok())
         .expect("an assigned_queues line");
     assert!(held >= 1, "{}", stdout(&push));
+    // The consume hook saw the traceparent the producer's send hook added, and the
+    // stats count what the listener acknowledged.
+    let traced: usize = stdout(&push)
+        .lines()
+        .find_map(|l| l.strip_prefix("traced="))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("a traced= line");
+    assert!(traced >= acked.len(), "{}", stdout(&push));
+    assert!(stdout(&push).contains("hook_success="), "{}", stdout(&push));
+    let s = stats(&stdout(&push));
+    assert!(
+        s["topics"][&topic]["consumed_ok"].as_u64() >= Some(acked.len() as u64),
+        "{s}"
+    );
+    assert!(
+        s["topics"][&topic]["pulled"].as_u64() >= Some(acked.len() as u64),
+        "{s}"
+    );
+    // The topic's four queues (the group's retry topic has its own).
+    let of_topic = s["queues"]
+        .as_array()
+        .map(|qs| qs.iter().filter(|q| q["topic"] == topic.as_str()).count());
+    assert_eq!(of_topic, Some(4), "{s}");
 
     let orderly = run(
         Command::new(example("consume")).args([
@@ -363,6 +423,11 @@ fn c_programs_send_every_way_and_read_back_every_acknowledged_message() {
         stdout(&lite)
     );
     check_read_back("lite pull", &acked, &ids(&stdout(&lite), "msg "));
+    let s = stats(&stdout(&lite));
+    assert!(
+        s["topics"][&topic]["consumed_ok"].as_u64() >= Some(acked.len() as u64),
+        "{s}"
+    );
 
     // Assigned queues, sought to their beginning, one paused and resumed; the committed
     // offsets add up to what was read.

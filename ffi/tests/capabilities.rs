@@ -20,6 +20,9 @@ const DEBUG: &str = "Debug formatting; a C program has no use for it";
 const GROUP: &str = "the C caller gave the group to the builder and has it";
 const CLIENT_ID: &str =
     "a diagnostic value (the id brokers list for the client); not yet in C, no C user asked";
+const REQUEST_HOOK: &str = "request hooks see and change every remoting command of the \
+     client instance (header fields, codes); C has no command type to show, and no C user \
+     asked; ACL signing, their main use, is in the client options (rmq_client_options_credentials)";
 const TRACE_STATS: &str =
     "trace counters are diagnostics; not yet in C (the trace itself is: _builder_trace)";
 
@@ -69,6 +72,8 @@ const TABLE: &[(&str, &str, C)] = &[
     ("LitePullConsumer", "seek_to_begin", Fns(&["rmq_lite_pull_consumer_seek_to_begin"])),
     ("LitePullConsumer", "seek_to_end", Fns(&["rmq_lite_pull_consumer_seek_to_end"])),
     ("LitePullConsumer", "shutdown", Fns(&["rmq_lite_pull_consumer_shutdown"])),
+    ("LitePullConsumer", "register_request_hook", Not(REQUEST_HOOK)),
+    ("LitePullConsumer", "stats", Fns(&["rmq_lite_pull_consumer_stats_json"])),
     ("LitePullConsumer", "trace_stats", Not(TRACE_STATS)),
     ("LitePullConsumer", "fmt", Not(DEBUG)),
     ("LitePullConsumer", "drop", Fns(&["rmq_lite_pull_consumer_free"])),
@@ -95,6 +100,9 @@ const TABLE: &[(&str, &str, C)] = &[
     ("Producer", "send_to_queue", Fns(&["rmq_producer_send_to_queue"])),
     ("Producer", "send_with_selector", Fns(&["rmq_producer_send_with_selector"])),
     ("Producer", "shutdown", Fns(&["rmq_producer_shutdown"])),
+    ("Producer", "register_request_hook", Not(REQUEST_HOOK)),
+    ("Producer", "register_send_hook", Fns(&["rmq_producer_builder_send_hook"])),
+    ("Producer", "stats", Fns(&["rmq_producer_stats_json"])),
     ("Producer", "trace_stats", Not(TRACE_STATS)),
     ("Producer", "fmt", Not(DEBUG)),
     ("Producer", "drop", Fns(&["rmq_producer_free"])),
@@ -113,6 +121,9 @@ const TABLE: &[(&str, &str, C)] = &[
     ("PushConsumer", "subscribe_with", Fns(&["rmq_push_consumer_builder_subscribe_sql", "rmq_push_consumer_subscribe"])),
     ("PushConsumer", "subscriptions", Not("the C caller made the subscriptions and has them")),
     ("PushConsumer", "suspend", Fns(&["rmq_push_consumer_suspend"])),
+    ("PushConsumer", "register_consume_hook", Fns(&["rmq_push_consumer_builder_consume_hook"])),
+    ("PushConsumer", "register_request_hook", Not(REQUEST_HOOK)),
+    ("PushConsumer", "stats", Fns(&["rmq_push_consumer_stats_json"])),
     ("PushConsumer", "trace_stats", Not(TRACE_STATS)),
     ("PushConsumer", "unsubscribe", Fns(&["rmq_push_consumer_unsubscribe"])),
     ("PushConsumer", "fmt", Not(DEBUG)),

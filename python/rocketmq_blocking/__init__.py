@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import enum
+import json
 import logging
 import os
 import threading
@@ -78,6 +79,8 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectionClosedError",
+    "ConsumeHook",
+    "ConsumeHookStatus",
     "ConsumeStats",
     "ConsumeStatus",
     "DecodeError",
@@ -98,6 +101,7 @@ __all__ = [
     "RocketMQError",
     "RocketMQTimeoutError",
     "SendFuture",
+    "SendHook",
     "SendResult",
     "set_log_level",
     "StateError",
@@ -291,6 +295,67 @@ class SendResult:
     queue_id: int
     queue_offset: int
     status: int
+
+
+class SendHook:
+    """Called around every send of a :class:`Producer` given it as ``send_hook=`` (Rust
+    ``SendHook``, Java ``SendMessageHook``). Subclass it and override either method.
+
+    ``before_send(message)`` runs on the sending thread before the message is encoded:
+    properties it adds to (or changes in) ``message.properties`` are sent with it; other
+    changes are ignored. ``after_send(message, result, error)`` runs with the outcome:
+    on the sending thread for ``send``, ``send_oneway`` and batches, on a library thread
+    for ``send_async``; one of ``result`` and ``error`` is ``None`` (both are for a
+    one-way send, which has no answer). A batch runs them once per message. An exception
+    is logged with its traceback on the ``rocketmq_blocking`` logger and counted in
+    ``stats()["hook_panics"]``; the send goes on."""
+
+    def before_send(self, message: Message) -> None:
+        """Runs before ``message`` is sent."""
+
+    def after_send(self, message: Message, result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
+        """Runs with the outcome of sending ``message``."""
+
+
+def _sent_message(m: _native.MessageTuple) -> Message:
+    """A message as a hook sees it; its properties include the system's (``TAGS``, ...)."""
+    return Message(m[0], m[1], m[2], list(m[3]), dict(m[4]), None)
+
+
+def _send_hook_pair(hook: SendHook) -> _native.SendHookPair:
+    """``hook`` in the form ``_native`` takes; the user's exceptions stop here, logged."""
+
+    def before(m: _native.MessageTuple) -> Optional[Dict[str, str]]:
+        try:
+            msg = _sent_message(m)
+            sent = dict(msg.properties)
+            hook.before_send(msg)
+            return {str(k): str(v) for k, v in msg.properties.items() if sent.get(k) != v}
+        except BaseException:
+            _log_hook_error("before_send")
+            return None
+
+    def after(m: _native.MessageTuple, result: Optional[_native.SendResultTuple], error: Optional[BaseException]) -> bool:
+        try:
+            hook.after_send(_sent_message(m), None if result is None else SendResult(*result), _as_error(error))
+            return True
+        except BaseException:
+            _log_hook_error("after_send")
+            return False
+
+    return (before, after)
+
+
+def _log_hook_error(where: str) -> None:
+    try:
+        _log.exception("a hook raised in %s; the client goes on", where)
+    except BaseException:
+        pass
+
+
+def _stats(json_text: str) -> Dict[str, Any]:
+    stats: Dict[str, Any] = json.loads(json_text)
+    return stats
 
 
 def _queue(q: object) -> _native.QueueTuple:
@@ -496,12 +561,24 @@ class Producer(_Client[_native.Producer]):
         *,
         send_timeout_ms: Optional[int] = None,
         retries: Optional[int] = None,
+        send_hook: Optional[SendHook] = None,
         **options: Any,
     ) -> None:
         super().__init__()
         common = _client_options(options)
-        self._h = _native.Producer(group, common, send_timeout_ms, retries)
+        hook = None if send_hook is None else _send_hook_pair(send_hook)
+        self._h = _native.Producer(group, common, send_timeout_ms, retries, hook)
         _open.add(self)
+
+    def stats(self) -> Dict[str, Any]:
+        """A snapshot of the producer's figures (Rust ``Producer::stats``), as the C
+        ``rmq_producer_stats_json`` gives them: ``topics[topic]`` with ``messages_sent``,
+        ``bytes_sent``, ``failed``, ``failed_by_kind`` and ``send_latency`` (``count``,
+        ``p50_us``, ``p90_us``, ``p99_us``, ``max_us``, ... in microseconds), then
+        ``async_in_flight``, ``hook_panics`` (send hooks that raised included) and
+        ``client``. See docs/observability.md."""
+        with self._use() as h:
+            return _stats(h.stats())
 
     def send(
         self, message: Message, *, queue: Optional[MessageQueue] = None, sharding_key: Optional[str] = None
@@ -703,6 +780,55 @@ class ConsumeStatus:
     LATER = 1
 
 
+class ConsumeHookStatus:
+    """What a push listener's call came to, as :meth:`ConsumeHook.after_consume` sees it
+    (the C ``rmq_consume_hook_status``)."""
+
+    SUCCESS = 0
+    RECONSUME_LATER = 1
+    #: An orderly listener's queue pauses and the batch comes again.
+    SUSPEND = 2
+    #: The listener failed otherwise.
+    FAILED = 3
+
+
+class ConsumeHook:
+    """Called around every listener call of a :class:`PushConsumer` given it as
+    ``consume_hook=`` (Rust ``ConsumeHook``, Java ``ConsumeMessageHook``), on the consume
+    thread: ``before_consume(messages)`` just before the listener, ``after_consume(messages,
+    status)`` just after, with a :class:`ConsumeHookStatus`. Subclass it and override
+    either. An exception is logged with its traceback and counted in
+    ``stats()["hook_panics"]``; consumption goes on."""
+
+    def before_consume(self, messages: List[ReceivedMessage]) -> None:
+        """Runs before the listener sees ``messages``."""
+
+    def after_consume(self, messages: List[ReceivedMessage], status: int) -> None:
+        """Runs after the listener returned, with what it came to."""
+
+
+def _consume_hook_pair(hook: ConsumeHook) -> _native.ConsumeHookPair:
+    """``hook`` in the form ``_native`` takes; the user's exceptions stop here, logged."""
+
+    def before(msgs: List[_native.ReceivedTuple]) -> bool:
+        try:
+            hook.before_consume([ReceivedMessage(*m) for m in msgs])
+            return True
+        except BaseException:
+            _log_hook_error("before_consume")
+            return False
+
+    def after(msgs: List[_native.ReceivedTuple], status: int) -> bool:
+        try:
+            hook.after_consume([ReceivedMessage(*m) for m in msgs], status)
+            return True
+        except BaseException:
+            _log_hook_error("after_consume")
+            return False
+
+    return (before, after)
+
+
 def _consume_status(status: object) -> int:
     """The status of what a listener returned: success only for an explicit success."""
     if status is True:
@@ -739,6 +865,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
         from_first: bool = False,
         threads: Optional[Tuple[int, int]] = None,
         batch_max_size: Optional[int] = None,
+        consume_hook: Optional[ConsumeHook] = None,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -767,8 +894,19 @@ class PushConsumer(_Client[_native.PushConsumer]):
             from_first,
             None if threads is None else (threads[0], threads[1]),
             batch_max_size,
+            None if consume_hook is None else _consume_hook_pair(consume_hook),
         )
         _open.add(self)
+
+    def stats(self) -> Dict[str, Any]:
+        """A snapshot of the consumer's figures (Rust ``PushConsumer::stats``), as the C
+        ``rmq_push_consumer_stats_json`` gives them: ``topics[topic]`` with ``pulled``,
+        ``pulled_bytes``, ``consumed_ok``, ``consumed_failed`` and ``consume_latency``
+        (microseconds), ``queues`` (each with its cache, ``consumed_offset`` and ``lag``,
+        ``None`` when unknown), their sums, ``pool_size``, ``pool_busy``, ``hook_panics``
+        (consume hooks that raised included) and ``client``."""
+        with self._use() as h:
+            return _stats(h.stats())
 
 
 class LitePullConsumer(_Client[_native.LitePullConsumer]):
@@ -792,6 +930,13 @@ class LitePullConsumer(_Client[_native.LitePullConsumer]):
         common = _client_options(options)
         self._h = _native.LitePullConsumer(group, topic, common, expression, from_first, auto_commit)
         _open.add(self)
+
+    def stats(self) -> Dict[str, Any]:
+        """A snapshot of the consumer's figures (Rust ``LitePullConsumer::stats``), in the
+        shape of :meth:`PushConsumer.stats`; ``consumed_ok`` counts the messages ``poll``
+        returned."""
+        with self._use() as h:
+            return _stats(h.stats())
 
     def poll(self, timeout_ms: Optional[int] = None) -> List[ReceivedMessage]:
         """Waits up to ``timeout_ms`` for messages (possibly none)."""

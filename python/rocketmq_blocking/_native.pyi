@@ -31,6 +31,19 @@ ReceivedTuple = Tuple[
 Common = Dict[str, Union[str, int, bool, Tuple[Any, ...]]]
 #: ``(consume_tps, total_diff, [(queue, broker_offset, consumer_offset, pull_offset,
 #: last_timestamp_ms)])``.
+#: A send hook as the Python layer passes it: ``before(message)`` returns the properties
+#: to add (``None``: the user's hook raised), ``after(message, result, error)`` whether
+#: the user's hook ran without raising.
+SendHookPair = Tuple[
+    Callable[[MessageTuple], Optional[Dict[str, str]]],
+    Callable[[MessageTuple, Optional[SendResultTuple], Optional[BaseException]], bool],
+]
+#: A consume hook: ``before(messages)`` and ``after(messages, status)``, each returning
+#: whether the user's hook ran without raising.
+ConsumeHookPair = Tuple[
+    Callable[[List[ReceivedTuple]], bool],
+    Callable[[List[ReceivedTuple], int], bool],
+]
 ConsumeStatsTuple = Tuple[float, int, List[Tuple[QueueTuple, int, int, int, Optional[int]]]]
 
 def set_error_class(
@@ -51,7 +64,9 @@ class Producer:
         common: Common,
         send_timeout_ms: Optional[int],
         retries: Optional[int],
+        send_hook: Optional[SendHookPair],
     ) -> "Producer": ...
+    def stats(self) -> str: ...
     def send(self, m: MessageTuple) -> SendResultTuple: ...
     def send_to_queue(self, m: MessageTuple, queue: QueueTuple) -> SendResultTuple: ...
     def send_by_key(self, m: MessageTuple, key: str) -> SendResultTuple: ...
@@ -96,7 +111,9 @@ class PushConsumer:
         from_first: bool,
         threads: Optional[Tuple[int, int]],
         batch_max_size: Optional[int],
+        consume_hook: Optional[ConsumeHookPair],
     ) -> "PushConsumer": ...
+    def stats(self) -> str: ...
     def free(self) -> None: ...
 
 @final
@@ -110,6 +127,7 @@ class LitePullConsumer:
         from_first: bool,
         auto_commit: bool,
     ) -> "LitePullConsumer": ...
+    def stats(self) -> str: ...
     def poll(self, timeout_ms: int) -> List[ReceivedTuple]: ...
     def commit(self) -> None: ...
     def assign(self, queues: List[QueueTuple]) -> None: ...

@@ -10,9 +10,13 @@
 //! registered with `set_error_class`).
 
 mod log_bridge;
+/// The stats snapshots' JSON, shared with the C library so both give the same shape.
+#[path = "../../ffi/src/stats_json.rs"]
+mod stats_json;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -69,6 +73,10 @@ fn py_error(
 }
 
 fn to_py(py: Python<'_>, e: rmq::Error) -> PyErr {
+    to_py_ref(py, &e)
+}
+
+fn to_py_ref(py: Python<'_>, e: &rmq::Error) -> PyErr {
     // The alternate form: the message and its causes on one line.
     py_error(
         py,
@@ -439,13 +447,144 @@ fn call_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> PyResult<R>) -> Option
     .flatten()
 }
 
+/// A snapshot's JSON with `errors` (Python hooks that raised) added to its
+/// `hook_panics`: what the Python layer's `stats()` parses.
+fn stats_with_hook_errors(mut v: serde_json::Value, errors: &AtomicU64) -> String {
+    let panics = v["hook_panics"].as_u64().unwrap_or(0);
+    v["hook_panics"] = serde_json::Value::from(panics + errors.load(Ordering::Relaxed));
+    v.to_string()
+}
+
+/// A Python send hook: the Python layer's `before(message_tuple)` returns the properties
+/// to add (`None` when the user's hook raised, already logged there), `after(message,
+/// result, error)` returns whether the user's hook ran without raising. Each call passes
+/// the producer's gate, so `free` waits for it.
+struct PySendHook {
+    before: Py<PyAny>,
+    after: Py<PyAny>,
+    gate: Arc<Gate>,
+    errors: Arc<AtomicU64>,
+}
+
+impl PySendHook {
+    fn failed(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl rmq::SendHook for PySendHook {
+    fn before_send(&self, ctx: &mut rmq::SendContext<'_>) {
+        let Some(pass) = Gate::enter(&self.gate) else {
+            return;
+        };
+        let props = pass
+            .call(|| {
+                call_python(|py| {
+                    let m = message_tuple(py, ctx.message())?;
+                    self.before
+                        .call1(py, (m,))?
+                        .extract::<Option<HashMap<String, String>>>(py)
+                })
+            })
+            .flatten();
+        let Some(Some(props)) = props else {
+            return self.failed();
+        };
+        for (k, v) in props {
+            if let Err(e) = ctx.message_mut().put_user_property(k, v) {
+                log::warn!("a Python send hook's property was refused: {e}");
+                self.failed();
+            }
+        }
+    }
+
+    fn after_send(
+        &self,
+        ctx: &rmq::SendContext<'_>,
+        result: Result<Option<&rmq::SendResult>, &rmq::Error>,
+    ) {
+        let Some(pass) = Gate::enter(&self.gate) else {
+            return;
+        };
+        let ok = pass
+            .call(|| {
+                call_python(|py| {
+                    let m = message_tuple(py, ctx.message())?;
+                    let (r, e) = match result {
+                        Ok(r) => (r.map(|r| send_result(py, r)).transpose()?, None),
+                        Err(e) => (None, Some(to_py_ref(py, e).into_value(py))),
+                    };
+                    self.after.call1(py, (m, r, e))?.extract::<bool>(py)
+                })
+            })
+            .flatten();
+        if ok != Some(true) {
+            self.failed();
+        }
+    }
+}
+
+/// A Python consume hook: the Python layer's `before(messages)` and `after(messages,
+/// status)` return whether the user's hook ran without raising; `status` is 0 success,
+/// 1 reconsume later, 2 suspend, 3 failed (the C header's `rmq_consume_hook_status`).
+struct PyConsumeHook {
+    before: Py<PyAny>,
+    after: Py<PyAny>,
+    gate: Arc<Gate>,
+    errors: Arc<AtomicU64>,
+}
+
+impl PyConsumeHook {
+    fn run(&self, msgs: &[MessageExt], status: Option<i32>) {
+        let Some(pass) = Gate::enter(&self.gate) else {
+            return;
+        };
+        let ok = pass
+            .call(|| {
+                call_python(|py| {
+                    let list = received_list(py, msgs)?;
+                    let r = match status {
+                        None => self.before.call1(py, (list,))?,
+                        Some(s) => self.after.call1(py, (list, s))?,
+                    };
+                    r.extract::<bool>(py)
+                })
+            })
+            .flatten();
+        if ok != Some(true) {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl rmq::ConsumeHook for PyConsumeHook {
+    fn before_consume(&self, ctx: &rmq::ConsumeContext<'_>) {
+        self.run(ctx.messages(), None);
+    }
+
+    fn after_consume(&self, ctx: &rmq::ConsumeContext<'_>) {
+        let status = match ctx.status() {
+            Some(rmq::ConsumeHookStatus::Success) => 0,
+            Some(rmq::ConsumeHookStatus::ReconsumeLater) => 1,
+            Some(rmq::ConsumeHookStatus::SuspendCurrentQueue) => 2,
+            _ => 3,
+        };
+        self.run(ctx.messages(), Some(status));
+    }
+}
+
+/// `(before, after)` callables of a hook, from the Python layer.
+type HookPair = (Py<PyAny>, Py<PyAny>);
+
 /// A started producer.
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct Producer {
     inner: rmq::Producer,
-    /// Async sends whose callback has not run yet.
+    /// Async sends whose callback has not run yet, and send hooks running.
     pending: Arc<Gate>,
     send_timeout: Duration,
+    /// Python send hooks that raised.
+    hook_errors: Arc<AtomicU64>,
 }
 
 #[pymethods]
@@ -457,6 +596,7 @@ impl Producer {
         common: Common<'_>,
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
+        send_hook: Option<HookPair>,
     ) -> PyResult<Self> {
         let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
         if let Some(ms) = send_timeout_ms {
@@ -465,13 +605,30 @@ impl Producer {
         if let Some(r) = retries {
             b = b.retries(r);
         }
+        let pending = Arc::<Gate>::default();
+        let hook_errors = Arc::<AtomicU64>::default();
+        if let Some((before, after)) = send_hook {
+            b = b.send_hook(Arc::new(PySendHook {
+                before,
+                after,
+                gate: pending.clone(),
+                errors: hook_errors.clone(),
+            }));
+        }
         let inner = py.detach(|| b.start()).or_raise(py)?;
         let send_timeout = inner.options().send_timeout;
         Ok(Producer {
             inner,
-            pending: Arc::default(),
+            pending,
             send_timeout,
+            hook_errors,
         })
+    }
+
+    /// The producer's stats snapshot as JSON (`stats_json.rs`), Python hook errors
+    /// counted in `hook_panics`.
+    fn stats(&self) -> String {
+        stats_with_hook_errors(stats_json::producer(&self.inner.stats()), &self.hook_errors)
     }
 
     /// Sends and waits for the broker; the send result's tuple.
@@ -766,8 +923,10 @@ fn listen(gate: &Arc<Gate>, on_messages: &Py<PyAny>, msgs: &[MessageExt]) -> boo
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct PushConsumer {
     inner: rmq::PushConsumer,
-    /// Listener calls running or about to.
+    /// Listener and consume hook calls running or about to.
     gate: Arc<Gate>,
+    /// Python consume hooks that raised.
+    hook_errors: Arc<AtomicU64>,
 }
 
 #[pymethods]
@@ -787,6 +946,7 @@ impl PushConsumer {
         from_first: bool,
         threads: Option<(usize, usize)>,
         batch_max_size: Option<usize>,
+        consume_hook: Option<HookPair>,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
         b = match sql {
@@ -806,6 +966,15 @@ impl PushConsumer {
             b = b.consume_message_batch_max_size(n);
         }
         let gate = Arc::<Gate>::default();
+        let hook_errors = Arc::<AtomicU64>::default();
+        if let Some((before, after)) = consume_hook {
+            b = b.consume_hook(Arc::new(PyConsumeHook {
+                before,
+                after,
+                gate: gate.clone(),
+                errors: hook_errors.clone(),
+            }));
+        }
         let g = gate.clone();
         b = if orderly {
             b.orderly_listener(move |msgs, _ctx| {
@@ -825,7 +994,16 @@ impl PushConsumer {
             })
         };
         let inner = py.detach(|| b.start()).or_raise(py)?;
-        Ok(PushConsumer { inner, gate })
+        Ok(PushConsumer {
+            inner,
+            gate,
+            hook_errors,
+        })
+    }
+
+    /// The consumer's stats snapshot as JSON, Python hook errors counted in `hook_panics`.
+    fn stats(&self) -> String {
+        stats_with_hook_errors(stats_json::consumer(&self.inner.stats()), &self.hook_errors)
     }
 
     /// Shuts down and returns once every listener call in flight has returned (from
@@ -888,6 +1066,11 @@ impl LitePullConsumer {
     }
 
     /// Waits up to `timeout_ms` for messages; a list of received-message tuples.
+    /// The consumer's stats snapshot as JSON (`stats_json.rs`).
+    fn stats(&self) -> String {
+        stats_json::consumer(&self.inner.stats()).to_string()
+    }
+
     fn poll<'py>(&self, py: Python<'py>, timeout_ms: u64) -> PyResult<Bound<'py, PyList>> {
         let msgs = py
             .detach(|| self.inner.poll_timeout(Duration::from_millis(timeout_ms)))
