@@ -316,6 +316,22 @@ fn queue_ref<'a>(q: *const rmq_message_queue) -> Result<&'a MessageQueue, rmq_re
     Ok(&handle(q, "queue")?.inner)
 }
 
+/// An offset of `queue` that `ask` reads from its broker, into `*offset`.
+fn queue_offset(
+    a: *const rmq_admin,
+    queue: *const rmq_message_queue,
+    offset: *mut i64,
+    ask: fn(&Admin, &MessageQueue) -> rocketmq_blocking::Result<i64>,
+) -> rmq_result {
+    guard(|| {
+        let a = admin(a)?;
+        let q = queue_ref(queue)?;
+        out_param(offset, "offset")?;
+        let o = ask(a, q).map_err(err)?;
+        out(offset, o)
+    })
+}
+
 /// The max offset of `queue`: where its next message will be stored (Java `maxOffset`).
 /// Asked of the master of the queue's broker, found in the topic's route.
 #[no_mangle]
@@ -324,13 +340,7 @@ pub extern "C" fn rmq_admin_max_offset(
     queue: *const rmq_message_queue,
     offset: *mut i64,
 ) -> rmq_result {
-    guard(|| {
-        let a = admin(a)?;
-        let q = queue_ref(queue)?;
-        out_param(offset, "offset")?;
-        let o = a.max_offset(q).map_err(err)?;
-        out(offset, o)
-    })
+    queue_offset(a, queue, offset, Admin::max_offset)
 }
 
 /// The min offset of `queue`: its first offset still stored (Java `minOffset`).
@@ -340,13 +350,7 @@ pub extern "C" fn rmq_admin_min_offset(
     queue: *const rmq_message_queue,
     offset: *mut i64,
 ) -> rmq_result {
-    guard(|| {
-        let a = admin(a)?;
-        let q = queue_ref(queue)?;
-        out_param(offset, "offset")?;
-        let o = a.min_offset(q).map_err(err)?;
-        out(offset, o)
-    })
+    queue_offset(a, queue, offset, Admin::min_offset)
 }
 
 /// The offset in `queue` of a message stored about `timestamp_ms` (ms since the epoch;
