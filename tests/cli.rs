@@ -269,6 +269,9 @@ fn bench_produce_sync_with_four_threads() {
     // Without --warmup everything is measured, as before warm-ups existed.
     assert!(s.get("warmup").is_none(), "{s}");
     assert_eq!(s["latencyMs"]["calls"], 2000);
+    // The stats snapshot of the producer saw every acknowledged send, with latencies.
+    assert_eq!(s["client"]["messagesSent"], 2000, "{s}");
+    assert!(s["client"]["sendP99Ms"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
     assert_eq!(stored(&topic, 2000), 2000);
 }
 
@@ -288,6 +291,9 @@ fn bench_with_warmup(warmup: u64, args: &[&str]) -> Value {
     assert!(w["elapsedMs"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
     // One call per message, and only the measured ones are timed; the topic gets both.
     assert_eq!(s["latencyMs"]["calls"], measured, "{s}");
+    // The producer's own stats counted the same sends, warm-up included.
+    assert_eq!(s["client"]["messagesSent"], warmup + measured, "{s}");
+    assert_eq!(s["client"]["failed"], 0, "{s}");
     let total = (warmup + measured) as i64;
     assert_eq!(stored(&topic, total), total);
     s

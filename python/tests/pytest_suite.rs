@@ -192,7 +192,13 @@ fn test_venv() -> PathBuf {
         // mypy: test_typing.py checks the package and the docs' snippets with it.
         pip_install(
             &venv,
-            &[wheel.to_str().expect("UTF-8 path"), "pytest", "mypy"],
+            &[
+                wheel.to_str().expect("UTF-8 path"),
+                "pytest",
+                "mypy",
+                // The prometheus_client collector example's test.
+                "prometheus-client",
+            ],
         );
         venv
     })

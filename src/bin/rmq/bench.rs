@@ -199,6 +199,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
     // Measured before shutdown so the figures describe the sending, not the goodbye.
     let cpu = stats::cpu_time();
     let rss = stats::peak_rss_kib();
+    let client = ClientFigures::of(&producer.stats(), &args.topic);
     producer.shutdown();
 
     let (warm, recorder) = (&run.warm, &run.recorder);
@@ -231,6 +232,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         peak_rss_kib: rss,
         first_ack_ms: first_ack.map(|d| round(d.as_secs_f64() * 1000.0, 1)),
         first_ack_epoch_us: warm.first_ack_epoch_us().or(recorder.first_ack_epoch_us()),
+        client,
     };
     println!("{}", summary.human());
     println!("{}", serde_json::to_string(&summary)?);
@@ -517,6 +519,42 @@ struct Summary {
     first_ack_ms: Option<f64>,
     /// The wall clock at the first acknowledgement (µs since the Unix epoch).
     first_ack_epoch_us: Option<u64>,
+    /// What the producer's own counters (`Producer::stats`) say of the whole run, warm-up
+    /// included: the figures an application sees of the same sends.
+    client: ClientFigures,
+}
+
+/// The producer's counters for the bench topic.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClientFigures {
+    messages_sent: u64,
+    failed: u64,
+    send_p50_ms: f64,
+    send_p99_ms: f64,
+    send_max_ms: f64,
+}
+
+impl ClientFigures {
+    fn of(stats: &rocketmq_blocking::ProducerStats, topic: &str) -> ClientFigures {
+        let ms = |d: std::time::Duration| round(d.as_secs_f64() * 1000.0, 3);
+        match stats.topics.get(topic) {
+            Some(t) => ClientFigures {
+                messages_sent: t.messages_sent,
+                failed: t.failed,
+                send_p50_ms: ms(t.send_latency.p50()),
+                send_p99_ms: ms(t.send_latency.p99()),
+                send_max_ms: ms(t.send_latency.max()),
+            },
+            None => ClientFigures {
+                messages_sent: 0,
+                failed: 0,
+                send_p50_ms: 0.0,
+                send_p99_ms: 0.0,
+                send_max_ms: 0.0,
+            },
+        }
+    }
 }
 
 #[derive(serde::Serialize)]
