@@ -271,7 +271,10 @@ fn bench_produce_sync_with_four_threads() {
     assert_eq!(s["latencyMs"]["calls"], 2000);
     // The stats snapshot of the producer saw every acknowledged send, with latencies.
     assert_eq!(s["client"]["messagesSent"], 2000, "{s}");
-    assert!(s["client"]["sendP99Ms"].as_f64().is_some_and(|ms| ms > 0.0), "{s}");
+    assert!(
+        s["client"]["sendP99Ms"].as_f64().is_some_and(|ms| ms > 0.0),
+        "{s}"
+    );
     assert_eq!(stored(&topic, 2000), 2000);
 }
 

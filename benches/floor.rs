@@ -1,0 +1,237 @@
+//! The floor (issue 30): the least work that sends the same messages over the same
+//! protocol on this machine, as a measuring stick for `rmq bench`. It is not a client:
+//! one SEND_MESSAGE_V2 frame (1 KiB body, `ROCKETMQ` header) is encoded once per
+//! connection and written again and again with only its opaque changed, on a plain
+//! blocking `TcpStream` to the topic's broker, and each response is read, decoded and
+//! matched by opaque. No pools, no futures, no routing, no retries.
+//!
+//! ```sh
+//! cargo bench --bench floor --features cli -- sync1 sync64   # NAMESRV_ADDR, or a local cluster
+//! ```
+//!
+//! Workloads: `sync1` (ping-pong on one connection), `sync8` and `sync64` (that many
+//! threads, each ping-pong on a connection of its own). `FLOOR_COUNT` sets the measured
+//! messages per workload (default 10,000 for one sender, 100,000 otherwise), after a
+//! warm-up of half as many. Each prints one JSON line of the shape `rmq bench` prints:
+//! TPS, latency p50/p99 in ms, the process's CPU µs per message, peak RSS.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use rocketmq_blocking::protocol::header::SendMessageRequestHeaderV2Ref;
+use rocketmq_blocking::protocol::{
+    RemotingCommand, RemotingCommandRef, RequestCode, SerializeType,
+};
+use rocketmq_blocking::testkit::Cluster;
+use rocketmq_blocking::{Admin, ClientOptions, TopicConfig};
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Where the opaque sits in a `ROCKETMQ` request frame: after the frame length (4), the
+/// header length and type (4), the code (2), the language (1) and the version (2).
+const OPAQUE_AT: usize = 13;
+
+fn main() -> Result<()> {
+    // `cargo bench` passes `--bench`; anything else names a workload.
+    let mut workloads: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    if workloads.is_empty() {
+        workloads = vec!["sync1".into(), "sync8".into(), "sync64".into()];
+    }
+    let (namesrv, _cluster) = match std::env::var("NAMESRV_ADDR") {
+        Ok(a) if !a.trim().is_empty() => (a, None),
+        _ => {
+            let c = Cluster::builder().start()?;
+            (c.namesrv_addr(), Some(c))
+        }
+    };
+    let admin = Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(&namesrv))
+        .start()?;
+    let topic = format!("FloorBench_{}", std::process::id());
+    admin.create_topic(&TopicConfig::new(&topic, 8))?;
+    let route = admin.topic_route(&topic)?;
+    let broker = route
+        .broker_datas
+        .first()
+        .ok_or("the topic has no broker")?;
+    let addr = broker
+        .master_addr()
+        .ok_or("the broker has no master")?
+        .to_string();
+    let broker_name = broker.broker_name.clone();
+    for w in &workloads {
+        let threads: usize = w
+            .strip_prefix("sync")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64"))?;
+        let count: usize = std::env::var("FLOOR_COUNT")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(if threads == 1 { 10_000 } else { 100_000 });
+        run(w, &addr, &topic, &broker_name, threads, count)?;
+    }
+    Ok(())
+}
+
+/// One workload: a warm-up of `count / 2`, then `count` measured messages, split across
+/// `threads` connections.
+fn run(
+    name: &str,
+    addr: &str,
+    topic: &str,
+    broker_name: &str,
+    threads: usize,
+    count: usize,
+) -> Result<()> {
+    let per = (count / threads).max(1);
+    let mut conns = (0..threads)
+        .map(|i| Sender::connect(addr, topic, broker_name, i))
+        .collect::<Result<Vec<_>>>()?;
+    std::thread::scope(|s| -> Result<()> {
+        for c in conns.iter_mut() {
+            s.spawn(move || c.send_n(per / 2, false));
+        }
+        Ok(())
+    })?;
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    let lat: Vec<Vec<u32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = conns
+            .iter_mut()
+            .map(|c| s.spawn(move || c.send_n(per, true)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a sender panicked".into())))
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let elapsed = t0.elapsed();
+    let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+    let mut all: Vec<u32> = lat.into_iter().flatten().collect();
+    all.sort_unstable();
+    let n = all.len();
+    let pct = |q: f64| {
+        all.get(((n as f64 * q) as usize).min(n.saturating_sub(1)))
+            .copied()
+    };
+    let ms = |us: Option<u32>| us.map_or(0.0, |u| u as f64 / 1000.0);
+    println!(
+        "{{\"workload\":\"{name}\",\"threads\":{threads},\"messages\":{n},\"elapsedMs\":{:.1},\"tps\":{:.1},\"latencyMs\":{{\"p50\":{:.3},\"p99\":{:.3}}},\"cpuUsPerMsg\":{},\"peakRssKiB\":{}}}",
+        elapsed.as_secs_f64() * 1000.0,
+        n as f64 / elapsed.as_secs_f64().max(1e-9),
+        ms(pct(0.5)),
+        ms(pct(0.99)),
+        cpu.map_or("null".into(), |c| format!("{:.1}", c * 1e6 / n.max(1) as f64)),
+        peak_rss_kib().map_or("null".into(), |k| k.to_string()),
+    );
+    Ok(())
+}
+
+/// One connection with its pre-encoded frame and a reusable response buffer.
+struct Sender {
+    stream: TcpStream,
+    frame: Vec<u8>,
+    response: Vec<u8>,
+    next: i32,
+}
+
+impl Sender {
+    fn connect(addr: &str, topic: &str, broker_name: &str, index: usize) -> Result<Sender> {
+        let stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let body = vec![b'x'; 1024];
+        let header = SendMessageRequestHeaderV2Ref {
+            producer_group: "floor_bench_group",
+            topic,
+            default_topic: "TBW102",
+            default_topic_queue_nums: 4,
+            queue_id: (index % 8) as i32,
+            sys_flag: 0,
+            born_timestamp: 1_718_000_000_000,
+            flag: 0,
+            properties: Some("WAIT\u{1}true\u{2}"),
+            reconsume_times: Some(0),
+            unit_mode: false,
+            max_reconsume_times: None,
+            batch: false,
+            broker_name: Some(broker_name),
+        };
+        let mut frame = Vec::new();
+        let marker = 0x7A7B_7C7D;
+        RemotingCommand::encode_request(
+            RequestCode::SEND_MESSAGE_V2,
+            &header,
+            marker,
+            0,
+            &body,
+            SerializeType::RocketMq,
+            &mut frame,
+        );
+        if frame.get(OPAQUE_AT..OPAQUE_AT + 4) != Some(&marker.to_be_bytes()[..]) {
+            return Err("the opaque is not where the ROCKETMQ layout puts it".into());
+        }
+        Ok(Sender {
+            stream,
+            frame,
+            response: Vec::with_capacity(4096),
+            next: (index as i32) << 24,
+        })
+    }
+
+    /// Sends `n` messages one at a time; the latency of each in µs when `record`.
+    fn send_n(&mut self, n: usize, record: bool) -> Result<Vec<u32>> {
+        let mut lat = Vec::with_capacity(if record { n } else { 0 });
+        for _ in 0..n {
+            self.next = self.next.wrapping_add(1);
+            let opaque = self.next;
+            self.frame[OPAQUE_AT..OPAQUE_AT + 4].copy_from_slice(&opaque.to_be_bytes());
+            let t = Instant::now();
+            self.stream.write_all(&self.frame)?;
+            let mut len = [0u8; 4];
+            self.stream.read_exact(&mut len)?;
+            let len = u32::from_be_bytes(len) as usize;
+            if len > 1 << 20 {
+                return Err(format!("a response frame of {len} bytes").into());
+            }
+            self.response.resize(len, 0);
+            self.stream.read_exact(&mut self.response)?;
+            let r = RemotingCommandRef::decode(&self.response)?;
+            if r.opaque != opaque || r.code != 0 {
+                return Err(
+                    format!("response opaque {} code {} to {opaque}", r.opaque, r.code).into(),
+                );
+            }
+            if record {
+                lat.push(t.elapsed().as_micros().min(u32::MAX as u128) as u32);
+            }
+        }
+        Ok(lat)
+    }
+}
+
+/// User + system CPU seconds of this process (`/proc/self/stat`).
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command (which may hold spaces) start after its closing paren.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// Peak resident memory (`VmHWM` of `/proc/self/status`).
+fn peak_rss_kib() -> Option<u64> {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
