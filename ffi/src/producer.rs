@@ -509,8 +509,43 @@ fn queue_ref<'a>(q: *const rmq_message_queue) -> Result<&'a MessageQueue, rmq_re
     Ok(&handle(q, "queue")?.inner)
 }
 
-/// The wrapper the crate calls: admits itself at the gate when the send is queued, and
-/// leaves it after the C callback returned (or when the crate drops it uncalled).
+/// The wrapper the crate calls for an async send or request: admits itself at the
+/// producer's gate when the call is queued, and leaves it after the C callback returned
+/// (or when the crate drops it uncalled). `wrap` makes what C is given of a success.
+fn gated_callback<T: Send + 'static, C: 'static>(
+    p: &rmq_producer,
+    callback: Option<extern "C" fn(*mut c_void, rmq_result, *const C)>,
+    userdata: *mut c_void,
+    what: &'static str,
+    wrap: fn(T) -> C,
+) -> Result<impl FnOnce(rocketmq_blocking::Result<T>) + Send + 'static, rmq_result> {
+    let cb = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
+    let pass = Gate::enter(&p.pending)
+        .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the producer is shutting down"))?;
+    let ud = Userdata(userdata);
+    Ok(move |r: rocketmq_blocking::Result<T>| {
+        let ud = ud;
+        // `None`: `rmq_producer_free` stopped waiting for this callback, and C may have
+        // freed the userdata since.
+        let called = match r {
+            Ok(v) => {
+                let v = wrap(v);
+                pass.call(|| cb(ud.0, rmq_result::RMQ_OK, &v))
+            }
+            Err(e) => {
+                let code = err(e);
+                pass.call(|| cb(ud.0, code, std::ptr::null()))
+            }
+        };
+        if called.is_none() {
+            log::warn!(
+                "an async {what} ended after rmq_producer_free gave up waiting for it: its callback is not called"
+            );
+        }
+    })
+}
+
+/// [`gated_callback`] for an async send.
 fn async_callback(
     p: &rmq_producer,
     callback: rmq_send_callback,
@@ -519,30 +554,7 @@ fn async_callback(
     impl FnOnce(rocketmq_blocking::Result<rocketmq_blocking::SendResult>) + Send + 'static,
     rmq_result,
 > {
-    let cb = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
-    let pass = Gate::enter(&p.pending)
-        .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the producer is shutting down"))?;
-    let ud = Userdata(userdata);
-    Ok(
-        move |r: rocketmq_blocking::Result<rocketmq_blocking::SendResult>| {
-            let ud = ud;
-            // `None`: `rmq_producer_free` stopped waiting for this callback, and C may
-            // have freed the userdata since.
-            let called = match r {
-                Ok(r) => {
-                    let sr = rmq_send_result::new(r);
-                    pass.call(|| cb(ud.0, rmq_result::RMQ_OK, &sr))
-                }
-                Err(e) => {
-                    let code = err(e);
-                    pass.call(|| cb(ud.0, code, std::ptr::null()))
-                }
-            };
-            if called.is_none() {
-                log::warn!("an async send ended after rmq_producer_free gave up waiting for it: its callback is not called");
-            }
-        },
-    )
+    gated_callback(p, callback, userdata, "send", rmq_send_result::new)
 }
 
 /// Sends without blocking for the answer; `callback` gets the outcome later (see
@@ -701,8 +713,7 @@ pub extern "C" fn rmq_producer_request_async(
     })
 }
 
-/// The wrapper the crate calls for an async request, admitted at the producer's gate as
-/// `async_callback`'s.
+/// [`gated_callback`] for an async request: C is given the reply.
 fn request_callback(
     p: &rmq_producer,
     callback: rmq_request_callback,
@@ -711,28 +722,7 @@ fn request_callback(
     impl FnOnce(rocketmq_blocking::Result<rocketmq_blocking::MessageExt>) + Send + 'static,
     rmq_result,
 > {
-    let cb = callback.ok_or_else(|| fail(rmq_result::RMQ_NULL_PARAMETER, "callback is NULL"))?;
-    let pass = Gate::enter(&p.pending)
-        .ok_or_else(|| fail(rmq_result::RMQ_STATE, "the producer is shutting down"))?;
-    let ud = Userdata(userdata);
-    Ok(
-        move |r: rocketmq_blocking::Result<rocketmq_blocking::MessageExt>| {
-            let ud = ud;
-            let called = match r {
-                Ok(reply) => {
-                    let reply = rmq_message_ext::owned(reply);
-                    pass.call(|| cb(ud.0, rmq_result::RMQ_OK, &reply))
-                }
-                Err(e) => {
-                    let code = err(e);
-                    pass.call(|| cb(ud.0, code, std::ptr::null()))
-                }
-            };
-            if called.is_none() {
-                log::warn!("an async request ended after rmq_producer_free gave up waiting for it: its callback is not called");
-            }
-        },
-    )
+    gated_callback(p, callback, userdata, "request", rmq_message_ext::owned)
 }
 
 /// Shuts the producer down (unregisters from the brokers); later sends fail with
