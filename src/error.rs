@@ -43,6 +43,43 @@ pub enum ErrorKind {
     Tls,
 }
 
+impl ErrorKind {
+    /// Every kind, in declaration order (the stats count failures by kind).
+    pub(crate) const ALL: [ErrorKind; 12] = [
+        ErrorKind::Timeout,
+        ErrorKind::Connect,
+        ErrorKind::ConnectionClosed,
+        ErrorKind::Response,
+        ErrorKind::Decode,
+        ErrorKind::InvalidArgument,
+        ErrorKind::State,
+        ErrorKind::Overloaded,
+        ErrorKind::NoRoute,
+        ErrorKind::Io,
+        ErrorKind::Config,
+        ErrorKind::Tls,
+    ];
+
+    /// This kind's place in [`ALL`](Self::ALL); the match is exhaustive, so a new kind
+    /// cannot be left out.
+    pub(crate) fn index(self) -> usize {
+        match self {
+            ErrorKind::Timeout => 0,
+            ErrorKind::Connect => 1,
+            ErrorKind::ConnectionClosed => 2,
+            ErrorKind::Response => 3,
+            ErrorKind::Decode => 4,
+            ErrorKind::InvalidArgument => 5,
+            ErrorKind::State => 6,
+            ErrorKind::Overloaded => 7,
+            ErrorKind::NoRoute => 8,
+            ErrorKind::Io => 9,
+            ErrorKind::Config => 10,
+            ErrorKind::Tls => 11,
+        }
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -393,21 +430,15 @@ mod tests {
     }
 
     #[test]
+    fn every_kind_is_at_its_index_in_all() {
+        for (i, k) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(k.index(), i, "{k:?}");
+        }
+    }
+
+    #[test]
     fn every_error_kind_displays_as_distinct_words() {
-        let kinds = [
-            ErrorKind::Timeout,
-            ErrorKind::Connect,
-            ErrorKind::ConnectionClosed,
-            ErrorKind::Response,
-            ErrorKind::Decode,
-            ErrorKind::InvalidArgument,
-            ErrorKind::State,
-            ErrorKind::Overloaded,
-            ErrorKind::NoRoute,
-            ErrorKind::Io,
-            ErrorKind::Config,
-            ErrorKind::Tls,
-        ];
+        let kinds = ErrorKind::ALL;
         let shown: std::collections::HashSet<String> =
             kinds.iter().map(ToString::to_string).collect();
         assert_eq!(shown.len(), kinds.len(), "{shown:?}");

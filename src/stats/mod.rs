@@ -301,32 +301,12 @@ pub(crate) struct ConnectionCounts {
 
 // --- producer -----------------------------------------------------------------------------
 
-/// The error kinds a failure is counted under, in the order of the array below.
-const KINDS: [ErrorKind; 12] = [
-    ErrorKind::Timeout,
-    ErrorKind::Connect,
-    ErrorKind::ConnectionClosed,
-    ErrorKind::Response,
-    ErrorKind::Decode,
-    ErrorKind::InvalidArgument,
-    ErrorKind::State,
-    ErrorKind::Overloaded,
-    ErrorKind::NoRoute,
-    ErrorKind::Io,
-    ErrorKind::Config,
-    ErrorKind::Tls,
-];
-
-fn kind_index(kind: ErrorKind) -> usize {
-    KINDS.iter().position(|k| *k == kind).unwrap_or(KINDS.len())
-}
-
 #[derive(Default)]
 struct TopicSend {
     messages: AtomicU64,
     bytes: AtomicU64,
-    /// Failed messages by `KINDS` index; the last slot is for kinds added later.
-    failed: [AtomicU64; KINDS.len() + 1],
+    /// Failed messages by `ErrorKind::index`.
+    failed: [AtomicU64; ErrorKind::ALL.len()],
     latency: Histogram,
 }
 
@@ -356,7 +336,7 @@ impl SendCounters {
                 t.latency.record(took);
             }
             Err(e) => {
-                t.failed[kind_index(e.kind())].fetch_add(messages, Ordering::Relaxed);
+                t.failed[e.kind().index()].fetch_add(messages, Ordering::Relaxed);
             }
         })
     }
@@ -364,7 +344,7 @@ impl SendCounters {
     /// A send of `messages` messages to `topic` failed with `e`.
     pub(crate) fn failed(&self, topic: &str, messages: u64, e: &Error) {
         with_topic(&self.topics, topic, |t| {
-            t.failed[kind_index(e.kind())].fetch_add(messages, Ordering::Relaxed)
+            t.failed[e.kind().index()].fetch_add(messages, Ordering::Relaxed)
         });
     }
 
@@ -379,7 +359,7 @@ impl SendCounters {
             topics: topics
                 .into_iter()
                 .map(|(name, t)| {
-                    let failed_by_kind: Vec<(ErrorKind, u64)> = KINDS
+                    let failed_by_kind: Vec<(ErrorKind, u64)> = ErrorKind::ALL
                         .iter()
                         .zip(t.failed.iter())
                         .map(|(k, n)| (*k, n.load(Ordering::Relaxed)))
