@@ -98,6 +98,10 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
     let stalled = Arc::new(AtomicBool::new(false));
     let stalled_requests = Arc::new(AtomicUsize::new(0));
     let (unstall_tx, unstall) = crossbeam_channel::bounded::<()>(0);
+    // The instance's first periodic route refresh, 10 ms after start, asks for the
+    // producers' default topic; the test waits for it so that it cannot store the
+    // route of "TA" again after the test dropped it.
+    let (refreshed_tx, refreshed) = crossbeam_channel::unbounded::<()>();
     let (s, n, a, b) = (
         stalled.clone(),
         stalled_requests.clone(),
@@ -105,6 +109,9 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
         broker_b.addr().to_string(),
     );
     let namesrv = FaultPeer::start(Fault::Respond(Responder::new(move |req| {
+        if req.ext_fields.get("topic") == Some(AUTO_CREATE_TOPIC_KEY_TOPIC) {
+            let _ = refreshed_tx.send(());
+        }
         if s.load(Ordering::SeqCst) {
             n.fetch_add(1, Ordering::SeqCst);
             let _ = unstall.recv_timeout(Duration::from_secs(20));
@@ -147,6 +154,7 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
     // Producer b's route and connection are ready.
     let (_, warm) = send_b().recv_timeout(Duration::from_secs(10)).unwrap();
     warm.unwrap();
+    refreshed.recv_timeout(Duration::from_secs(10)).unwrap();
     // Producer a's send is on the wire to broker a.
     let (a_tx, a_done) = crossbeam_channel::unbounded();
     pa.send_async(
