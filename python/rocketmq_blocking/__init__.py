@@ -38,6 +38,7 @@ import enum
 import json
 import logging
 import os
+import inspect
 import threading
 import time
 import weakref
@@ -72,6 +73,8 @@ _Native = TypeVar(
     _native.NativeAdmin,
 )
 _Self = TypeVar("_Self", bound="_Client[Any]")
+# A native client that sends: ``_native.Producer`` or ``TransactionProducer``.
+_Sender = TypeVar("_Sender", _native.Producer, _native.TransactionProducer)
 
 __all__ = [
     "Admin",
@@ -79,6 +82,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ConnectionClosedError",
+    "ConsumeContext",
     "ConsumeHook",
     "ConsumeHookStatus",
     "ConsumeStats",
@@ -100,6 +104,7 @@ __all__ = [
     "ResponseError",
     "RocketMQError",
     "RocketMQTimeoutError",
+    "ReplyFuture",
     "SendFuture",
     "SendHook",
     "SendResult",
@@ -108,6 +113,7 @@ __all__ = [
     "TlsConfig",
     "TlsError",
     "TransactionProducer",
+    "TraceStats",
     "TransactionSendResult",
     "version",
 ]
@@ -551,58 +557,45 @@ class _Client(Generic[_Native]):
             pass
 
 
-class Producer(_Client[_native.Producer]):
-    """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
-    to the send timeout plus 10 s) for the callbacks of async sends in flight."""
+@dataclass(frozen=True)
+class TraceStats:
+    """What a client's message trace did so far (Rust ``TraceStats``)."""
 
-    def __init__(
-        self,
-        group: str,
-        *,
-        send_timeout_ms: Optional[int] = None,
-        retries: Optional[int] = None,
-        send_hook: Optional[SendHook] = None,
-        **options: Any,
-    ) -> None:
-        super().__init__()
-        common = _client_options(options)
-        hook = None if send_hook is None else _send_hook_pair(send_hook)
-        self._h = _native.Producer(group, common, send_timeout_ms, retries, hook)
-        _open.add(self)
+    #: Trace messages the broker stored (each holds up to 100 records).
+    sent: int
+    #: Trace messages that could not be sent (logged).
+    failed: int
+    #: Records dropped because the trace queue was full.
+    dropped: int
 
-    def stats(self) -> Dict[str, Any]:
-        """A snapshot of the producer's figures (Rust ``Producer::stats``), as the C
-        ``rmq_producer_stats_json`` gives them: ``topics[topic]`` with ``messages_sent``,
-        ``bytes_sent``, ``failed``, ``failed_by_kind`` and ``send_latency`` (``count``,
-        ``p50_us``, ``p90_us``, ``p99_us``, ``max_us``, ... in microseconds), then
-        ``async_in_flight``, ``hook_panics`` (send hooks that raised included) and
-        ``client``. See docs/observability.md."""
-        with self._use() as h:
-            return _stats(h.stats())
+
+def _trace(trace: bool, trace_topic: Optional[str]) -> Tuple[bool, Optional[str]]:
+    """The trace keywords as ``_native`` takes them: a topic turns the trace on."""
+    if trace_topic is not None and not trace_topic:
+        raise ValueError("trace_topic must not be empty")
+    return (bool(trace) or trace_topic is not None, trace_topic)
+
+
+def _trace_stats(t: Optional[Tuple[int, int, int]]) -> Optional[TraceStats]:
+    return None if t is None else TraceStats(*t)
+
+
+class _Sends(_Client[_Sender]):
+    """The sends a producer and a transaction producer share."""
 
     def send(
         self, message: Message, *, queue: Optional[MessageQueue] = None, sharding_key: Optional[str] = None
     ) -> SendResult:
         """Sends and waits for the broker. With ``queue``, to that queue (from
-        :meth:`fetch_queues`) and no other; with ``sharding_key``, to the queue Java's
-        ``SelectMessageQueueByHash`` picks for it, so the messages of one key stay in
-        order (both: ``ValueError``)."""
+        :meth:`Producer.fetch_queues`) and no other; with ``sharding_key``, to the queue
+        Java's ``SelectMessageQueueByHash`` picks for it, so the messages of one key stay
+        in order (both: ``ValueError``)."""
         if queue is not None and sharding_key is not None:
             raise ValueError("queue and sharding_key exclude each other")
         m = _message(message)
+        q = None if queue is None else _queue(queue)
         with self._use() as h:
-            if queue is not None:
-                r = h.send_to_queue(m, _queue(queue))
-            elif sharding_key is not None:
-                r = h.send_by_key(m, sharding_key)
-            else:
-                r = h.send(m)
-        return SendResult(*r)
-
-    def fetch_queues(self, topic: str) -> List[MessageQueue]:
-        """The queues of ``topic`` a send can go to, in the order the producer picks from."""
-        with self._use() as h:
-            return [MessageQueue(*q) for q in h.fetch_queues(topic)]
+            return SendResult(*h.send(m, q, sharding_key))
 
     def send_oneway(self, message: Message) -> None:
         """Sends without waiting for an answer."""
@@ -615,6 +608,51 @@ class Producer(_Client[_native.Producer]):
         ms = [_message(m) for m in messages]
         with self._use() as h:
             return SendResult(*h.send_batch(ms))
+
+    def trace_stats(self) -> Optional[TraceStats]:
+        """What the message trace did so far; ``None`` when the client does not trace
+        (``trace=True`` or ``trace_topic=`` turns it on)."""
+        with self._use() as h:
+            return _trace_stats(h.trace_stats())
+
+
+class Producer(_Sends[_native.Producer]):
+    """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
+    to the send timeout plus 10 s) for the callbacks of async sends in flight. With
+    ``trace=True`` every send is traced into ``RMQ_SYS_TRACE_TOPIC`` (Java
+    ``enableMsgTrace``), with ``trace_topic`` into that topic."""
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        send_timeout_ms: Optional[int] = None,
+        retries: Optional[int] = None,
+        send_hook: Optional[SendHook] = None,
+        trace: bool = False,
+        trace_topic: Optional[str] = None,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        common = _client_options(options)
+        hook = None if send_hook is None else _send_hook_pair(send_hook)
+        self._h = _native.Producer(group, common, send_timeout_ms, retries, hook, _trace(trace, trace_topic))
+        _open.add(self)
+
+    def stats(self) -> Dict[str, Any]:
+        """A snapshot of the producer's figures (Rust ``Producer::stats``), as the C
+        ``rmq_producer_stats_json`` gives them: ``topics[topic]`` with ``messages_sent``,
+        ``bytes_sent``, ``failed``, ``failed_by_kind`` and ``send_latency`` (``count``,
+        ``p50_us``, ``p90_us``, ``p99_us``, ``max_us``, ... in microseconds), then
+        ``async_in_flight``, ``hook_panics`` (send hooks that raised included) and
+        ``client``. See docs/observability.md."""
+        with self._use() as h:
+            return _stats(h.stats())
+
+    def fetch_queues(self, topic: str) -> List[MessageQueue]:
+        """The queues of ``topic`` a send can go to, in the order the producer picks from."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.fetch_queues(topic)]
 
     def send_async(
         self,
@@ -631,18 +669,7 @@ class Producer(_Client[_native.Producer]):
         user: Callable[[Optional[SendResult], Optional[RocketMQError]], None]
         if callback is None:
             future = SendFuture()
-            fut = future
-
-            def complete(result: Optional[SendResult], error: Optional[RocketMQError]) -> None:
-                try:
-                    if error is not None:
-                        fut.set_exception(error)
-                    elif result is not None:
-                        fut.set_result(result)
-                except concurrent.futures.InvalidStateError:
-                    pass  # cancelled by its owner meanwhile
-
-            user = complete
+            user = _completer(future)
         else:
             user = callback
 
@@ -665,6 +692,36 @@ class Producer(_Client[_native.Producer]):
         m = _message(message)
         with self._use() as h:
             return ReceivedMessage(*h.request(m, int(timeout_ms)))
+
+    def request_async(
+        self,
+        message: Message,
+        timeout_ms: int,
+        callback: Optional[Callable[[Optional[ReceivedMessage], Optional[RocketMQError]], None]] = None,
+    ) -> Optional["ReplyFuture"]:
+        """:meth:`request` without blocking (Java ``request(msg, callback, timeout)``).
+        With ``callback``, ``callback(reply, error)`` runs once on a library thread (what
+        it raises is logged) and this returns ``None``; without, this returns a
+        :class:`ReplyFuture` that asyncio code may also ``await``. No reply in time is an
+        error of kind ``"RMQ_TIMEOUT"``; errors found before sending are raised here."""
+        future: Optional[ReplyFuture] = None
+        user: Callable[[Optional[ReceivedMessage], Optional[RocketMQError]], None]
+        if callback is None:
+            future = ReplyFuture()
+            user = _completer(future)
+        else:
+            user = callback
+
+        def done(reply: Optional[_native.ReceivedTuple], error: Optional[BaseException]) -> None:
+            try:
+                user(None if reply is None else ReceivedMessage(*reply), _as_error(error))
+            except BaseException:
+                _log.exception("the request_async callback raised")
+
+        m = _message(message)
+        with self._use() as h:
+            h.request_async(m, int(timeout_ms), done)
+        return future
 
     def send_reply(self, request: ReceivedMessage, body: bytes) -> SendResult:
         """Answers ``request`` (a received message whose :attr:`~ReceivedMessage.is_request`
@@ -708,7 +765,7 @@ class TransactionSendResult(SendResult):
     local_transaction_state: LocalTransactionState
 
 
-class TransactionProducer(_Client[_native.TransactionProducer]):
+class TransactionProducer(_Sends[_native.TransactionProducer]):
     """A transactional producer (Java ``TransactionMQProducer``). :meth:`send_in_transaction`
     stores a half message, runs ``execute(message, arg)`` on the calling thread and
     commits or rolls back as it returns; when it returns ``UNKNOWN`` (or its answer was
@@ -717,7 +774,9 @@ class TransactionProducer(_Client[_native.TransactionProducer]):
     its traceback on the ``rocketmq_blocking`` logger), means ``UNKNOWN``. The message
     ``execute`` gets carries every property, ``UNIQ_KEY`` (the message id a check's
     message has as ``msg_id``) included. Thread-safe; ``close`` runs the checks already
-    queued and waits for the callbacks in flight."""
+    queued and waits for the callbacks in flight. Like Java's ``TransactionMQProducer``,
+    it also sends ordinary messages (:meth:`send`, :meth:`send_oneway`,
+    :meth:`send_batch`), and takes ``trace``/``trace_topic`` as :class:`Producer` does."""
 
     def __init__(
         self,
@@ -727,6 +786,8 @@ class TransactionProducer(_Client[_native.TransactionProducer]):
         *,
         send_timeout_ms: Optional[int] = None,
         retries: Optional[int] = None,
+        trace: bool = False,
+        trace_topic: Optional[str] = None,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -746,7 +807,9 @@ class TransactionProducer(_Client[_native.TransactionProducer]):
                 return LocalTransactionState.UNKNOWN.value
 
         common = _client_options(options)
-        self._h = _native.TransactionProducer(group, on_execute, on_check, common, send_timeout_ms, retries)
+        self._h = _native.TransactionProducer(
+            group, on_execute, on_check, common, send_timeout_ms, retries, _trace(trace, trace_topic)
+        )
         _open.add(self)
 
     def send_in_transaction(self, message: Message, arg: Any = None) -> TransactionSendResult:
@@ -757,6 +820,36 @@ class TransactionProducer(_Client[_native.TransactionProducer]):
         with self._use() as h:
             r, state = h.send_in_transaction(m, arg)
         return TransactionSendResult(*r, local_transaction_state=LocalTransactionState(state))
+
+
+_T = TypeVar("_T")
+
+
+def _completer(
+    future: "concurrent.futures.Future[_T]",
+) -> Callable[[Optional[_T], Optional[RocketMQError]], None]:
+    """A ``(result, error)`` callback that completes ``future``."""
+
+    def complete(result: Optional[_T], error: Optional[RocketMQError]) -> None:
+        try:
+            if error is not None:
+                future.set_exception(error)
+            elif result is not None:
+                future.set_result(result)
+        except concurrent.futures.InvalidStateError:
+            pass  # cancelled by its owner meanwhile
+
+    return complete
+
+
+class ReplyFuture(concurrent.futures.Future[ReceivedMessage]):
+    """The outcome of :meth:`Producer.request_async` without a callback: a
+    :class:`concurrent.futures.Future` of the reply that asyncio code may also ``await``."""
+
+    def __await__(self) -> Generator[Any, None, ReceivedMessage]:
+        import asyncio
+
+        return asyncio.wrap_future(self).__await__()
 
 
 class SendFuture(concurrent.futures.Future[SendResult]):
@@ -843,6 +936,65 @@ def _consume_status(status: object) -> int:
     return ConsumeStatus.LATER
 
 
+class ConsumeContext:
+    """What a push listener that takes a second parameter gets with its messages (Java
+    ``ConsumeConcurrentlyContext`` / ``ConsumeOrderlyContext``): the queue they came from,
+    and settings for this call that the listener may change before it returns."""
+
+    def __init__(self, queue: MessageQueue) -> None:
+        #: The queue the messages came from.
+        self.queue = queue
+        #: With a success, only messages ``0..=ack_index`` count as consumed and the rest
+        #: come again (Java ``setAckIndex``); a negative index consumes none. ``None``:
+        #: all (concurrent listeners only).
+        self.ack_index: Optional[int] = None
+        #: When the messages not consumed come again (Java
+        #: ``setDelayLevelWhenNextConsume``): 0 as the broker chooses, a delay level
+        #: (1 = 1 s, 2 = 5 s, 3 = 10 s, ...), or -1 straight to the dead-letter queue
+        #: ``%DLQ%<group>`` (concurrent listeners only).
+        self.delay_level: Optional[int] = None
+        #: The pause before a suspended batch comes again, in milliseconds, for this call
+        #: only (Java ``setSuspendCurrentQueueTimeMillis``; orderly listeners only).
+        self.suspend_time_ms: Optional[int] = None
+
+
+def _takes_context(listener: Callable[..., object]) -> bool:
+    """Whether ``listener`` can take a second positional argument: the context."""
+    try:
+        params = inspect.signature(listener).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind == inspect.Parameter.VAR_POSITIONAL:
+            return True
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _context_answer(status: int, ctx: Optional[ConsumeContext]) -> _native.ListenerAnswer:
+    """A listener's status and context as ``_native`` takes them; settings of the wrong
+    type are logged and left out."""
+    if ctx is None:
+        return (status, None, None, None)
+
+    def setting(name: str, value: object, minimum: int) -> Optional[int]:
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+            return value
+        _log.warning("ConsumeContext.%s = %r is not an int >= %d: ignored", name, value, minimum)
+        return None
+
+    return (
+        status,
+        setting("ack_index", ctx.ack_index, -(2**62)),
+        setting("delay_level", ctx.delay_level, -1),
+        setting("suspend_time_ms", ctx.suspend_time_ms, 0),
+    )
+
+
 class PushConsumer(_Client[_native.PushConsumer]):
     """A push consumer (Java ``DefaultMQPushConsumer``) calling ``listener(messages)``
     on library threads; ``listener`` returns a :class:`ConsumeStatus` (or a bool): only
@@ -850,13 +1002,21 @@ class PushConsumer(_Client[_native.PushConsumer]):
     exception in the listener (any, ``KeyboardInterrupt`` included) means the same, and
     is logged with its traceback on the ``rocketmq_blocking`` logger. ``close`` returns
     after every listener call in flight has returned (a listener may close its own
-    consumer: that close does not wait for the call it is made from)."""
+    consumer: that close does not wait for the call it is made from).
+
+    A listener that takes two parameters gets a :class:`ConsumeContext` as its second,
+    for the ack index, the delay level of messages that come again, or an orderly
+    queue's suspend time. ``trace=True`` (or ``trace_topic=``) traces every consumption
+    (Java ``enableMsgTrace``)."""
 
     def __init__(
         self,
         group: str,
         topic: str,
-        listener: Callable[[List[ReceivedMessage]], object],
+        listener: Union[
+            Callable[[List[ReceivedMessage]], object],
+            Callable[[List[ReceivedMessage], ConsumeContext], object],
+        ],
         expression: str = "*",
         *,
         sql: Optional[str] = None,
@@ -866,20 +1026,29 @@ class PushConsumer(_Client[_native.PushConsumer]):
         threads: Optional[Tuple[int, int]] = None,
         batch_max_size: Optional[int] = None,
         consume_hook: Optional[ConsumeHook] = None,
+        trace: bool = False,
+        trace_topic: Optional[str] = None,
         **options: Any,
     ) -> None:
         super().__init__()
+        with_context = _takes_context(listener)
+        call: Callable[..., object] = listener
 
-        def on_messages(msgs: List[_native.ReceivedTuple]) -> int:
+        def on_messages(msgs: List[_native.ReceivedTuple], queue: _native.QueueTuple) -> _native.ListenerAnswer:
             # Everything inside the try: the library takes anything but 0 as "later".
             try:
-                return _consume_status(listener([ReceivedMessage(*m) for m in msgs]))
+                received = [ReceivedMessage(*m) for m in msgs]
+                if with_context:
+                    ctx = ConsumeContext(MessageQueue(*queue))
+                    status = _consume_status(call(received, ctx))
+                    return _context_answer(status, ctx)
+                return (_consume_status(call(received)), None, None, None)
             except BaseException:
                 try:
                     _log.exception("the listener raised: its messages come again later")
                 except BaseException:
                     pass
-                return ConsumeStatus.LATER
+                return (ConsumeStatus.LATER, None, None, None)
 
         common = _client_options(options)
         self._h = _native.PushConsumer(
@@ -895,8 +1064,46 @@ class PushConsumer(_Client[_native.PushConsumer]):
             None if threads is None else (threads[0], threads[1]),
             batch_max_size,
             None if consume_hook is None else _consume_hook_pair(consume_hook),
+            _trace(trace, trace_topic),
         )
         _open.add(self)
+
+    def subscribe(self, topic: str, expression: str = "*", *, sql: Optional[str] = None) -> None:
+        """Subscribes to one more topic while running, by tags or (``sql``) SQL92, or
+        replaces a topic's expression (Java ``subscribe`` on a started consumer): the
+        consumer rebalances at once."""
+        with self._use() as h:
+            h.subscribe(topic, expression, sql)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stops consuming ``topic``; its queues are given up at the next rebalance."""
+        with self._use() as h:
+            h.unsubscribe(topic)
+
+    def subscriptions(self) -> List[str]:
+        """The topics subscribed to."""
+        with self._use() as h:
+            return h.subscriptions()
+
+    def assigned_queues(self) -> List[MessageQueue]:
+        """The queues this consumer holds now."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.assigned_queues()]
+
+    def suspend(self) -> None:
+        """Stops pulling (the queues stay assigned) until :meth:`resume`."""
+        with self._use() as h:
+            h.suspend()
+
+    def resume(self) -> None:
+        """Pulls again after :meth:`suspend`."""
+        with self._use() as h:
+            h.resume()
+
+    def trace_stats(self) -> Optional[TraceStats]:
+        """What the message trace did so far; ``None`` when the consumer does not trace."""
+        with self._use() as h:
+            return _trace_stats(h.trace_stats())
 
     def stats(self) -> Dict[str, Any]:
         """A snapshot of the consumer's figures (Rust ``PushConsumer::stats``), as the C

@@ -597,8 +597,12 @@ impl Producer {
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
         send_hook: Option<HookPair>,
+        trace: Trace,
     ) -> PyResult<Self> {
-        let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
+        let mut b = traced(
+            rmq::Producer::builder(group).client_options(client_options(&common)?),
+            trace,
+        );
         if let Some(ms) = send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(ms));
         }
@@ -631,44 +635,23 @@ impl Producer {
         stats_with_hook_errors(stats_json::producer(&self.inner.stats()), &self.hook_errors)
     }
 
-    /// Sends and waits for the broker; the send result's tuple.
-    fn send<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let m = message(py, m)?;
-        let r = py.detach(|| self.inner.send(&m)).or_raise(py)?;
-        send_result(py, &r)
+    /// `(sent, failed, dropped)` of the message trace, `None` when it is off.
+    fn trace_stats(&self) -> Option<(u64, u64, u64)> {
+        self.inner.trace_stats().map(trace_tuple)
     }
 
-    /// Sends to one queue, `(topic, broker_name, queue_id)`, with no retry elsewhere.
-    fn send_to_queue<'py>(
+    /// Sends and waits for the broker; the send result's tuple. With `queue`, to that
+    /// queue and no other; with `key`, to the queue Java's `SelectMessageQueueByHash`
+    /// picks for it, so messages of one key keep their order.
+    #[pyo3(signature = (m, queue=None, key=None))]
+    fn send<'py>(
         &self,
         py: Python<'py>,
         m: MessageTuple<'py>,
-        queue: (String, String, i32),
+        queue: Option<QueueTuple>,
+        key: Option<String>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let m = message(py, m)?;
-        let q = MessageQueue::new(queue.0, queue.1, queue.2);
-        let r = py
-            .detach(|| self.inner.send_to_queue(&m, &q))
-            .or_raise(py)?;
-        send_result(py, &r)
-    }
-
-    /// Sends to the queue Java's `SelectMessageQueueByHash` picks for `key`, so messages
-    /// of one key keep their order (and land where a Java producer puts them).
-    fn send_by_key<'py>(
-        &self,
-        py: Python<'py>,
-        m: MessageTuple<'py>,
-        key: &str,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        let m = message(py, m)?;
-        let r = py
-            .detach(|| {
-                self.inner
-                    .send_with_selector(&m, &SelectMessageQueueByHash, key)
-            })
-            .or_raise(py)?;
-        send_result(py, &r)
+        send_sync(py, &self.inner, m, queue, key)
     }
 
     /// The queues of `topic` a send can go to: `(topic, broker_name, queue_id)` tuples.
@@ -680,8 +663,7 @@ impl Producer {
     }
 
     fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
-        let m = message(py, m)?;
-        py.detach(|| self.inner.send_oneway(&m)).or_raise(py)
+        send_oneway(py, &self.inner, m)
     }
 
     fn send_batch<'py>(
@@ -689,12 +671,7 @@ impl Producer {
         py: Python<'py>,
         ms: Vec<MessageTuple<'py>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let ms = ms
-            .into_iter()
-            .map(|m| message(py, m))
-            .collect::<PyResult<Vec<_>>>()?;
-        let r = py.detach(|| self.inner.send_batch(&ms)).or_raise(py)?;
-        send_result(py, &r)
+        send_batch(py, &self.inner, ms)
     }
 
     /// Sends without waiting; `done(result, error)` runs later on a library thread with
@@ -707,34 +684,10 @@ impl Producer {
         done: Py<PyAny>,
     ) -> PyResult<()> {
         let m = message(py, m)?;
-        let Some(pass) = Gate::enter(&self.pending) else {
-            return Err(py_error(
-                py,
-                "RMQ_STATE",
-                "the producer is shutting down".into(),
-                None,
-                false,
-            ));
-        };
-        let callback = move |r: rmq::Result<rmq::SendResult>| {
-            let called = pass.call(|| {
-                call_python(|py| {
-                    let args = match r {
-                        Ok(r) => (send_result(py, &r)?.into_any(), py.None().into_bound(py)),
-                        Err(e) => (
-                            py.None().into_bound(py),
-                            to_py(py, e).into_value(py).into_bound(py).into_any(),
-                        ),
-                    };
-                    done.call1(py, args)?;
-                    drop(done);
-                    Ok(())
-                })
-            });
-            if called.is_none() {
-                rmq_log_late_callback();
-            }
-        };
+        let pass = self.enter_pending(py)?;
+        let callback = completion(pass, done, |py, r: &rmq::SendResult| {
+            Ok(send_result(py, r)?.into_any())
+        });
         py.detach(|| self.inner.send_async(m, callback))
             .map_err(|e| to_py(py, e.into()))
     }
@@ -752,6 +705,28 @@ impl Producer {
             .detach(|| self.inner.request(&m, Duration::from_millis(timeout_ms)))
             .or_raise(py)?;
         received(py, &reply)
+    }
+
+    /// [`request`](Self::request) without waiting: `done(reply, error)` runs later on a
+    /// library thread with the reply's received-message tuple or the error (the other
+    /// `None`). When this raises, `done` is never called.
+    fn request_async<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        timeout_ms: u64,
+        done: Py<PyAny>,
+    ) -> PyResult<()> {
+        let m = message(py, m)?;
+        let pass = self.enter_pending(py)?;
+        let callback = completion(pass, done, |py, reply: &MessageExt| {
+            Ok(received(py, reply)?.into_any())
+        });
+        py.detach(|| {
+            self.inner
+                .request_async(m, Duration::from_millis(timeout_ms), callback)
+        })
+        .or_raise(py)
     }
 
     /// Sends the reply `template` stands for, with `body`.
@@ -776,6 +751,103 @@ impl Producer {
                 .close_and_wait(Some(self.send_timeout + Duration::from_secs(10)));
         })
     }
+}
+
+impl Producer {
+    /// A pass for a callback to come, or the "shutting down" error.
+    fn enter_pending(&self, py: Python<'_>) -> PyResult<Pass> {
+        Gate::enter(&self.pending).ok_or_else(|| {
+            py_error(
+                py,
+                "RMQ_STATE",
+                "the producer is shutting down".into(),
+                None,
+                false,
+            )
+        })
+    }
+}
+
+/// A sync send of `p` (see `Producer.send`), shared with the transaction producer.
+fn send_sync<'py>(
+    py: Python<'py>,
+    p: &rmq::Producer,
+    m: MessageTuple<'py>,
+    queue: Option<QueueTuple>,
+    key: Option<String>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let m = message(py, m)?;
+    let r = py
+        .detach(|| match (queue, key) {
+            (Some(q), _) => p.send_to_queue(&m, &queue_of(q)),
+            (None, Some(key)) => p.send_with_selector(&m, &SelectMessageQueueByHash, &key),
+            (None, None) => p.send(&m),
+        })
+        .or_raise(py)?;
+    send_result(py, &r)
+}
+
+fn send_oneway<'py>(py: Python<'py>, p: &rmq::Producer, m: MessageTuple<'py>) -> PyResult<()> {
+    let m = message(py, m)?;
+    py.detach(|| p.send_oneway(&m)).or_raise(py)
+}
+
+fn send_batch<'py>(
+    py: Python<'py>,
+    p: &rmq::Producer,
+    ms: Vec<MessageTuple<'py>>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let ms = ms
+        .into_iter()
+        .map(|m| message(py, m))
+        .collect::<PyResult<Vec<_>>>()?;
+    let r = py.detach(|| p.send_batch(&ms)).or_raise(py)?;
+    send_result(py, &r)
+}
+
+/// The library's callback of an async call that calls `done(value, error)` (the other
+/// `None`) through `pass`, with `value` made by `to_value`; a callback that comes after
+/// `free` gave up waiting is only reported.
+fn completion<T>(
+    pass: Pass,
+    done: Py<PyAny>,
+    to_value: impl for<'py> FnOnce(Python<'py>, &T) -> PyResult<Bound<'py, PyAny>> + Send,
+) -> impl FnOnce(rmq::Result<T>) + Send {
+    move |r: rmq::Result<T>| {
+        let called = pass.call(|| {
+            call_python(|py| {
+                let args = match r {
+                    Ok(v) => (to_value(py, &v)?, py.None().into_bound(py)),
+                    Err(e) => (
+                        py.None().into_bound(py),
+                        to_py(py, e).into_value(py).into_bound(py).into_any(),
+                    ),
+                };
+                done.call1(py, args)?;
+                drop(done);
+                Ok(())
+            })
+        });
+        if called.is_none() {
+            rmq_log_late_callback();
+        }
+    }
+}
+
+/// `(trace_enabled, trace_topic)` as the Python layer passes them: a topic turns the
+/// trace on.
+type Trace = (bool, Option<String>);
+
+/// `b` with the message trace as the Python layer asked.
+fn traced(b: rmq::ProducerBuilder, trace: Trace) -> rmq::ProducerBuilder {
+    match trace {
+        (_, Some(topic)) => b.trace_topic(topic),
+        (on, None) => b.enable_msg_trace(on),
+    }
+}
+
+fn trace_tuple(t: rmq::TraceStats) -> (u64, u64, u64) {
+    (t.sent, t.failed, t.dropped)
 }
 
 fn rmq_log_late_callback() {
@@ -829,6 +901,7 @@ impl TransactionProducer {
     /// `execute(message_tuple, arg)` runs a local transaction, `check(received_tuple)`
     /// answers a broker's check; both return a state's value (0, 1 or 2).
     #[new]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         group: String,
@@ -837,8 +910,12 @@ impl TransactionProducer {
         common: Common<'_>,
         send_timeout_ms: Option<u64>,
         retries: Option<u32>,
+        trace: Trace,
     ) -> PyResult<Self> {
-        let mut b = rmq::Producer::builder(group).client_options(client_options(&common)?);
+        let mut b = traced(
+            rmq::Producer::builder(group).client_options(client_options(&common)?),
+            trace,
+        );
         if let Some(ms) = send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(ms));
         }
@@ -865,6 +942,35 @@ impl TransactionProducer {
         let b = b.transactional((on_execute, on_check));
         let inner = py.detach(|| b.start()).or_raise(py)?;
         Ok(TransactionProducer { inner, gate })
+    }
+
+    /// `(sent, failed, dropped)` of the message trace, `None` when it is off.
+    fn trace_stats(&self) -> Option<(u64, u64, u64)> {
+        self.inner.producer().trace_stats().map(trace_tuple)
+    }
+
+    /// An ordinary send, as `Producer.send` (Java's `TransactionMQProducer` is a producer).
+    #[pyo3(signature = (m, queue=None, key=None))]
+    fn send<'py>(
+        &self,
+        py: Python<'py>,
+        m: MessageTuple<'py>,
+        queue: Option<QueueTuple>,
+        key: Option<String>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        send_sync(py, self.inner.producer(), m, queue, key)
+    }
+
+    fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
+        send_oneway(py, self.inner.producer(), m)
+    }
+
+    fn send_batch<'py>(
+        &self,
+        py: Python<'py>,
+        ms: Vec<MessageTuple<'py>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        send_batch(py, self.inner.producer(), ms)
     }
 
     /// Sends the half message, runs the local transaction with `arg` on this thread and
@@ -902,21 +1008,82 @@ fn consume_from(from_first: bool) -> ConsumeFromWhere {
     }
 }
 
-/// One listener call: the Python layer's `on_messages(list of tuples)` returns 0 to
-/// acknowledge; anything else, an exception, a closed gate or a finalizing interpreter
-/// means "again later".
-fn listen(gate: &Arc<Gate>, on_messages: &Py<PyAny>, msgs: &[MessageExt]) -> bool {
-    let Some(pass) = Gate::enter(gate) else {
-        return false;
-    };
+/// What a listener call came to, as the Python layer's `on_messages(messages, queue)`
+/// returns it: `(status, ack_index, delay_level, suspend_ms)`, status 0 to acknowledge,
+/// the rest the consume context's settings (`None`: left as they were).
+type ListenerAnswer = (i64, Option<i64>, Option<i64>, Option<u64>);
+
+/// One listener call: its answer, or `None` when there is none (an exception, a closed
+/// gate, a finalizing interpreter, an answer of the wrong shape), which means "again
+/// later".
+fn listen(
+    gate: &Arc<Gate>,
+    on_messages: &Py<PyAny>,
+    msgs: &[MessageExt],
+    queue: QueueTuple,
+) -> Option<ListenerAnswer> {
+    let pass = Gate::enter(gate)?;
     pass.call(|| {
         call_python(|py| {
-            let status = on_messages.call1(py, (received_list(py, msgs)?,))?;
-            status.extract::<i64>(py)
+            let answer = on_messages.call1(py, (received_list(py, msgs)?, queue))?;
+            answer.extract::<ListenerAnswer>(py)
         })
     })
     .flatten()
-        == Some(0)
+}
+
+/// A delay level as the Python layer gives it: 0 the broker's choice, below 0 straight
+/// to the dead-letter queue, a level otherwise (Java `delayLevelWhenNextConsume`).
+fn reconsume_delay(level: i64) -> rmq::ReconsumeDelay {
+    match level {
+        0 => rmq::ReconsumeDelay::Broker,
+        l if l < 0 => rmq::ReconsumeDelay::DeadLetter,
+        l => rmq::ReconsumeDelay::Level(u32::try_from(l).unwrap_or(u32::MAX)),
+    }
+}
+
+/// A concurrent listener's answer applied to its context (Java's `ackIndex` and
+/// `delayLevelWhenNextConsume`): success with a negative ack index consumes none.
+fn concurrent_status(
+    answer: Option<ListenerAnswer>,
+    ctx: &mut rmq::ConsumeConcurrentlyContext,
+) -> ConsumeStatus {
+    let Some((status, ack_index, delay, _)) = answer else {
+        return ConsumeStatus::ReconsumeLater;
+    };
+    if let Some(level) = delay {
+        ctx.set_reconsume_delay(reconsume_delay(level));
+    }
+    match (status, ack_index) {
+        (0, None) => ConsumeStatus::Success,
+        (0, Some(i)) => match usize::try_from(i) {
+            Ok(i) => {
+                ctx.set_ack_index(i);
+                ConsumeStatus::Success
+            }
+            Err(_) => ConsumeStatus::ReconsumeLater,
+        },
+        _ => ConsumeStatus::ReconsumeLater,
+    }
+}
+
+/// An orderly listener's answer applied to its context (Java
+/// `suspendCurrentQueueTimeMillis`).
+fn orderly_status(
+    answer: Option<ListenerAnswer>,
+    ctx: &mut rmq::ConsumeOrderlyContext,
+) -> ConsumeOrderlyStatus {
+    let Some((status, _, _, suspend_ms)) = answer else {
+        return ConsumeOrderlyStatus::Suspend;
+    };
+    if let Some(ms) = suspend_ms {
+        ctx.set_suspend_time(Duration::from_millis(ms));
+    }
+    if status == 0 {
+        ConsumeOrderlyStatus::Success
+    } else {
+        ConsumeOrderlyStatus::Suspend
+    }
 }
 
 /// A started push consumer.
@@ -947,8 +1114,13 @@ impl PushConsumer {
         threads: Option<(usize, usize)>,
         batch_max_size: Option<usize>,
         consume_hook: Option<HookPair>,
+        trace: Trace,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
+        b = match trace {
+            (_, Some(topic)) => b.trace_topic(topic),
+            (on, None) => b.enable_msg_trace(on),
+        };
         b = match sql {
             Some(sql) => b.subscribe_with(topic, MessageSelector::by_sql(sql)),
             None => b.subscribe(topic, expression),
@@ -977,20 +1149,14 @@ impl PushConsumer {
         }
         let g = gate.clone();
         b = if orderly {
-            b.orderly_listener(move |msgs, _ctx| {
-                if listen(&g, &on_messages, msgs) {
-                    ConsumeOrderlyStatus::Success
-                } else {
-                    ConsumeOrderlyStatus::Suspend
-                }
+            b.orderly_listener(move |msgs, ctx| {
+                let answer = listen(&g, &on_messages, msgs, queue_tuple(ctx.message_queue()));
+                orderly_status(answer, ctx)
             })
         } else {
-            b.listener(move |msgs, _ctx| {
-                if listen(&g, &on_messages, msgs) {
-                    ConsumeStatus::Success
-                } else {
-                    ConsumeStatus::ReconsumeLater
-                }
+            b.listener(move |msgs, ctx| {
+                let answer = listen(&g, &on_messages, msgs, queue_tuple(ctx.message_queue()));
+                concurrent_status(answer, ctx)
             })
         };
         let inner = py.detach(|| b.start()).or_raise(py)?;
@@ -1004,6 +1170,52 @@ impl PushConsumer {
     /// The consumer's stats snapshot as JSON, Python hook errors counted in `hook_panics`.
     fn stats(&self) -> String {
         stats_with_hook_errors(stats_json::consumer(&self.inner.stats()), &self.hook_errors)
+    }
+
+    /// Subscribes to one more topic while running (or replaces a topic's expression):
+    /// tags, or SQL92 with `sql`.
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        expression: &str,
+        sql: Option<String>,
+    ) -> PyResult<()> {
+        let selector = match sql {
+            Some(sql) => MessageSelector::by_sql(sql),
+            None => MessageSelector::by_tag(expression),
+        };
+        py.detach(|| self.inner.subscribe_with(topic, selector))
+            .or_raise(py)
+    }
+
+    fn unsubscribe(&self, py: Python<'_>, topic: &str) -> PyResult<()> {
+        py.detach(|| self.inner.unsubscribe(topic)).or_raise(py)
+    }
+
+    fn subscriptions(&self) -> Vec<String> {
+        self.inner.subscriptions()
+    }
+
+    fn assigned_queues(&self) -> Vec<QueueTuple> {
+        self.inner
+            .assigned_queues()
+            .iter()
+            .map(queue_tuple)
+            .collect()
+    }
+
+    fn suspend(&self) {
+        self.inner.suspend()
+    }
+
+    fn resume(&self) {
+        self.inner.resume()
+    }
+
+    /// `(sent, failed, dropped)` of the message trace, `None` when it is off.
+    fn trace_stats(&self) -> Option<(u64, u64, u64)> {
+        self.inner.trace_stats().map(trace_tuple)
     }
 
     /// Shuts down and returns once every listener call in flight has returned (from

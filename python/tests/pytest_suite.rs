@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 use rocketmq_blocking::testkit::{AclAccount, Cluster, TlsOptions};
 
+#[path = "../../tests/common/java.rs"]
+mod java;
+use java::{lines_after, JavaProgram};
+
 static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
 static NAMESRV: OnceLock<String> = OnceLock::new();
 
@@ -270,6 +274,130 @@ fn the_python_package_passes_its_pytest_suite() {
     check("pytest", &out);
     assert!(printed.contains(" passed"), "{printed}");
     assert!(!printed.contains("skipped"), "{printed}");
+}
+
+/// A Python script run in the test venv against the shared cluster; its stdout.
+fn python(script: &str, args: &[&str]) -> String {
+    let out = run(
+        Command::new(test_venv().join("bin/python"))
+            .arg("-c")
+            .arg(script)
+            .args(args)
+            .current_dir(python_dir().join("tests"))
+            .env("NAMESRV_ADDR", namesrv()),
+        Duration::from_secs(300),
+    );
+    check("python -c", &out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Sends `count` messages with a tag, a key and a property; prints `SENT <msg id>` each.
+const PY_PRODUCE: &str = r#"
+import os, sys
+import rocketmq_blocking as rmq
+topic, count = sys.argv[1], int(sys.argv[2])
+with rmq.Producer("py_exchange_p", namesrv=os.environ["NAMESRV_ADDR"]) as p:
+    for i in range(count):
+        m = rmq.Message(topic, f"python {i}".encode(), tags="FromPython", keys=[f"pk{i}"],
+                        properties={"origin": "python"})
+        print("SENT", p.send(m).msg_id, flush=True)
+"#;
+
+/// Consumes `count` distinct messages from the first offset; prints
+/// `GOT <msg id> <tags> <keys> <origin> <body>` each.
+const PY_CONSUME: &str = r#"
+import os, sys, threading
+import rocketmq_blocking as rmq
+topic, group, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seen, lock, done = set(), threading.Lock(), threading.Event()
+def listener(messages):
+    with lock:
+        for m in messages:
+            if m.msg_id not in seen:
+                seen.add(m.msg_id)
+                print("GOT", m.msg_id, m.tags, " ".join(m.keys), m.properties.get("origin"),
+                      m.body.decode(), flush=True)
+        if len(seen) >= count:
+            done.set()
+    return rmq.ConsumeStatus.SUCCESS
+with rmq.PushConsumer(group, topic, listener, from_first=True,
+                      namesrv=os.environ["NAMESRV_ADDR"]):
+    sys.exit(0 if done.wait(120) else 1)
+"#;
+
+/// Every message the sender printed (`SENT <id>`) was received once (`GOT <id> <tags>
+/// <keys> <origin> <body>`) with the sender's tag, key, origin property and body
+/// (`<origin> <i>` for key `<key prefix><i>`).
+fn assert_exchanged(sent: &str, got: &str, (tag, key_prefix, origin): (&str, &str, &str)) {
+    let mut ids = lines_after(sent, "SENT ");
+    let mut got = lines_after(got, "GOT ");
+    assert_eq!(ids.len(), N, "{sent}");
+    assert_eq!(got.len(), N, "{got:?}");
+    ids.sort();
+    got.sort();
+    for (line, id) in got.iter().zip(&ids) {
+        let f: Vec<&str> = line.splitn(5, ' ').collect();
+        assert_eq!(f.len(), 5, "{line}");
+        assert_eq!(f[0], id, "{line}");
+        let i = f[2].strip_prefix(key_prefix).expect("the sender's key");
+        assert_eq!(
+            f[1..],
+            [tag, f[2], origin, &format!("{origin} {i}")],
+            "{line}"
+        );
+    }
+}
+
+/// Messages each way in the Java ↔ Python exchange.
+const N: usize = 20;
+
+/// The official Java client and the Python package exchange messages both ways, with
+/// their tags, keys and user properties.
+#[test]
+fn java_and_python_exchange_messages_both_ways() {
+    let version = std::env::var("RMQ_TEST_VERSION")
+        .unwrap_or_else(|_| rocketmq_blocking::testkit::DEFAULT_VERSION.to_string());
+    let javaprog =
+        JavaProgram::compile(&version, "tests/java/PythonExchange.java", "PythonExchange");
+    let pid = std::process::id();
+    let (to_python, to_java) = (format!("JavaToPy{pid}"), format!("PyToJava{pid}"));
+    let admin = rocketmq_blocking::Admin::builder()
+        .client_options(rocketmq_blocking::ClientOptions::new().namesrv_addr(namesrv()))
+        .start()
+        .expect("an admin");
+    for t in [&to_python, &to_java] {
+        admin
+            .create_topic(&rocketmq_blocking::TopicConfig::new(t.as_str(), 4))
+            .unwrap_or_else(|e| panic!("creating {t}: {e}"));
+    }
+    let n = N.to_string();
+
+    // Java → Python.
+    let sent = javaprog.run(
+        &[],
+        &["produce", namesrv(), &to_python, &n],
+        Duration::from_secs(120),
+    );
+    let got = python(
+        PY_CONSUME,
+        &[&to_python, &format!("py_exchange_g{pid}"), &n],
+    );
+    assert_exchanged(&sent, &got, ("FromJava", "jk", "java"));
+    // Python → Java.
+    let sent = python(PY_PRODUCE, &[&to_java, &n]);
+    let got = javaprog.run(
+        &[],
+        &[
+            "consume",
+            namesrv(),
+            &to_java,
+            &format!("java_exchange_g{pid}"),
+            &n,
+        ],
+        Duration::from_secs(180),
+    );
+    assert_exchanged(&sent, &got, ("FromPython", "pk", "python"));
+    drop(admin);
 }
 
 /// The ACL admin of the TLS and ACL cluster (5.x: a `Super` user).
