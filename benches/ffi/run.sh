@@ -3,8 +3,9 @@
 # (`rmq bench produce`), C (produce_bench.c) and Python (produce_bench.py, the release
 # wheel installed into a venv under target/ffi-bench), alternating
 # for ROUNDS rounds against NAMESRV_ADDR (or a cluster this script starts and stops).
+# Then Rust against Python only, async (1,024 in flight) and batches of 32 from one thread.
 #
-#   benches/ffi/run.sh            # ROUNDS=3 COUNT=10000 WARMUP=2000
+#   benches/ffi/run.sh            # ROUNDS=3 COUNT=10000 WARMUP=2000 (async/batch: 10x)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3} COUNT=${COUNT:-10000} WARMUP=${WARMUP:-2000} SIZE=${SIZE:-1024}
@@ -40,4 +41,15 @@ for r in $(seq "$ROUNDS"); do
     sed "s/^/round $r: /"
   echo "round $r: $("$out/produce_bench" "$topic" "$COUNT" "$WARMUP" "$SIZE")"
   echo "round $r: $("$out/venv/bin/python" benches/ffi/produce_bench.py "$topic" "$COUNT" "$WARMUP" "$SIZE")"
+done
+rust() { # mode-args...
+  $rmq bench produce --topic "$topic" --threads 1 --size "$SIZE" "$@" 2>/dev/null | tail -n 1 |
+    python3 -c 'import json,sys; j=json.load(sys.stdin); print("tps=%.0f cpu_us_per_msg=%.1f" % (j["tps"], j["cpuUsPerMsg"]))'
+}
+BIG=$((COUNT * 10)) BIGWARM=$((WARMUP * 10))
+for r in $(seq "$ROUNDS"); do
+  echo "round $r: rust async $(rust --mode async --inflight 1024 --count "$BIG" --warmup "$BIGWARM")"
+  echo "round $r: $("$out/venv/bin/python" benches/ffi/produce_bench.py "$topic" "$BIG" "$BIGWARM" "$SIZE" async 1024)"
+  echo "round $r: rust batch $(rust --mode sync --batch 32 --count "$BIG" --warmup "$BIGWARM")"
+  echo "round $r: $("$out/venv/bin/python" benches/ffi/produce_bench.py "$topic" "$BIG" "$BIGWARM" "$SIZE" batch 32)"
 done
