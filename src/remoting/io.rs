@@ -6,6 +6,14 @@
 //! which never waits) or by queueing the callback on the callback pool (async). It never
 //! blocks on a caller and never runs user code.
 //!
+//! A sync caller may write its own frame instead (see [`write_direct`]): when a plain
+//! connection is established the loop shares a duplicate of its socket, and a caller that
+//! finds the connection idle (nothing queued, nothing in the command channel, the loop not
+//! draining) queues only the registration of its waiter, without a wake-up, and writes the
+//! frame itself. The loop wakes once per such request, for its response, instead of twice.
+//! A response whose waiter is not registered yet is kept until the end of the turn's
+//! command drain, which registers it (the registration was queued before the frame left).
+//!
 //! With TLS, each connection also owns a `rustls::ClientConnection`: the loop moves
 //! records between it and the socket (`read_tls`/`write_tls`, both non-blocking), hands
 //! it plaintext frames to encrypt, and takes decrypted bytes from it into the same frame
@@ -20,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, SendError, Sender};
 use log::{debug, error, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
@@ -108,6 +116,11 @@ pub(crate) enum Command {
         /// Held until the frame is written (oneway in-flight limit).
         permit: Option<Permit>,
     },
+    /// Register the waiter of a frame a caller wrote itself on `token`'s connection.
+    Await { token: Token, wait: PendingRequest },
+    /// Write what a caller's own write left over (`DirectState::rest`) on `token`'s
+    /// connection.
+    Flush { token: Token },
     /// Answer a broker-initiated request on the connection it came from.
     Reply { token: Token, frame: Vec<u8> },
     /// Close the connection to `addr`, failing what is pending on it.
@@ -171,9 +184,123 @@ enum ConnState {
     Connected,
 }
 
+/// A plain connection's socket shared with sync callers that write their own frames.
+pub(crate) struct DirectWriter {
+    token: Token,
+    /// A duplicate of the connection's socket: the same socket, non-blocking.
+    stream: std::net::TcpStream,
+    /// Held by whoever writes on the socket: a caller for its write, the loop for a
+    /// flush. Callers only try it and queue their frame when it is held.
+    state: parking_lot::Mutex<DirectState>,
+}
+
+#[derive(Default)]
+struct DirectState {
+    /// Nothing waits to be written (no queued frame, no `rest`): a caller may write.
+    idle: bool,
+    /// The connection is closed; nobody writes on the duplicate any more.
+    closed: bool,
+    /// The unwritten end of a frame a caller began: it goes out before anything else.
+    rest: Option<Vec<u8>>,
+}
+
+impl DirectWriter {
+    /// Shares the socket of a connection just established (plain TCP only).
+    #[cfg(unix)]
+    fn new(token: Token, stream: &TcpStream, idle: bool) -> Option<Arc<DirectWriter>> {
+        use std::os::fd::AsFd;
+        let fd = stream.as_fd().try_clone_to_owned().ok()?;
+        Some(Arc::new(DirectWriter {
+            token,
+            stream: std::net::TcpStream::from(fd),
+            state: parking_lot::Mutex::new(DirectState {
+                idle,
+                ..DirectState::default()
+            }),
+        }))
+    }
+
+    #[cfg(not(unix))]
+    fn new(_token: Token, _stream: &TcpStream, _idle: bool) -> Option<Arc<DirectWriter>> {
+        None
+    }
+}
+
+/// Writes `frame`, the request `wait` waits for, on the connection to `addr` from the
+/// calling thread when that connection is idle; gives both back when the caller must
+/// queue them instead (no shared connection, something queued or being written, commands
+/// in the channel, the loop draining them, or the socket full before a byte left).
+///
+/// Once the registration is queued, the frame goes out in order whatever happens: what the
+/// socket does not take becomes the connection's `rest`, written by the loop first.
+pub(crate) fn write_direct(
+    shared: &super::Shared,
+    addr: &str,
+    frame: Vec<u8>,
+    wait: PendingRequest,
+) -> Result<(), (Vec<u8>, PendingRequest)> {
+    // A command queued earlier (by this thread too) must reach the socket first: the
+    // channel is checked before the flag the loop raises while it drains it.
+    if !shared.tx.is_empty() || shared.draining.load(Ordering::SeqCst) {
+        return Err((frame, wait));
+    }
+    let Some(w) = shared.direct.read().get(addr).cloned() else {
+        return Err((frame, wait));
+    };
+    let Some(mut st) = w.state.try_lock() else {
+        return Err((frame, wait));
+    };
+    if !st.idle || st.closed {
+        return Err((frame, wait));
+    }
+    // Registered before the frame leaves: the response cannot come before it.
+    if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
+        token: w.token,
+        wait,
+    }) {
+        return Err((frame, wait));
+    }
+    shared.direct_writes.fetch_add(1, Ordering::Relaxed);
+    let mut written = 0;
+    let mut failed = None;
+    while written < frame.len() {
+        match (&w.stream).write(&frame[written..]) {
+            Ok(0) => {
+                failed = Some("socket accepted no bytes".to_string());
+                break;
+            }
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => {
+                failed = Some(format!("write failed: {e}"));
+                break;
+            }
+        }
+    }
+    if let Some(why) = failed {
+        // The loop closes the connection; the waiter learns it from there.
+        st.idle = false;
+        drop(st);
+        shared.submit(Command::Close {
+            addr: addr.to_string(),
+            why,
+        });
+    } else if written < frame.len() {
+        shared.direct_rests.fetch_add(1, Ordering::Relaxed);
+        st.idle = false;
+        st.rest = Some(frame[written..].to_vec());
+        drop(st);
+        shared.submit(Command::Flush { token: w.token });
+    }
+    Ok(())
+}
+
 struct Conn {
     addr: String,
     stream: TcpStream,
+    /// The socket shared with sync callers, once a plain connection is established.
+    direct: Option<Arc<DirectWriter>>,
     /// The TLS session, when TLS is on.
     tls: Option<Box<rustls::ClientConnection>>,
     state: ConnState,
@@ -210,7 +337,18 @@ pub(super) struct IoLoop {
     /// The event being handled reported the peer's end (or an error): read until
     /// WouldBlock or end of stream, even after a short read.
     read_to_end: bool,
+    /// Responses read this turn whose waiter's registration (`Command::Await`) is still
+    /// in the channel; the drain that ends the turn claims them.
+    early: HashMap<(Token, i32), RemotingCommand>,
+    /// Why shared connections closed, with the turn they closed in, for registrations
+    /// still in the channel then (they are all handled by the end of the next turn).
+    closed_direct: HashMap<Token, (String, CloseReason, u64)>,
+    turn: u64,
 }
+
+/// Early responses kept in one turn at most; beyond, a response for no known request
+/// is dropped as before.
+const MAX_EARLY: usize = 1024;
 
 impl IoLoop {
     pub(super) fn new(poll: Poll, shared: Arc<Shared>, rx: Receiver<Command>) -> Self {
@@ -226,6 +364,9 @@ impl IoLoop {
             still_readable: Vec::new(),
             to_flush: Vec::new(),
             read_to_end: false,
+            early: HashMap::new(),
+            closed_direct: HashMap::new(),
+            turn: 0,
         }
     }
 
@@ -278,6 +419,8 @@ impl IoLoop {
             }
             // Clear before draining: a command queued after this point wakes us again.
             self.shared.wake_requested.store(false, Ordering::SeqCst);
+            // Callers write their own frames only while no drain runs (`write_direct`).
+            self.shared.draining.store(true, Ordering::SeqCst);
             let mut shutdown = false;
             while let Ok(cmd) = self.rx.try_recv() {
                 if let Command::Shutdown = cmd {
@@ -293,6 +436,16 @@ impl IoLoop {
                     c.flush_pending = false;
                     self.flush(token);
                 }
+            }
+            self.shared.draining.store(false, Ordering::SeqCst);
+            let turn = self.turn;
+            self.turn += 1;
+            self.closed_direct.retain(|_, c| c.2 + 1 >= turn);
+            for ((_, opaque), cmd) in self.early.drain() {
+                debug!(
+                    "response with unknown opaque {opaque} (code {:?}) dropped",
+                    cmd.response_code()
+                );
             }
             if shutdown {
                 break;
@@ -353,23 +506,34 @@ impl IoLoop {
                 };
                 let opaque = wait.as_ref().map(|p| p.opaque);
                 if let Some(p) = wait {
-                    if let Some(old) = self.pending.insert(
-                        p.opaque,
-                        PendingEntry {
-                            token,
-                            deadline: p.deadline,
-                            timeout: p.timeout,
-                            waiter: p.waiter,
-                        },
-                    ) {
-                        // Only after 2^32 requests can an opaque still be pending.
-                        self.complete(
-                            old.waiter,
-                            Err(Error::state("request id reused while still pending")),
-                        );
-                    }
+                    self.register(token, p);
                 }
                 self.queue_write(token, frame, opaque, permit, false);
+            }
+            Command::Await { token, wait } => {
+                if let Some(response) = self.early.remove(&(token, wait.opaque)) {
+                    self.complete(wait.waiter, Ok(response));
+                } else if self.conns.contains_key(&token) {
+                    self.register(token, wait);
+                } else {
+                    // Closed after the caller wrote: it fails as the waiters did then.
+                    let err = match self.closed_direct.get(&token) {
+                        Some((addr, reason, _)) => reason.to_error(addr),
+                        None => Error::new(
+                            ErrorKind::ConnectionClosed,
+                            "the connection closed before the response",
+                        ),
+                    };
+                    self.complete(wait.waiter, Err(err));
+                }
+            }
+            Command::Flush { token } => {
+                if let Some(c) = self.conns.get_mut(&token) {
+                    if !c.flush_pending {
+                        c.flush_pending = true;
+                        self.to_flush.push(token);
+                    }
+                }
             }
             Command::Reply { token, frame } => {
                 let Some(c) = self.conns.get(&token) else {
@@ -400,6 +564,25 @@ impl IoLoop {
         }
     }
 
+    /// Registers the waiter of a request written (or queued) on `token`'s connection.
+    fn register(&mut self, token: Token, p: PendingRequest) {
+        if let Some(old) = self.pending.insert(
+            p.opaque,
+            PendingEntry {
+                token,
+                deadline: p.deadline,
+                timeout: p.timeout,
+                waiter: p.waiter,
+            },
+        ) {
+            // Only after 2^32 requests can an opaque still be pending.
+            self.complete(
+                old.waiter,
+                Err(Error::state("request id reused while still pending")),
+            );
+        }
+    }
+
     /// The connection to `addr`, opening a non-blocking connect when there is none.
     fn conn_for(&mut self, addr: &str, sock: SocketAddr) -> Result<Token, Error> {
         if let Some(&t) = self.by_addr.get(addr) {
@@ -427,6 +610,7 @@ impl IoLoop {
             Conn {
                 addr: addr.to_string(),
                 stream,
+                direct: None,
                 tls,
                 state: ConnState::Connecting {
                     deadline: now + self.shared.config.connect_timeout,
@@ -470,6 +654,10 @@ impl IoLoop {
             reply,
             _permit: permit,
         });
+        if let Some(d) = &c.direct {
+            // Callers queue behind it from now on.
+            d.state.lock().idle = false;
+        }
         if matches!(c.state, ConnState::Connected) && !c.flush_pending {
             c.flush_pending = true;
             self.to_flush.push(token);
@@ -535,6 +723,12 @@ impl IoLoop {
         };
         c.state = ConnState::Connected;
         debug!("connection to {} established", c.addr);
+        if c.tls.is_none() {
+            c.direct = DirectWriter::new(token, &c.stream, c.wq.is_empty());
+            if let Some(d) = &c.direct {
+                self.shared.direct.write().insert(c.addr.clone(), d.clone());
+            }
+        }
         self.shared.connected.write().insert(c.addr.clone());
         self.shared.connects.fetch_add(1, Ordering::Relaxed);
         if !self.shared.seen.lock().insert(c.addr.clone()) {
@@ -739,7 +933,24 @@ impl IoLoop {
         };
         let connected = matches!(c.state, ConnState::Connected);
         let mut failure = None;
+        // Held for the whole flush: no caller writes meanwhile, and a caller's leftover
+        // goes out before the queue.
+        let direct = c.direct.clone();
+        let mut direct_state = direct.as_deref().map(|d| d.state.lock());
+        if let Some(st) = direct_state.as_deref_mut() {
+            if let Some(rest) = st.rest.take() {
+                match write_rest(&mut c.stream, rest) {
+                    Ok(None) => c.last_active = Instant::now(),
+                    Ok(Some(left)) => st.rest = Some(left),
+                    Err(reason) => failure = Some(reason),
+                }
+            }
+        }
+        let rest_left = direct_state.as_deref().is_some_and(|st| st.rest.is_some());
         loop {
+            if rest_left || failure.is_some() {
+                break;
+            }
             // TLS: first the records rustls holds (handshake, alerts, encrypted frames);
             // more plaintext goes in only once they are all on the socket, so rustls
             // never buffers more than one batch.
@@ -804,6 +1015,10 @@ impl IoLoop {
                 }
             }
         }
+        if let Some(st) = direct_state.as_deref_mut() {
+            st.idle = connected && st.rest.is_none() && c.wq.is_empty();
+        }
+        drop(direct_state);
         if let Some(reason) = failure {
             // A TLS connection that fails before its handshake ended failed the handshake.
             let reason = match reason {
@@ -817,7 +1032,7 @@ impl IoLoop {
         }
         // Ask for writable events only while something waits to be written.
         let tls_pending = c.tls.as_deref().is_some_and(|t| t.wants_write());
-        let want = tls_pending || (connected && !c.wq.is_empty());
+        let want = tls_pending || (connected && !c.wq.is_empty()) || rest_left;
         if want != c.writable_interest {
             let interest = if want {
                 Interest::READABLE | Interest::WRITABLE
@@ -844,6 +1059,11 @@ impl IoLoop {
         if cmd.is_response() {
             match self.pending.complete(cmd.opaque) {
                 Some(entry) => self.complete(entry.waiter, Ok(cmd)),
+                // Maybe the answer to a frame a caller wrote itself, whose registration
+                // this turn's drain handles.
+                None if self.early.len() < MAX_EARLY => {
+                    self.early.insert((token, cmd.opaque), cmd);
+                }
                 None => debug!(
                     "response with unknown opaque {} (code {:?}) dropped",
                     cmd.opaque,
@@ -1022,6 +1242,18 @@ impl IoLoop {
         }
         let _ = self.poll.registry().deregister(&mut c.stream);
         self.shared.connected.write().remove(&c.addr);
+        if let Some(d) = c.direct.take() {
+            self.closed_direct
+                .insert(token, (c.addr.clone(), reason.clone(), self.turn));
+            // After this no caller writes on the duplicate, which is shut down so that the
+            // socket closes now, not when the last caller lets go of it.
+            d.state.lock().closed = true;
+            let _ = d.stream.shutdown(std::net::Shutdown::Both);
+            let mut direct = self.shared.direct.write();
+            if direct.get(&c.addr).is_some_and(|x| Arc::ptr_eq(x, &d)) {
+                direct.remove(&c.addr);
+            }
+        }
         let unwritten: usize = c.wq.iter().map(|w| w.frame.len()).sum();
         self.shared
             .queued_bytes
@@ -1059,10 +1291,11 @@ impl IoLoop {
         // Commands that raced with shutdown: fail their waiters too.
         while let Ok(cmd) = self.rx.try_recv() {
             match cmd {
-                Command::Send { wait: Some(p), .. } => self.complete(
-                    p.waiter,
-                    Err(Error::state("the remoting client is shut down")),
-                ),
+                Command::Send { wait: Some(p), .. } | Command::Await { wait: p, .. } => self
+                    .complete(
+                        p.waiter,
+                        Err(Error::state("the remoting client is shut down")),
+                    ),
                 Command::Connect { reply, .. } => {
                     let _ = reply.try_send(Err(Error::state("the remoting client is shut down")));
                 }
@@ -1070,6 +1303,24 @@ impl IoLoop {
             }
         }
     }
+}
+
+/// Writes what a caller's own write left over: `Ok(None)` when all of it went out,
+/// `Ok(Some(left))` when the socket filled up first.
+fn write_rest(stream: &mut TcpStream, rest: Vec<u8>) -> Result<Option<Vec<u8>>, CloseReason> {
+    let mut off = 0;
+    while off < rest.len() {
+        match stream.write(&rest[off..]) {
+            Ok(0) => return Err(CloseReason::Closed("socket accepted no bytes".into())),
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Ok(Some(rest[off..].to_vec()))
+            }
+            Err(e) => return Err(CloseReason::Closed(format!("write failed: {e}"))),
+        }
+    }
+    Ok(None)
 }
 
 /// Writes the records rustls holds to the socket: `Ok(true)` when all are written,

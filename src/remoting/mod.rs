@@ -203,6 +203,16 @@ pub(crate) struct Shared {
     tx: Sender<Command>,
     waker: Waker,
     wake_requested: AtomicBool,
+    /// Raised by the I/O thread while it drains the command channel: no caller writes
+    /// its own frame meanwhile (`io::write_direct`).
+    draining: AtomicBool,
+    /// The established plain connections whose socket sync callers may write on, by
+    /// address (kept by the I/O thread).
+    direct: RwLock<HashMap<String, Arc<io::DirectWriter>>>,
+    /// Frames callers wrote themselves, and of those the ones the socket took only in
+    /// part (the loop wrote the rest).
+    direct_writes: AtomicU64,
+    direct_rests: AtomicU64,
     /// Addresses with an established connection (written by the I/O thread only).
     connected: RwLock<HashSet<String>>,
     processors: RwLock<HashMap<i32, Arc<dyn RequestProcessor>>>,
@@ -403,6 +413,10 @@ impl RemotingClient {
             tx,
             waker,
             wake_requested: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            direct: RwLock::new(HashMap::new()),
+            direct_writes: AtomicU64::new(0),
+            direct_rests: AtomicU64::new(0),
             connected: RwLock::new(HashSet::new()),
             processors: RwLock::new(HashMap::new()),
             callback_pool,
@@ -521,13 +535,17 @@ impl RemotingClient {
             timeout,
             waiter: Waiter::Sync(tx),
         };
-        self.submit(Command::Send {
-            addr: addr.to_string(),
-            sock,
-            frame,
-            wait: Some(pending),
-            permit: None,
-        })?;
+        // Written here when the connection is idle: the I/O thread then wakes once, for
+        // the response, instead of also for the frame.
+        if let Err((frame, pending)) = io::write_direct(&self.shared, addr, frame, pending) {
+            self.submit(Command::Send {
+                addr: addr.to_string(),
+                sock,
+                frame,
+                wait: Some(pending),
+                permit: None,
+            })?;
+        }
         let result = match rx.recv_deadline(deadline) {
             Ok(r) => r,
             Err(oneshot::RecvError::Timeout) => {
@@ -1060,6 +1078,23 @@ impl RemotingClient {
             )));
         }
         Ok(())
+    }
+
+    /// `(frames written by their caller, of those finished by the I/O thread)`.
+    #[cfg(test)]
+    fn direct_counts(&self) -> (u64, u64) {
+        (
+            self.shared.direct_writes.load(Ordering::SeqCst),
+            self.shared.direct_rests.load(Ordering::SeqCst),
+        )
+    }
+
+    /// Waits until the I/O thread has drained the command channel.
+    #[cfg(test)]
+    fn wait_io_idle(&self) {
+        while !self.shared.tx.is_empty() || self.shared.draining.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
     }
 
     fn submit(&self, cmd: Command) -> Result<()> {

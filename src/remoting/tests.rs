@@ -695,3 +695,152 @@ fn big_broker_requests_beyond_the_processor_byte_bound_are_answered_busy() {
     c.shutdown();
     drop(peer.join());
 }
+
+fn answering_peer() -> FaultPeer {
+    FaultPeer::start(Fault::Respond(crate::testkit::fault_peer::Responder::new(
+        |_| RemotingCommand::response(ResponseCode::SUCCESS, 0, None),
+    )))
+    .unwrap()
+}
+
+#[test]
+fn sync_requests_on_an_idle_connection_are_written_by_their_caller() {
+    let peer = answering_peer();
+    let c = client();
+    let addr = peer.addr().to_string();
+    // The first request opens the connection through the I/O thread.
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    assert_eq!(c.direct_counts(), (0, 0));
+    for _ in 0..20 {
+        c.wait_io_idle();
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        assert_eq!(r.code, ResponseCode::SUCCESS.0);
+    }
+    assert_eq!(c.direct_counts(), (20, 0));
+    c.shutdown();
+}
+
+/// A peer that answers its first request at once, then waits `pause` before it reads
+/// again, and answers each request with its body's length as the remark; what it read
+/// comes out of the channel.
+fn slow_reader(
+    listener: TcpListener,
+    pause: Duration,
+) -> crossbeam_channel::Receiver<RemotingCommand> {
+    use std::io::Write;
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut first = true;
+        while let Some(cmd) = read_request(&mut s) {
+            let len = cmd.body.len();
+            let ok =
+                RemotingCommand::response(ResponseCode::SUCCESS, cmd.opaque, Some(len.to_string()));
+            let _ = tx.send(cmd);
+            if s.write_all(&ok.to_frame()).is_err() {
+                return;
+            }
+            if std::mem::take(&mut first) {
+                std::thread::sleep(pause);
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_frame_the_socket_takes_in_part_goes_out_whole_before_the_next_request() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let received = slow_reader(listener, Duration::from_millis(500));
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    // More than the socket buffers hold while the peer does not read.
+    let big: Vec<u8> = (0..12 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let (c2, addr2, body) = (c.clone(), addr.clone(), big.clone());
+    let first = std::thread::spawn(move || {
+        c2.invoke_sync(&addr2, req().with_body(body), Duration::from_secs(20))
+    });
+    // The big frame is on its way; a small one from another thread must follow it.
+    assert!(wait_until(Duration::from_secs(5), || c.direct_counts().1 == 1));
+    let small = c
+        .invoke_sync(&addr, req(), Duration::from_secs(20))
+        .unwrap();
+    let big_answer = first.join().unwrap().unwrap();
+    assert_eq!(big_answer.remark.as_deref(), Some(&*big.len().to_string()));
+    assert_eq!(small.remark.as_deref(), Some("0"));
+    // The peer read three whole frames, the big one intact, in order.
+    let frames: Vec<RemotingCommand> = received.try_iter().collect();
+    assert_eq!(frames.len(), 3);
+    assert!(frames[1].body == big, "the big frame arrived changed");
+    assert!(frames[2].body.is_empty());
+    assert_eq!(c.direct_counts(), (1, 1));
+    c.shutdown();
+}
+
+#[test]
+fn an_async_request_queued_first_reaches_the_peer_before_a_sync_one_of_the_same_thread() {
+    let peer_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = peer_listener.local_addr().unwrap().to_string();
+    let received = slow_reader(peer_listener, Duration::ZERO);
+    let c = client();
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    let mut pairs = Vec::new();
+    for _ in 0..200 {
+        let (tx, rx) = unbounded();
+        let a = req();
+        let a_opaque = a.opaque;
+        c.invoke_async(&addr, a, Duration::from_secs(10), move |r| {
+            let _ = tx.send(r.is_ok());
+        })
+        .unwrap();
+        let b = req();
+        let b_opaque = b.opaque;
+        c.invoke_sync(&addr, b, Duration::from_secs(10)).unwrap();
+        assert!(rx.recv_timeout(Duration::from_secs(10)).unwrap());
+        pairs.push((a_opaque, b_opaque));
+    }
+    let order: Vec<i32> = received.try_iter().skip(1).map(|f| f.opaque).collect();
+    assert_eq!(order.len(), 400);
+    for (a, b) in pairs {
+        let pos = |o| order.iter().position(|&x| x == o).unwrap();
+        assert!(pos(a) < pos(b), "async {a} after sync {b}");
+    }
+    c.shutdown();
+}
+
+#[test]
+fn a_caller_written_request_fails_at_once_when_the_peer_closes_without_answering() {
+    use std::io::Write;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    // Answers the first request, then reads the second and closes.
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        if let Some(cmd) = read_request(&mut s) {
+            let ok = RemotingCommand::response(ResponseCode::SUCCESS, cmd.opaque, None);
+            let _ = s.write_all(&ok.to_frame());
+        }
+        let _ = read_request(&mut s);
+    });
+    let c = client();
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let started = std::time::Instant::now();
+    let e = c
+        .invoke_sync(&addr, req(), Duration::from_secs(10))
+        .unwrap_err();
+    assert_eq!(c.direct_counts().0, 1);
+    assert_eq!(e.kind(), ErrorKind::ConnectionClosed, "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    c.shutdown();
+}
