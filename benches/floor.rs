@@ -10,9 +10,11 @@
 //! ```
 //!
 //! Workloads: `sync1` (ping-pong on one connection), `sync8` and `sync64` (that many
-//! threads, each ping-pong on a connection of its own). `FLOOR_COUNT` sets the measured
-//! messages per workload (default 10,000 for one sender, 100,000 otherwise), after a
-//! warm-up of half as many. Each prints one JSON line of the shape `rmq bench` prints:
+//! threads, each ping-pong on a connection of its own), `async` (one connection, one
+//! thread writing while fewer than 1,024 requests are unanswered, one reading; `rmq bench
+//! produce --mode async` keeps the same window). `FLOOR_COUNT` sets the measured messages
+//! per workload (default 10,000 for one sender, 100,000 otherwise), after a warm-up of
+//! half as many. Each prints one JSON line of the shape `rmq bench` prints:
 //! TPS, latency p50/p99 in ms, the process's CPU µs per message, peak RSS.
 
 use std::io::{Read, Write};
@@ -53,7 +55,16 @@ fn main() -> Result<()> {
         .start()?;
     let topic = format!("FloorBench_{}", std::process::id());
     admin.create_topic(&TopicConfig::new(&topic, 8))?;
-    let route = admin.topic_route(&topic)?;
+    // The name server learns of a new topic from the broker's next registration.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let route = loop {
+        match admin.topic_route(&topic) {
+            Ok(r) if !r.broker_datas.is_empty() => break r,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
+            Ok(_) => return Err("the topic has no broker".into()),
+            Err(e) => return Err(e.into()),
+        }
+    };
     let broker = route
         .broker_datas
         .first()
@@ -64,10 +75,18 @@ fn main() -> Result<()> {
         .to_string();
     let broker_name = broker.broker_name.clone();
     for w in &workloads {
+        if w == "async" {
+            let count = std::env::var("FLOOR_COUNT")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(100_000);
+            run_async(&addr, &topic, &broker_name, count)?;
+            continue;
+        }
         let threads: usize = w
             .strip_prefix("sync")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64"))?;
+            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64, async"))?;
         let count: usize = std::env::var("FLOOR_COUNT")
             .ok()
             .and_then(|c| c.parse().ok())
@@ -75,6 +94,28 @@ fn main() -> Result<()> {
         run(w, &addr, &topic, &broker_name, threads, count)?;
     }
     Ok(())
+}
+
+/// Requests in flight at most in the `async` workload.
+const WINDOW: usize = 1024;
+
+/// The `async` workload: a warm-up of `count / 2`, then `count` measured messages on one
+/// connection, one thread writing as long as fewer than [`WINDOW`] are unanswered and one
+/// reading the responses.
+fn run_async(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result<()> {
+    let mut conn = Sender::connect(addr, topic, broker_name, 0)?;
+    conn.pipeline(count / 2, None)?;
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    let mut lat = vec![0u32; count];
+    conn.pipeline(count, Some(&mut lat))?;
+    report(
+        "async",
+        1,
+        t0.elapsed(),
+        cpu_seconds().zip(cpu0).map(|(b, a)| b - a),
+        lat,
+    )
 }
 
 /// One workload: a warm-up of `count / 2`, then `count` measured messages, split across
@@ -111,7 +152,23 @@ fn run(
     })?;
     let elapsed = t0.elapsed();
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
-    let mut all: Vec<u32> = lat.into_iter().flatten().collect();
+    report(
+        name,
+        threads,
+        elapsed,
+        cpu,
+        lat.into_iter().flatten().collect(),
+    )
+}
+
+/// Prints a workload's JSON line from its latencies (µs) and the CPU it took.
+fn report(
+    name: &str,
+    threads: usize,
+    elapsed: Duration,
+    cpu: Option<f64>,
+    mut all: Vec<u32>,
+) -> Result<()> {
     all.sort_unstable();
     let n = all.len();
     let pct = |q: f64| {
@@ -180,6 +237,61 @@ impl Sender {
             frame,
             response: Vec::with_capacity(4096),
             next: (index as i32) << 24,
+        })
+    }
+
+    /// Sends `n` messages with up to [`WINDOW`] unanswered: this thread writes, a scoped
+    /// one reads and matches; each latency in µs goes to `lat` (indexed by sequence).
+    fn pipeline(&mut self, n: usize, lat: Option<&mut [u32]>) -> Result<()> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let (slots, freed) = crossbeam_channel::bounded::<()>(WINDOW);
+        let sent_at: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+        let t0 = Instant::now();
+        let first = self.next.wrapping_add(1);
+        let mut reader = self.stream.try_clone()?;
+        let sent_at = &sent_at;
+        std::thread::scope(|s| -> Result<()> {
+            let read = s.spawn(move || -> Result<Vec<(usize, u32)>> {
+                let mut got = Vec::with_capacity(n);
+                let mut response = Vec::with_capacity(4096);
+                for _ in 0..n {
+                    let mut len = [0u8; 4];
+                    reader.read_exact(&mut len)?;
+                    let len = u32::from_be_bytes(len) as usize;
+                    if len > 1 << 20 {
+                        return Err(format!("a response frame of {len} bytes").into());
+                    }
+                    response.resize(len, 0);
+                    reader.read_exact(&mut response)?;
+                    let r = RemotingCommandRef::decode(&response)?;
+                    let seq = r.opaque.wrapping_sub(first) as usize;
+                    if r.code != 0 || seq >= n {
+                        return Err(format!("response opaque {} code {}", r.opaque, r.code).into());
+                    }
+                    let now = t0.elapsed().as_micros() as u64;
+                    let at = sent_at[seq].load(Ordering::Acquire);
+                    got.push((seq, now.saturating_sub(at).min(u32::MAX as u64) as u32));
+                    let _ = freed.recv();
+                }
+                Ok(got)
+            });
+            for at in sent_at {
+                if slots.send(()).is_err() {
+                    break; // the reader failed; its error is reported below
+                }
+                self.next = self.next.wrapping_add(1);
+                let opaque = self.next;
+                self.frame[OPAQUE_AT..OPAQUE_AT + 4].copy_from_slice(&opaque.to_be_bytes());
+                at.store(t0.elapsed().as_micros() as u64, Ordering::Release);
+                self.stream.write_all(&self.frame)?;
+            }
+            let got = read.join().map_err(|_| "the reader panicked")??;
+            if let Some(lat) = lat {
+                for (seq, us) in got {
+                    lat[seq] = us;
+                }
+            }
+            Ok(())
         })
     }
 
