@@ -97,6 +97,7 @@ __all__ = [
     "NoRouteError",
     "OverloadedError",
     "Producer",
+    "ProducerConnection",
     "PushConsumer",
     "QueueProgress",
     "ReceivedMessage",
@@ -109,6 +110,7 @@ __all__ = [
     "SendResult",
     "set_log_level",
     "StateError",
+    "SubscriptionGroup",
     "TlsConfig",
     "TlsError",
     "TransactionProducer",
@@ -1284,9 +1286,31 @@ class ConsumeStats:
     queues: List[QueueProgress]
 
 
+@dataclass(frozen=True)
+class ProducerConnection:
+    """A client connected under a producer group (mqadmin ``producerConnection``)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+
+@dataclass(frozen=True)
+class SubscriptionGroup:
+    """A subscription group as the brokers keep it (Java ``SubscriptionGroupConfig``)."""
+
+    name: str
+    consume_enable: bool
+    orderly: bool
+    broadcast: bool
+    retry_max_times: int
+
+
 class Admin(_Client[_native.NativeAdmin]):
     """An admin client (Java ``DefaultMQAdminExt``, in part): topics, offsets, messages,
-    consume stats. Thread-safe; a context manager. Takes the options every client does."""
+    consume stats, groups. Thread-safe; a context manager. Takes the options every client
+    does."""
 
     def __init__(
         self,
@@ -1297,6 +1321,61 @@ class Admin(_Client[_native.NativeAdmin]):
         common = _client_options(dict(options, namesrv=namesrv))
         self._h = _native.NativeAdmin(common)
         _open.add(self)
+
+    def max_offset(self, queue: MessageQueue) -> int:
+        """The queue's max offset on its master: one past its last message."""
+        q = _queue(queue)
+        with self._use() as h:
+            return h.max_offset(q)
+
+    def min_offset(self, queue: MessageQueue) -> int:
+        """The queue's min offset on its master: its first message still stored."""
+        q = _queue(queue)
+        with self._use() as h:
+            return h.min_offset(q)
+
+    def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the queue's first message stored at or after ``timestamp_ms``
+        (Java ``searchOffset``)."""
+        q = _queue(queue)
+        with self._use() as h:
+            return h.search_offset(q, int(timestamp_ms))
+
+    def reset_offset(
+        self, group: str, topic: str, timestamp_ms: Optional[int] = None, *, earliest: bool = False
+    ) -> Dict[MessageQueue, int]:
+        """Moves ``group``'s offsets in ``topic`` (mqadmin ``resetOffsetByTime``): to the
+        messages stored at ``timestamp_ms``, to each queue's first message with
+        ``earliest=True``, or with neither to each queue's end. Returns every queue's new
+        offset; running consumers of the group move there."""
+        with self._use() as h:
+            moved = h.reset_offset(group, topic, None if timestamp_ms is None else int(timestamp_ms), earliest)
+        return {MessageQueue(*q): o for q, o in moved}
+
+    def query_messages(self, topic: str, key: str, max_messages: int = 32) -> List[ReceivedMessage]:
+        """The messages of ``topic`` with ``key`` among their keys (mqadmin
+        ``queryMsgByKey``), at most ``max_messages``."""
+        with self._use() as h:
+            return [ReceivedMessage(*m) for m in h.query_messages(topic, key, int(max_messages))]
+
+    def producer_connections(self, group: str) -> List[ProducerConnection]:
+        """The clients connected under producer ``group``, from every master."""
+        with self._use() as h:
+            return [ProducerConnection(*c) for c in h.producer_connections(group)]
+
+    def subscription_groups(self) -> Dict[str, SubscriptionGroup]:
+        """Every subscription group the master brokers know, by name."""
+        with self._use() as h:
+            groups = h.subscription_groups()
+        return {name: SubscriptionGroup(name, *g) for name, g in groups.items()}
+
+    def create_subscription_group(
+        self, group: str, *, orderly: bool = False, broadcast: bool = False, retry_max_times: Optional[int] = None
+    ) -> List[str]:
+        """Creates (or updates) subscription group ``group`` on every master (mqadmin
+        ``updateSubGroup``); the brokers' names."""
+        with self._use() as h:
+            return h.create_subscription_group(group, orderly, broadcast, retry_max_times)
 
     def create_topic(self, topic: str, queues: int = 4) -> List[str]:
         """Creates (or updates) ``topic`` with ``queues`` read and write queues on every

@@ -1366,6 +1366,120 @@ impl NativeAdmin {
         Ok(NativeAdmin { inner })
     }
 
+    /// The queue's max offset (one past its last message) on its master.
+    fn max_offset(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<i64> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.max_offset(&q)).or_raise(py)
+    }
+
+    fn min_offset(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<i64> {
+        let q = queue_of(queue);
+        py.detach(|| self.inner.min_offset(&q)).or_raise(py)
+    }
+
+    /// The offset of the first message stored at or after `timestamp_ms`.
+    fn search_offset(&self, py: Python<'_>, queue: QueueTuple, timestamp_ms: u64) -> PyResult<i64> {
+        let q = queue_of(queue);
+        let at = UNIX_EPOCH + Duration::from_millis(timestamp_ms);
+        py.detach(|| self.inner.search_offset(&q, at)).or_raise(py)
+    }
+
+    /// Moves `group`'s offsets in `topic`: to `timestamp_ms`, or with `None` to each
+    /// queue's end (`earliest`: to its first message); the new offset of every queue.
+    fn reset_offset(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        topic: &str,
+        timestamp_ms: Option<u64>,
+        earliest: bool,
+    ) -> PyResult<Vec<(QueueTuple, i64)>> {
+        let target = match (timestamp_ms, earliest) {
+            (_, true) => rmq::ResetTarget::Earliest,
+            (Some(ms), false) => {
+                rmq::ResetTarget::Timestamp(UNIX_EPOCH + Duration::from_millis(ms))
+            }
+            (None, false) => rmq::ResetTarget::Latest,
+        };
+        let moved = py
+            .detach(|| self.inner.reset_offset(group, topic, target))
+            .or_raise(py)?;
+        Ok(moved.iter().map(|(q, o)| (queue_tuple(q), *o)).collect())
+    }
+
+    /// The messages of `topic` with `key` (at most `max`), as received-message tuples.
+    fn query_messages<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        key: &str,
+        max: u32,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let query = rmq::MessageQuery::by_key(topic, key).max(max);
+        let r = py
+            .detach(|| self.inner.query_messages(&query))
+            .or_raise(py)?;
+        r.messages.iter().map(|m| received(py, m)).collect()
+    }
+
+    /// The clients connected under producer `group`: `(client_id, address, language,
+    /// version)`.
+    fn producer_connections(
+        &self,
+        py: Python<'_>,
+        group: &str,
+    ) -> PyResult<Vec<(String, String, String, i32)>> {
+        let conns = py
+            .detach(|| self.inner.producer_connections(group))
+            .or_raise(py)?;
+        Ok(conns
+            .into_iter()
+            .map(|c| (c.client_id, c.client_addr, c.language, c.version))
+            .collect())
+    }
+
+    /// Every subscription group the masters know: name → `(consume_enable, orderly,
+    /// broadcast, retry_max_times)`.
+    fn subscription_groups(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<HashMap<String, (bool, bool, bool, u32)>> {
+        let groups = py
+            .detach(|| self.inner.subscription_groups())
+            .or_raise(py)?;
+        Ok(groups
+            .into_iter()
+            .map(|(name, g)| {
+                let v = (
+                    g.consume_enable,
+                    g.consume_message_orderly,
+                    g.consume_broadcast_enable,
+                    g.retry_max_times,
+                );
+                (name, v)
+            })
+            .collect())
+    }
+
+    /// Creates (or updates) a subscription group on every master; the broker names.
+    fn create_subscription_group(
+        &self,
+        py: Python<'_>,
+        group: &str,
+        orderly: bool,
+        broadcast: bool,
+        retry_max_times: Option<u32>,
+    ) -> PyResult<Vec<String>> {
+        let mut config = rmq::SubscriptionGroupConfig::new(group);
+        config.consume_message_orderly = orderly;
+        config.consume_broadcast_enable = broadcast;
+        if let Some(n) = retry_max_times {
+            config.retry_max_times = n;
+        }
+        py.detach(|| self.inner.create_subscription_group(&config))
+            .or_raise(py)
+    }
+
     /// Creates (or updates) `topic` on every master; the broker names.
     fn create_topic(&self, py: Python<'_>, topic: &str, queues: u32) -> PyResult<Vec<String>> {
         py.detach(|| self.inner.create_topic(&TopicConfig::new(topic, queues)))

@@ -49,3 +49,42 @@ def test_admin_creates_lists_inspects_and_deletes_a_topic(namesrv):
         raise AssertionError("a closed Admin answered")
     except rmq.RocketMQError as e:
         assert e.kind == "RMQ_STATE"
+
+
+def test_admin_offsets_queries_groups_and_connections(namesrv, topic):
+    group, producer_group = unique("py_admin_g"), unique("py_admin_p")
+    with rmq.Admin(namesrv) as a, rmq.Producer(producer_group, namesrv=namesrv) as p:
+        q = p.fetch_queues(topic)[0]
+        before_ms = int(time.time() * 1000) - 1000
+        first = [p.send(rmq.Message(topic, f"early {i}".encode(), keys=["kx"]), queue=q) for i in range(2)]
+        time.sleep(1.5)
+        middle_ms = int(time.time() * 1000)
+        time.sleep(0.2)
+        later = [p.send(rmq.Message(topic, f"late {i}".encode()), queue=q) for i in range(3)]
+        assert a.min_offset(q) == 0
+        assert a.max_offset(q) == 5
+        assert a.search_offset(q, before_ms) == 0
+        assert a.search_offset(q, middle_ms) == later[0].queue_offset == 2
+
+        keyed = a.query_messages(topic, "kx")
+        assert sorted(m.msg_id for m in keyed) == sorted(r.msg_id for r in first)
+
+        # The producer shows under its group on the broker.
+        assert wait_for(lambda: a.producer_connections(producer_group), timeout=30)
+        conn = a.producer_connections(producer_group)[0]
+        assert conn.language == "RUST", conn
+        assert conn.client_id
+
+        # A group that does not exist yet, created, then reset to a time and to the end.
+        assert group not in a.subscription_groups()
+        assert a.create_subscription_group(group, retry_max_times=3)
+        created = a.subscription_groups()[group]
+        assert (created.consume_enable, created.orderly, created.retry_max_times) == (True, False, 3)
+        with rmq.LitePullConsumer(group, topic, namesrv=namesrv, from_first=True) as c:
+            assert wait_for(lambda: q in c.assignment(), timeout=60)
+            moved = a.reset_offset(group, topic, middle_ms)
+            assert moved[q] == 2, moved
+            moved = a.reset_offset(group, topic)
+            assert moved[q] == 5, moved
+            moved = a.reset_offset(group, topic, earliest=True)
+            assert moved[q] == 0, moved
