@@ -12,16 +12,21 @@
 //! Workloads: `sync1` (ping-pong on one connection), `sync8` and `sync64` (that many
 //! threads, each ping-pong on a connection of its own), `async` (one connection, one
 //! thread writing while fewer than 1,024 requests are unanswered, one reading; `rmq bench
-//! produce --mode async` keeps the same window). `FLOOR_COUNT` sets the measured messages
-//! per workload (default 10,000 for one sender, 100,000 otherwise), after a warm-up of
-//! half as many. Each prints one JSON line of the shape `rmq bench` prints:
+//! produce --mode async` keeps the same window), `drain` (the topic's 8 queues filled
+//! with `FLOOR_COUNT` messages, unmeasured, then pulled back, 32 per PULL_MESSAGE, one
+//! queue after another on one connection, each message found by its size; `rmq bench
+//! consume --topic <the printed topic>` drains the same messages). `FLOOR_COUNT` sets the
+//! measured messages per workload (default 10,000 for one sender, 100,000 otherwise),
+//! after a warm-up of half as many. Each prints one JSON line of the shape `rmq bench` prints:
 //! TPS, latency p50/p99 in ms, the process's CPU µs per message, peak RSS.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use rocketmq_blocking::protocol::header::SendMessageRequestHeaderV2Ref;
+use rocketmq_blocking::protocol::header::{
+    PullMessageRequestHeader, SendMessageRequestHeaderV2Ref,
+};
 use rocketmq_blocking::protocol::{
     RemotingCommand, RemotingCommandRef, RequestCode, SerializeType,
 };
@@ -75,6 +80,14 @@ fn main() -> Result<()> {
         .to_string();
     let broker_name = broker.broker_name.clone();
     for w in &workloads {
+        if w == "drain" {
+            let count = std::env::var("FLOOR_COUNT")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(100_000);
+            run_drain(&addr, &topic, &broker_name, count)?;
+            continue;
+        }
         if w == "async" {
             let count = std::env::var("FLOOR_COUNT")
                 .ok()
@@ -86,7 +99,7 @@ fn main() -> Result<()> {
         let threads: usize = w
             .strip_prefix("sync")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64, async"))?;
+            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64, async, drain"))?;
         let count: usize = std::env::var("FLOOR_COUNT")
             .ok()
             .and_then(|c| c.parse().ok())
@@ -116,6 +129,95 @@ fn run_async(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result
         cpu_seconds().zip(cpu0).map(|(b, a)| b - a),
         lat,
     )
+}
+
+/// Messages asked for per PULL_MESSAGE in the `drain` workload (the Java default).
+const PULL_BATCH: i32 = 32;
+
+/// The `drain` workload: fills the topic's 8 queues with `count` messages (not
+/// measured), then pulls them back queue after queue; prints the topic so that `rmq
+/// bench consume` can drain the same messages.
+fn run_drain(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result<()> {
+    const QUEUES: usize = 8;
+    for q in 0..QUEUES {
+        Sender::connect(addr, topic, broker_name, q)?.pipeline(count / QUEUES, None)?;
+    }
+    let mut stream = TcpStream::connect(addr)?;
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    let (mut frame, mut response) = (Vec::new(), Vec::with_capacity(64 * 1024));
+    let mut opaque = 0;
+    let mut got = 0;
+    for q in 0..QUEUES {
+        let mut offset = 0i64;
+        loop {
+            let header = PullMessageRequestHeader {
+                consumer_group: "floor_drain_group".into(),
+                topic: topic.into(),
+                queue_id: q as i32,
+                queue_offset: offset,
+                max_msg_nums: PULL_BATCH,
+                sys_flag: 4, // the subscription is in the request
+                commit_offset: 0,
+                suspend_timeout_millis: 0,
+                subscription: Some("*".into()),
+                sub_version: 0,
+                expression_type: Some("TAG".into()),
+                broker_name: Some(broker_name.into()),
+            };
+            opaque += 1;
+            frame.clear();
+            RemotingCommand::encode_request(
+                RequestCode::PULL_MESSAGE,
+                &header,
+                opaque,
+                0,
+                &[],
+                SerializeType::RocketMq,
+                &mut frame,
+            );
+            stream.write_all(&frame)?;
+            let mut len = [0u8; 4];
+            stream.read_exact(&mut len)?;
+            let len = u32::from_be_bytes(len) as usize;
+            if len > 16 << 20 {
+                return Err(format!("a response frame of {len} bytes").into());
+            }
+            response.resize(len, 0);
+            stream.read_exact(&mut response)?;
+            let r = RemotingCommandRef::decode(&response)?;
+            if r.code != 0 {
+                break; // PULL_NOT_FOUND: the queue is drained
+            }
+            // Each stored message starts with its total size.
+            let (mut at, mut n) = (0usize, 0i64);
+            while at + 4 <= r.body.len() {
+                let size = u32::from_be_bytes([
+                    r.body[at],
+                    r.body[at + 1],
+                    r.body[at + 2],
+                    r.body[at + 3],
+                ]);
+                at += (size as usize).max(4);
+                n += 1;
+            }
+            offset += n;
+            got += n as usize;
+        }
+    }
+    let elapsed = t0.elapsed();
+    let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
+    eprintln!("drain topic {topic}");
+    println!(
+        "{{\"workload\":\"drain\",\"topic\":\"{topic}\",\"messages\":{got},\"elapsedMs\":{:.1},\"tps\":{:.1},\"cpuUsPerMsg\":{},\"peakRssKiB\":{}}}",
+        elapsed.as_secs_f64() * 1000.0,
+        got as f64 / elapsed.as_secs_f64().max(1e-9),
+        cpu.map_or("null".into(), |c| format!("{:.1}", c * 1e6 / got.max(1) as f64)),
+        peak_rss_kib().map_or("null".into(), |k| k.to_string()),
+    );
+    Ok(())
 }
 
 /// One workload: a warm-up of `count / 2`, then `count` measured messages, split across
