@@ -1061,7 +1061,9 @@ impl IoLoop {
                 Some(entry) => self.complete(entry.waiter, Ok(cmd)),
                 // Maybe the answer to a frame a caller wrote itself, whose registration
                 // this turn's drain handles.
-                None if self.early.len() < MAX_EARLY => {
+                None if self.early.len() < MAX_EARLY
+                    && self.conns.get(&token).is_some_and(|c| c.direct.is_some()) =>
+                {
                     self.early.insert((token, cmd.opaque), cmd);
                 }
                 None => debug!(
