@@ -576,6 +576,29 @@ pub extern "C" fn rmq_producer_send_async(
     })
 }
 
+/// Sends a batch of messages of one topic without blocking for the answer (Java
+/// `send(Collection<Message>, SendCallback)`): `callback` gets the batch's one outcome
+/// later, as for `rmq_producer_send_async`. When this returns an error (an empty batch,
+/// several topics, no route...), nothing was sent and the callback is never called.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_batch_async(
+    p: *const rmq_producer,
+    messages: *const *const rmq_message,
+    count: usize,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
+            .into_iter()
+            .map(|m| m.inner.get().clone())
+            .collect();
+        let f = async_callback(p, callback, userdata)?;
+        p.inner.send_batch_async(&msgs, f).map_err(err)
+    })
+}
+
 /// Like `rmq_producer_send_async`, to one queue.
 #[no_mangle]
 pub extern "C" fn rmq_producer_send_async_to_queue(
