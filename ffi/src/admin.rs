@@ -316,18 +316,31 @@ pub extern "C" fn rmq_admin_consumer_connections_json(
     len: usize,
     written: *mut usize,
 ) -> rmq_result {
+    named_json(
+        a,
+        (group, group_len, "group"),
+        (buf, len, written),
+        |a, group| {
+            let c = a.consumer_connections(group).map_err(err)?;
+            Ok(crate::stats_json::consumer_connection(&c))
+        },
+    )
+}
+
+/// Asks `a` about the named thing and writes the JSON `view` makes of the answer into
+/// `buf`, as `rmq_admin_topic_route_json` does.
+fn named_json(
+    a: *const rmq_admin,
+    (name, name_len, what): (*const c_char, usize, &str),
+    (buf, len, written): (*mut c_char, usize, *mut usize),
+    view: impl FnOnce(&Admin, &str) -> Result<serde_json::Value, rmq_result>,
+) -> rmq_result {
     guard(|| {
         let a = admin(a)?;
-        let group = str_arg(group, group_len, "group")?;
+        let name = str_arg(name, name_len, what)?;
         out_param(buf, "the buffer")?;
         out_param(written, "written")?;
-        let c = a.consumer_connections(group).map_err(err)?;
-        to_json_buf(
-            &crate::stats_json::consumer_connection(&c),
-            buf,
-            len,
-            written,
-        )
+        to_json_buf(&view(a, name)?, buf, len, written)
     })
 }
 
@@ -345,14 +358,15 @@ pub extern "C" fn rmq_admin_topic_stats_json(
     len: usize,
     written: *mut usize,
 ) -> rmq_result {
-    guard(|| {
-        let a = admin(a)?;
-        let topic = str_arg(topic, topic_len, "topic")?;
-        out_param(buf, "the buffer")?;
-        out_param(written, "written")?;
-        let stats = a.topic_stats(topic).map_err(err)?;
-        to_json_buf(&crate::stats_json::topic_stats(&stats), buf, len, written)
-    })
+    named_json(
+        a,
+        (topic, topic_len, "topic"),
+        (buf, len, written),
+        |a, topic| {
+            let stats = a.topic_stats(topic).map_err(err)?;
+            Ok(crate::stats_json::topic_stats(&stats))
+        },
+    )
 }
 
 /// The store time of the first message still stored in `queue`, in ms since the epoch

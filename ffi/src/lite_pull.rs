@@ -202,6 +202,18 @@ pub extern "C" fn rmq_lite_pull_consumer_stats_json(
     })
 }
 
+/// `qs` as a new `rmq_queue_list` in `*list_out`.
+fn out_queue_list(
+    list_out: *mut *mut rmq_queue_list,
+    qs: Vec<MessageQueue>,
+) -> Result<(), rmq_result> {
+    let items = qs
+        .into_iter()
+        .map(|inner| rmq_message_queue { inner })
+        .collect();
+    out_handle(list_out, rmq_queue_list { items })
+}
+
 fn queues(qs: *const *const rmq_message_queue, n: usize) -> Result<Vec<MessageQueue>, rmq_result> {
     Ok(handle_array(qs, n, "queues")?
         .into_iter()
@@ -255,13 +267,7 @@ pub extern "C" fn rmq_lite_pull_consumer_fetch_message_queues(
     guard(|| {
         let c = consumer(c)?;
         let topic = str_arg(topic, topic_len, "topic")?;
-        let items = c
-            .fetch_message_queues(topic)
-            .map_err(err)?
-            .into_iter()
-            .map(|inner| rmq_message_queue { inner })
-            .collect();
-        out_handle(list_out, rmq_queue_list { items })
+        out_queue_list(list_out, c.fetch_message_queues(topic).map_err(err)?)
     })
 }
 
@@ -367,14 +373,7 @@ pub extern "C" fn rmq_lite_pull_consumer_assignment(
     c: *const rmq_lite_pull_consumer,
     list_out: *mut *mut rmq_queue_list,
 ) -> rmq_result {
-    guard(|| {
-        let items = consumer(c)?
-            .assignment()
-            .into_iter()
-            .map(|inner| rmq_message_queue { inner })
-            .collect();
-        out_handle(list_out, rmq_queue_list { items })
-    })
+    guard(|| out_queue_list(list_out, consumer(c)?.assignment()))
 }
 
 /// The first offset of `queue` whose message was stored at or after `timestamp_ms`

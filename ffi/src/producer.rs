@@ -451,10 +451,7 @@ pub extern "C" fn rmq_producer_send_batch(
 ) -> rmq_result {
     guard(|| {
         let p = producer(p)?;
-        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
-            .into_iter()
-            .map(|m| m.inner.get().clone())
-            .collect();
+        let msgs = batch_arg(messages, count)?;
         give_result(p.inner.send_batch(&msgs), result_out)
     })
 }
@@ -470,10 +467,7 @@ pub extern "C" fn rmq_producer_send_batch_to_queue(
 ) -> rmq_result {
     guard(|| {
         let p = producer(p)?;
-        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
-            .into_iter()
-            .map(|m| m.inner.get().clone())
-            .collect();
+        let msgs = batch_arg(messages, count)?;
         give_result(
             p.inner.send_batch_to_queue(&msgs, queue_ref(queue)?),
             result_out,
@@ -576,6 +570,17 @@ pub extern "C" fn rmq_producer_send_async(
     })
 }
 
+/// The messages of a batch, copied out of their handles.
+fn batch_arg(
+    messages: *const *const rmq_message,
+    count: usize,
+) -> Result<Vec<Message>, rmq_result> {
+    Ok(handle_array(messages, count, "messages")?
+        .into_iter()
+        .map(|m| m.inner.get().clone())
+        .collect())
+}
+
 /// Sends a batch of messages of one topic without blocking for the answer (Java
 /// `send(Collection<Message>, SendCallback)`): `callback` gets the batch's one outcome
 /// later, as for `rmq_producer_send_async`. When this returns an error (an empty batch,
@@ -590,10 +595,7 @@ pub extern "C" fn rmq_producer_send_batch_async(
 ) -> rmq_result {
     guard(|| {
         let p = producer(p)?;
-        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
-            .into_iter()
-            .map(|m| m.inner.get().clone())
-            .collect();
+        let msgs = batch_arg(messages, count)?;
         let f = async_callback(p, callback, userdata)?;
         p.inner.send_batch_async(&msgs, f).map_err(err)
     })
