@@ -238,15 +238,19 @@ pub mod testkit;
 mod trace;
 mod util;
 
-pub use admin::{Admin, AdminBuilder, Connection, MessageQuery, QueryResult, ResetTarget};
+pub use admin::{
+    Admin, AdminBuilder, Connection, ConsumerConnection, MessageQuery, QueryResult, ResetTarget,
+    TopicOffset, TopicStats,
+};
 pub use client::{ClientOptions, TopicConfig};
 pub use consumer::{
     AllocateAveragely, AllocateAveragelyByCircle, AllocateByConfig, AllocateByMachineRoom,
     AllocateConsistentHash, AllocateMachineRoomNearby, AllocateStrategy,
     ConsumeConcurrentlyContext, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeHookStatus,
     ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
-    LitePullConsumerBuilder, LitePullOptions, MessageModel, MessageSelector, PushConsumer,
-    PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
+    LitePullConsumerBuilder, LitePullOptions, MessageModel, MessageQueueListener, MessageSelector,
+    PushConsumer, PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
+    TopicQueueChangeListener,
 };
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{CompressionType, Message, MessageExt, MessageQueue};

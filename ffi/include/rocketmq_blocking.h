@@ -392,6 +392,38 @@ rmq_result rmq_admin_delete_topic(const rmq_admin *a,
 // keys sorted, broker id 0 the master.
 rmq_result rmq_admin_cluster_info_json(const rmq_admin *a, char *buf, size_t len, size_t *written);
 
+// Writes the online consumers of `group` (Java `examineConsumerConnectionInfo`, mqadmin
+// `consumerConnection`) as JSON into `buf`, NUL-terminated, as
+// `rmq_admin_topic_route_json` does: `{"connections": [{"clientId", "clientAddr",
+// "language", "version"}], "subscriptions": {topic: expression}, "consumeType",
+// "messageModel", "consumeFromWhere"}`. A group online nowhere is an error with the
+// broker's code `CONSUMER_NOT_ONLINE` (206).
+rmq_result rmq_admin_consumer_connections_json(const rmq_admin *a,
+                                               const char *group,
+                                               size_t group_len,
+                                               char *buf,
+                                               size_t len,
+                                               size_t *written);
+
+// Writes the queues of `topic` with their offsets (Java `examineTopicStats`, mqadmin
+// `topicStatus`) as JSON into `buf`, NUL-terminated, as `rmq_admin_topic_route_json`
+// does: `{"queues": [{"topic", "brokerName", "queueId", "minOffset", "maxOffset",
+// "lastUpdateMs"}]}`, sorted by broker name and queue id; `lastUpdateMs` is the last
+// message's store time, `null` for an empty queue.
+rmq_result rmq_admin_topic_stats_json(const rmq_admin *a,
+                                      const char *topic,
+                                      size_t topic_len,
+                                      char *buf,
+                                      size_t len,
+                                      size_t *written);
+
+// The store time of the first message still stored in `queue`, in ms since the epoch
+// (Java `earliestMsgStoreTime`); `*found` is false for an empty queue.
+rmq_result rmq_admin_earliest_msg_store_time(const rmq_admin *a,
+                                             const rmq_message_queue *queue,
+                                             bool *found,
+                                             int64_t *timestamp_ms);
+
 // The max offset of `queue`: where its next message will be stored (Java `maxOffset`).
 // Asked of the master of the queue's broker, found in the topic's route.
 rmq_result rmq_admin_max_offset(const rmq_admin *a,
@@ -621,6 +653,46 @@ rmq_result rmq_lite_pull_consumer_poll(const rmq_lite_pull_consumer *c,
 rmq_result rmq_lite_pull_consumer_assign(const rmq_lite_pull_consumer *c,
                                          const rmq_message_queue *const *queues_in,
                                          size_t count);
+
+// The readable queues of `topic`, sorted, from the name server (Java
+// `fetchMessageQueues`): what `rmq_lite_pull_consumer_assign` takes. A topic may have
+// more or fewer readable queues than writable ones (`rmq_producer_fetch_queues`).
+// `*list_out` is a new list to free with `rmq_queue_list_free`.
+rmq_result rmq_lite_pull_consumer_fetch_message_queues(const rmq_lite_pull_consumer *c,
+                                                       const char *topic,
+                                                       size_t topic_len,
+                                                       rmq_queue_list **list_out);
+
+// Commits `offsets[i]` (the next message to consume) for `queues_in[i]`, `count` of
+// each (Java `commit(Map<MessageQueue, Long>, boolean)`); with `persist`, written to the
+// broker before this returns. Every queue must be held and every offset at least 0, or
+// nothing is committed (`RMQ_STATE` / `RMQ_INVALID_ARGUMENT`).
+rmq_result rmq_lite_pull_consumer_commit_offsets(const rmq_lite_pull_consumer *c,
+                                                 const rmq_message_queue *const *queues_in,
+                                                 const int64_t *offsets,
+                                                 size_t count,
+                                                 bool persist);
+
+// Subscribes a running consumer to one more topic with a tag expression (Java
+// `subscribe` after `start`); its queues are taken at once.
+rmq_result rmq_lite_pull_consumer_subscribe(const rmq_lite_pull_consumer *c,
+                                            const char *topic,
+                                            size_t topic_len,
+                                            const char *expression,
+                                            size_t expression_len);
+
+// Subscribes a running consumer to one more topic with an SQL92 filter.
+rmq_result rmq_lite_pull_consumer_subscribe_sql(const rmq_lite_pull_consumer *c,
+                                                const char *topic,
+                                                size_t topic_len,
+                                                const char *sql,
+                                                size_t sql_len);
+
+// Stops consuming `topic`: its queues are dropped before this returns, and no later
+// poll returns its messages. `RMQ_INVALID_ARGUMENT` if not subscribed.
+rmq_result rmq_lite_pull_consumer_unsubscribe(const rmq_lite_pull_consumer *c,
+                                              const char *topic,
+                                              size_t topic_len);
 
 // Commits the offsets of what was polled so far.
 rmq_result rmq_lite_pull_consumer_commit(const rmq_lite_pull_consumer *c);
@@ -1073,6 +1145,16 @@ rmq_result rmq_producer_send_async(const rmq_producer *p,
                                    const rmq_message *message,
                                    rmq_send_callback callback,
                                    void *userdata);
+
+// Sends a batch of messages of one topic without blocking for the answer (Java
+// `send(Collection<Message>, SendCallback)`): `callback` gets the batch's one outcome
+// later, as for `rmq_producer_send_async`. When this returns an error (an empty batch,
+// several topics, no route...), nothing was sent and the callback is never called.
+rmq_result rmq_producer_send_batch_async(const rmq_producer *p,
+                                         const rmq_message *const *messages,
+                                         size_t count,
+                                         rmq_send_callback callback,
+                                         void *userdata);
 
 // Like `rmq_producer_send_async`, to one queue.
 rmq_result rmq_producer_send_async_to_queue(const rmq_producer *p,

@@ -301,6 +301,94 @@ pub extern "C" fn rmq_admin_cluster_info_json(
     })
 }
 
+/// Writes the online consumers of `group` (Java `examineConsumerConnectionInfo`, mqadmin
+/// `consumerConnection`) as JSON into `buf`, NUL-terminated, as
+/// `rmq_admin_topic_route_json` does: `{"connections": [{"clientId", "clientAddr",
+/// "language", "version"}], "subscriptions": {topic: expression}, "consumeType",
+/// "messageModel", "consumeFromWhere"}`. A group online nowhere is an error with the
+/// broker's code `CONSUMER_NOT_ONLINE` (206).
+#[no_mangle]
+pub extern "C" fn rmq_admin_consumer_connections_json(
+    a: *const rmq_admin,
+    group: *const c_char,
+    group_len: usize,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> rmq_result {
+    named_json(
+        a,
+        (group, group_len, "group"),
+        (buf, len, written),
+        |a, group| {
+            let c = a.consumer_connections(group).map_err(err)?;
+            Ok(crate::stats_json::consumer_connection(&c))
+        },
+    )
+}
+
+/// Asks `a` about the named thing and writes the JSON `view` makes of the answer into
+/// `buf`, as `rmq_admin_topic_route_json` does.
+fn named_json(
+    a: *const rmq_admin,
+    (name, name_len, what): (*const c_char, usize, &str),
+    (buf, len, written): (*mut c_char, usize, *mut usize),
+    view: impl FnOnce(&Admin, &str) -> Result<serde_json::Value, rmq_result>,
+) -> rmq_result {
+    guard(|| {
+        let a = admin(a)?;
+        let name = str_arg(name, name_len, what)?;
+        out_param(buf, "the buffer")?;
+        out_param(written, "written")?;
+        to_json_buf(&view(a, name)?, buf, len, written)
+    })
+}
+
+/// Writes the queues of `topic` with their offsets (Java `examineTopicStats`, mqadmin
+/// `topicStatus`) as JSON into `buf`, NUL-terminated, as `rmq_admin_topic_route_json`
+/// does: `{"queues": [{"topic", "brokerName", "queueId", "minOffset", "maxOffset",
+/// "lastUpdateMs"}]}`, sorted by broker name and queue id; `lastUpdateMs` is the last
+/// message's store time, `null` for an empty queue.
+#[no_mangle]
+pub extern "C" fn rmq_admin_topic_stats_json(
+    a: *const rmq_admin,
+    topic: *const c_char,
+    topic_len: usize,
+    buf: *mut c_char,
+    len: usize,
+    written: *mut usize,
+) -> rmq_result {
+    named_json(
+        a,
+        (topic, topic_len, "topic"),
+        (buf, len, written),
+        |a, topic| {
+            let stats = a.topic_stats(topic).map_err(err)?;
+            Ok(crate::stats_json::topic_stats(&stats))
+        },
+    )
+}
+
+/// The store time of the first message still stored in `queue`, in ms since the epoch
+/// (Java `earliestMsgStoreTime`); `*found` is false for an empty queue.
+#[no_mangle]
+pub extern "C" fn rmq_admin_earliest_msg_store_time(
+    a: *const rmq_admin,
+    queue: *const rmq_message_queue,
+    found: *mut bool,
+    timestamp_ms: *mut i64,
+) -> rmq_result {
+    guard(|| {
+        let a = admin(a)?;
+        let q = queue_ref(queue)?;
+        out_param(found, "found")?;
+        out_param(timestamp_ms, "timestamp_ms")?;
+        let t = a.earliest_msg_store_time(q).map_err(err)?;
+        out(found, t.is_some())?;
+        out(timestamp_ms, t.map_or(-1, millis))
+    })
+}
+
 /// Checks an out-parameter before the call whose result it is for goes out.
 fn out_param<T>(p: *mut T, what: &str) -> Result<(), rmq_result> {
     if p.is_null() {

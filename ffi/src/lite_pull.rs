@@ -5,6 +5,7 @@
 //! (as the Rust type); `rmq_lite_pull_consumer_free` needs it exclusively. It calls no C
 //! callbacks.
 
+use std::collections::HashMap;
 use std::ffi::c_char;
 use std::time::Duration;
 
@@ -201,6 +202,18 @@ pub extern "C" fn rmq_lite_pull_consumer_stats_json(
     })
 }
 
+/// `qs` as a new `rmq_queue_list` in `*list_out`.
+fn out_queue_list(
+    list_out: *mut *mut rmq_queue_list,
+    qs: Vec<MessageQueue>,
+) -> Result<(), rmq_result> {
+    let items = qs
+        .into_iter()
+        .map(|inner| rmq_message_queue { inner })
+        .collect();
+    out_handle(list_out, rmq_queue_list { items })
+}
+
 fn queues(qs: *const *const rmq_message_queue, n: usize) -> Result<Vec<MessageQueue>, rmq_result> {
     Ok(handle_array(qs, n, "queues")?
         .into_iter()
@@ -240,6 +253,96 @@ pub extern "C" fn rmq_lite_pull_consumer_assign(
     guard(|| consumer(c)?.assign(&queues(queues_in, count)?).map_err(err))
 }
 
+/// The readable queues of `topic`, sorted, from the name server (Java
+/// `fetchMessageQueues`): what `rmq_lite_pull_consumer_assign` takes. A topic may have
+/// more or fewer readable queues than writable ones (`rmq_producer_fetch_queues`).
+/// `*list_out` is a new list to free with `rmq_queue_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_fetch_message_queues(
+    c: *const rmq_lite_pull_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+    list_out: *mut *mut rmq_queue_list,
+) -> rmq_result {
+    guard(|| {
+        let c = consumer(c)?;
+        let topic = str_arg(topic, topic_len, "topic")?;
+        out_queue_list(list_out, c.fetch_message_queues(topic).map_err(err)?)
+    })
+}
+
+/// Commits `offsets[i]` (the next message to consume) for `queues_in[i]`, `count` of
+/// each (Java `commit(Map<MessageQueue, Long>, boolean)`); with `persist`, written to the
+/// broker before this returns. Every queue must be held and every offset at least 0, or
+/// nothing is committed (`RMQ_STATE` / `RMQ_INVALID_ARGUMENT`).
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_commit_offsets(
+    c: *const rmq_lite_pull_consumer,
+    queues_in: *const *const rmq_message_queue,
+    offsets: *const i64,
+    count: usize,
+    persist: bool,
+) -> rmq_result {
+    guard(|| {
+        let c = consumer(c)?;
+        let qs = queues(queues_in, count)?;
+        let offsets = crate::util::slice_arg(offsets, count, "offsets")?;
+        let map: HashMap<MessageQueue, i64> = qs.into_iter().zip(offsets.iter().copied()).collect();
+        c.commit(&map, persist).map_err(err)
+    })
+}
+
+/// Subscribes a running consumer to one more topic with a tag expression (Java
+/// `subscribe` after `start`); its queues are taken at once.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_subscribe(
+    c: *const rmq_lite_pull_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+    expression: *const c_char,
+    expression_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let c = consumer(c)?;
+        let topic = str_arg(topic, topic_len, "topic")?;
+        let expression = str_arg(expression, expression_len, "expression")?;
+        c.subscribe(topic, expression).map_err(err)
+    })
+}
+
+/// Subscribes a running consumer to one more topic with an SQL92 filter.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_subscribe_sql(
+    c: *const rmq_lite_pull_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+    sql: *const c_char,
+    sql_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let c = consumer(c)?;
+        let topic = str_arg(topic, topic_len, "topic")?;
+        let sql = str_arg(sql, sql_len, "sql")?;
+        c.subscribe_with(topic, MessageSelector::by_sql(sql))
+            .map_err(err)
+    })
+}
+
+/// Stops consuming `topic`: its queues are dropped before this returns, and no later
+/// poll returns its messages. `RMQ_INVALID_ARGUMENT` if not subscribed.
+#[no_mangle]
+pub extern "C" fn rmq_lite_pull_consumer_unsubscribe(
+    c: *const rmq_lite_pull_consumer,
+    topic: *const c_char,
+    topic_len: usize,
+) -> rmq_result {
+    guard(|| {
+        let c = consumer(c)?;
+        c.unsubscribe(str_arg(topic, topic_len, "topic")?)
+            .map_err(err)
+    })
+}
+
 /// Commits the offsets of what was polled so far.
 #[no_mangle]
 pub extern "C" fn rmq_lite_pull_consumer_commit(c: *const rmq_lite_pull_consumer) -> rmq_result {
@@ -270,14 +373,7 @@ pub extern "C" fn rmq_lite_pull_consumer_assignment(
     c: *const rmq_lite_pull_consumer,
     list_out: *mut *mut rmq_queue_list,
 ) -> rmq_result {
-    guard(|| {
-        let items = consumer(c)?
-            .assignment()
-            .into_iter()
-            .map(|inner| rmq_message_queue { inner })
-            .collect();
-        out_handle(list_out, rmq_queue_list { items })
-    })
+    guard(|| out_queue_list(list_out, consumer(c)?.assignment()))
 }
 
 /// The first offset of `queue` whose message was stored at or after `timestamp_ms`

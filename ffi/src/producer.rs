@@ -451,10 +451,7 @@ pub extern "C" fn rmq_producer_send_batch(
 ) -> rmq_result {
     guard(|| {
         let p = producer(p)?;
-        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
-            .into_iter()
-            .map(|m| m.inner.get().clone())
-            .collect();
+        let msgs = batch_arg(messages, count)?;
         give_result(p.inner.send_batch(&msgs), result_out)
     })
 }
@@ -470,10 +467,7 @@ pub extern "C" fn rmq_producer_send_batch_to_queue(
 ) -> rmq_result {
     guard(|| {
         let p = producer(p)?;
-        let msgs: Vec<Message> = handle_array(messages, count, "messages")?
-            .into_iter()
-            .map(|m| m.inner.get().clone())
-            .collect();
+        let msgs = batch_arg(messages, count)?;
         give_result(
             p.inner.send_batch_to_queue(&msgs, queue_ref(queue)?),
             result_out,
@@ -573,6 +567,37 @@ pub extern "C" fn rmq_producer_send_async(
         let m = msg(message)?.clone();
         let f = async_callback(p, callback, userdata)?;
         p.inner.send_async(m, f).map_err(|e| err(e.into()))
+    })
+}
+
+/// The messages of a batch, copied out of their handles.
+fn batch_arg(
+    messages: *const *const rmq_message,
+    count: usize,
+) -> Result<Vec<Message>, rmq_result> {
+    Ok(handle_array(messages, count, "messages")?
+        .into_iter()
+        .map(|m| m.inner.get().clone())
+        .collect())
+}
+
+/// Sends a batch of messages of one topic without blocking for the answer (Java
+/// `send(Collection<Message>, SendCallback)`): `callback` gets the batch's one outcome
+/// later, as for `rmq_producer_send_async`. When this returns an error (an empty batch,
+/// several topics, no route...), nothing was sent and the callback is never called.
+#[no_mangle]
+pub extern "C" fn rmq_producer_send_batch_async(
+    p: *const rmq_producer,
+    messages: *const *const rmq_message,
+    count: usize,
+    callback: rmq_send_callback,
+    userdata: *mut c_void,
+) -> rmq_result {
+    guard(|| {
+        let p = producer(p)?;
+        let msgs = batch_arg(messages, count)?;
+        let f = async_callback(p, callback, userdata)?;
+        p.inner.send_batch_async(&msgs, f).map_err(err)
     })
 }
 

@@ -2,10 +2,12 @@
 //! which includes this file with `#[path]` so both give the same shape). The public Rust
 //! stats types have no serde impls on purpose: this is the one place their JSON is
 //! defined, from their public fields. Latencies are whole microseconds (`*_us` keys);
-//! an unknown offset or lag is `null`.
+//! an unknown offset or lag is `null`. The admin views of a consumer group's connections
+//! and of a topic's queues are here too, for the same reason.
 
 use rocketmq_blocking::{
-    ClientStats, ConsumerStats, ErrorKind, LatencyHistogram, ProducerStats, QueueStats,
+    ClientStats, ConsumerConnection, ConsumerStats, ErrorKind, LatencyHistogram, ProducerStats,
+    QueueStats, TopicStats,
 };
 use serde_json::{json, Map, Value};
 
@@ -122,6 +124,57 @@ pub(crate) fn consumer(s: &ConsumerStats) -> Value {
         "hook_panics": s.hook_panics,
         "client": client(&s.client),
     })
+}
+
+fn ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `Admin::consumer_connections` (mqadmin `consumerConnection`): `{"connections":
+/// [{"clientId", "clientAddr", "language", "version"}], "subscriptions": {topic:
+/// expression}, "consumeType", "messageModel", "consumeFromWhere"}`.
+pub(crate) fn consumer_connection(c: &ConsumerConnection) -> Value {
+    let connections: Vec<Value> = c
+        .connections
+        .iter()
+        .map(|x| {
+            json!({
+                "clientId": x.client_id,
+                "clientAddr": x.client_addr,
+                "language": x.language,
+                "version": x.version,
+            })
+        })
+        .collect();
+    json!({
+        "connections": connections,
+        "subscriptions": c.subscriptions,
+        "consumeType": c.consume_type,
+        "messageModel": c.message_model,
+        "consumeFromWhere": c.consume_from_where,
+    })
+}
+
+/// `Admin::topic_stats` (mqadmin `topicStatus`): `{"queues": [{"topic", "brokerName",
+/// "queueId", "minOffset", "maxOffset", "lastUpdateMs"}]}`, sorted by broker name and
+/// queue id; `lastUpdateMs` is `null` for an empty queue.
+pub(crate) fn topic_stats(s: &TopicStats) -> Value {
+    let queues: Vec<Value> = s
+        .queues
+        .iter()
+        .map(|(mq, o)| {
+            json!({
+                "topic": mq.topic(),
+                "brokerName": mq.broker_name(),
+                "queueId": mq.queue_id(),
+                "minOffset": o.min_offset,
+                "maxOffset": o.max_offset,
+                "lastUpdateMs": o.last_update.map(ms),
+            })
+        })
+        .collect();
+    json!({ "queues": queues })
 }
 
 #[cfg(test)]

@@ -23,11 +23,16 @@ fn null(what: &str) -> rmq_result {
 
 /// A byte string from C: `p` may be NULL only when `len` is 0.
 pub(crate) fn bytes_arg<'a>(p: *const u8, len: usize, what: &str) -> Result<&'a [u8], rmq_result> {
+    slice_arg(p, len, what)
+}
+
+/// An array of `len` values from C: `p` may be NULL only when `len` is 0.
+pub(crate) fn slice_arg<'a, T>(p: *const T, len: usize, what: &str) -> Result<&'a [T], rmq_result> {
     if p.is_null() {
         return if len == 0 { Ok(&[]) } else { Err(null(what)) };
     }
-    // SAFETY: the caller passes `len` readable bytes at `p` that outlive this call
-    // (documented on every function taking pointer + length); `p` is not NULL.
+    // SAFETY: the caller passes `len` readable, initialised values at `p` that outlive
+    // this call (documented on every function taking pointer + length); `p` is not NULL.
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 

@@ -732,3 +732,49 @@ fn a_c_admin_sees_the_offsets_progress_and_messages_of_a_topic_then_deletes_it()
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
 }
+
+/// Issue 29 from C: a lite pull consumer subscribed while running reads an async batch;
+/// the admin's connections and topic stats JSON show it and the topic; a commit of given
+/// offsets is read back; an unsubscribe drops the queues; the readable queues are listed.
+#[test]
+fn a_c_lite_pull_consumer_subscribes_while_running_commits_given_offsets_and_unsubscribes() {
+    let topic = unique("CFollowTopic");
+    let group = unique("c_follow");
+    let out = run(
+        Command::new(example("lite_follow")).args([&topic, &group]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "lite_follow failed: {}\n{text}",
+        out.status
+    );
+    for line in [
+        "batch_async ok",
+        "subscribed received=4",
+        "held=4 committed_sum=4 earliest_found=1",
+        "negative_commit=RMQ_INVALID_ARGUMENT",
+        "after_unsubscribe assignment=0",
+        "fetched=4",
+        "summary ok=1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+    }
+    let json = |label: &str| -> serde_json::Value {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .unwrap_or_else(|| panic!("no {label:?} in\n{text}"));
+        serde_json::from_str(line).expect("JSON")
+    };
+    let conns = json("connections ");
+    assert_eq!(conns["connections"][0]["language"], "RUST", "{conns}");
+    assert_eq!(conns["consumeType"], "CONSUME_ACTIVELY", "{conns}");
+    assert_eq!(conns["subscriptions"][topic.as_str()], "*", "{conns}");
+    let stats = json("topic_stats ");
+    let queues = stats["queues"].as_array().expect("queues");
+    assert_eq!(queues.len(), 4, "{stats}");
+    let stored: i64 = queues.iter().filter_map(|q| q["maxOffset"].as_i64()).sum();
+    assert_eq!(stored, 4, "{stats}");
+}

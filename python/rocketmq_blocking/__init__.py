@@ -52,6 +52,7 @@ from typing import (
     Generic,
     Iterator,
     List,
+    Mapping,
     Optional,
     Sequence,
     Tuple,
@@ -1174,10 +1175,34 @@ class LitePullConsumer(_Client[_native.LitePullConsumer]):
             msgs = h.poll(t)
         return [ReceivedMessage(*m) for m in msgs]
 
-    def commit(self) -> None:
-        """Commits the offsets of what was polled."""
+    def commit(self, offsets: Optional[Mapping[MessageQueue, int]] = None, *, persist: bool = True) -> None:
+        """Commits the offsets of what was polled; with ``offsets``, commits those instead
+        (Java ``commit(Map<MessageQueue, Long>, boolean)``): each the next offset to
+        consume of a held queue, written to the broker before this returns with
+        ``persist``, else with the next periodic persist. A queue not held or a negative
+        offset raises, and nothing is committed."""
         with self._use() as h:
-            h.commit()
+            if offsets is None:
+                h.commit()
+            else:
+                h.commit_offsets([(_queue(q), int(o)) for q, o in offsets.items()], persist)
+
+    def fetch_message_queues(self, topic: str) -> List[MessageQueue]:
+        """The readable queues of ``topic`` (Java ``fetchMessageQueues``), which may be
+        more or fewer than the writable ones :meth:`Producer.fetch_queues` gives."""
+        with self._use() as h:
+            return [MessageQueue(*q) for q in h.fetch_message_queues(topic)]
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribes the running consumer to one more topic (Java ``subscribe`` after
+        ``start``); its queues are taken at once. Not for a consumer that assigns."""
+        with self._use() as h:
+            h.subscribe(topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stops consuming ``topic``: its queues are dropped before this returns."""
+        with self._use() as h:
+            h.unsubscribe(topic)
 
     def assign(self, queues: Sequence[MessageQueue]) -> None:
         """Takes these queues (replacing earlier ones); for a consumer without a topic."""
@@ -1409,6 +1434,27 @@ class Admin(_Client[_native.NativeAdmin]):
         with self._use() as h:
             m = h.query_message_by_unique_key(topic, msg_id)
         return None if m is None else ReceivedMessage(*m)
+
+    def consumer_connections(self, group: str) -> Dict[str, Any]:
+        """The online consumers of ``group`` (mqadmin ``consumerConnection``):
+        ``connections`` (``clientId``, ``clientAddr``, ``language``, ``version``),
+        ``subscriptions`` (topic to expression), ``consumeType``, ``messageModel``,
+        ``consumeFromWhere``. Raises when the group is online nowhere."""
+        with self._use() as h:
+            return _stats(h.consumer_connections(group))
+
+    def topic_stats(self, topic: str) -> Dict[str, Any]:
+        """The queues of ``topic`` (mqadmin ``topicStatus``): ``queues``, each with
+        ``topic``, ``brokerName``, ``queueId``, ``minOffset``, ``maxOffset`` and
+        ``lastUpdateMs`` (``None`` for an empty queue)."""
+        with self._use() as h:
+            return _stats(h.topic_stats(topic))
+
+    def earliest_msg_store_time(self, queue: MessageQueue) -> Optional[int]:
+        """The store time (ms since the epoch) of the first message still in ``queue``,
+        ``None`` for an empty queue (Java ``earliestMsgStoreTime``)."""
+        with self._use() as h:
+            return h.earliest_msg_store_time(_queue(queue))
 
     def consume_stats(self, group: str, topic: Optional[str] = None) -> ConsumeStats:
         """``group``'s progress in ``topic`` (``None``: every topic it consumes)."""

@@ -1294,6 +1294,35 @@ impl LitePullConsumer {
         py.detach(|| self.inner.commit_sync()).or_raise(py)
     }
 
+    /// Commits the given offsets (Java `commit(Map<MessageQueue, Long>, boolean)`).
+    fn commit_offsets(
+        &self,
+        py: Python<'_>,
+        offsets: Vec<(QueueTuple, i64)>,
+        persist: bool,
+    ) -> PyResult<()> {
+        let map: std::collections::HashMap<MessageQueue, i64> =
+            offsets.into_iter().map(|(q, o)| (queue_of(q), o)).collect();
+        py.detach(|| self.inner.commit(&map, persist)).or_raise(py)
+    }
+
+    /// The readable queues of `topic` (Java `fetchMessageQueues`).
+    fn fetch_message_queues(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<QueueTuple>> {
+        let qs = py
+            .detach(|| self.inner.fetch_message_queues(topic))
+            .or_raise(py)?;
+        Ok(qs.iter().map(queue_tuple).collect())
+    }
+
+    fn subscribe(&self, py: Python<'_>, topic: &str, expression: &str) -> PyResult<()> {
+        py.detach(|| self.inner.subscribe(topic, expression))
+            .or_raise(py)
+    }
+
+    fn unsubscribe(&self, py: Python<'_>, topic: &str) -> PyResult<()> {
+        py.detach(|| self.inner.unsubscribe(topic)).or_raise(py)
+    }
+
     /// Takes these queues, `(topic, broker_name, queue_id)` tuples.
     fn assign(&self, py: Python<'_>, queues: Vec<QueueTuple>) -> PyResult<()> {
         let qs = queues_of(queues);
@@ -1553,6 +1582,29 @@ impl NativeAdmin {
             })
             .collect();
         Ok((s.consume_tps, s.total_diff(), queues))
+    }
+
+    /// The online consumers of `group` as JSON (`stats_json::consumer_connection`).
+    fn consumer_connections(&self, py: Python<'_>, group: &str) -> PyResult<String> {
+        let c = py
+            .detach(|| self.inner.consumer_connections(group))
+            .or_raise(py)?;
+        Ok(stats_json::consumer_connection(&c).to_string())
+    }
+
+    /// The queues of `topic` with their offsets as JSON (`stats_json::topic_stats`).
+    fn topic_stats(&self, py: Python<'_>, topic: &str) -> PyResult<String> {
+        let s = py.detach(|| self.inner.topic_stats(topic)).or_raise(py)?;
+        Ok(stats_json::topic_stats(&s).to_string())
+    }
+
+    /// The store time (ms) of the first message of `queue`, None when it is empty.
+    fn earliest_msg_store_time(&self, py: Python<'_>, queue: QueueTuple) -> PyResult<Option<i64>> {
+        let q = queue_of(queue);
+        let t = py
+            .detach(|| self.inner.earliest_msg_store_time(&q))
+            .or_raise(py)?;
+        Ok(t.map(millis))
     }
 
     /// Nothing to wait for: the connections close when the last reference goes.

@@ -3,6 +3,8 @@ resume, offset for a timestamp, against the real cluster."""
 
 import time
 
+import pytest
+
 import rocketmq_blocking as rmq
 from conftest import unique, wait_for
 
@@ -45,3 +47,38 @@ def test_an_assigned_consumer_seeks_commits_pauses_and_resumes(namesrv, topic):
             assert c.offset_for_timestamp(q, int(time.time() * 1000) + 3_600_000) == 7
             c.seek_to_end(q)
             assert c.poll(500) == []
+
+
+def test_a_running_consumer_subscribes_commits_given_offsets_and_unsubscribes(namesrv, topic):
+    group = unique("py_follow")
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        for i in range(4):
+            p.send(rmq.Message(topic, f"m{i}".encode()))
+        with rmq.LitePullConsumer(group, None, namesrv=namesrv, from_first=True, auto_commit=False) as c:
+            queues = c.fetch_message_queues(topic)
+            assert [q.queue_id for q in queues] == [0, 1, 2, 3] and all(q.topic == topic for q in queues)
+            c.subscribe(topic)
+            assert len(poll_until(c, 4)) == 4
+            assert wait_for(lambda: len(c.assignment()) == 4, timeout=30), c.assignment()
+
+            c.commit({queues[0]: 1, queues[1]: 2})
+            assert c.committed(queues[0]) == 1 and c.committed(queues[1]) == 2
+            with pytest.raises(rmq.RocketMQError):
+                c.commit({queues[0]: -1})
+            assert c.committed(queues[0]) == 1
+
+            with rmq.Admin(namesrv) as admin:
+                conns = admin.consumer_connections(group)
+                assert [x["language"] for x in conns["connections"]] == ["RUST"]
+                assert conns["subscriptions"] == {topic: "*"} and conns["consumeType"] == "CONSUME_ACTIVELY"
+                stats = admin.topic_stats(topic)
+                assert len(stats["queues"]) == 4
+                assert sum(q["maxOffset"] for q in stats["queues"]) == 4
+                stored = [admin.earliest_msg_store_time(q) for q in queues]
+                with_msgs = [q for q in stats["queues"] if q["maxOffset"] > 0]
+                assert len([t for t in stored if t is not None]) == len(with_msgs)
+
+            c.unsubscribe(topic)
+            assert c.assignment() == []
+            with pytest.raises(rmq.RocketMQError):
+                c.unsubscribe(topic)

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 mod query;
+mod stats;
 pub use query::{MessageQuery, QueryResult};
+pub use stats::{ConsumerConnection, TopicOffset, TopicStats};
 
 use crate::client::expect_success;
 use crate::client::validators::{

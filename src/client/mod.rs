@@ -26,4 +26,6 @@ pub(crate) use reply::decode_reply;
 pub(crate) use reply::{process_reply, ReplyCallback, ReplyTable, Waiter};
 #[cfg(feature = "unstable-internals")]
 pub use route::to_subscribe_info;
+#[cfg(not(feature = "unstable-internals"))]
+pub(crate) use route::to_subscribe_info;
 pub use route::{next_send_index, to_publish_info, TopicPublishInfo};

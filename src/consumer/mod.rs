@@ -13,6 +13,7 @@ mod pool;
 mod process_queue;
 mod pull;
 mod push;
+mod queue_listener;
 mod rebalance;
 mod stats;
 mod subscription;
@@ -41,6 +42,7 @@ pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
 #[cfg(feature = "unstable-internals")]
 pub(crate) use offset_store::parse_offsets_file;
+pub use queue_listener::{MessageQueueListener, TopicQueueChangeListener};
 pub use subscription::MessageSelector;
 
 use push::PushConsumerImpl;
@@ -390,6 +392,16 @@ impl ConsumerConfig {
     }
 }
 
+/// What a running consumer does after subscribing to `topic` (with namespace): fetch its
+/// route, tell the brokers, rebalance now.
+fn follow_new_subscription(instance: &MQClientInstance, group: &str, topic: &str) {
+    if let Err(e) = instance.update_topic_route(topic) {
+        log::warn!("{group}: route of {topic}: {e}");
+    }
+    instance.send_heartbeat_to_all_brokers_with_lock();
+    instance.rebalance_immediately();
+}
+
 /// Builder for [`PushConsumer`].
 pub struct PushConsumerBuilder {
     group: String,
@@ -400,6 +412,7 @@ pub struct PushConsumerBuilder {
     strategy: Option<Box<dyn AllocateStrategy>>,
     consume_hooks: crate::util::Hooks<dyn ConsumeHook>,
     request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
+    queue_listener: Option<Arc<dyn MessageQueueListener>>,
 }
 
 impl fmt::Debug for PushConsumerBuilder {
@@ -413,11 +426,21 @@ impl fmt::Debug for PushConsumerBuilder {
             .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
             .field("consume_hooks", &self.consume_hooks)
             .field("request_hooks", &self.request_hooks)
+            .field("queue_listener", &self.queue_listener.is_some())
             .finish()
     }
 }
 
 impl PushConsumerBuilder {
+    /// Tells `listener` whenever a rebalance changes the queues this consumer holds of a
+    /// subscribed topic (Java `setMessageQueueListener`); it runs on the rebalance thread
+    /// after the new queues are taken and before their first pulls.
+    #[doc(alias = "setMessageQueueListener")]
+    pub fn message_queue_listener(mut self, listener: impl MessageQueueListener + 'static) -> Self {
+        self.queue_listener = Some(Arc::new(listener));
+        self
+    }
+
     /// Adds a hook called around every listener call, from the first one on (Java
     /// `registerConsumeMessageHook`); see [`ConsumeHook`].
     /// [`PushConsumer::register_consume_hook`] adds one to a running consumer.
@@ -658,6 +681,7 @@ impl PushConsumerBuilder {
             rebalance,
             store,
         )?;
+        *inner.queue_listener.write() = self.queue_listener;
         for hook in self.request_hooks.0 {
             instance.register_request_hook(hook);
         }
@@ -697,6 +721,7 @@ impl PushConsumer {
             strategy: None,
             consume_hooks: Default::default(),
             request_hooks: Default::default(),
+            queue_listener: None,
         }
     }
 
@@ -802,11 +827,7 @@ impl PushConsumer {
             .write()
             .insert(wrapped.clone(), sub);
         if *c.state.lock() == ServiceState::Running {
-            if let Err(e) = c.instance.update_topic_route(&wrapped) {
-                log::warn!("{}: route of {wrapped}: {e}", c.group);
-            }
-            c.instance.send_heartbeat_to_all_brokers_with_lock();
-            c.instance.rebalance_immediately();
+            follow_new_subscription(&c.instance, &c.group, &wrapped);
         }
         Ok(())
     }

@@ -455,6 +455,34 @@ impl Producer {
             .send_batch_to_queue(msgs, mq, self.inner.options().send_timeout)
     }
 
+    /// [`send_batch`](Self::send_batch) without waiting (Java `send(Collection<Message>,
+    /// SendCallback)`): `callback` runs on the callback pool with the batch's result,
+    /// exactly once if this returns `Ok`, as for [`send_async`](Self::send_async). An `Err`
+    /// means nothing was sent and `callback` never runs: an invalid batch (empty, several
+    /// topics, a delayed or retry-topic message), no route, or a producer not running.
+    pub fn send_batch_async(
+        &self,
+        msgs: &[Message],
+        callback: impl FnOnce(Result<SendResult>) + Send + 'static,
+    ) -> Result<()> {
+        let timeout = self.inner.options().send_timeout;
+        self.inner
+            .send_batch_async(msgs, None, timeout, Box::new(callback))
+    }
+
+    /// [`send_batch_async`](Self::send_batch_async) to one queue of the batch's topic;
+    /// re-sends after a transport failure go to the same queue.
+    pub fn send_batch_async_to_queue(
+        &self,
+        msgs: &[Message],
+        mq: &MessageQueue,
+        callback: impl FnOnce(Result<SendResult>) + Send + 'static,
+    ) -> Result<()> {
+        let timeout = self.inner.options().send_timeout;
+        self.inner
+            .send_batch_async(msgs, Some(mq), timeout, Box::new(callback))
+    }
+
     /// Sends without waiting; `callback` runs on the callback pool with the result.
     ///
     /// The contract, as crossbeam's `send` and rdkafka's `BaseProducer::send` have it:

@@ -453,6 +453,14 @@ command_header! {
 }
 
 command_header! {
+    /// GET_EARLIEST_MSG_STORETIME (32) response: the store time of a queue's first message,
+    /// ms since the epoch (-1 for an empty queue).
+    pub struct EarliestMsgStoreTimeResponseHeader {
+        pub timestamp: i64 => "timestamp",
+    }
+}
+
+command_header! {
     /// QUERY_CONSUMER_OFFSET (14) request.
     pub struct QueryConsumerOffsetRequestHeader {
         pub consumer_group: String => "consumerGroup",

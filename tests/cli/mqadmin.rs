@@ -127,6 +127,7 @@ fn topic_status_prints_each_queues_offsets_as_mqadmin_does() {
         assert_eq!(q["broker"], "broker-a");
         assert_eq!(q["queueId"], i);
         assert_eq!(q["minOffset"], 0);
+        assert_eq!(q["lastUpdated"].is_u64(), q["maxOffset"] != 0, "{q}");
         let row = rows(&table, "broker-a")
             .into_iter()
             .find(|r| r.get(1) == Some(&i.to_string().as_str()))
@@ -155,10 +156,16 @@ fn consumer_connection_lists_the_client_ids_mqadmin_lists() {
     let client_id = consumer.client_id();
     let lines = lines_until(&["consumerConnection", "-g", &group], |l| !l.is_empty());
     let broker = &cluster().broker_addrs()[0];
-    assert_eq!(
-        lines,
-        vec![json!({"group": group, "broker": broker.0, "clientId": client_id})]
-    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(line["group"], group.as_str());
+    assert_eq!(line["broker"], broker.0.as_str());
+    assert_eq!(line["clientId"], client_id.as_str());
+    assert_eq!(line["language"], "RUST");
+    assert_eq!(line["consumeType"], "CONSUME_PASSIVELY");
+    assert_eq!(line["messageModel"], "CLUSTERING");
+    assert_eq!(line["subscriptions"][topic.as_str()], "*");
+    assert!(line["clientAddr"].as_str().is_some_and(|a| !a.is_empty()));
     let on_broker = lines_of(&["consumerConnection", "-g", &group, "-b", &broker.1]);
     assert_eq!(on_broker, lines);
     let table = mqadmin(&["consumerConnection", "-g", &group]);

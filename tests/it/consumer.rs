@@ -505,7 +505,7 @@ pub(crate) fn lite(group: &str) -> rocketmq_blocking::LitePullConsumerBuilder {
         .broker_suspend_max_time(Duration::from_millis(500))
 }
 
-fn poll_until(c: &rocketmq_blocking::LitePullConsumer, n: usize) -> Vec<MessageExt> {
+pub(crate) fn poll_until(c: &rocketmq_blocking::LitePullConsumer, n: usize) -> Vec<MessageExt> {
     let mut got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while got.len() < n && Instant::now() < deadline {

@@ -16,6 +16,7 @@ mod faults;
 mod hooks;
 #[path = "../common/java.rs"]
 mod java;
+mod lite_pull_queues;
 mod producer;
 mod push_shutdown;
 mod remoting;

@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Args, Subcommand};
 use rocketmq_blocking::client::validators::{check_group, check_topic};
 use rocketmq_blocking::SubscriptionGroupConfig;
-use rocketmq_blocking::{Admin, ErrorKind, MessageExt, MessageQuery, MessageQueue, ResetTarget};
+use rocketmq_blocking::{Admin, ErrorKind, MessageExt, MessageQuery, ResetTarget};
 use serde_json::json;
 
 use crate::consume::{epoch_millis, render};
@@ -449,47 +449,34 @@ pub(crate) fn cluster_list(admin: &Admin, args: ClusterListArgs) -> CliResult {
     print_lines(lines)
 }
 
-/// `rmq topicStatus`: the min and max offset of each write queue on its master, from the
-/// topic's route (mqadmin asks each broker for the same numbers in one call).
+/// `rmq topicStatus`: each queue's min and max offset and last store time, from every
+/// broker of the topic in one GET_TOPIC_STATS_INFO each, as mqadmin asks.
 pub(crate) fn topic_status(admin: &Admin, args: TopicStatusArgs) -> CliResult {
     check_topic(&args.topic)?;
-    let route = admin.topic_route(&args.topic)?;
-    let mut queues: Vec<_> = route.queue_datas.iter().collect();
-    queues.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
-    let mut lines = Vec::new();
-    for qd in queues {
-        let Some(addr) = route
-            .broker_datas
-            .iter()
-            .find(|bd| bd.broker_name == qd.broker_name)
-            .and_then(|bd| bd.master_addr())
-        else {
-            eprintln!(
-                "rmq: {} has no master: its queues are left out",
-                qd.broker_name
-            );
-            continue;
-        };
-        // A route's counts are Java's `int`.
-        for queue_id in 0..i32::try_from(qd.write_queue_nums).unwrap_or(i32::MAX) {
-            let mq = MessageQueue::new(&args.topic, &qd.broker_name, queue_id);
-            lines.push(
-                json!({
-                    "topic": args.topic,
-                    "broker": qd.broker_name,
-                    "queueId": queue_id,
-                    "minOffset": admin.min_offset_on(addr, &mq)?,
-                    "maxOffset": admin.max_offset_on(addr, &mq)?,
-                })
-                .to_string(),
-            );
-        }
-    }
-    print_lines(lines)
+    let stats = admin.topic_stats(&args.topic)?;
+    let lines = stats.queues.iter().map(|(mq, o)| {
+        json!({
+            "topic": args.topic,
+            "broker": mq.broker_name(),
+            "queueId": mq.queue_id(),
+            "minOffset": o.min_offset,
+            "maxOffset": o.max_offset,
+            "lastUpdated": o.last_update.map(millis),
+        })
+        .to_string()
+    });
+    print_lines(lines.collect::<Vec<_>>())
 }
 
-/// `rmq consumerConnection`: the client ids each master broker (or the one given) holds for
-/// the group. A broker that does not know the group answers with an error code and is
+/// Milliseconds since the epoch of `t` (0 before it).
+fn millis(t: SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// `rmq consumerConnection`: the connections each master broker (or the one given) holds
+/// for the group, with the group's subscriptions and settings (GET_CONSUMER_CONNECTION_LIST,
+/// as mqadmin asks). A broker that does not know the group answers with an error code and is
 /// skipped; a group no broker knows is an error, as in mqadmin.
 pub(crate) fn consumer_connection(admin: &Admin, args: ConsumerConnectionArgs) -> CliResult {
     check_group(&args.group)?;
@@ -506,16 +493,27 @@ pub(crate) fn consumer_connection(admin: &Admin, args: ConsumerConnectionArgs) -
     };
     let mut lines = Vec::new();
     for (name, addr) in &brokers {
-        let ids = match admin
-            .api()
-            .get_consumer_id_list(addr, &args.group, CALL_TIMEOUT)
-        {
-            Ok(ids) => ids,
+        let conn = match admin.consumer_connections_on(addr, &args.group) {
+            Ok(c) => c,
             Err(e) if e.kind() == ErrorKind::Response => continue,
             Err(e) => return Err(e.into()),
         };
-        for id in ids {
-            lines.push(json!({"group": args.group, "broker": name, "clientId": id}).to_string());
+        for c in conn.connections {
+            lines.push(
+                json!({
+                    "group": args.group,
+                    "broker": name,
+                    "clientId": c.client_id,
+                    "clientAddr": c.client_addr,
+                    "language": c.language,
+                    "version": c.version,
+                    "consumeType": conn.consume_type,
+                    "messageModel": conn.message_model,
+                    "consumeFromWhere": conn.consume_from_where,
+                    "subscriptions": conn.subscriptions,
+                })
+                .to_string(),
+            );
         }
     }
     if lines.is_empty() {

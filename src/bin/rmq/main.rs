@@ -194,11 +194,12 @@ enum Command {
     /// The brokers of every cluster (or of one), one line per broker (mqadmin clusterList).
     #[command(name = "clusterList")]
     ClusterList(admin::ClusterListArgs),
-    /// Each queue's min and max offset on its master broker (mqadmin topicStatus).
+    /// Each queue's min and max offset and last store time (mqadmin topicStatus).
     #[command(name = "topicStatus")]
     TopicStatus(admin::TopicStatusArgs),
-    /// The client ids of a consumer group's online consumers, one line per broker and
-    /// client (mqadmin consumerConnection, without the address and subscription columns).
+    /// A consumer group's online consumers, one line per broker and client: id, address,
+    /// language, version, and the group's subscriptions and settings (mqadmin
+    /// consumerConnection).
     #[command(name = "consumerConnection")]
     ConsumerConnection(admin::ConsumerConnectionArgs),
     /// The clients connected under a producer group, from the brokers of a topic (mqadmin

@@ -9,7 +9,7 @@
 mod consumer_inner;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,7 +23,9 @@ use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
 use super::subscription::{build_subscription_data, MessageSelector};
-use super::{ConsumeFromWhere, ConsumerConfig, MessageModel};
+use super::{
+    ConsumeFromWhere, ConsumerConfig, MessageModel, MessageQueueListener, TopicQueueChangeListener,
+};
 use crate::client::validators::{check_group, check_topic};
 use crate::client::{namespace, ClientOptions, ConsumerInner, MQClientInstance, ServiceState};
 use crate::error::{Error, Result};
@@ -81,6 +83,10 @@ pub struct LitePullOptions {
     /// start sets it.
     #[doc(alias = "persistConsumerOffsetInterval")]
     pub persist_offset_interval: Duration,
+    /// How often the topics with a [`TopicQueueChangeListener`] are looked up for a
+    /// changed queue set (Java `topicMetadataCheckIntervalMillis`, 30 s).
+    #[doc(alias = "topicMetadataCheckIntervalMillis")]
+    pub topic_metadata_check_interval: Duration,
 }
 
 impl Default for LitePullOptions {
@@ -102,6 +108,7 @@ impl Default for LitePullOptions {
             enable_msg_trace: false,
             trace_topic: None,
             persist_offset_interval: crate::client::DEFAULT_PERSIST_OFFSET_INTERVAL,
+            topic_metadata_check_interval: Duration::from_secs(30),
         }
     }
 }
@@ -163,7 +170,20 @@ struct LitePullImpl {
     trace: Mutex<Option<Arc<TraceDispatcher>>>,
     /// Monotonic counters for `LitePullConsumer::stats`.
     counters: crate::stats::ConsumeCounters,
+    /// Told of every allocation change of a subscribed topic.
+    queue_listener: Option<Arc<dyn MessageQueueListener>>,
+    /// The topics (with namespace) watched for a changed queue set, each with its listener
+    /// and the queues last seen (`None` until a lookup succeeded).
+    topic_listeners: Mutex<HashMap<String, WatchedTopic>>,
+    /// Whether the periodic check of `topic_listeners` runs.
+    watching: AtomicBool,
     me: Weak<LitePullImpl>,
+}
+
+/// A topic whose readable queues a [`TopicQueueChangeListener`] follows.
+struct WatchedTopic {
+    listener: Arc<dyn TopicQueueChangeListener>,
+    seen: Option<HashSet<MessageQueue>>,
 }
 
 /// Builder for [`LitePullConsumer`].
@@ -174,6 +194,8 @@ pub struct LitePullConsumerBuilder {
     subscriptions: Vec<(String, MessageSelector)>,
     strategy: Option<Box<dyn AllocateStrategy>>,
     request_hooks: crate::util::Hooks<dyn crate::RequestHook>,
+    queue_listener: Option<Arc<dyn MessageQueueListener>>,
+    topic_listeners: Vec<(String, Arc<dyn TopicQueueChangeListener>)>,
 }
 
 impl std::fmt::Debug for LitePullConsumerBuilder {
@@ -185,6 +207,15 @@ impl std::fmt::Debug for LitePullConsumerBuilder {
             .field("subscriptions", &self.subscriptions)
             .field("strategy", &self.strategy.as_ref().map(|s| s.name()))
             .field("request_hooks", &self.request_hooks)
+            .field("queue_listener", &self.queue_listener.is_some())
+            .field(
+                "topic_listeners",
+                &self
+                    .topic_listeners
+                    .iter()
+                    .map(|(t, _)| t)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -234,6 +265,32 @@ impl LitePullConsumerBuilder {
         enable_msg_trace: bool;
         /// How often offsets are written to the broker (Java 5 s).
         persist_offset_interval: Duration;
+        /// How often topics with a queue-change listener are looked up (Java 30 s).
+        topic_metadata_check_interval: Duration;
+    }
+
+    /// Tells `listener` whenever a rebalance changes the queues this consumer holds of a
+    /// subscribed topic (Java `subscribe(topic, expression, MessageQueueListener)`); it runs
+    /// on the rebalance thread after the new queues are taken.
+    pub fn message_queue_listener(mut self, listener: impl MessageQueueListener + 'static) -> Self {
+        self.queue_listener = Some(Arc::new(listener));
+        self
+    }
+
+    /// Tells `listener` whenever the readable queues of `topic` change, as a lookup every
+    /// [`topic_metadata_check_interval`](LitePullOptions::topic_metadata_check_interval)
+    /// finds them (Java `registerTopicMessageQueueChangeListener`); for a consumer that
+    /// assigns queues itself and must follow a topic that grows. A later listener of the
+    /// same topic replaces the earlier one.
+    #[doc(alias = "registerTopicMessageQueueChangeListener")]
+    pub fn topic_queue_change_listener(
+        mut self,
+        topic: impl Into<String>,
+        listener: impl TopicQueueChangeListener + 'static,
+    ) -> Self {
+        self.topic_listeners
+            .push((topic.into(), Arc::new(listener)));
+        self
     }
 
     /// Traces what `poll` returns in `topic` instead of `RMQ_SYS_TRACE_TOPIC`, and turns
@@ -301,6 +358,11 @@ impl LitePullConsumerBuilder {
                 "auto_commit_interval must be at least 1 s",
             ));
         }
+        if o.topic_metadata_check_interval < Duration::from_millis(100) {
+            return Err(Error::invalid_argument(
+                "topic_metadata_check_interval must be at least 100 ms",
+            ));
+        }
         let model = self.options.message_model;
         let dir = &self.options.offset_store_dir;
         let client = self.client.consumer_periods(
@@ -316,6 +378,12 @@ impl LitePullConsumerBuilder {
                 wrapped.clone(),
                 build_subscription_data(&wrapped, selector)?,
             ));
+        }
+        let mut watched = HashMap::new();
+        for (topic, listener) in self.topic_listeners {
+            check_topic(&topic)?;
+            let seen = None;
+            watched.insert(cc.wrap(&topic), WatchedTopic { listener, seen });
         }
         let mode = (!subs.is_empty()).then_some(Mode::Subscribe);
         let (instance, rebalance, store) =
@@ -343,6 +411,9 @@ impl LitePullConsumerBuilder {
             started_at: crate::util::now_millis(),
             trace: Mutex::new(None),
             counters: Default::default(),
+            queue_listener: self.queue_listener,
+            topic_listeners: Mutex::new(watched),
+            watching: AtomicBool::new(false),
             me: me.clone(),
         });
         for hook in self.request_hooks.0 {
@@ -393,6 +464,9 @@ impl LitePullConsumer {
         }
         instance.send_heartbeat_to_all_brokers_with_lock();
         instance.rebalance_immediately();
+        if !inner.topic_listeners.lock().is_empty() {
+            inner.start_watching_topics();
+        }
         info!(
             "lite pull consumer {} started on client {}",
             inner.group,
@@ -428,6 +502,8 @@ impl LitePullConsumer {
             subscriptions: Vec::new(),
             strategy: None,
             request_hooks: Default::default(),
+            queue_listener: None,
+            topic_listeners: Vec::new(),
         }
     }
 
@@ -670,6 +746,181 @@ impl LitePullConsumer {
             .search_offset(&addr, &mq, timestamp, Duration::from_secs(5))
     }
 
+    /// The readable queues of `topic`, sorted, from the name server (Java
+    /// `fetchMessageQueues`); what [`assign`](Self::assign) takes. A topic may have fewer
+    /// or more readable queues than writable ones (what
+    /// [`Producer::fetch_publish_message_queues`](crate::Producer::fetch_publish_message_queues)
+    /// gives): messages sit only in queues below the write count, and a queue at or above
+    /// the read count is not consumed.
+    #[doc(alias = "fetchMessageQueues")]
+    pub fn fetch_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        c.check_running()?;
+        let queues = c.fetch_read_queues(&namespace::wrap(c.namespace.as_deref(), topic))?;
+        Ok(super::queue_listener::unwrapped_sorted(
+            c.namespace.as_deref(),
+            &queues,
+        ))
+    }
+
+    /// Commits the given offset of each queue (Java `commit(Map<MessageQueue, Long>,
+    /// boolean)`): the offset is the next message to consume, as
+    /// [`committed`](Self::committed) gives it back. With `persist` the offsets are written
+    /// to the broker (or the local file in broadcasting) before this returns, else with the
+    /// next periodic persist. Every queue must be held by this consumer and every offset
+    /// at least 0, or nothing is committed. An auto-commit or `commit_sync` later commits
+    /// the consumed position again, as in Java.
+    pub fn commit(&self, offsets: &HashMap<MessageQueue, i64>, persist: bool) -> Result<()> {
+        let c = &self.inner;
+        c.check_running()?;
+        let wrapped: Vec<(MessageQueue, i64)> =
+            offsets.iter().map(|(mq, o)| (c.wrap(mq), *o)).collect();
+        {
+            let mut q = c.queues.lock();
+            for (mq, offset) in &wrapped {
+                if *offset < 0 {
+                    return Err(Error::invalid_argument(format!(
+                        "the commit offset {offset} of {} is negative",
+                        c.unwrap(mq)
+                    )));
+                }
+                if q.get(mq).is_none_or(|s| s.pq.is_dropped()) {
+                    return Err(Error::state(format!(
+                        "{} is not assigned to this consumer",
+                        c.unwrap(mq)
+                    )));
+                }
+            }
+            for (mq, offset) in &wrapped {
+                if let Some(s) = q.get_mut(mq) {
+                    // Shutdown and the periodic persist write this until a poll confirms more.
+                    s.confirmed_offset = *offset;
+                }
+            }
+        }
+        for (mq, offset) in &wrapped {
+            c.store.update_offset(mq, *offset, false);
+        }
+        if persist && !wrapped.is_empty() {
+            let mqs: HashSet<MessageQueue> = wrapped.into_iter().map(|(mq, _)| mq).collect();
+            let deadline = Instant::now() + super::offset_store::BROKER_TIMEOUT;
+            let failed = c.store.persist_until(&mqs, deadline);
+            if failed > 0 {
+                return Err(Error::new(
+                    crate::ErrorKind::Timeout,
+                    format!("{failed} of {} offsets were not written", mqs.len()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Subscribes to one more topic while running, or before queues are assigned (Java
+    /// `subscribe` after `start`): the route is fetched, a heartbeat sent and a rebalance
+    /// started at once. Subscribing again to a topic replaces its expression. A state error
+    /// on a consumer that [`assign`](Self::assign)s.
+    pub fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<()> {
+        self.subscribe_with(topic, MessageSelector::by_tag(tag_expression))
+    }
+
+    /// [`subscribe`](Self::subscribe) with a tag or SQL92 selector.
+    pub fn subscribe_with(&self, topic: &str, selector: MessageSelector) -> Result<()> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        c.check_running()?;
+        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
+        let sub = build_subscription_data(&wrapped, &selector)?;
+        {
+            let mut mode = c.mode.lock();
+            if *mode == Some(Mode::Assign) {
+                return Err(Error::state(
+                    "this consumer assigns queues; subscribe is not allowed",
+                ));
+            }
+            *mode = Some(Mode::Subscribe);
+        }
+        c.rebalance
+            .subscriptions
+            .write()
+            .insert(wrapped.clone(), sub);
+        super::follow_new_subscription(&c.instance, &c.group, &wrapped);
+        Ok(())
+    }
+
+    /// Stops consuming `topic` (Java `unsubscribe`): its queues are dropped now, with their
+    /// committed offsets written through, and `poll` returns none of its messages after
+    /// this; an error if the consumer does not subscribe to it.
+    pub fn unsubscribe(&self, topic: &str) -> Result<()> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        c.check_running()?;
+        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
+        if *c.mode.lock() != Some(Mode::Subscribe)
+            || c.rebalance.subscriptions.write().remove(&wrapped).is_none()
+        {
+            return Err(Error::invalid_argument(format!(
+                "the consumer {} does not subscribe to {topic}",
+                c.group
+            )));
+        }
+        let held: Vec<MessageQueue> = c
+            .rebalance
+            .process_queues
+            .read()
+            .keys()
+            .filter(|mq| *mq.topic == *wrapped)
+            .cloned()
+            .collect();
+        for mq in held {
+            c.rebalance.process_queues.write().remove(&mq);
+            c.drop_queue(&mq);
+        }
+        c.instance.send_heartbeat_to_all_brokers_with_lock();
+        c.instance.rebalance_immediately();
+        Ok(())
+    }
+
+    /// The topics subscribed now (without namespace), sorted.
+    pub fn subscriptions(&self) -> Vec<String> {
+        let c = &self.inner;
+        let mut v: Vec<String> = c
+            .rebalance
+            .subscribed_topics()
+            .iter()
+            .map(|t| c.unwrap_topic(t))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Follows the readable queues of `topic` with `listener` from now on (Java
+    /// `registerTopicMessageQueueChangeListener`); see
+    /// [`LitePullConsumerBuilder::topic_queue_change_listener`]. The queues now are looked
+    /// up at once, and the listener is told of changes after them.
+    #[doc(alias = "registerTopicMessageQueueChangeListener")]
+    pub fn register_topic_queue_change_listener(
+        &self,
+        topic: &str,
+        listener: impl TopicQueueChangeListener + 'static,
+    ) -> Result<()> {
+        check_topic(topic)?;
+        let c = &self.inner;
+        c.check_running()?;
+        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
+        let seen = c.fetch_read_queues(&wrapped)?;
+        let listener: Arc<dyn TopicQueueChangeListener> = Arc::new(listener);
+        c.topic_listeners.lock().insert(
+            wrapped,
+            WatchedTopic {
+                listener,
+                seen: Some(seen),
+            },
+        );
+        c.start_watching_topics();
+        Ok(())
+    }
+
     /// Stops pulling these queues (what is cached can still be polled).
     pub fn pause(&self, mqs: &[MessageQueue]) {
         let mut q = self.inner.queues.lock();
@@ -753,6 +1004,111 @@ impl LitePullImpl {
 
     fn is_running(&self) -> bool {
         *self.state.lock() == ServiceState::Running
+    }
+
+    fn check_running(&self) -> Result<()> {
+        if self.is_running() {
+            Ok(())
+        } else {
+            Err(Error::state(format!(
+                "the lite pull consumer {} is not running",
+                self.group
+            )))
+        }
+    }
+
+    /// The readable queues of `topic` (with namespace) in its route from the name server
+    /// (Java `MQAdminImpl.fetchSubscribeMessageQueues`); an error for a topic with none.
+    fn fetch_read_queues(&self, topic: &str) -> Result<HashSet<MessageQueue>> {
+        let timeout = self.instance.config().mq_client_api_timeout();
+        let route = self.instance.api().get_topic_route_info(topic, timeout)?;
+        let queues = crate::client::to_subscribe_info(topic, &route);
+        if queues.is_empty() {
+            return Err(Error::new(
+                crate::ErrorKind::NoRoute,
+                format!("the topic {topic} has no readable queue"),
+            ));
+        }
+        Ok(queues)
+    }
+
+    /// Starts the periodic lookup of the watched topics, once.
+    fn start_watching_topics(&self) {
+        if !self.watching.swap(true, Ordering::SeqCst) {
+            self.schedule_topic_check();
+        }
+    }
+
+    /// The next lookup after `topic_metadata_check_interval`, run on the rebalance thread
+    /// (it asks the name server) rather than on the timer that every delayed pull shares.
+    fn schedule_topic_check(&self) {
+        let me = self.me.clone();
+        let every = self.options.topic_metadata_check_interval;
+        self.instance
+            .schedule_later("lite-pull-topics", every, move || {
+                let Some(c) = me.upgrade() else { return };
+                let me = c.me.clone();
+                let queued = c.instance.run_on_rebalance_thread(move || {
+                    if let Some(c) = me.upgrade() {
+                        if c.is_running() {
+                            c.check_watched_topics();
+                            c.schedule_topic_check();
+                        }
+                    }
+                });
+                if !queued {
+                    c.watching.store(false, Ordering::SeqCst);
+                }
+            });
+    }
+
+    /// Looks up every watched topic and tells the listener of each whose queues changed
+    /// (Java `fetchTopicMessageQueuesAndCompare`). A subscribed topic that changed has its
+    /// route refreshed and a rebalance started, so that this consumer takes new queues now
+    /// rather than at the next route refresh.
+    fn check_watched_topics(&self) {
+        let topics: Vec<String> = self.topic_listeners.lock().keys().cloned().collect();
+        let mut rebalance = false;
+        for topic in topics {
+            let queues = match self.fetch_read_queues(&topic) {
+                Ok(q) => q,
+                Err(e) => {
+                    warn!("{}: queues of {topic}: {e}", self.group);
+                    continue;
+                }
+            };
+            let listener = {
+                let mut watched = self.topic_listeners.lock();
+                let Some(w) = watched.get_mut(&topic) else {
+                    continue;
+                };
+                if w.seen.as_ref() == Some(&queues) {
+                    continue;
+                }
+                w.seen = Some(queues.clone());
+                w.listener.clone()
+            };
+            info!(
+                "{}: the readable queues of {topic} changed to {}",
+                self.group,
+                queues.len()
+            );
+            if self.rebalance.subscriptions.read().contains_key(&topic) {
+                if let Err(e) = self.instance.update_topic_route(&topic) {
+                    warn!("{}: route of {topic}: {e}", self.group);
+                }
+                rebalance = true;
+            }
+            let user_topic = self.unwrap_topic(&topic);
+            let queues =
+                super::queue_listener::unwrapped_sorted(self.namespace.as_deref(), &queues);
+            super::queue_listener::call_guarded(&self.group, "topic queue change listener", || {
+                listener.on_changed(&user_topic, &queues)
+            });
+        }
+        if rebalance {
+            self.instance.rebalance_immediately();
+        }
     }
 
     fn master(&self, mq: &MessageQueue) -> Result<String> {
@@ -1051,10 +1407,18 @@ fn body_bytes(msgs: &[MessageExt]) -> u64 {
 impl RebalanceHooks for LitePullImpl {
     fn message_queue_changed(
         &self,
-        _topic: &str,
-        _all: &HashSet<MessageQueue>,
-        _mine: &HashSet<MessageQueue>,
+        topic: &str,
+        all: &HashSet<MessageQueue>,
+        mine: &HashSet<MessageQueue>,
     ) {
+        if let Some(l) = &self.queue_listener {
+            super::queue_listener::notify_allocation(
+                &self.group,
+                self.namespace.as_deref(),
+                l.as_ref(),
+                (topic, all, mine),
+            );
+        }
     }
 
     fn allocation_changed(&self) {

@@ -115,6 +115,8 @@ pub(crate) struct PushConsumerImpl {
     pub(crate) trace: RwLock<Option<Arc<TraceDispatcher>>>,
     /// The instance's namespace, fixed with its configuration; read for every message.
     namespace: Option<String>,
+    /// Told of every allocation change (Java `messageQueueListener`).
+    pub(crate) queue_listener: RwLock<Option<Arc<dyn crate::consumer::MessageQueueListener>>>,
 }
 
 fn has_topic_thresholds(o: &PushConsumerOptions) -> bool {
@@ -178,6 +180,7 @@ impl PushConsumerImpl {
             trace: RwLock::new(None),
             namespace: instance.config().namespace(),
             instance,
+            queue_listener: RwLock::new(None),
         }))
     }
 
@@ -951,13 +954,22 @@ impl RebalanceHooks for PushConsumerImpl {
     fn message_queue_changed(
         &self,
         topic: &str,
-        _all: &HashSet<MessageQueue>,
+        all: &HashSet<MessageQueue>,
         mine: &HashSet<MessageQueue>,
     ) {
         self.update_topic_limits(topic, mine.len());
         // A new subscription version tells the broker to take the fresh heartbeat.
         if let Some(sub) = self.rebalance.subscriptions.write().get_mut(topic) {
             sub.sub_version = crate::util::now_millis();
+        }
+        let listener = self.queue_listener.read().clone();
+        if let Some(l) = listener {
+            crate::consumer::queue_listener::notify_allocation(
+                &self.group,
+                self.namespace.as_deref(),
+                l.as_ref(),
+                (topic, all, mine),
+            );
         }
     }
 

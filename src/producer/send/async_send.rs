@@ -7,6 +7,69 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
+impl ProducerImpl {
+    /// An async send of one batch (`SEND_BATCH_MESSAGE`): the contract of `send_async`,
+    /// the batch checked and encoded on the caller's thread; an error here means nothing
+    /// was queued and `callback` was dropped unrun. Counted and hooked as one send of
+    /// `msgs.len()` messages, as the sync batch is.
+    pub(in crate::producer) fn send_batch_async(
+        self: &Arc<Self>,
+        msgs: &[Message],
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let hooks = self.observer.hooks();
+        let mut msgs = Cow::Borrowed(msgs);
+        if let Some(h) = &hooks {
+            for m in msgs.to_mut().iter_mut() {
+                h.before(&self.group, SendMode::Async, m);
+            }
+        }
+        let topic = msgs
+            .first()
+            .map_or(String::new(), |m| m.topic().to_string());
+        if let Some(mq) = queue {
+            check_queue_topic(&topic, mq)?;
+        }
+        let p = Arc::new(self.prepare_batch(&msgs)?);
+        let count = msgs.len() as u64;
+        let bytes: u64 = msgs.iter().map(|m| m.body().len() as u64).sum();
+        let counters = self.observer.counters.clone();
+        // The batch as sent, for the hooks' `after_send` (a copy only when hooked).
+        let hooked = hooks.map(|h| (h, msgs.into_owned(), self.group.clone()));
+        // A second copy for `after_send` if the batch is not queued (only when hooked).
+        let unqueued = hooked.as_ref().map(|(_, m, _)| m.clone());
+        counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
+        let observed: SendCallback = {
+            let counters = counters.clone();
+            let topic = topic.clone();
+            Box::new(move |r: Result<SendResult>| {
+                counters.record(&topic, count, bytes, &r, started.elapsed());
+                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+                if let Some((h, mut msgs, group)) = hooked {
+                    for m in &mut msgs {
+                        h.after(&group, SendMode::Async, m, r.as_ref().map(Some));
+                    }
+                }
+                callback(r)
+            })
+        };
+        let queued = self.queue_prepared(p, queue, timeout, observed);
+        if let Err(e) = &queued {
+            counters.failed(&topic, count, e);
+            counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+            if let (Some(h), Some(mut msgs)) = (self.observer.hooks(), unqueued) {
+                for m in &mut msgs {
+                    h.after(&self.group, SendMode::Async, m, Err(e));
+                }
+            }
+        }
+        queued
+    }
+}
+
 /// One async send and what it needs to re-send after a transport failure (Java
 /// `MQClientAPIImpl.onExceptionImpl`).
 pub(super) struct AsyncAttempt {

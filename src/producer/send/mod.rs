@@ -934,9 +934,20 @@ impl ProducerImpl {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
         }
+        let p = Arc::new(self.prepare(msg)?.into_owned());
+        self.queue_prepared(p, queue, timeout, callback)
+    }
+
+    /// Queues the first attempt of a prepared message or batch (see `queue_async`).
+    fn queue_prepared(
+        self: &Arc<Self>,
+        p: Arc<Prepared<'static>>,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> Result<()> {
         let instance = self.instance()?;
         let begin = Instant::now();
-        let p = Arc::new(self.prepare(msg)?.into_owned());
         let info = self.find_publish_info(&instance, &p.topic)?;
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
