@@ -5,7 +5,11 @@ dataclasses; these aliases name them."""
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
 
 #: ``(topic, body, tags, keys, properties, delay_level)``.
-MessageTuple = Tuple[str, bytes, Optional[str], List[str], Dict[str, str], Optional[int]]
+MessageTuple = Tuple[
+    str, bytes, Optional[str], List[str], Dict[str, str], Optional[int], Optional[int], Optional[int]
+]
+#: (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
+AutoBatch = Tuple[Optional[int], Optional[int], Optional[int]]
 #: ``(topic, broker_name, queue_id)``.
 QueueTuple = Tuple[str, str, int]
 #: ``(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)``.
@@ -65,6 +69,7 @@ class Producer:
         send_timeout_ms: Optional[int],
         retries: Optional[int],
         send_hook: Optional[SendHookPair],
+        auto_batch: Optional[AutoBatch],
     ) -> "Producer": ...
     def stats(self) -> str: ...
     def send(self, m: MessageTuple) -> SendResultTuple: ...
