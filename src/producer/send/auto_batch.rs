@@ -304,6 +304,7 @@ impl ProducerImpl {
         if !acc.batchable(msg) {
             return None;
         }
+        let call_deadline = Instant::now() + timeout;
         // A bad message or a topic without a route fails its own caller, not a batch.
         if let Err(e) = self.check_route(msg) {
             return Some(Err(e));
@@ -334,12 +335,18 @@ impl ProducerImpl {
             }
             Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {}
         }
-        // Whoever took the batch answers every caller, within its send timeout.
-        Some(rx.recv().unwrap_or_else(|_| {
-            Err(Error::state(
+        // Whoever took the batch answers every caller, within the batch's send timeout;
+        // this caller waits no longer than its own.
+        Some(match rx.recv_deadline(call_deadline) {
+            Ok(r) => r,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                Err(Error::timeout(crate::TimeoutPhase::Response, timeout)
+                    .context("auto-batched send"))
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => Err(Error::state(
                 "the batch of this message was dropped unanswered",
-            ))
-        }))
+            )),
+        })
     }
 
     /// An async send through the accumulator: `Ok(Ok)` queued (the callback runs once),
@@ -558,6 +565,39 @@ mod tests {
         answer(callers, Err(Error::new(ErrorKind::Response, "busy")));
         let got: Vec<_> = rx.try_iter().collect();
         assert_eq!(got, [Err(ErrorKind::Response), Err(ErrorKind::Response)]);
+    }
+
+    #[test]
+    fn auto_batch_leaves_out_what_java_sends_alone() {
+        let acc = Accumulator::new(&ProducerOptions::default());
+        let plain = Message::new("T", "x");
+        assert!(acc.batchable(&plain));
+        let with = |k: &str, v: &str| {
+            let mut m = plain.clone();
+            m.put_property(k, v);
+            m
+        };
+        let mut delayed = plain.clone();
+        delayed.set_delay_time_level(3);
+        let alone = [
+            delayed,
+            plain.clone().with_delivery_delay(Duration::from_secs(5)),
+            plain
+                .clone()
+                .with_delivery_delay(Duration::from_millis(1500)),
+            plain
+                .clone()
+                .with_deliver_time(std::time::SystemTime::now() + Duration::from_secs(9)),
+            with(property::TRAN_MSG, "true"),
+            with(property::PGROUP, "g"),
+            with(property::MSG_TYPE, "reply"),
+            Message::new("%RETRY%g", "x"),
+            // Would be compressed (4096), or fills a batch (32 KiB) alone.
+            Message::new("T", vec![0u8; 4096]),
+        ];
+        for m in &alone {
+            assert!(!acc.batchable(m), "{m:?}");
+        }
     }
 
     #[test]
