@@ -34,7 +34,7 @@ FIGURES = [("tps", "{:.0f}"), ("p50_ms", "{:.3f}"), ("p99_ms", "{:.3f}"), ("max_
            ("cpu_s", "{:.2f}"), ("cpu_us_per_msg", "{:.1f}"), ("cpu_total_s", "{:.2f}"),
            ("rss_MiB", "{:.0f}"), ("wall_s", "{:.2f}"), ("first_ms", "{:.0f}"),
            ("duplicates", "{:.0f}")]
-ORDER = ["sync1", "sync8", "sync64", "async", "batch", "oneway", "push", "litepull"]
+ORDER = ["sync1", "sync8", "sync64", "sync64ab", "async", "batch", "oneway", "push", "litepull"]
 CONSUMERS = {"push", "litepull"}
 SYNC = {"sync1": 1, "sync8": 8, "sync64": 64}
 # The plain sides of compare-java.sh in run order, their names in the plot and colours.

@@ -216,6 +216,25 @@ impl Error {
         Error::new(ErrorKind::Io, what).with_source(source)
     }
 
+    /// A copy for each of several callers that one failure concerns (the messages of one
+    /// auto-batch). The cause, which cannot be cloned, comes along as its text.
+    pub(crate) fn copy_for_another(&self) -> Self {
+        let i = &self.inner;
+        Error {
+            inner: Box::new(Inner {
+                kind: i.kind,
+                message: i.message.clone(),
+                addr: i.addr.clone(),
+                phase: i.phase,
+                code: i.code,
+                remark: i.remark.clone(),
+                source: i.source.as_ref().map(|s| {
+                    Box::new(CopiedCause(s.to_string())) as Box<dyn std::error::Error + Send + Sync>
+                }),
+            }),
+        }
+    }
+
     /// Attach the peer address this error concerns.
     pub(crate) fn with_addr(mut self, addr: &str) -> Self {
         self.inner.addr = Some(addr.to_string());
@@ -339,6 +358,18 @@ impl fmt::Debug for Error {
         d.finish()
     }
 }
+
+/// The text of a cause, where an error was copied ([`Error::copy_for_another`]).
+#[derive(Debug)]
+struct CopiedCause(String);
+
+impl fmt::Display for CopiedCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CopiedCause {}
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {

@@ -278,6 +278,39 @@ fn bench_produce_sync_with_four_threads() {
     assert_eq!(stored(&topic, 2000), 2000);
 }
 
+#[test]
+fn bench_produce_auto_batch_answers_every_send_of_many_threads() {
+    let topic = created_topic(4);
+    let s = bench(&[
+        "--topic",
+        &topic,
+        "--count",
+        "3000",
+        "--threads",
+        "32",
+        "--auto-batch",
+        "--batch-max-delay-ms",
+        "20",
+    ]);
+    check_summary(&s, 3000);
+    assert_eq!(s["autoBatch"], true, "{s}");
+    // One call and one answer per message, batched or not.
+    assert_eq!(s["latencyMs"]["calls"], 3000, "{s}");
+    assert_eq!(s["client"]["messagesSent"], 3000, "{s}");
+    assert_eq!(stored(&topic, 3000), 3000);
+    // Not with explicit batches or oneway sends.
+    let out = rmq(&[
+        "bench",
+        "produce",
+        "--topic",
+        &topic,
+        "--auto-batch",
+        "--batch",
+        "4",
+    ]);
+    assert!(!out.status.success() && stderr(&out).contains("--auto-batch"));
+}
+
 /// Runs `rmq bench produce --warmup WARMUP ARGS` to a new topic and checks that the warm-up
 /// was sent and answered, and left out of the measured figures; returns the summary.
 fn bench_with_warmup(warmup: u64, args: &[&str]) -> Value {

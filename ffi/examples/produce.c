@@ -156,6 +156,15 @@ int main(int argc, char **argv) {
   rmq_client_options_free(options);
   CHECK(rmq_producer_builder_send_timeout_ms(b, 20000));
   CHECK(rmq_producer_builder_retries(b, 2));
+  /* RMQ_EXAMPLE_AUTO_BATCH set: single sends gathered into batches (Java setAutoBatch);
+     every send still gets its own result. */
+  if (getenv("RMQ_EXAMPLE_AUTO_BATCH")) {
+    CHECK(rmq_producer_builder_auto_batch(b, true));
+    CHECK(rmq_producer_builder_batch_max_delay_ms(b, 20));
+    CHECK(rmq_producer_builder_batch_max_bytes(b, 64 * 1024));
+    CHECK(rmq_producer_builder_total_batch_max_bytes(b, 8 * 1024 * 1024));
+    printf("auto batch on\n");
+  }
   static struct hook_counts hooks = {0, 0, 0};
   CHECK(rmq_producer_builder_send_hook(b, before_send, after_send, &hooks));
   rmq_producer *p;

@@ -1051,6 +1051,25 @@ rmq_result rmq_producer_builder_max_message_size(rmq_producer_builder *b, size_t
 // Bodies larger than this many bytes are compressed (default 4096).
 rmq_result rmq_producer_builder_compress_over(rmq_producer_builder *b, size_t bytes);
 
+// Gathers single sends into batches (Rust `ProducerBuilder::auto_batch`, Java 5
+// `setAutoBatch`; default off): sync and async sends of messages that can be batched
+// wait up to the batch delay for others of their topic (and queue, when one was
+// chosen) and go as one batch; each send still gets its own `rmq_send_result` or error.
+// `rmq_producer_free` sends the batches still open first.
+rmq_result rmq_producer_builder_auto_batch(rmq_producer_builder *b, bool on);
+
+// Longest wait for a batch to fill, in milliseconds (Java `batchMaxDelayMs`, default
+// 10; 1..=30000, checked by `rmq_producer_builder_start`).
+rmq_result rmq_producer_builder_batch_max_delay_ms(rmq_producer_builder *b, uint64_t ms);
+
+// Bytes of bodies that send a batch at once; a body this large goes alone (Java
+// `batchMaxBytes`, default 32 KiB; 1..=2 MiB, checked by `rmq_producer_builder_start`).
+rmq_result rmq_producer_builder_batch_max_bytes(rmq_producer_builder *b, size_t bytes);
+
+// Bytes of bodies held in unsent batches at most; past it, messages go alone (Java
+// `totalBatchMaxBytes`, default 32 MiB; not 0).
+rmq_result rmq_producer_builder_total_batch_max_bytes(rmq_producer_builder *b, size_t bytes);
+
 // Records a trace of every send in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic` when it is
 // not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 rmq_result rmq_producer_builder_trace(rmq_producer_builder *b,

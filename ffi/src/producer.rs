@@ -144,6 +144,49 @@ pub extern "C" fn rmq_producer_builder_compress_over(
     common::set(b, |b| b.compress_over(bytes))
 }
 
+/// Gathers single sends into batches (Rust `ProducerBuilder::auto_batch`, Java 5
+/// `setAutoBatch`; default off): sync and async sends of messages that can be batched
+/// wait up to the batch delay for others of their topic (and queue, when one was
+/// chosen) and go as one batch; each send still gets its own `rmq_send_result` or error.
+/// `rmq_producer_free` sends the batches still open first.
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_auto_batch(
+    b: *mut rmq_producer_builder,
+    on: bool,
+) -> rmq_result {
+    common::set(b, |b| b.auto_batch(on))
+}
+
+/// Longest wait for a batch to fill, in milliseconds (Java `batchMaxDelayMs`, default
+/// 10; 1..=30000, checked by `rmq_producer_builder_start`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_batch_max_delay_ms(
+    b: *mut rmq_producer_builder,
+    ms: u64,
+) -> rmq_result {
+    common::set(b, |b| b.batch_max_delay(Duration::from_millis(ms)))
+}
+
+/// Bytes of bodies that send a batch at once; a body this large goes alone (Java
+/// `batchMaxBytes`, default 32 KiB; 1..=2 MiB, checked by `rmq_producer_builder_start`).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_batch_max_bytes(
+    b: *mut rmq_producer_builder,
+    bytes: usize,
+) -> rmq_result {
+    common::set(b, |b| b.batch_max_bytes(bytes))
+}
+
+/// Bytes of bodies held in unsent batches at most; past it, messages go alone (Java
+/// `totalBatchMaxBytes`, default 32 MiB; not 0).
+#[no_mangle]
+pub extern "C" fn rmq_producer_builder_total_batch_max_bytes(
+    b: *mut rmq_producer_builder,
+    bytes: usize,
+) -> rmq_result {
+    common::set(b, |b| b.total_batch_max_bytes(bytes))
+}
+
 /// Records a trace of every send in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic` when it is
 /// not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 #[no_mangle]

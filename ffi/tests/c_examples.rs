@@ -285,12 +285,17 @@ fn over_topics(stats: &serde_json::Value, field: &str) -> u64 {
 }
 
 fn produce(topic: &str, count: usize) -> Vec<String> {
-    let out = run(
-        Command::new(example("produce"))
-            .arg(topic)
-            .arg(count.to_string()),
-        Duration::from_secs(600),
-    );
+    produce_with(topic, count, false)
+}
+
+/// `produce`, with auto-batching on (`RMQ_EXAMPLE_AUTO_BATCH`) when `auto_batch`.
+fn produce_with(topic: &str, count: usize, auto_batch: bool) -> Vec<String> {
+    let mut cmd = Command::new(example("produce"));
+    cmd.arg(topic).arg(count.to_string());
+    if auto_batch {
+        cmd.env("RMQ_EXAMPLE_AUTO_BATCH", "1");
+    }
+    let out = run(&mut cmd, Duration::from_secs(600));
     let text = stdout(&out);
     assert!(
         out.status.success(),
@@ -342,6 +347,29 @@ fn the_readme_c_example_works_as_written() {
     assert!(out.status.success(), "hello failed: {}\n{text}", out.status);
     let id = text.strip_prefix("sent ").map(str::trim).unwrap_or("");
     assert_eq!(id.len(), 32, "a message id in {text:?}");
+}
+
+/// With auto-batching on, every send of the C producer still gets its own result (one
+/// message id each, all distinct), and a consumer reads every acknowledged message back.
+#[test]
+fn a_c_producer_with_auto_batch_gets_its_own_result_per_send_and_every_message_arrives() {
+    let topic = unique("CAutoBatch");
+    let acked = produce_with(&topic, 20, true);
+    let distinct: HashSet<&String> = acked.iter().collect();
+    assert_eq!(distinct.len(), acked.len(), "{acked:?}");
+    // A send's own id, not a batch's (the explicit batch of three prints its first).
+    assert!(acked.iter().all(|id| id.len() == 32), "{acked:?}");
+    let push = run(
+        Command::new(example("consume")).args([
+            &topic,
+            &unique("c_ab_push"),
+            &acked.len().to_string(),
+            "tags=TagA",
+        ]),
+        Duration::from_secs(300),
+    );
+    assert!(push.status.success(), "consume failed:\n{}", stdout(&push));
+    check_read_back("auto-batch push", &acked, &ids(&stdout(&push), "msg "));
 }
 
 #[test]

@@ -237,7 +237,14 @@ def _as_error(e: Optional[BaseException]) -> Optional[RocketMQError]:
 
 @dataclass
 class Message:
-    """A message to send."""
+    """A message to send.
+
+    A timer message (5.x brokers) is delivered at ``deliver_time_ms`` (milliseconds since
+    the Unix epoch; Java ``setDeliverTimeMs``) or ``delivery_delay_ms`` after the broker
+    stores it (Java ``setDelayTimeMs``, ``setDelayTimeSec`` for whole seconds); at most
+    one of the two, and not with ``delay_level``. A time in the past (beyond the broker's
+    tolerance) or beyond the broker's maximum delay raises :class:`RocketMQError`; a 4.x
+    broker has no timer and delivers such a message at once."""
 
     topic: str
     body: bytes
@@ -245,10 +252,27 @@ class Message:
     keys: Sequence[str] = ()
     properties: Dict[str, str] = field(default_factory=dict)
     delay_level: Optional[int] = None
+    deliver_time_ms: Optional[int] = None
+    delivery_delay_ms: Optional[int] = None
 
     def _tuple(self) -> _native.MessageTuple:
         """The form ``_native`` takes."""
-        return (self.topic, bytes(self.body), self.tags, list(self.keys), dict(self.properties), self.delay_level)
+        if self.deliver_time_ms is not None and self.delivery_delay_ms is not None:
+            raise ValueError("deliver_time_ms and delivery_delay_ms exclude each other")
+        for name in ("deliver_time_ms", "delivery_delay_ms"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"{name} must be a non-negative int, not {v!r}")
+        return (
+            self.topic,
+            bytes(self.body),
+            self.tags,
+            list(self.keys),
+            dict(self.properties),
+            self.delay_level,
+            self.deliver_time_ms,
+            self.delivery_delay_ms,
+        )
 
 
 def _message(m: object) -> _native.MessageTuple:
@@ -327,7 +351,7 @@ class SendHook:
 
 def _sent_message(m: _native.MessageTuple) -> Message:
     """A message as a hook sees it; its properties include the system's (``TAGS``, ...)."""
-    return Message(m[0], m[1], m[2], list(m[3]), dict(m[4]), None)
+    return Message(m[0], m[1], m[2], list(m[3]), dict(m[4]))
 
 
 def _send_hook_pair(hook: SendHook) -> _native.SendHookPair:
@@ -643,7 +667,16 @@ class Producer(_Sends[_native.Producer]):
     """A started producer (Java ``DefaultMQProducer``). Thread-safe. ``close`` waits (up
     to the send timeout plus 10 s) for the callbacks of async sends in flight. With
     ``trace=True`` every send is traced into ``RMQ_SYS_TRACE_TOPIC`` (Java
-    ``enableMsgTrace``), with ``trace_topic`` into that topic."""
+    ``enableMsgTrace``), with ``trace_topic`` into that topic.
+
+    ``auto_batch=True`` gathers single sends into batches (Java 5 ``setAutoBatch``): a
+    message waits up to ``batch_max_delay_ms`` (default 10) for others of its topic (and
+    queue, when one was chosen), and a batch goes as soon as its bodies reach
+    ``batch_max_bytes`` (default 32 KiB); at most ``total_batch_max_bytes`` (default
+    32 MiB) wait at once, beyond which messages go alone. Each ``send`` still returns its
+    own :class:`SendResult` (or raises the batch's error), each async send gets its own
+    callback; delayed, timer and large messages go alone; ``close`` sends the batches
+    still open first."""
 
     def __init__(
         self,
@@ -654,12 +687,23 @@ class Producer(_Sends[_native.Producer]):
         send_hook: Optional[SendHook] = None,
         trace: bool = False,
         trace_topic: Optional[str] = None,
+        auto_batch: bool = False,
+        batch_max_delay_ms: Optional[int] = None,
+        batch_max_bytes: Optional[int] = None,
+        total_batch_max_bytes: Optional[int] = None,
         **options: Any,
     ) -> None:
         super().__init__()
         common = _client_options(options)
         hook = None if send_hook is None else _send_hook_pair(send_hook)
-        self._h = _native.Producer(group, common, send_timeout_ms, retries, hook, _trace(trace, trace_topic))
+        batching: Optional[_native.AutoBatch] = None
+        if auto_batch:
+            batching = (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
+        elif (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes) != (None, None, None):
+            raise ValueError("the batch_* options need auto_batch=True")
+        self._h = _native.Producer(
+            group, common, send_timeout_ms, retries, hook, _trace(trace, trace_topic), batching
+        )
         _open.add(self)
 
     def stats(self) -> Dict[str, Any]:

@@ -5,7 +5,11 @@ dataclasses; these aliases name them."""
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
 
 #: ``(topic, body, tags, keys, properties, delay_level)``.
-MessageTuple = Tuple[str, bytes, Optional[str], List[str], Dict[str, str], Optional[int]]
+MessageTuple = Tuple[
+    str, bytes, Optional[str], List[str], Dict[str, str], Optional[int], Optional[int], Optional[int]
+]
+#: (batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)
+AutoBatch = Tuple[Optional[int], Optional[int], Optional[int]]
 #: ``(topic, broker_name, queue_id)``.
 QueueTuple = Tuple[str, str, int]
 #: ``(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)``.
@@ -72,6 +76,7 @@ class Producer:
         retries: Optional[int],
         send_hook: Optional[SendHookPair],
         trace: Trace,
+        auto_batch: Optional[AutoBatch],
     ) -> "Producer": ...
     def stats(self) -> str: ...
     def trace_stats(self) -> Optional[TraceStatsTuple]: ...

@@ -192,7 +192,7 @@ fn create_topic(py: Python<'_>, common: Common<'_>, topic: &str, queues: u32) ->
 }
 
 /// A message from the Python layer's tuple `(topic, body, tags, keys, properties,
-/// delay_level)`.
+/// delay_level, deliver_time_ms, delivery_delay_ms)`.
 type MessageTuple<'py> = (
     String,
     Bound<'py, PyBytes>,
@@ -200,10 +200,12 @@ type MessageTuple<'py> = (
     Vec<String>,
     HashMap<String, String>,
     Option<u32>,
+    Option<u64>,
+    Option<u64>,
 );
 
 fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
-    let (topic, body, tags, keys, properties, delay_level) = t;
+    let (topic, body, tags, keys, properties, delay_level, deliver_at, delay) = t;
     let mut m = rmq::Message::new(topic, body.as_bytes().to_vec());
     if let Some(tags) = tags {
         m.set_tags(tags);
@@ -216,6 +218,13 @@ fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
     }
     if let Some(level) = delay_level {
         m.set_delay_time_level(level);
+    }
+    // A timer message (5.x brokers); the send checks the time against the broker's limits.
+    if let Some(ms) = deliver_at {
+        m.set_deliver_time(UNIX_EPOCH + Duration::from_millis(ms));
+    }
+    if let Some(ms) = delay {
+        m.set_delivery_delay(Duration::from_millis(ms));
     }
     Ok(m)
 }
@@ -293,8 +302,9 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         .into_pyobject(py)
 }
 
-/// `(topic, body, tags, keys, properties, None)`, the form of a Python `Message`; the
-/// properties are all of them, system ones included (`UNIQ_KEY`: the message id).
+/// `(topic, body, tags, keys, properties, None, None, None)`, the form of a Python
+/// `Message`; the properties are all of them, system ones included (`UNIQ_KEY`: the
+/// message id, the `TIMER_*` ones of a timer message).
 fn message_tuple<'py>(py: Python<'py>, m: &rmq::Message) -> PyResult<Bound<'py, PyTuple>> {
     let properties = PyDict::new(py);
     for (k, v) in m.properties() {
@@ -306,6 +316,8 @@ fn message_tuple<'py>(py: Python<'py>, m: &rmq::Message) -> PyResult<Bound<'py, 
         m.tags(),
         m.keys().collect::<Vec<_>>(),
         properties,
+        py.None(),
+        py.None(),
         py.None(),
     )
         .into_pyobject(py)
@@ -576,6 +588,10 @@ impl rmq::ConsumeHook for PyConsumeHook {
 /// `(before, after)` callables of a hook, from the Python layer.
 type HookPair = (Py<PyAny>, Py<PyAny>);
 
+/// Auto-batching on, with `(batch_max_delay_ms, batch_max_bytes, total_batch_max_bytes)`
+/// where given (Java's defaults where `None`).
+type AutoBatch = (Option<u64>, Option<usize>, Option<usize>);
+
 /// A started producer.
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct Producer {
@@ -590,6 +606,7 @@ struct Producer {
 #[pymethods]
 impl Producer {
     #[new]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         group: String,
@@ -598,6 +615,7 @@ impl Producer {
         retries: Option<u32>,
         send_hook: Option<HookPair>,
         trace: Trace,
+        auto_batch: Option<AutoBatch>,
     ) -> PyResult<Self> {
         let mut b = traced(
             rmq::Producer::builder(group).client_options(client_options(&common)?),
@@ -608,6 +626,18 @@ impl Producer {
         }
         if let Some(r) = retries {
             b = b.retries(r);
+        }
+        if let Some((delay_ms, max_bytes, total_max_bytes)) = auto_batch {
+            b = b.auto_batch(true);
+            if let Some(ms) = delay_ms {
+                b = b.batch_max_delay(Duration::from_millis(ms));
+            }
+            if let Some(n) = max_bytes {
+                b = b.batch_max_bytes(n);
+            }
+            if let Some(n) = total_max_bytes {
+                b = b.total_batch_max_bytes(n);
+            }
         }
         let pending = Arc::<Gate>::default();
         let hook_errors = Arc::<AtomicU64>::default();

@@ -167,6 +167,24 @@ pub struct ProducerOptions {
     /// is no longer refreshed (10 min; Java keeps every topic forever). The next send to
     /// it looks its route up again.
     pub idle_topic_timeout: Duration,
+    /// Gather single sends into batches (Java 5 `autoBatch`, false): a message that can be
+    /// batched waits up to [`batch_max_delay`](Self::batch_max_delay) for others of its
+    /// topic (and queue, when the caller chose one), and each caller still gets its own
+    /// [`SendResult`] or error. See [`ProducerBuilder::auto_batch`].
+    #[doc(alias = "autoBatch")]
+    pub auto_batch: bool,
+    /// Longest a message waits for its batch to fill (Java `batchMaxDelayMs`, 10 ms;
+    /// 1 ms..=30 s).
+    #[doc(alias = "batchMaxDelayMs")]
+    pub batch_max_delay: Duration,
+    /// A batch is sent once its bodies reach this many bytes; a body of at least this
+    /// size is sent alone (Java `batchMaxBytes`, 32 KiB; 1..=2 MiB).
+    #[doc(alias = "batchMaxBytes")]
+    pub batch_max_bytes: usize,
+    /// Bodies held in unsent batches at most, over all topics; a message that would
+    /// exceed it is sent alone at once, as Java does (Java `totalBatchMaxBytes`, 32 MiB).
+    #[doc(alias = "totalBatchMaxBytes")]
+    pub total_batch_max_bytes: usize,
 }
 
 impl Default for ProducerOptions {
@@ -186,7 +204,45 @@ impl Default for ProducerOptions {
             max_message_size: 4 * 1024 * 1024,
             latency_fault_tolerance: false,
             idle_topic_timeout: Duration::from_secs(600),
+            auto_batch: false,
+            batch_max_delay: Duration::from_millis(10),
+            batch_max_bytes: 32 * 1024,
+            total_batch_max_bytes: 32 * 1024 * 1024,
         }
+    }
+}
+
+impl ProducerOptions {
+    /// Refuses settings outside Java's ranges before anything starts.
+    fn check(&self) -> Result<()> {
+        if self.compress_level > 9 {
+            return Err(Error::invalid_argument(format!(
+                "compress level {} is not in 0..=9",
+                self.compress_level
+            )));
+        }
+        // Java's checks (`ProduceAccumulator.batchMaxDelayMs`, `batchMaxBytes`,
+        // `totalBatchMaxBytes`), made whether or not auto-batching is on.
+        if self.batch_max_delay < Duration::from_millis(1)
+            || self.batch_max_delay > Duration::from_secs(30)
+        {
+            return Err(Error::invalid_argument(format!(
+                "batch max delay {:?} is not in 1 ms..=30 s",
+                self.batch_max_delay
+            )));
+        }
+        if self.batch_max_bytes == 0 || self.batch_max_bytes > 2 * 1024 * 1024 {
+            return Err(Error::invalid_argument(format!(
+                "batch max bytes {} is not in 1..=2 MiB",
+                self.batch_max_bytes
+            )));
+        }
+        if self.total_batch_max_bytes == 0 {
+            return Err(Error::invalid_argument(
+                "total batch max bytes must be greater than 0",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -276,17 +332,41 @@ impl ProducerBuilder {
         retry_when_not_stored: bool;
         /// Forget a topic's route after this long without a send to it (10 min).
         idle_topic_timeout: Duration;
+        /// Longest wait for a batch to fill with `auto_batch` (Java `batchMaxDelayMs`,
+        /// 10 ms; 1 ms..=30 s).
+        batch_max_delay: Duration;
+        /// Bytes of bodies that send a batch at once with `auto_batch` (Java
+        /// `batchMaxBytes`, 32 KiB; 1..=2 MiB).
+        batch_max_bytes: usize;
+        /// Bytes of bodies held in unsent batches at most (Java `totalBatchMaxBytes`,
+        /// 32 MiB).
+        total_batch_max_bytes: usize;
+    }
+
+    /// Gathers single sends into batches (Java 5 `setAutoBatch`, off by default).
+    ///
+    /// `send`, `send_timeout`, `send_to_queue`, `send_with_selector` and the `send_async`
+    /// family put a message that can be batched into the open batch of its topic (and of
+    /// its queue, when the caller chose one), which goes to the broker as one
+    /// `SEND_BATCH_MESSAGE` when its bodies reach `batch_max_bytes` or after
+    /// `batch_max_delay`. Every caller still gets its own [`SendResult`] (its own message
+    /// id and queue offset) or the batch's error, and its own hooks and counts; messages
+    /// to one queue keep their order. Messages go alone, as without auto-batching, when
+    /// they carry a delay level or a timer, are transactional, replies, retries or
+    /// already bound to a producer group, would be compressed, are at least
+    /// `batch_max_bytes` long, or when `total_batch_max_bytes` are already held.
+    /// Shutdown sends the batches still open before it returns. Oneway sends are never
+    /// batched.
+    #[doc(alias = "setAutoBatch")]
+    pub fn auto_batch(mut self, on: bool) -> Self {
+        self.options.auto_batch = on;
+        self
     }
 
     /// Checks the configuration and creates a producer that is not started yet.
     fn build(self) -> Result<Producer> {
         let config: ClientConfig = self.client.into_config();
-        if self.options.compress_level > 9 {
-            return Err(Error::invalid_argument(format!(
-                "compress level {} is not in 0..=9",
-                self.options.compress_level
-            )));
-        }
+        self.options.check()?;
         let inner = ProducerImpl::new(self.group, config, self.options)?;
         Ok(Self::with_hooks(
             Producer { inner },
@@ -313,12 +393,7 @@ impl ProducerBuilder {
     /// The engine of a [`TransactionProducer`], whose checks go to `env`'s pool.
     fn build_transactional(self, env: Arc<transaction::TransactionEnv>) -> Result<Producer> {
         let config = self.client.into_config();
-        if self.options.compress_level > 9 {
-            return Err(Error::invalid_argument(format!(
-                "compress level {} is not in 0..=9",
-                self.options.compress_level
-            )));
-        }
+        self.options.check()?;
         let inner = ProducerImpl::with_transaction(self.group, config, self.options, Some(env))?;
         Ok(Self::with_hooks(
             Producer { inner },

@@ -5,6 +5,7 @@ mod failover;
 mod admin_queries;
 mod admin_tool;
 mod async_send;
+mod auto_batch;
 mod cluster;
 mod compression;
 mod configuration;

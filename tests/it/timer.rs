@@ -2,15 +2,20 @@
 //! broker: a 5.x broker holds them until their time (to its `timerPrecisionMs`, 1 s, which
 //! may bring one up to that much early) and refuses a delay beyond its `timerMaxDelaySec`;
 //! a 4.x broker has no timer and delivers them at once, which these tests assert too.
+//! The official Java 5.x client consumes our timer messages at their time, and we consume
+//! its (`setDeliverTimeMs`, `setDelayTimeSec`) at theirs.
 
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use rocketmq_blocking::{ConsumeStatus, ErrorKind, Message};
 
 use crate::cluster;
 use crate::consumer::{consumer, producer, wait_for};
+use crate::java::{lines_after, wait_or_kill, JavaProgram};
 
 /// Whether the shared cluster is a 4.x one (`RMQ_TEST_VERSION=4.9.7`).
 fn broker_4x() -> bool {
@@ -96,4 +101,155 @@ fn timer_message_beyond_the_brokers_maximum_delay_is_refused_by_it() {
     let e = p.send(&both).expect_err("a timer and a delay level");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     p.shutdown();
+}
+
+// --- Java interop: the official 5.x client on the other end (java/TimerInterop.java) ---
+
+const JAVA_TIMEOUT: Duration = Duration::from_secs(180);
+/// The interop timers are due this many seconds after their send.
+const DUE_S: u64 = 5;
+
+/// The Java program, or `None` on a 4.x cluster (no timer messages there).
+fn java() -> Option<JavaProgram> {
+    let version = cluster::cluster().lock().version().to_string();
+    if version.starts_with("4.") {
+        eprintln!("timer messages need a 5.x broker and client; {version} has none");
+        return None;
+    }
+    Some(JavaProgram::compile(
+        &version,
+        "tests/it/java/TimerInterop.java",
+        "TimerInterop",
+    ))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Asserts that each message of `sent` (body → wall clock ms of its send) arrived (body →
+/// ms) at its time: not before it (to the broker's 1 s precision), and at most 3 s after.
+fn assert_on_time(sent: &HashMap<String, i64>, arrived: &HashMap<String, i64>) {
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for (body, at) in sent {
+        let got = arrived
+            .get(body)
+            .unwrap_or_else(|| panic!("{body} never arrived: {arrived:?}"));
+        let took = got - at;
+        println!("{body}: due in {DUE_S} s, arrived after {took} ms");
+        let due = DUE_S as i64 * 1000;
+        assert!(took >= due - 1000, "{body}: early, after {took} ms");
+        assert!(took <= due + 3000, "{body}: late, after {took} ms");
+    }
+}
+
+#[test]
+fn timer_messages_java_sends_arrive_at_a_rust_consumer_at_their_time() {
+    let Some(java) = java() else { return };
+    let topic = cluster::topic("timer_java_to_rust", 1);
+    let arrived: Arc<Mutex<HashMap<String, i64>>> = Arc::default();
+    let a = arrived.clone();
+    let c = consumer(&cluster::unique("timer_jr_g"), &topic)
+        .listener(move |msgs, _| {
+            let now = now_ms();
+            for m in msgs {
+                let body = String::from_utf8_lossy(m.body()).into_owned();
+                a.lock().entry(body).or_insert(now);
+            }
+            ConsumeStatus::Success
+        })
+        .start()
+        .unwrap();
+    wait_for("the queue's assignment", Duration::from_secs(30), || {
+        !c.assigned_queues().is_empty()
+    });
+    let out = java.run(
+        &[],
+        &["produce", cluster::namesrv(), &topic, &DUE_S.to_string()],
+        JAVA_TIMEOUT,
+    );
+    let sent: HashMap<String, i64> = lines_after(&out, "SENT ")
+        .iter()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            let body = f.next()?.to_string();
+            let _id = f.next()?;
+            Some((body, f.next()?.parse().ok()?))
+        })
+        .collect();
+    wait_for("both Java timer messages", Duration::from_secs(60), || {
+        arrived.lock().len() >= 2
+    });
+    c.shutdown();
+    assert_on_time(&sent, &arrived.lock());
+}
+
+/// Kills the Java child if the test fails before it ends.
+struct Child(Option<std::process::Child>);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn timer_messages_we_send_arrive_at_a_java_consumer_at_their_time() {
+    let Some(java) = java() else { return };
+    let topic = cluster::topic("timer_rust_to_java", 1);
+    let group = cluster::unique("timer_rj_g");
+    let mut child = Child(Some(
+        java.command(&[], &["consume", cluster::namesrv(), &topic, &group, "2"])
+            .spawn()
+            .expect("java runs"),
+    ));
+    let stdout = child
+        .0
+        .as_mut()
+        .and_then(|c| c.stdout.take())
+        .expect("the child's stdout");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next_line = |what: &str| {
+        lines
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("the Java consumer printed no {what}"))
+    };
+    while next_line("READY") != "READY" {}
+    let p = producer();
+    let mut sent = HashMap::new();
+    let due = Duration::from_secs(DUE_S);
+    sent.insert("rust-at".to_string(), now_ms());
+    p.send(&Message::new(&topic, "rust-at").with_deliver_time(SystemTime::now() + due))
+        .unwrap();
+    sent.insert("rust-delay".to_string(), now_ms());
+    p.send(&Message::new(&topic, "rust-delay").with_delivery_delay(due))
+        .unwrap();
+    p.shutdown();
+    let mut arrived = HashMap::new();
+    while arrived.len() < 2 {
+        let line = next_line("GOT line");
+        if let Some((body, ms)) = line.strip_prefix("GOT ").and_then(|l| l.split_once(' ')) {
+            arrived.insert(body.to_string(), ms.parse::<i64>().unwrap_or(0));
+        }
+    }
+    let out = wait_or_kill(child.0.take().expect("the child"), JAVA_TIMEOUT);
+    assert!(
+        out.status.success(),
+        "the Java consumer failed: {}",
+        out.status
+    );
+    assert_on_time(&sent, &arrived);
 }

@@ -73,6 +73,13 @@ pub(crate) struct ProduceArgs {
     /// Read and write queues per broker for --create-topic.
     #[arg(long, default_value_t = 8, requires = "create_topic")]
     queues: u32,
+    /// Gather the threads' single sends into batches (Java 5 `setAutoBatch`; sync and
+    /// async mode), with Java's batch delay and size unless given.
+    #[arg(long)]
+    auto_batch: bool,
+    /// Longest wait for an auto-batch to fill, in ms (Java `batchMaxDelayMs`, 10).
+    #[arg(long, requires = "auto_batch", value_parser = value_parser!(u64).range(1..=30_000))]
+    batch_max_delay_ms: Option<u64>,
 }
 
 /// What every sending thread shares.
@@ -129,6 +136,11 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
     if args.create_topic {
         check_queues(args.queues)?;
     }
+    if args.auto_batch && (batch > 1 || args.mode == Mode::Oneway) {
+        return Err(
+            "--auto-batch batches single sync or async sends (not --batch, not oneway)".into(),
+        );
+    }
     let addr = namesrv(namesrv_arg)?;
     let threads = args
         .threads
@@ -149,16 +161,25 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
     let producer = start_producer(
         crate::client_options(&addr, args.serialize.into()),
         &args.group,
-        |b| b.compress_over(size.saturating_add(1)),
+        |b| {
+            let b = b
+                .compress_over(size.saturating_add(1))
+                .auto_batch(args.auto_batch);
+            match args.batch_max_delay_ms {
+                Some(ms) => b.batch_max_delay(Duration::from_millis(ms)),
+                None => b,
+            }
+        },
     )?;
     let inflight = match args.mode {
         Mode::Async => format!(" inflight={}", args.inflight),
         _ => String::new(),
     };
     eprintln!(
-        "rmq: bench produce topic={} mode={} threads={threads} size={size} batch={batch}{inflight} serialize={}",
+        "rmq: bench produce topic={} mode={} threads={threads} size={size} batch={batch}{inflight} auto_batch={} serialize={}",
         args.topic,
         name_of(args.mode),
+        args.auto_batch,
         name_of(args.serialize),
     );
 
@@ -213,6 +234,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         size,
         batch,
         inflight: (args.mode == Mode::Async).then_some(args.inflight),
+        auto_batch: args.auto_batch,
         serialize: name_of(args.serialize),
         warmup: mark.warm_up.map(|d| WarmUp {
             messages: warm.acked(),
@@ -496,6 +518,8 @@ struct Summary {
     batch: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     inflight: Option<u32>,
+    /// Whether the producer auto-batched the single sends (`--auto-batch`).
+    auto_batch: bool,
     serialize: String,
     /// The warm-up, when there was one; nothing below counts it except `cpuSeconds`,
     /// `peakRssKiB` and the first acknowledgement.

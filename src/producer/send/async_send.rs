@@ -56,7 +56,9 @@ impl ProducerImpl {
                 callback(r)
             })
         };
-        let queued = self.queue_prepared(p, queue, timeout, observed);
+        let queued = self
+            .queue_prepared(p, queue, timeout, observed)
+            .map_err(|(e, _callback)| e);
         if let Err(e) = &queued {
             counters.failed(&topic, count, e);
             counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);

@@ -2,6 +2,7 @@
 //! send loop with retries, and response processing.
 
 mod async_send;
+mod auto_batch;
 mod producer_inner;
 
 use std::borrow::Cow;
@@ -99,6 +100,8 @@ pub(super) struct ProducerImpl {
     /// Request hooks given to the builder, registered on the client instance as soon as
     /// `start` has it, before its first request.
     start_request_hooks: Mutex<Vec<Arc<dyn crate::RequestHook>>>,
+    /// The open batches, with `auto_batch`.
+    batcher: Option<auto_batch::Accumulator>,
 }
 
 /// A topic's publish info and when it was last sent to.
@@ -154,7 +157,11 @@ impl ProducerImpl {
         if group != CLIENT_INNER_PRODUCER_GROUP {
             config.change_instance_name_to_pid();
         }
+        let batcher = options
+            .auto_batch
+            .then(|| auto_batch::Accumulator::new(&options));
         Ok(Arc::new(ProducerImpl {
+            batcher,
             group,
             namespace: ns,
             fault: FaultStrategy::new(options.latency_fault_tolerance),
@@ -208,6 +215,9 @@ impl ProducerImpl {
         // over HTTP (no lock is held across I/O).
         *state = ServiceState::StartFailed;
         drop(state);
+        if let Some(acc) = &self.batcher {
+            acc.start(&self.group)?;
+        }
         let instance = manager::get_or_create_instance(&self.config)?;
         for hook in std::mem::take(&mut *self.start_request_hooks.lock()) {
             instance.register_request_hook(hook);
@@ -254,6 +264,10 @@ impl ProducerImpl {
     /// client instance's threads — done by `deadline`, so a broker that stops reading
     /// costs the deadline once.
     pub(super) fn shutdown_until(&self, deadline: Instant) {
+        if *self.state.lock() == ServiceState::Running {
+            // While the producer still runs, so that the batches can be sent.
+            self.flush_auto_batches(deadline);
+        }
         let mut state = self.state.lock();
         if *state != ServiceState::Running {
             if *state == ServiceState::CreateJust {
@@ -669,6 +683,9 @@ impl ProducerImpl {
 
     pub(super) fn send_sync(&self, msg: &Message, timeout: Duration) -> Result<SendResult> {
         self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
+            if let Some(r) = self.send_auto_batched(msg, None, timeout) {
+                return r;
+            }
             let p = self.prepare(msg)?;
             self.send_default(&p, Mode::Sync, timeout)?
                 .ok_or_else(|| Error::state("sync send returned no result"))
@@ -807,6 +824,9 @@ impl ProducerImpl {
     ) -> Result<SendResult> {
         self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
             check_queue_topic(msg.topic(), mq)?;
+            if let Some(r) = self.send_auto_batched(msg, Some(mq), timeout) {
+                return r;
+            }
             let p = self.prepare(msg)?;
             self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
                 .ok_or_else(|| Error::state("sync send returned no result"))
@@ -934,21 +954,34 @@ impl ProducerImpl {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
         }
+        let callback = match self.send_async_auto_batched(msg, queue, timeout, callback) {
+            Ok(queued) => return queued,
+            Err(callback) => callback,
+        };
+        self.instance()?;
         let p = Arc::new(self.prepare(msg)?.into_owned());
         self.queue_prepared(p, queue, timeout, callback)
+            .map_err(|(e, _callback)| e)
     }
 
-    /// Queues the first attempt of a prepared message or batch (see `queue_async`).
+    /// Queues the async send of a prepared message (or batch). On `Ok`, `callback` runs
+    /// exactly once; on `Err`, it comes back unrun.
     fn queue_prepared(
         self: &Arc<Self>,
         p: Arc<Prepared<'static>>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
         callback: SendCallback,
-    ) -> Result<()> {
-        let instance = self.instance()?;
+    ) -> std::result::Result<(), (Error, SendCallback)> {
         let begin = Instant::now();
-        let info = self.find_publish_info(&instance, &p.topic)?;
+        let instance = match self.instance() {
+            Ok(i) => i,
+            Err(e) => return Err((e, callback)),
+        };
+        let info = match self.find_publish_info(&instance, &p.topic) {
+            Ok(i) => i,
+            Err(e) => return Err((e, callback)),
+        };
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
             mq.topic = p.topic.clone().into();
@@ -956,12 +989,16 @@ impl ProducerImpl {
         });
         let mq = match &pinned {
             Some(mq) => mq.clone(),
-            None => self.fault.select(&info, None).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::NoRoute,
-                    format!("no writable queue of topic {}", p.user_topic),
-                )
-            })?,
+            None => match self.fault.select(&info, None) {
+                Some(mq) => mq,
+                None => {
+                    let e = Error::new(
+                        ErrorKind::NoRoute,
+                        format!("no writable queue of topic {}", p.user_topic),
+                    );
+                    return Err((e, callback));
+                }
+            },
         };
         let attempt = AsyncAttempt {
             producer: self.clone(),
@@ -973,8 +1010,8 @@ impl ProducerImpl {
             retries_left: self.options.async_retries,
             pinned: pinned.is_some(),
         };
-        // Not queued: the callback is dropped unrun; the caller gets the message back.
-        attempt.send(mq, callback).map_err(|(e, _callback)| e)
+        // Not queued: the callback comes back unrun.
+        attempt.send(mq, callback)
     }
 }
 

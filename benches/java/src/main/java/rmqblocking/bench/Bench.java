@@ -42,8 +42,13 @@ import org.apache.rocketmq.common.message.Message;
  * `rmq bench produce --warmup N` does. CPU is the process's user+sys time as the OS counts it
  * (getProcessCpuTime, i.e. times(2)), read at the start and end of the measured phase.
  *
+ * With -A true the producer gathers the threads' single sends into batches (5.x
+ * DefaultMQProducer.setAutoBatch, with its default batchMaxDelayMs and batchMaxBytes), as
+ * `rmq bench produce --auto-batch` does; a client without it (4.9) exits 3 printing
+ * {"unsupported": ...}.
+ *
  * Options: -n namesrv (or NAMESRV_ADDR) -t topic -w threads -s size -q count -W warmup
- * -y true|false -i inflight -b batch -o true|false. Output: the Producer's "[Complete] ..." line
+ * -y true|false -i inflight -b batch -o true|false -A true|false. Output: the Producer's "[Complete] ..." line
  * with p50/p99/max appended, then a JSON line whose firstAckEpochUs is the wall clock (µs since
  * the epoch) of the first acknowledgement (of the warm-up, if any). Exit status 1 unless every
  * message, warm-up included, was acknowledged with SEND_OK.
@@ -56,7 +61,7 @@ public final class Bench {
 
     public static void main(String[] args) throws Exception {
         System.setProperty("rocketmq.serialize.type", "ROCKETMQ");
-        Map<String, String> o = options(args, "-n", "-t", "-w", "-s", "-q", "-W", "-y", "-o", "-i", "-b");
+        Map<String, String> o = options(args, "-n", "-t", "-w", "-s", "-q", "-W", "-y", "-o", "-i", "-b", "-A");
         String namesrv = o.getOrDefault("-n", System.getenv("NAMESRV_ADDR"));
         String topic = o.getOrDefault("-t", "BenchmarkTest");
         int threads = Integer.parseInt(o.getOrDefault("-w", "64"));
@@ -67,6 +72,7 @@ public final class Bench {
         boolean oneway = Boolean.parseBoolean(o.get("-o"));
         int inflight = Integer.parseInt(o.getOrDefault("-i", "1024"));
         int batch = Integer.parseInt(o.getOrDefault("-b", "1"));
+        boolean autoBatch = Boolean.parseBoolean(o.get("-A"));
         if (quantity <= 0 || warmup < 0 || namesrv == null || batch < 1 || ((async || oneway) && batch > 1) || (async && oneway)) {
             System.err.println("usage: Bench -n namesrv -q count [-W warmup] [-t topic] [-w threads] [-s size] [-y true] [-i inflight] [-b batch (sync only)] [-o true (oneway)]");
             System.exit(2);
@@ -74,13 +80,22 @@ public final class Bench {
         if (async) {
             threads = 1;
         }
-        System.out.printf("topic: %s threadCount: %d messageSize: %d messageQuantity: %d warmup: %d asyncEnable: %s onewayEnable: %s batchSize: %d clientVersion: %s%n",
-            topic, threads, size, quantity, warmup, async, oneway, batch, MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
+        System.out.printf("topic: %s threadCount: %d messageSize: %d messageQuantity: %d warmup: %d asyncEnable: %s onewayEnable: %s batchSize: %d autoBatch: %s clientVersion: %s%n",
+            topic, threads, size, quantity, warmup, async, oneway, batch, autoBatch, MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION));
 
         DefaultMQProducer producer = new DefaultMQProducer("benchmark_producer");
         producer.setInstanceName(Long.toString(System.currentTimeMillis()));
         producer.setNamesrvAddr(namesrv);
         producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
+        if (autoBatch) {
+            // By reflection: the class compiles against 4.9 too, which has no auto-batching.
+            try {
+                DefaultMQProducer.class.getMethod("setAutoBatch", boolean.class).invoke(producer, true);
+            } catch (NoSuchMethodException e) {
+                System.out.println("{\"unsupported\": \"auto-batching (setAutoBatch) is a 5.x client feature\"}");
+                System.exit(3);
+            }
+        }
         producer.start();
 
         byte[] body = new byte[size];
