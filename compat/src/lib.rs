@@ -112,7 +112,10 @@ pub(crate) fn guard(f: impl FnOnce() -> CResult<()>) -> i32 {
             e.status
         }
         Err(payload) => {
-            set_error(&format!("panic at the C boundary: {}", panic_text(&payload)));
+            set_error(&format!(
+                "panic at the C boundary: {}",
+                panic_text(&payload)
+            ));
             status::NULL_POINTER
         }
     }
@@ -127,7 +130,10 @@ pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> CResult<T>) -> T {
             fallback
         }
         Err(payload) => {
-            set_error(&format!("panic at the C boundary: {}", panic_text(&payload)));
+            set_error(&format!(
+                "panic at the C boundary: {}",
+                panic_text(&payload)
+            ));
             fallback
         }
     }
@@ -183,7 +189,8 @@ pub extern "C" fn GetLatestErrorMessage() -> *const c_char {
 }
 
 /// The version every `Show*Version` returns.
-pub(crate) const VERSION: &CStr = c"rocketmq-blocking-compat 0.1.0 (C API of rocketmq-client-cpp 2.2.0)";
+pub(crate) const VERSION: &CStr =
+    c"rocketmq-blocking-compat 0.1.0 (C API of rocketmq-client-cpp 2.2.0)";
 
 /// Log settings of the 2.x API (`Set*LogPath`, `Set*LogFileNumAndSize`, `Set*LogLevel`):
 /// this library logs through the Rust `log` facade and writes no files of its own, so the
@@ -200,7 +207,11 @@ pub(crate) mod logs {
             4 => log::LevelFilter::Info,
             5 => log::LevelFilter::Debug,
             6 | 7 => log::LevelFilter::Trace,
-            _ => return Err(Failure::bad(format!("log level {level} is not a CLogLevel"))),
+            _ => {
+                return Err(Failure::bad(format!(
+                    "log level {level} is not a CLogLevel"
+                )))
+            }
         };
         log::set_max_level(filter);
         Ok(())

@@ -308,7 +308,10 @@ pub extern "C" fn GetOriginMessageBody(msg: *mut CMessage) -> *const c_char {
 }
 
 #[no_mangle]
-pub extern "C" fn GetOriginMessageProperty(msg: *mut CMessage, key: *const c_char) -> *const c_char {
+pub extern "C" fn GetOriginMessageProperty(
+    msg: *mut CMessage,
+    key: *const c_char,
+) -> *const c_char {
     GetMessageProperty(msg, key)
 }
 
@@ -350,7 +353,11 @@ pub extern "C" fn GetMessageProperty(msg: *mut CMessage, key: *const c_char) -> 
         return std::ptr::null();
     };
     text(msg, &format!("property:{key}"), |k| {
-        base(k).property(&key).unwrap_or_default().as_bytes().to_vec()
+        base(k)
+            .property(&key)
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec()
     })
 }
 
@@ -360,7 +367,11 @@ pub extern "C" fn GetMessageProperty(msg: *mut CMessage, key: *const c_char) -> 
 pub extern "C" fn GetMessageId(msg: *mut CMessage) -> *const c_char {
     text(msg, "id", |k| match k {
         Kind::Received(e) => e.msg_id().as_bytes().to_vec(),
-        Kind::Plain(m) => m.property("UNIQ_KEY").unwrap_or_default().as_bytes().to_vec(),
+        Kind::Plain(m) => m
+            .property("UNIQ_KEY")
+            .unwrap_or_default()
+            .as_bytes()
+            .to_vec(),
     })
 }
 
@@ -496,8 +507,14 @@ mod tests {
         let m = CreateMessage(c"T".as_ptr());
         assert_eq!(SetMessageTags(m, c"TagA".as_ptr()), status::OK);
         assert_eq!(SetMessageKeys(m, c"k1 k2".as_ptr()), status::OK);
-        assert_eq!(SetByteMessageBody(m, b"a\0b".as_ptr().cast(), 3), status::OK);
-        assert_eq!(SetMessageProperty(m, c"p".as_ptr(), c"v".as_ptr()), status::OK);
+        assert_eq!(
+            SetByteMessageBody(m, b"a\0b".as_ptr().cast(), 3),
+            status::OK
+        );
+        assert_eq!(
+            SetMessageProperty(m, c"p".as_ptr(), c"v".as_ptr()),
+            status::OK
+        );
         assert_eq!(SetDelayTimeLevel(m, 3), status::OK);
         assert_eq!(s(GetOriginMessageTopic(m)), "T");
         assert_eq!(s(GetMessageTags(m)), "TagA");
@@ -511,7 +528,10 @@ mod tests {
             SetMessageProperty(m, c"UNIQ_KEY".as_ptr(), c"x".as_ptr()),
             status::NULL_POINTER
         );
-        assert_eq!(SetByteMessageBody(m, c"x".as_ptr(), -1), status::NULL_POINTER);
+        assert_eq!(
+            SetByteMessageBody(m, c"x".as_ptr(), -1),
+            status::NULL_POINTER
+        );
         assert_eq!(DestroyMessage(m), status::OK);
     }
 
@@ -525,7 +545,10 @@ mod tests {
         assert!(GetMessageTopic(m).is_null(), "use after destroy");
         assert_eq!(SetMessageTags(m, c"t".as_ptr()), status::NULL_POINTER);
         let b = CreateBatchMessage();
-        assert!(GetMessageTopic(b.cast()).is_null(), "a batch is not a message");
+        assert!(
+            GetMessageTopic(b.cast()).is_null(),
+            "a batch is not a message"
+        );
         assert_eq!(AddMessage(b, std::ptr::null_mut()), status::NULL_POINTER);
         assert_eq!(DestroyBatchMessage(b), status::OK);
         assert_eq!(DestroyBatchMessage(b), status::NULL_POINTER);
@@ -533,6 +556,9 @@ mod tests {
         assert_eq!(DestroyMessage(lent.0), status::NULL_POINTER, "lent message");
         let p = lent.0;
         drop(lent);
-        assert!(GetMessageBody(p).is_null(), "a lent message after its callback");
+        assert!(
+            GetMessageBody(p).is_null(),
+            "a lent message after its callback"
+        );
     }
 }

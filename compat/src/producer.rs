@@ -164,7 +164,12 @@ impl ProducerHandle {
     }
 }
 
-fn create(group: *const c_char, kind: Kind, checker: CLocalTransactionCheckerCallback, data: *mut c_void) -> *mut CProducer {
+fn create(
+    group: *const c_char,
+    kind: Kind,
+    checker: CLocalTransactionCheckerCallback,
+    data: *mut c_void,
+) -> *mut CProducer {
     guard_value(std::ptr::null_mut(), || {
         let group = c_str(group, "groupId")?;
         let h = Arc::new(ProducerHandle {
@@ -351,7 +356,10 @@ fn set(producer: *mut CProducer, f: impl FnOnce(&mut Settings) -> CResult<()>) -
 }
 
 #[no_mangle]
-pub extern "C" fn SetProducerNameServerAddress(producer: *mut CProducer, namesrv: *const c_char) -> c_int {
+pub extern "C" fn SetProducerNameServerAddress(
+    producer: *mut CProducer,
+    namesrv: *const c_char,
+) -> c_int {
     set(producer, |s| {
         s.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
         Ok(())
@@ -361,7 +369,10 @@ pub extern "C" fn SetProducerNameServerAddress(producer: *mut CProducer, namesrv
 /// The HTTP name-server address server (`http://<domain>:8080/rocketmq/nsaddr`, or the
 /// URL given); used when no name-server address is set.
 #[no_mangle]
-pub extern "C" fn SetProducerNameServerDomain(producer: *mut CProducer, domain: *const c_char) -> c_int {
+pub extern "C" fn SetProducerNameServerDomain(
+    producer: *mut CProducer,
+    domain: *const c_char,
+) -> c_int {
     set(producer, |s| {
         s.domain = Some(c_str(domain, "domain")?.to_string());
         Ok(())
@@ -369,7 +380,10 @@ pub extern "C" fn SetProducerNameServerDomain(producer: *mut CProducer, domain: 
 }
 
 #[no_mangle]
-pub extern "C" fn SetProducerGroupName(producer: *mut CProducer, groupName: *const c_char) -> c_int {
+pub extern "C" fn SetProducerGroupName(
+    producer: *mut CProducer,
+    groupName: *const c_char,
+) -> c_int {
     set(producer, |s| {
         s.group = c_str(groupName, "groupName")?.to_string();
         Ok(())
@@ -377,7 +391,10 @@ pub extern "C" fn SetProducerGroupName(producer: *mut CProducer, groupName: *con
 }
 
 #[no_mangle]
-pub extern "C" fn SetProducerInstanceName(producer: *mut CProducer, instanceName: *const c_char) -> c_int {
+pub extern "C" fn SetProducerInstanceName(
+    producer: *mut CProducer,
+    instanceName: *const c_char,
+) -> c_int {
     set(producer, |s| {
         s.instance = Some(c_str(instanceName, "instanceName")?.to_string());
         Ok(())
@@ -410,7 +427,11 @@ pub extern "C" fn SetProducerLogPath(producer: *mut CProducer, logPath: *const c
 
 /// Checked and ignored: this library writes no log files.
 #[no_mangle]
-pub extern "C" fn SetProducerLogFileNumAndSize(producer: *mut CProducer, fileNum: c_int, fileSize: c_long) -> c_int {
+pub extern "C" fn SetProducerLogFileNumAndSize(
+    producer: *mut CProducer,
+    fileNum: c_int,
+    fileSize: c_long,
+) -> c_int {
     set(producer, |_| logs::check_files(fileNum, fileSize as i64))
 }
 
@@ -440,7 +461,11 @@ pub extern "C" fn SetProducerCompressLevel(producer: *mut CProducer, level: c_in
         let l = match level {
             -1 => 6,
             0..=9 => level as u32,
-            _ => return Err(Failure::bad(format!("compress level {level} is not in -1..=9"))),
+            _ => {
+                return Err(Failure::bad(format!(
+                    "compress level {level} is not in -1..=9"
+                )))
+            }
         };
         s.compress_level = Some(l);
         Ok(())
@@ -467,7 +492,11 @@ pub extern "C" fn SetProducerMessageTrace(producer: *mut CProducer, openTrace: c
         s.trace = match openTrace {
             0 => true,
             1 => false,
-            _ => return Err(Failure::bad(format!("trace model {openTrace} is not OPEN or CLOSE"))),
+            _ => {
+                return Err(Failure::bad(format!(
+                    "trace model {openTrace} is not OPEN or CLOSE"
+                )))
+            }
         };
         Ok(())
     })
@@ -521,7 +550,11 @@ fn check_result(result: *mut CSendResult) -> CResult<()> {
 }
 
 /// The producer, its running engine and the message to send.
-fn prepare(producer: *mut CProducer, msg: *mut CMessage, failure: i32) -> CResult<(Arc<ProducerHandle>, Arc<Running>, Message)> {
+fn prepare(
+    producer: *mut CProducer,
+    msg: *mut CMessage,
+    failure: i32,
+) -> CResult<(Arc<ProducerHandle>, Arc<Running>, Message)> {
     let h = registry::producer(producer, "producer")?;
     let m = registry::msg(msg, "msg")?.message();
     let r = h.running(failure)?;
@@ -529,7 +562,11 @@ fn prepare(producer: *mut CProducer, msg: *mut CMessage, failure: i32) -> CResul
 }
 
 #[no_mangle]
-pub extern "C" fn SendMessageSync(producer: *mut CProducer, msg: *mut CMessage, result: *mut CSendResult) -> c_int {
+pub extern "C" fn SendMessageSync(
+    producer: *mut CProducer,
+    msg: *mut CMessage,
+    result: *mut CSendResult,
+) -> c_int {
     guard(|| {
         check_result(result)?;
         let (_, r, m) = prepare(producer, msg, status::PRODUCER_SEND_SYNC_FAILED)?;
@@ -544,11 +581,18 @@ pub extern "C" fn SendMessageSync(producer: *mut CProducer, msg: *mut CMessage, 
 
 /// Sends the batch's messages (one topic) as one batch.
 #[no_mangle]
-pub extern "C" fn SendBatchMessage(producer: *mut CProducer, batchMessage: *mut CBatchMessage, result: *mut CSendResult) -> c_int {
+pub extern "C" fn SendBatchMessage(
+    producer: *mut CProducer,
+    batchMessage: *mut CBatchMessage,
+    result: *mut CSendResult,
+) -> c_int {
     guard(|| {
         check_result(result)?;
         let h = registry::producer(producer, "producer")?;
-        let msgs = registry::batch(batchMessage, "batchMessage")?.msgs.lock().clone();
+        let msgs = registry::batch(batchMessage, "batchMessage")?
+            .msgs
+            .lock()
+            .clone();
         let r = h.running(status::PRODUCER_SEND_SYNC_FAILED)?;
         let sent = r
             .producer()
@@ -593,10 +637,17 @@ pub extern "C" fn SendMessageAsync(
             return Err(Failure::bad("a callback is NULL"));
         };
         let (h, r, m) = prepare(producer, msg, status::PRODUCER_SEND_ASYNC_FAILED)?;
-        send_async(&h, &r, m, None, status::PRODUCER_SEND_ASYNC_FAILED, move |res| match res {
-            Ok(s) => ok(c_result(&s)),
-            Err(e) => err(c_exception(&e)),
-        })
+        send_async(
+            &h,
+            &r,
+            m,
+            None,
+            status::PRODUCER_SEND_ASYNC_FAILED,
+            move |res| match res {
+                Ok(s) => ok(c_result(&s)),
+                Err(e) => err(c_exception(&e)),
+            },
+        )
     })
 }
 
@@ -616,10 +667,17 @@ pub extern "C" fn SendAsync(
         };
         let (h, r, m) = prepare(producer, msg, status::PRODUCER_SEND_ASYNC_FAILED)?;
         let (mp, up) = (msg as usize, userData as usize);
-        send_async(&h, &r, m, None, status::PRODUCER_SEND_ASYNC_FAILED, move |res| match res {
-            Ok(s) => ok(c_result(&s), mp as *mut CMessage, up as *mut c_void),
-            Err(e) => err(c_exception(&e), mp as *mut CMessage, up as *mut c_void),
-        })
+        send_async(
+            &h,
+            &r,
+            m,
+            None,
+            status::PRODUCER_SEND_ASYNC_FAILED,
+            move |res| match res {
+                Ok(s) => ok(c_result(&s), mp as *mut CMessage, up as *mut c_void),
+                Err(e) => err(c_exception(&e), mp as *mut CMessage, up as *mut c_void),
+            },
+        )
     })
 }
 
@@ -650,7 +708,10 @@ fn select_queue(
         .map_err(|e| Failure::new(failure, e.to_string()))?;
     let n = c_int::try_from(mqs.len()).unwrap_or(c_int::MAX);
     if n == 0 {
-        return Err(Failure::new(failure, format!("topic {} has no queue", m.topic())));
+        return Err(Failure::new(
+            failure,
+            format!("topic {} has no queue", m.topic()),
+        ));
     }
     let i = sel(n, msg, arg);
     usize::try_from(i)
@@ -760,7 +821,10 @@ pub extern "C" fn SendMessageOrderlyByShardingKey(
         }
         let mut last = None;
         for _ in 0..4 {
-            match r.producer().send_with_selector(&m, &SelectMessageQueueByHash, key) {
+            match r
+                .producer()
+                .send_with_selector(&m, &SelectMessageQueueByHash, key)
+            {
                 Ok(sent) => {
                     write(result, &sent);
                     return Ok(());
@@ -824,7 +888,10 @@ mod tests {
             msgId: [0; 256],
             offset: 0,
         };
-        assert_eq!(SendMessageSync(null_mut(), null_mut(), &mut r), status::NULL_POINTER);
+        assert_eq!(
+            SendMessageSync(null_mut(), null_mut(), &mut r),
+            status::NULL_POINTER
+        );
         assert_eq!(StartProducer(null_mut()), status::NULL_POINTER);
         let p = CreateProducer(c"g".as_ptr());
         assert_eq!(SendMessageSync(p, null_mut(), &mut r), status::NULL_POINTER);
@@ -842,14 +909,24 @@ mod tests {
         assert_eq!(ShutdownProducer(p), status::OK, "shutdown before start");
         assert_eq!(DestroyProducer(p), status::OK);
         assert_eq!(DestroyProducer(p), status::NULL_POINTER, "double destroy");
-        assert_eq!(StartProducer(p), status::NULL_POINTER, "start after destroy");
+        assert_eq!(
+            StartProducer(p),
+            status::NULL_POINTER,
+            "start after destroy"
+        );
         assert_eq!(crate::message::DestroyMessage(m), status::OK);
     }
 
     #[test]
     fn domains_become_address_server_urls() {
-        assert_eq!(domain_url("ns.example"), "http://ns.example:8080/rocketmq/nsaddr");
-        assert_eq!(domain_url("ns.example:9000"), "http://ns.example:9000/rocketmq/nsaddr");
+        assert_eq!(
+            domain_url("ns.example"),
+            "http://ns.example:8080/rocketmq/nsaddr"
+        );
+        assert_eq!(
+            domain_url("ns.example:9000"),
+            "http://ns.example:9000/rocketmq/nsaddr"
+        );
         assert_eq!(domain_url("http://a/b"), "http://a/b");
     }
 }

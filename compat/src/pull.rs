@@ -120,7 +120,10 @@ fn set(consumer: *mut CPullConsumer, f: impl FnOnce(&mut PullSettings) -> CResul
 }
 
 #[no_mangle]
-pub extern "C" fn SetPullConsumerGroupID(consumer: *mut CPullConsumer, groupId: *const c_char) -> c_int {
+pub extern "C" fn SetPullConsumerGroupID(
+    consumer: *mut CPullConsumer,
+    groupId: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         let g = c_str(groupId, "groupId")?;
         s.group_c = CString::new(g).map_err(|_| Failure::bad("groupId has a NUL"))?;
@@ -139,7 +142,10 @@ pub extern "C" fn GetPullConsumerGroupID(consumer: *mut CPullConsumer) -> *const
 }
 
 #[no_mangle]
-pub extern "C" fn SetPullConsumerNameServerAddress(consumer: *mut CPullConsumer, namesrv: *const c_char) -> c_int {
+pub extern "C" fn SetPullConsumerNameServerAddress(
+    consumer: *mut CPullConsumer,
+    namesrv: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         s.client.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
         Ok(())
@@ -147,7 +153,10 @@ pub extern "C" fn SetPullConsumerNameServerAddress(consumer: *mut CPullConsumer,
 }
 
 #[no_mangle]
-pub extern "C" fn SetPullConsumerNameServerDomain(consumer: *mut CPullConsumer, domain: *const c_char) -> c_int {
+pub extern "C" fn SetPullConsumerNameServerDomain(
+    consumer: *mut CPullConsumer,
+    domain: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         s.client.domain = Some(c_str(domain, "domain")?.to_string());
         Ok(())
@@ -172,13 +181,20 @@ pub extern "C" fn SetPullConsumerSessionCredentials(
 
 /// Accepted and ignored: this library writes no log files.
 #[no_mangle]
-pub extern "C" fn SetPullConsumerLogPath(consumer: *mut CPullConsumer, logPath: *const c_char) -> c_int {
+pub extern "C" fn SetPullConsumerLogPath(
+    consumer: *mut CPullConsumer,
+    logPath: *const c_char,
+) -> c_int {
     set(consumer, |_| c_str(logPath, "logPath").map(|_| ()))
 }
 
 /// Checked and ignored: this library writes no log files.
 #[no_mangle]
-pub extern "C" fn SetPullConsumerLogFileNumAndSize(consumer: *mut CPullConsumer, fileNum: c_int, fileSize: c_long) -> c_int {
+pub extern "C" fn SetPullConsumerLogFileNumAndSize(
+    consumer: *mut CPullConsumer,
+    fileNum: c_int,
+    fileSize: c_long,
+) -> c_int {
     set(consumer, |_| logs::check_files(fileNum, fileSize as i64))
 }
 

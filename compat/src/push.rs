@@ -31,7 +31,8 @@ pub struct CPushConsumer {
 }
 
 /// Returns a `CConsumeStatus` (0 success, 1 reconsume later).
-pub type MessageCallBack = Option<extern "C" fn(consumer: *mut CPushConsumer, msg: *mut CMessage) -> c_int>;
+pub type MessageCallBack =
+    Option<extern "C" fn(consumer: *mut CPushConsumer, msg: *mut CMessage) -> c_int>;
 
 #[derive(Clone, Default)]
 struct PushSettings {
@@ -46,7 +47,10 @@ struct PushSettings {
 }
 
 /// The registered callback and whether it is the orderly one.
-type Callback = Option<(extern "C" fn(*mut CPushConsumer, *mut CMessage) -> c_int, bool)>;
+type Callback = Option<(
+    extern "C" fn(*mut CPushConsumer, *mut CMessage) -> c_int,
+    bool,
+)>;
 
 /// A registered push consumer.
 pub(crate) struct PushHandle {
@@ -99,12 +103,7 @@ pub extern "C" fn DestroyPushConsumer(consumer: *mut CPushConsumer) -> c_int {
 }
 
 /// Calls the C callback for each message of a batch; `true` when all succeeded.
-fn deliver(
-    msgs: &[MessageExt],
-    callback: &Mutex<Callback>,
-    gate: &Gate,
-    consumer: usize,
-) -> bool {
+fn deliver(msgs: &[MessageExt], callback: &Mutex<Callback>, gate: &Gate, consumer: usize) -> bool {
     for m in msgs {
         let Some((cb, _)) = *callback.lock() else {
             return false;
@@ -214,7 +213,10 @@ fn positive(v: c_int, what: &str) -> CResult<usize> {
 }
 
 #[no_mangle]
-pub extern "C" fn SetPushConsumerGroupID(consumer: *mut CPushConsumer, groupId: *const c_char) -> c_int {
+pub extern "C" fn SetPushConsumerGroupID(
+    consumer: *mut CPushConsumer,
+    groupId: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         let g = c_str(groupId, "groupId")?;
         s.group_c = CString::new(g).map_err(|_| Failure::bad("groupId has a NUL"))?;
@@ -234,7 +236,10 @@ pub extern "C" fn GetPushConsumerGroupID(consumer: *mut CPushConsumer) -> *const
 }
 
 #[no_mangle]
-pub extern "C" fn SetPushConsumerNameServerAddress(consumer: *mut CPushConsumer, namesrv: *const c_char) -> c_int {
+pub extern "C" fn SetPushConsumerNameServerAddress(
+    consumer: *mut CPushConsumer,
+    namesrv: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         s.client.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
         Ok(())
@@ -243,7 +248,10 @@ pub extern "C" fn SetPushConsumerNameServerAddress(consumer: *mut CPushConsumer,
 
 /// See `SetProducerNameServerDomain`.
 #[no_mangle]
-pub extern "C" fn SetPushConsumerNameServerDomain(consumer: *mut CPushConsumer, domain: *const c_char) -> c_int {
+pub extern "C" fn SetPushConsumerNameServerDomain(
+    consumer: *mut CPushConsumer,
+    domain: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         s.client.domain = Some(c_str(domain, "domain")?.to_string());
         Ok(())
@@ -253,7 +261,11 @@ pub extern "C" fn SetPushConsumerNameServerDomain(consumer: *mut CPushConsumer, 
 /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`); a running consumer
 /// subscribes at once.
 #[no_mangle]
-pub extern "C" fn Subscribe(consumer: *mut CPushConsumer, topic: *const c_char, expression: *const c_char) -> c_int {
+pub extern "C" fn Subscribe(
+    consumer: *mut CPushConsumer,
+    topic: *const c_char,
+    expression: *const c_char,
+) -> c_int {
     guard(|| {
         let h = registry::push(consumer, "consumer")?;
         let topic = c_str(topic, "topic")?;
@@ -290,13 +302,19 @@ fn register(consumer: *mut CPushConsumer, cb: MessageCallBack, orderly: bool) ->
 
 /// The callback of a concurrent consumer (several calls at once, on the consume threads).
 #[no_mangle]
-pub extern "C" fn RegisterMessageCallback(consumer: *mut CPushConsumer, pCallback: MessageCallBack) -> c_int {
+pub extern "C" fn RegisterMessageCallback(
+    consumer: *mut CPushConsumer,
+    pCallback: MessageCallBack,
+) -> c_int {
     register(consumer, pCallback, false)
 }
 
 /// The callback of an orderly consumer (one call per queue at a time, in queue order).
 #[no_mangle]
-pub extern "C" fn RegisterMessageCallbackOrderly(consumer: *mut CPushConsumer, pCallback: MessageCallBack) -> c_int {
+pub extern "C" fn RegisterMessageCallbackOrderly(
+    consumer: *mut CPushConsumer,
+    pCallback: MessageCallBack,
+) -> c_int {
     register(consumer, pCallback, true)
 }
 
@@ -325,12 +343,19 @@ pub extern "C" fn UnregisterMessageCallback(consumer: *mut CPushConsumer) -> c_i
 
 /// `BROADCASTING` (0) or `CLUSTERING` (1).
 #[no_mangle]
-pub extern "C" fn SetPushConsumerMessageModel(consumer: *mut CPushConsumer, messageModel: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerMessageModel(
+    consumer: *mut CPushConsumer,
+    messageModel: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.broadcasting = match messageModel {
             0 => true,
             1 => false,
-            _ => return Err(Failure::bad(format!("message model {messageModel} is not a CMessageModel"))),
+            _ => {
+                return Err(Failure::bad(format!(
+                    "message model {messageModel} is not a CMessageModel"
+                )))
+            }
         };
         Ok(())
     })
@@ -338,7 +363,10 @@ pub extern "C" fn SetPushConsumerMessageModel(consumer: *mut CPushConsumer, mess
 
 /// Consume threads (1..=1000).
 #[no_mangle]
-pub extern "C" fn SetPushConsumerThreadCount(consumer: *mut CPushConsumer, threadCount: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerThreadCount(
+    consumer: *mut CPushConsumer,
+    threadCount: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.threads = Some(positive(threadCount, "thread count")?);
         Ok(())
@@ -347,7 +375,10 @@ pub extern "C" fn SetPushConsumerThreadCount(consumer: *mut CPushConsumer, threa
 
 /// Messages per batch (1..=1024).
 #[no_mangle]
-pub extern "C" fn SetPushConsumerMessageBatchMaxSize(consumer: *mut CPushConsumer, batchSize: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerMessageBatchMaxSize(
+    consumer: *mut CPushConsumer,
+    batchSize: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.batch = Some(positive(batchSize, "batch size")?);
         Ok(())
@@ -356,7 +387,10 @@ pub extern "C" fn SetPushConsumerMessageBatchMaxSize(consumer: *mut CPushConsume
 
 /// Cached messages per queue before pulls pause (Java `pullThresholdForQueue`).
 #[no_mangle]
-pub extern "C" fn SetPushConsumerMaxCacheMessageSize(consumer: *mut CPushConsumer, maxCacheSize: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerMaxCacheMessageSize(
+    consumer: *mut CPushConsumer,
+    maxCacheSize: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.max_cache = Some(positive(maxCacheSize, "max cache size")?);
         Ok(())
@@ -366,7 +400,10 @@ pub extern "C" fn SetPushConsumerMaxCacheMessageSize(consumer: *mut CPushConsume
 /// Cached MiB per queue before pulls pause (Java `pullThresholdSizeForQueue`). The
 /// original returned `Not_Support`; this library honours it.
 #[no_mangle]
-pub extern "C" fn SetPushConsumerMaxCacheMessageSizeInMb(consumer: *mut CPushConsumer, maxCacheSizeInMb: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerMaxCacheMessageSizeInMb(
+    consumer: *mut CPushConsumer,
+    maxCacheSizeInMb: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.max_cache_mib = Some(positive(maxCacheSizeInMb, "max cache size in MiB")? as u64);
         Ok(())
@@ -374,7 +411,10 @@ pub extern "C" fn SetPushConsumerMaxCacheMessageSizeInMb(consumer: *mut CPushCon
 }
 
 #[no_mangle]
-pub extern "C" fn SetPushConsumerInstanceName(consumer: *mut CPushConsumer, instanceName: *const c_char) -> c_int {
+pub extern "C" fn SetPushConsumerInstanceName(
+    consumer: *mut CPushConsumer,
+    instanceName: *const c_char,
+) -> c_int {
     set(consumer, |s| {
         s.client.instance = Some(c_str(instanceName, "instanceName")?.to_string());
         Ok(())
@@ -400,13 +440,20 @@ pub extern "C" fn SetPushConsumerSessionCredentials(
 
 /// Accepted and ignored: this library writes no log files.
 #[no_mangle]
-pub extern "C" fn SetPushConsumerLogPath(consumer: *mut CPushConsumer, logPath: *const c_char) -> c_int {
+pub extern "C" fn SetPushConsumerLogPath(
+    consumer: *mut CPushConsumer,
+    logPath: *const c_char,
+) -> c_int {
     set(consumer, |_| c_str(logPath, "logPath").map(|_| ()))
 }
 
 /// Checked and ignored: this library writes no log files.
 #[no_mangle]
-pub extern "C" fn SetPushConsumerLogFileNumAndSize(consumer: *mut CPushConsumer, fileNum: c_int, fileSize: c_long) -> c_int {
+pub extern "C" fn SetPushConsumerLogFileNumAndSize(
+    consumer: *mut CPushConsumer,
+    fileNum: c_int,
+    fileSize: c_long,
+) -> c_int {
     set(consumer, |_| logs::check_files(fileNum, fileSize as i64))
 }
 
@@ -418,12 +465,19 @@ pub extern "C" fn SetPushConsumerLogLevel(consumer: *mut CPushConsumer, level: c
 
 /// `OPEN` (0) traces every callback in `RMQ_SYS_TRACE_TOPIC`; `CLOSE` (1) does not.
 #[no_mangle]
-pub extern "C" fn SetPushConsumerMessageTrace(consumer: *mut CPushConsumer, openTrace: c_int) -> c_int {
+pub extern "C" fn SetPushConsumerMessageTrace(
+    consumer: *mut CPushConsumer,
+    openTrace: c_int,
+) -> c_int {
     set(consumer, |s| {
         s.client.trace = match openTrace {
             0 => true,
             1 => false,
-            _ => return Err(Failure::bad(format!("trace model {openTrace} is not OPEN or CLOSE"))),
+            _ => {
+                return Err(Failure::bad(format!(
+                    "trace model {openTrace} is not OPEN or CLOSE"
+                )))
+            }
         };
         Ok(())
     })
@@ -458,7 +512,11 @@ mod tests {
         assert_eq!(Subscribe(c, c"T".as_ptr(), null()), status::NULL_POINTER);
         assert_eq!(ShutdownPushConsumer(c), status::OK, "shutdown before start");
         assert_eq!(DestroyPushConsumer(c), status::OK);
-        assert_eq!(DestroyPushConsumer(c), status::NULL_POINTER, "double destroy");
+        assert_eq!(
+            DestroyPushConsumer(c),
+            status::NULL_POINTER,
+            "double destroy"
+        );
         assert!(GetPushConsumerGroupID(c).is_null());
     }
 }
