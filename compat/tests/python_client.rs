@@ -14,99 +14,23 @@
 #[path = "../../tests/common/java.rs"]
 #[allow(dead_code)]
 mod java;
+mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use java::{lines_after, wait_or_kill, JavaProgram};
-use rocketmq_blocking::testkit::Cluster;
-use rocketmq_blocking::{Admin, ClientOptions, TopicConfig};
-
-static CLUSTER: OnceLock<Mutex<Cluster>> = OnceLock::new();
-
-/// `target/<profile>`: the test binary is `target/<profile>/deps/<name>`; the library
-/// this package builds, `librocketmq.so`, is beside `deps/`.
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.ancestors()
-        .nth(2)
-        .expect("target/<profile>/deps/<binary>")
-        .to_path_buf()
-}
-
-fn cluster() -> &'static Mutex<Cluster> {
-    CLUSTER.get_or_init(|| {
-        // Transaction checks within seconds (the transaction test's unknown state), and a
-        // loaded machine's sends wait in the broker's queue instead of failing.
-        let mut b = Cluster::builder()
-            .work_dir(
-                profile_dir()
-                    .parent()
-                    .expect("target")
-                    .join("rocketmq-testkit"),
-            )
-            .brokers(1)
-            .broker_config("transactionCheckInterval", "1000")
-            .broker_config("transactionTimeOut", "2000")
-            .broker_config("transactionOpBatchInterval", "200")
-            .broker_config("waitTimeMillsInSendQueue", "5000")
-            .broker_config("osPageCacheBusyTimeOutMills", "5000");
-        if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
-            b = b.version(&v);
-        }
-        Mutex::new(
-            b.start()
-                .unwrap_or_else(|e| panic!("starting the cluster: {e}")),
-        )
-    })
-}
-
-fn namesrv() -> String {
-    cluster()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .namesrv_addr()
-}
+use support::{check, create_topic, lib_dir, namesrv, profile_dir, unique};
 
 fn java() -> JavaProgram {
-    let version = cluster()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .version()
-        .to_string();
-    JavaProgram::compile(&version, "tests/java/PyInterop.java", "PyInterop")
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{prefix}_{}_{nanos}", std::process::id())
-}
-
-fn create_topic(topic: &str, queues: u32) {
-    let admin = Admin::builder()
-        .client_options(ClientOptions::new().namesrv_addr(namesrv()))
-        .start()
-        .expect("admin starts");
-    admin
-        .create_topic(&TopicConfig::new(topic, queues))
-        .expect("topic created");
-    drop(admin);
-}
-
-fn check(what: &str, out: &Output) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    JavaProgram::compile(
+        &support::version(),
+        "tests/java/PyInterop.java",
+        "PyInterop",
+    )
 }
 
 /// A venv with the PyPI package in it, installed once per target directory.
@@ -122,7 +46,7 @@ fn venv() -> &'static Path {
         let installed = python.exists()
             && Command::new(&python)
                 .args(["-c", "import rocketmq.client"])
-                .env("LD_LIBRARY_PATH", profile_dir())
+                .env("LD_LIBRARY_PATH", lib_dir())
                 .output()
                 .map(|o| o.status.success())
                 .unwrap_or(false);
@@ -151,7 +75,7 @@ fn driver(args: &[&str]) -> Command {
     let mut cmd = Command::new(venv().join("bin").join("python"));
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/drive_client.py"))
         .args(args)
-        .env("LD_LIBRARY_PATH", profile_dir())
+        .env("LD_LIBRARY_PATH", lib_dir())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -180,7 +104,7 @@ fn finish(child: Child, limit: Duration, what: &str) -> String {
     );
     assert_eq!(
         lines_after(&stdout, "MAPPED "),
-        vec![profile_dir().join("librocketmq.so").display().to_string()],
+        vec![lib_dir().join("librocketmq.so").display().to_string()],
         "the library loaded is this package's"
     );
     stdout
