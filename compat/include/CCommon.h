@@ -43,7 +43,8 @@ typedef enum _CStatus_ {
 } CStatus;
 
 /* Mapped onto the process-wide maximum level of the Rust `log` facade (FATAL and ERROR
- * are both "error"). This library writes no log files of its own. */
+ * are both "error"); the first level set prints the library's log to standard error.
+ * This library writes no log files. */
 typedef enum _CLogLevel_ {
   E_LOG_LEVEL_FATAL = 1,
   E_LOG_LEVEL_ERROR = 2,

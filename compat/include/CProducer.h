@@ -62,7 +62,8 @@ ROCKETMQCLIENT_API int SetProducerSessionCredentials(CProducer* producer,
 ROCKETMQCLIENT_API int SetProducerLogPath(CProducer* producer, const char* logPath);
 /* Checked (not negative), ignored. */
 ROCKETMQCLIENT_API int SetProducerLogFileNumAndSize(CProducer* producer, int fileNum, long fileSize);
-/* Process-wide: the maximum level of the Rust log facade. */
+/* Process-wide: the maximum level of the Rust log facade; the first call prints the
+ * library's log to standard error. */
 ROCKETMQCLIENT_API int SetProducerLogLevel(CProducer* producer, CLogLevel level);
 /* Milliseconds, positive. */
 ROCKETMQCLIENT_API int SetProducerSendMsgTimeout(CProducer* producer, int timeout);

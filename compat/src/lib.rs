@@ -192,12 +192,32 @@ pub extern "C" fn GetLatestErrorMessage() -> *const c_char {
 pub(crate) const VERSION: &CStr =
     c"rocketmq-blocking-compat 0.1.0 (C API of rocketmq-client-cpp 2.2.0)";
 
-/// Log settings of the 2.x API (`Set*LogPath`, `Set*LogFileNumAndSize`, `Set*LogLevel`):
-/// this library logs through the Rust `log` facade and writes no files of its own, so the
-/// level is mapped onto `log`'s maximum level and the path and file sizes are checked and
-/// otherwise ignored (they mean nothing without a file logger).
+/// Log settings of the 2.x API (`Set*LogPath`, `Set*LogFileNumAndSize`, `Set*LogLevel`).
+/// The original wrote files under `~/logs/rocketmq-cpp`; this library writes no files: the
+/// level is mapped onto the Rust `log` facade's maximum level, and the first level set
+/// installs a logger writing to standard error (unless the process has a `log` logger
+/// already). The path and file sizes are checked and otherwise ignored.
 pub(crate) mod logs {
     use super::{CResult, Failure};
+
+    /// Lines on standard error: `<level> <target>: <text>`.
+    struct Stderr;
+
+    impl log::Log for Stderr {
+        fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+            metadata.level() <= log::max_level()
+        }
+
+        fn log(&self, record: &log::Record<'_>) {
+            if self.enabled(record.metadata()) {
+                eprintln!("{} {}: {}", record.level(), record.target(), record.args());
+            }
+        }
+
+        fn flush(&self) {}
+    }
+
+    static STDERR: Stderr = Stderr;
 
     /// `CLogLevel` (1 = fatal ... 6 = trace) onto `log`'s maximum level.
     pub(crate) fn set_level(level: i32) -> CResult<()> {
@@ -213,12 +233,14 @@ pub(crate) mod logs {
                 )))
             }
         };
+        // Fails when a logger is installed already (ours or the application's): keep it.
+        let _ = log::set_logger(&STDERR);
         log::set_max_level(filter);
         Ok(())
     }
 
     /// Checks the file count and size (accepted, no file logger).
-    pub(crate) fn check_files(num: i32, size: i64) -> CResult<()> {
+    pub(crate) fn check_files(num: i32, size: std::ffi::c_long) -> CResult<()> {
         if num < 0 || size < 0 {
             return Err(Failure::bad(format!(
                 "log file count {num} and size {size} must not be negative"

@@ -432,10 +432,11 @@ pub extern "C" fn SetProducerLogFileNumAndSize(
     fileNum: c_int,
     fileSize: c_long,
 ) -> c_int {
-    set(producer, |_| logs::check_files(fileNum, fileSize as i64))
+    set(producer, |_| logs::check_files(fileNum, fileSize))
 }
 
-/// Sets the process-wide maximum level of the Rust `log` facade.
+/// Sets the process-wide maximum level of the Rust `log` facade; the first call installs
+/// a logger printing to standard error (see `logs`).
 #[no_mangle]
 pub extern "C" fn SetProducerLogLevel(producer: *mut CProducer, level: c_int) -> c_int {
     set(producer, |_| logs::set_level(level))

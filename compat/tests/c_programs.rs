@@ -2,7 +2,8 @@
 //! including only `include/C*.h` under their original names), compiled with the system C
 //! compiler against this package's `librocketmq.so` and run against one real RocketMQ
 //! cluster: `producer.c` sends every way, `push_consumer.c` reads every acknowledged
-//! message back (counted by id), and `safety.c` checks what crashed the original (NULL
+//! message back (counted by id), `pull_consumer.c` reads them again queue by queue, and
+//! `safety.c` checks what crashed the original (NULL
 //! arguments, destroy twice, destroy after shutdown, shutdown and destroy with a listener
 //! running, destroying a lent message). The same programs run under Valgrind (no error,
 //! no definite leak) and built with AddressSanitizer.
@@ -122,6 +123,29 @@ fn round_trip(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, count: usize, l
             .all(|l| l.split_whitespace().nth(2) == Some("TagC")),
         "{consumed}"
     );
+    // The pull consumer reads every queue from 0 to its end: the same messages.
+    let out = run(
+        wrap(&program("pull_consumer", asan), "pull_consumer").args([
+            &ns,
+            &topic,
+            &unique("c_compat_pull"),
+        ]),
+        limit,
+    );
+    check("pull_consumer", &out);
+    let pulled_out = stdout(&out);
+    let pulled = got(&pulled_out);
+    assert!(
+        ids.is_subset(&pulled),
+        "missing {:?}",
+        ids.difference(&pulled)
+    );
+    assert_eq!(
+        lines_after(&pulled_out, "GOT ").len(),
+        ids.len() + 1,
+        "{pulled_out}"
+    );
+    assert!(pulled_out.contains("QUEUES 4"), "{pulled_out}");
 }
 
 fn safety(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, limit: Duration) {
@@ -203,4 +227,44 @@ fn asan(p: &Path, _: &str) -> Command {
 fn c_programs_with_address_sanitizer_touch_no_bad_memory() {
     round_trip(&asan, true, 3, Duration::from_secs(180));
     safety(&asan, true, Duration::from_secs(240));
+}
+
+/// The functions the headers declare (`ROCKETMQCLIENT_API <type> <Name>(`).
+fn declared() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("include/").flatten() {
+        let text = std::fs::read_to_string(entry.path()).expect("a header");
+        // A declaration may wrap after its return type (`CPullResult\nPull(`).
+        let flat = text.replace('\n', " ");
+        for decl in flat.split("ROCKETMQCLIENT_API ").skip(1) {
+            let head = decl.split('(').next().unwrap_or_default();
+            if let Some(name) = head.split(|c: char| c == ' ' || c == '*').next_back() {
+                if !name.is_empty() && !name.starts_with('_') {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn every_function_the_headers_declare_is_exported_by_librocketmq() {
+    let names = declared();
+    // The 105 functions of the 2.2.0 headers.
+    assert_eq!(names.len(), 105, "{names:?}");
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib_dir().join("librocketmq.so"))
+        .output()
+        .expect("nm runs (binutils)");
+    check("nm -D", &out);
+    let exported: HashSet<String> = stdout(&out)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    let missing: Vec<&String> = names.iter().filter(|n| !exported.contains(*n)).collect();
+    assert!(missing.is_empty(), "declared but not exported: {missing:?}");
 }
