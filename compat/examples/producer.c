@@ -1,6 +1,7 @@
 /*
  * A producer written against the rocketmq-client-cpp 2.x C API only (the headers in
- * ../include, under their original names): sync, async, orderly, batch and oneway sends.
+ * ../include, under their original names): sync, async (both callback styles), orderly
+ * (selector, sharding key, async, oneway), batch and oneway sends.
  *
  *   producer <namesrv> <topic> <count>
  *
@@ -44,6 +45,47 @@ static void on_exception(CMQException e, CMessage* msg, void* userData) {
   failed++;
   pending--;
   pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&lock);
+}
+
+/* The callbacks of SendMessageAsync / SendMessageOrderlyAsync (no message, no userData). */
+static void on_plain_success(CSendResult result) {
+  pthread_mutex_lock(&lock);
+  printf("SENT %s\n", result.msgId);
+  fflush(stdout);
+  pending--;
+  pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&lock);
+}
+
+static void on_plain_exception(CMQException e) {
+  pthread_mutex_lock(&lock);
+  fprintf(stderr, "async send failed: %d %s\n", e.error, e.msg);
+  failed++;
+  pending--;
+  pthread_cond_broadcast(&done);
+  pthread_mutex_unlock(&lock);
+}
+
+/* Waits for the async sends in flight; returns how many are left or failed. */
+static int wait_async(void) {
+  pthread_mutex_lock(&lock);
+  while (pending > 0) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    if (pthread_cond_timedwait(&done, &lock, &until) != 0) {
+      break;
+    }
+  }
+  int bad = pending + failed;
+  pthread_mutex_unlock(&lock);
+  return bad;
+}
+
+static void add_pending(void) {
+  pthread_mutex_lock(&lock);
+  pending++;
   pthread_mutex_unlock(&lock);
 }
 
@@ -106,24 +148,48 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  pthread_mutex_lock(&lock);
-  while (pending > 0) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 60;
-    if (pthread_cond_timedwait(&done, &lock, &until) != 0) {
-      break;
-    }
-  }
-  int left = pending, bad = failed;
-  pthread_mutex_unlock(&lock);
+  int bad = wait_async();
   for (i = 0; i < count; i++) {
     DestroyMessage(async_msgs[i]);
   }
   free(async_msgs);
-  if (left != 0 || bad != 0 || acked != count) {
-    fprintf(stderr, "async: %d pending, %d failed, %d acked\n", left, bad, acked);
+  if (bad != 0 || acked != count) {
+    fprintf(stderr, "async: %d pending or failed, %d acked\n", bad, acked);
     return 1;
+  }
+
+  /* The other async styles: the message may be destroyed once the call returned. */
+  for (i = 0; i < count; i++) {
+    CMessage* msg = make(topic, "plain-async", i);
+    add_pending();
+    if (SendMessageAsync(producer, msg, on_plain_success, on_plain_exception) != OK) {
+      fprintf(stderr, "SendMessageAsync: %s\n", GetLatestErrorMessage());
+      return 1;
+    }
+    DestroyMessage(msg);
+    msg = make(topic, "orderly-async", i);
+    add_pending();
+    if (SendMessageOrderlyAsync(producer, msg, by_arg, &i, on_plain_success, on_plain_exception) != OK) {
+      fprintf(stderr, "SendMessageOrderlyAsync: %s\n", GetLatestErrorMessage());
+      return 1;
+    }
+    DestroyMessage(msg);
+  }
+  if (wait_async() != 0) {
+    fprintf(stderr, "plain async sends failed\n");
+    return 1;
+  }
+
+  for (i = 0; i < count; i++) {
+    char key[32];
+    snprintf(key, sizeof key, "shard-%d", i % 2);
+    CMessage* msg = make(topic, "sharded", i);
+    if (SendMessageOrderlyByShardingKey(producer, msg, key, &result) != OK) {
+      fprintf(stderr, "sharding key send: %s\n", GetLatestErrorMessage());
+      return 1;
+    }
+    printf("SENT %s\n", result.msgId);
+    DestroyMessage(msg);
   }
 
   for (i = 0; i < count; i++) {
@@ -152,6 +218,13 @@ int main(int argc, char** argv) {
   CMessage* oneway = make(topic, "oneway", 0);
   if (SendMessageOneway(producer, oneway) != OK) {
     fprintf(stderr, "oneway send: %s\n", GetLatestErrorMessage());
+    return 1;
+  }
+  DestroyMessage(oneway);
+  oneway = make(topic, "oneway-orderly", 0);
+  i = 1;
+  if (SendMessageOnewayOrderly(producer, oneway, by_arg, &i) != OK) {
+    fprintf(stderr, "oneway orderly send: %s\n", GetLatestErrorMessage());
     return 1;
   }
   DestroyMessage(oneway);
