@@ -13,8 +13,8 @@
 //! `Not_Support` (500) and says why in `GetLatestErrorMessage`.
 //!
 //! Layers: this module (status codes, last error, C strings, panic boundary), `registry`,
-//! `gate`, then `message` (CMessage, CMessageExt, CBatchMessage), `producer`, `push`,
-//! `pull`.
+//! `gate`, `settings` (what every client is configured with, and its common setters),
+//! then `message` (CMessage, CMessageExt, CBatchMessage), `producer`, `push`, `pull`.
 #![allow(non_camel_case_types, non_snake_case, non_upper_case_globals)]
 // The C entry points take raw pointers but are safe `extern "C" fn`s, as in the ffi crate:
 // C callers cannot see `unsafe`, and every pointer is checked before use.
@@ -26,6 +26,7 @@ pub mod producer;
 pub mod pull;
 pub mod push;
 mod registry;
+mod settings;
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};

@@ -13,17 +13,17 @@ use std::ffi::{c_char, c_int, c_long, c_longlong, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use rocketmq_blocking::{
-    ClientOptions, Credentials, Error, LocalTransactionState, Message, MessageExt, MessageQueue,
-    Producer, SelectMessageQueueByHash, SendResult, SendStatus, TransactionListener,
-    TransactionProducer,
+    Error, LocalTransactionState, Message, MessageExt, MessageQueue, Producer,
+    SelectMessageQueueByHash, SendResult, SendStatus, TransactionListener, TransactionProducer,
 };
 
 use crate::gate::Gate;
 use crate::message::{CBatchMessage, CMessage, Lent};
 use crate::registry::{self, Obj};
-use crate::{c_str, copy_into, guard, guard_value, logs, status, CResult, Failure};
+use crate::settings::{self, positive, Configurable, Settings};
+use crate::{c_str, copy_into, guard, guard_value, status, CResult, Failure};
 
 /// `typedef struct CProducer CProducer;`
 pub struct CProducer {
@@ -70,49 +70,13 @@ enum Kind {
     Transaction,
 }
 
-/// What the setters record, applied at start.
+/// The producer's own settings beside the common ones, applied at start.
 #[derive(Default, Clone)]
-pub(crate) struct Settings {
-    pub(crate) group: String,
-    pub(crate) namesrv: Option<String>,
-    pub(crate) domain: Option<String>,
-    pub(crate) instance: Option<String>,
-    pub(crate) credentials: Option<(String, String)>,
+struct ProducerSettings {
+    client: Settings,
     send_timeout_ms: Option<u64>,
     compress_level: Option<u32>,
     max_message_size: Option<usize>,
-    pub(crate) trace: bool,
-}
-
-impl Settings {
-    /// The client options of these settings.
-    pub(crate) fn client_options(&self) -> ClientOptions {
-        let mut o = ClientOptions::new();
-        if let Some(a) = &self.namesrv {
-            o = o.namesrv_addr(a.clone());
-        } else if let Some(d) = &self.domain {
-            o = o.no_namesrv_addr().name_server_address_url(domain_url(d));
-        }
-        if let Some(i) = &self.instance {
-            o = o.instance_name(i.clone());
-        }
-        if let Some((ak, sk)) = &self.credentials {
-            o = o.credentials(Credentials::new(ak.clone(), sk.clone()));
-        }
-        o
-    }
-}
-
-/// The name-server address server of a 2.x "domain": a full URL as is, else
-/// `http://<domain>:8080/rocketmq/nsaddr` (the original's default path).
-pub(crate) fn domain_url(domain: &str) -> String {
-    if domain.contains("://") {
-        domain.to_string()
-    } else if domain.contains(':') {
-        format!("http://{domain}/rocketmq/nsaddr")
-    } else {
-        format!("http://{domain}:8080/rocketmq/nsaddr")
-    }
 }
 
 enum Running {
@@ -141,9 +105,15 @@ pub(crate) struct ProducerHandle {
     kind: Kind,
     checker: CLocalTransactionCheckerCallback,
     checker_data: usize,
-    settings: Mutex<Settings>,
+    settings: Mutex<ProducerSettings>,
     running: Mutex<Option<Arc<Running>>>,
     gate: Arc<Gate>,
+}
+
+impl Configurable for ProducerHandle {
+    fn settings(&self) -> MappedMutexGuard<'_, Settings> {
+        MutexGuard::map(self.settings.lock(), |s| &mut s.client)
+    }
 }
 
 impl ProducerHandle {
@@ -171,14 +141,13 @@ fn create(
     data: *mut c_void,
 ) -> *mut CProducer {
     guard_value(std::ptr::null_mut(), || {
-        let group = c_str(group, "groupId")?;
         let h = Arc::new(ProducerHandle {
             kind,
             checker,
             checker_data: data as usize,
-            settings: Mutex::new(Settings {
-                group: group.to_string(),
-                ..Settings::default()
+            settings: Mutex::new(ProducerSettings {
+                client: Settings::new(group)?,
+                ..ProducerSettings::default()
             }),
             running: Mutex::new(None),
             gate: Arc::new(Gate::default()),
@@ -298,9 +267,9 @@ pub extern "C" fn StartProducer(producer: *mut CProducer) -> c_int {
             ));
         }
         let s = h.settings.lock().clone();
-        let mut b = Producer::builder(s.group.clone())
-            .client_options(s.client_options())
-            .enable_msg_trace(s.trace);
+        let mut b = Producer::builder(s.client.group.clone())
+            .client_options(s.client.client_options())
+            .enable_msg_trace(s.client.trace);
         if let Some(t) = s.send_timeout_ms {
             b = b.send_timeout(Duration::from_millis(t));
         }
@@ -347,7 +316,7 @@ pub extern "C" fn ShowProducerVersion(producer: *mut CProducer) -> *const c_char
     }
 }
 
-fn set(producer: *mut CProducer, f: impl FnOnce(&mut Settings) -> CResult<()>) -> c_int {
+fn set(producer: *mut CProducer, f: impl FnOnce(&mut ProducerSettings) -> CResult<()>) -> c_int {
     guard(|| {
         let h = registry::producer(producer, "producer")?;
         let mut s = h.settings.lock();
@@ -360,10 +329,7 @@ pub extern "C" fn SetProducerNameServerAddress(
     producer: *mut CProducer,
     namesrv: *const c_char,
 ) -> c_int {
-    set(producer, |s| {
-        s.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
-        Ok(())
-    })
+    settings::namesrv(registry::producer(producer, "producer"), namesrv)
 }
 
 /// The HTTP name-server address server (`http://<domain>:8080/rocketmq/nsaddr`, or the
@@ -373,10 +339,7 @@ pub extern "C" fn SetProducerNameServerDomain(
     producer: *mut CProducer,
     domain: *const c_char,
 ) -> c_int {
-    set(producer, |s| {
-        s.domain = Some(c_str(domain, "domain")?.to_string());
-        Ok(())
-    })
+    settings::domain(registry::producer(producer, "producer"), domain)
 }
 
 #[no_mangle]
@@ -384,10 +347,7 @@ pub extern "C" fn SetProducerGroupName(
     producer: *mut CProducer,
     groupName: *const c_char,
 ) -> c_int {
-    set(producer, |s| {
-        s.group = c_str(groupName, "groupName")?.to_string();
-        Ok(())
-    })
+    settings::group(registry::producer(producer, "producer"), groupName)
 }
 
 #[no_mangle]
@@ -395,10 +355,7 @@ pub extern "C" fn SetProducerInstanceName(
     producer: *mut CProducer,
     instanceName: *const c_char,
 ) -> c_int {
-    set(producer, |s| {
-        s.instance = Some(c_str(instanceName, "instanceName")?.to_string());
-        Ok(())
-    })
+    settings::instance(registry::producer(producer, "producer"), instanceName)
 }
 
 /// ACL credentials. `onsChannel` is checked and otherwise unused: the broker's ACL signs
@@ -410,19 +367,18 @@ pub extern "C" fn SetProducerSessionCredentials(
     secretKey: *const c_char,
     onsChannel: *const c_char,
 ) -> c_int {
-    set(producer, |s| {
-        let ak = c_str(accessKey, "accessKey")?;
-        let sk = c_str(secretKey, "secretKey")?;
-        c_str(onsChannel, "onsChannel")?;
-        s.credentials = Some((ak.to_string(), sk.to_string()));
-        Ok(())
-    })
+    settings::credentials(
+        registry::producer(producer, "producer"),
+        accessKey,
+        secretKey,
+        onsChannel,
+    )
 }
 
 /// Accepted and ignored: this library writes no log files (it logs through Rust's `log`).
 #[no_mangle]
 pub extern "C" fn SetProducerLogPath(producer: *mut CProducer, logPath: *const c_char) -> c_int {
-    set(producer, |_| c_str(logPath, "logPath").map(|_| ()))
+    settings::log_path(registry::producer(producer, "producer"), logPath)
 }
 
 /// Checked and ignored: this library writes no log files.
@@ -432,25 +388,21 @@ pub extern "C" fn SetProducerLogFileNumAndSize(
     fileNum: c_int,
     fileSize: c_long,
 ) -> c_int {
-    set(producer, |_| logs::check_files(fileNum, fileSize))
+    settings::log_files(registry::producer(producer, "producer"), fileNum, fileSize)
 }
 
 /// Sets the process-wide maximum level of the Rust `log` facade; the first call installs
 /// a logger printing to standard error (see `logs`).
 #[no_mangle]
 pub extern "C" fn SetProducerLogLevel(producer: *mut CProducer, level: c_int) -> c_int {
-    set(producer, |_| logs::set_level(level))
+    settings::log_level(registry::producer(producer, "producer"), level)
 }
 
 /// The budget of one send in milliseconds (positive).
 #[no_mangle]
 pub extern "C" fn SetProducerSendMsgTimeout(producer: *mut CProducer, timeout: c_int) -> c_int {
     set(producer, |s| {
-        let t = u64::try_from(timeout)
-            .ok()
-            .filter(|&t| t > 0)
-            .ok_or_else(|| Failure::bad(format!("send timeout {timeout} is not positive")))?;
-        s.send_timeout_ms = Some(t);
+        s.send_timeout_ms = Some(positive(timeout, "send timeout")? as u64);
         Ok(())
     })
 }
@@ -477,11 +429,7 @@ pub extern "C" fn SetProducerCompressLevel(producer: *mut CProducer, level: c_in
 #[no_mangle]
 pub extern "C" fn SetProducerMaxMessageSize(producer: *mut CProducer, size: c_int) -> c_int {
     set(producer, |s| {
-        let n = usize::try_from(size)
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| Failure::bad(format!("max message size {size} is not positive")))?;
-        s.max_message_size = Some(n);
+        s.max_message_size = Some(positive(size, "max message size")?);
         Ok(())
     })
 }
@@ -489,18 +437,7 @@ pub extern "C" fn SetProducerMaxMessageSize(producer: *mut CProducer, size: c_in
 /// `OPEN` (0) traces every send in `RMQ_SYS_TRACE_TOPIC`; `CLOSE` (1) does not.
 #[no_mangle]
 pub extern "C" fn SetProducerMessageTrace(producer: *mut CProducer, openTrace: c_int) -> c_int {
-    set(producer, |s| {
-        s.trace = match openTrace {
-            0 => true,
-            1 => false,
-            _ => {
-                return Err(Failure::bad(format!(
-                    "trace model {openTrace} is not OPEN or CLOSE"
-                )))
-            }
-        };
-        Ok(())
-    })
+    settings::trace(registry::producer(producer, "producer"), openTrace)
 }
 
 fn send_status(s: SendStatus) -> c_int {
@@ -624,6 +561,32 @@ fn send_async(
     queued.map_err(|e| Failure::new(failure, e.error().to_string()))
 }
 
+/// `SendMessageAsync` and `SendMessageOrderlyAsync`: callbacks without the message or
+/// user data; `selector` picks the queue when given.
+fn send_plain_async(
+    producer: *mut CProducer,
+    msg: *mut CMessage,
+    selector: Option<(QueueSelectorCallback, *mut c_void)>,
+    on_ok: CSendSuccessCallback,
+    on_err: CSendExceptionCallback,
+    f: i32,
+) -> c_int {
+    guard(|| {
+        let (Some(ok), Some(err)) = (on_ok, on_err) else {
+            return Err(Failure::bad("a callback is NULL"));
+        };
+        let (h, r, m) = prepare(producer, msg, f)?;
+        let mq = match selector {
+            Some((sel, arg)) => Some(select_queue(&r, &m, sel, msg, arg, f)?),
+            None => None,
+        };
+        send_async(&h, &r, m, mq, f, move |res| match res {
+            Ok(s) => ok(c_result(&s)),
+            Err(e) => err(c_exception(&e)),
+        })
+    })
+}
+
 /// Sends without waiting: `cSendSuccessCallback` or `cSendExceptionCallback` runs once on
 /// a callback thread. If this returns an error, neither runs.
 #[no_mangle]
@@ -633,23 +596,14 @@ pub extern "C" fn SendMessageAsync(
     cSendSuccessCallback: CSendSuccessCallback,
     cSendExceptionCallback: CSendExceptionCallback,
 ) -> c_int {
-    guard(|| {
-        let (Some(ok), Some(err)) = (cSendSuccessCallback, cSendExceptionCallback) else {
-            return Err(Failure::bad("a callback is NULL"));
-        };
-        let (h, r, m) = prepare(producer, msg, status::PRODUCER_SEND_ASYNC_FAILED)?;
-        send_async(
-            &h,
-            &r,
-            m,
-            None,
-            status::PRODUCER_SEND_ASYNC_FAILED,
-            move |res| match res {
-                Ok(s) => ok(c_result(&s)),
-                Err(e) => err(c_exception(&e)),
-            },
-        )
-    })
+    send_plain_async(
+        producer,
+        msg,
+        None,
+        cSendSuccessCallback,
+        cSendExceptionCallback,
+        status::PRODUCER_SEND_ASYNC_FAILED,
+    )
 }
 
 /// Like `SendMessageAsync`, the callbacks also getting `msg` (the caller's pointer: keep
@@ -726,6 +680,26 @@ fn select_queue(
         })
 }
 
+/// Up to `attempts` sends by `send` (whose own failure, such as a bad selector, ends them at
+/// once); the last send error as `failure`.
+fn with_retries(
+    attempts: c_int,
+    failure: i32,
+    mut send: impl FnMut() -> CResult<Result<SendResult, Error>>,
+) -> CResult<SendResult> {
+    let mut last = None;
+    for _ in 0..attempts {
+        match send()? {
+            Ok(sent) => return Ok(sent),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Failure::new(
+        failure,
+        last.map_or_else(|| "not sent".to_string(), |e| e.to_string()),
+    ))
+}
+
 #[no_mangle]
 pub extern "C" fn SendMessageOnewayOrderly(
     producer: *mut CProducer,
@@ -759,21 +733,12 @@ pub extern "C" fn SendMessageOrderly(
         let f = status::PRODUCER_SEND_ORDERLY_FAILED;
         let (_, r, m) = prepare(producer, msg, f)?;
         let attempts = 1 + autoRetryTimes.clamp(0, 16);
-        let mut last = None;
-        for _ in 0..attempts {
+        let sent = with_retries(attempts, f, || {
             let mq = select_queue(&r, &m, callback, msg, arg, f)?;
-            match r.producer().send_to_queue(&m, &mq) {
-                Ok(sent) => {
-                    write(result, &sent);
-                    return Ok(());
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(Failure::new(
-            f,
-            last.map_or_else(|| "not sent".to_string(), |e| e.to_string()),
-        ))
+            Ok(r.producer().send_to_queue(&m, &mq))
+        })?;
+        write(result, &sent);
+        Ok(())
     })
 }
 
@@ -786,18 +751,14 @@ pub extern "C" fn SendMessageOrderlyAsync(
     cSendSuccessCallback: CSendSuccessCallback,
     cSendExceptionCallback: CSendExceptionCallback,
 ) -> c_int {
-    guard(|| {
-        let f = status::PRODUCER_SEND_ORDERLYASYNC_FAILED;
-        let (Some(ok), Some(err)) = (cSendSuccessCallback, cSendExceptionCallback) else {
-            return Err(Failure::bad("a callback is NULL"));
-        };
-        let (h, r, m) = prepare(producer, msg, f)?;
-        let mq = select_queue(&r, &m, callback, msg, arg, f)?;
-        send_async(&h, &r, m, Some(mq), f, move |res| match res {
-            Ok(s) => ok(c_result(&s)),
-            Err(e) => err(c_exception(&e)),
-        })
-    })
+    send_plain_async(
+        producer,
+        msg,
+        Some((callback, arg)),
+        cSendSuccessCallback,
+        cSendExceptionCallback,
+        status::PRODUCER_SEND_ORDERLYASYNC_FAILED,
+    )
 }
 
 /// Sends to the queue of `shardingKey`: Java's `SelectMessageQueueByHash` (the key's
@@ -820,23 +781,12 @@ pub extern "C" fn SendMessageOrderlyByShardingKey(
             m.put_user_property("__SHARDINGKEY", key)
                 .map_err(|e| Failure::bad(e.to_string()))?;
         }
-        let mut last = None;
-        for _ in 0..4 {
-            match r
-                .producer()
-                .send_with_selector(&m, &SelectMessageQueueByHash, key)
-            {
-                Ok(sent) => {
-                    write(result, &sent);
-                    return Ok(());
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(Failure::new(
-            f,
-            last.map_or_else(|| "not sent".to_string(), |e| e.to_string()),
-        ))
+        let sent = with_retries(4, f, || {
+            Ok(r.producer()
+                .send_with_selector(&m, &SelectMessageQueueByHash, key))
+        })?;
+        write(result, &sent);
+        Ok(())
     })
 }
 
@@ -916,18 +866,5 @@ mod tests {
             "start after destroy"
         );
         assert_eq!(crate::message::DestroyMessage(m), status::OK);
-    }
-
-    #[test]
-    fn domains_become_address_server_urls() {
-        assert_eq!(
-            domain_url("ns.example"),
-            "http://ns.example:8080/rocketmq/nsaddr"
-        );
-        assert_eq!(
-            domain_url("ns.example:9000"),
-            "http://ns.example:9000/rocketmq/nsaddr"
-        );
-        assert_eq!(domain_url("http://a/b"), "http://a/b");
     }
 }

@@ -12,19 +12,19 @@
 //! result are lent until `ReleasePullResult`, which accepts a result once.
 
 use std::collections::HashSet;
-use std::ffi::{c_char, c_int, c_long, c_longlong, c_void, CString};
+use std::ffi::{c_char, c_int, c_long, c_longlong, c_void};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use rocketmq_blocking::{
     Admin, Error, LitePullConsumer, LitePullOptions, MessageExt, MessageQueue,
 };
 
 use crate::message::{self, CMessage, Lent};
-use crate::producer::Settings;
 use crate::registry::{self, Obj};
-use crate::{c_str, copy_into, guard, guard_value, logs, status, CResult, Failure};
+use crate::settings::{self, Configurable, Settings};
+use crate::{c_str, copy_into, guard, guard_value, status, CResult, Failure};
 
 /// `typedef struct CPullConsumer CPullConsumer;`
 pub struct CPullConsumer {
@@ -60,12 +60,6 @@ pub struct CPullResult {
     pub pData: *mut c_void,
 }
 
-#[derive(Default)]
-struct PullSettings {
-    client: Settings,
-    group_c: CString,
-}
-
 /// What a started pull consumer runs on.
 struct Started {
     admin: Admin,
@@ -76,7 +70,7 @@ struct Started {
 
 /// A registered pull consumer.
 pub(crate) struct PullHandle {
-    settings: Mutex<PullSettings>,
+    settings: Mutex<Settings>,
     /// Also serialises pulls.
     started: Mutex<Option<Started>>,
 }
@@ -84,18 +78,20 @@ pub(crate) struct PullHandle {
 #[no_mangle]
 pub extern "C" fn CreatePullConsumer(groupId: *const c_char) -> *mut CPullConsumer {
     guard_value(std::ptr::null_mut(), || {
-        let group = c_str(groupId, "groupId")?;
-        let mut s = PullSettings::default();
-        s.client.group = group.to_string();
-        s.group_c = CString::new(group).map_err(|_| Failure::bad("groupId has a NUL"))?;
         let h = Arc::new(PullHandle {
-            settings: Mutex::new(s),
+            settings: Mutex::new(Settings::new(groupId)?),
             started: Mutex::new(None),
         });
         let p = Arc::as_ptr(&h) as *mut CPullConsumer;
         registry::insert(p as usize, Obj::Pull(h));
         Ok(p)
     })
+}
+
+impl Configurable for PullHandle {
+    fn settings(&self) -> MappedMutexGuard<'_, Settings> {
+        MutexGuard::map(self.settings.lock(), |s| s)
+    }
 }
 
 /// Shuts the consumer down if started, then frees it (results not yet released stay
@@ -131,15 +127,15 @@ pub extern "C" fn StartPullConsumer(consumer: *mut CPullConsumer) -> c_int {
         }
         let s = h.settings.lock();
         let admin = Admin::builder()
-            .client_options(s.client.client_options())
+            .client_options(s.client_options())
             .start()
             .map_err(fail)?;
         let mut o = LitePullOptions::default();
         o.auto_commit = false;
         o.pull_batch_size = 32;
         o.broker_suspend_max_time = Duration::from_secs(1);
-        let lite = LitePullConsumer::builder(s.client.group.clone())
-            .client_options(s.client.client_options())
+        let lite = LitePullConsumer::builder(s.group.clone())
+            .client_options(s.client_options())
             .options(o)
             .start()
             .map_err(fail)?;
@@ -169,34 +165,17 @@ pub extern "C" fn ShowPullConsumerVersion(consumer: *mut CPullConsumer) -> *cons
     }
 }
 
-fn set(consumer: *mut CPullConsumer, f: impl FnOnce(&mut PullSettings) -> CResult<()>) -> c_int {
-    guard(|| {
-        let h = registry::pull(consumer, "consumer")?;
-        let mut s = h.settings.lock();
-        f(&mut s)
-    })
-}
-
 #[no_mangle]
 pub extern "C" fn SetPullConsumerGroupID(
     consumer: *mut CPullConsumer,
     groupId: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        let g = c_str(groupId, "groupId")?;
-        s.group_c = CString::new(g).map_err(|_| Failure::bad("groupId has a NUL"))?;
-        s.client.group = g.to_string();
-        Ok(())
-    })
+    settings::group(registry::pull(consumer, "consumer"), groupId)
 }
 
 #[no_mangle]
 pub extern "C" fn GetPullConsumerGroupID(consumer: *mut CPullConsumer) -> *const c_char {
-    guard_value(std::ptr::null(), || {
-        let h = registry::pull(consumer, "consumer")?;
-        let s = h.settings.lock();
-        Ok(s.group_c.as_ptr())
-    })
+    settings::group_id(registry::pull(consumer, "consumer"))
 }
 
 #[no_mangle]
@@ -204,10 +183,7 @@ pub extern "C" fn SetPullConsumerNameServerAddress(
     consumer: *mut CPullConsumer,
     namesrv: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
-        Ok(())
-    })
+    settings::namesrv(registry::pull(consumer, "consumer"), namesrv)
 }
 
 #[no_mangle]
@@ -215,10 +191,7 @@ pub extern "C" fn SetPullConsumerNameServerDomain(
     consumer: *mut CPullConsumer,
     domain: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.domain = Some(c_str(domain, "domain")?.to_string());
-        Ok(())
-    })
+    settings::domain(registry::pull(consumer, "consumer"), domain)
 }
 
 #[no_mangle]
@@ -228,13 +201,12 @@ pub extern "C" fn SetPullConsumerSessionCredentials(
     secretKey: *const c_char,
     channel: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        let ak = c_str(accessKey, "accessKey")?;
-        let sk = c_str(secretKey, "secretKey")?;
-        c_str(channel, "channel")?;
-        s.client.credentials = Some((ak.to_string(), sk.to_string()));
-        Ok(())
-    })
+    settings::credentials(
+        registry::pull(consumer, "consumer"),
+        accessKey,
+        secretKey,
+        channel,
+    )
 }
 
 /// Accepted and ignored: this library writes no log files.
@@ -243,7 +215,7 @@ pub extern "C" fn SetPullConsumerLogPath(
     consumer: *mut CPullConsumer,
     logPath: *const c_char,
 ) -> c_int {
-    set(consumer, |_| c_str(logPath, "logPath").map(|_| ()))
+    settings::log_path(registry::pull(consumer, "consumer"), logPath)
 }
 
 /// Checked and ignored: this library writes no log files.
@@ -253,14 +225,14 @@ pub extern "C" fn SetPullConsumerLogFileNumAndSize(
     fileNum: c_int,
     fileSize: c_long,
 ) -> c_int {
-    set(consumer, |_| logs::check_files(fileNum, fileSize))
+    settings::log_files(registry::pull(consumer, "consumer"), fileNum, fileSize)
 }
 
 /// Sets the process-wide maximum level of the Rust `log` facade; the first call installs
 /// a logger printing to standard error (see `logs`).
 #[no_mangle]
 pub extern "C" fn SetPullConsumerLogLevel(consumer: *mut CPullConsumer, level: c_int) -> c_int {
-    set(consumer, |_| logs::set_level(level))
+    settings::log_level(registry::pull(consumer, "consumer"), level)
 }
 
 /// The queue arrays handed out by `FetchSubscriptionMessageQueues`: address and length.

@@ -11,19 +11,19 @@
 //! given to the callback are delivered again later. Settings apply at
 //! `StartPushConsumer`, except `Subscribe`, which a running consumer takes at once.
 
-use std::ffi::{c_char, c_int, c_long, CString};
+use std::ffi::{c_char, c_int, c_long};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use rocketmq_blocking::{
     ConsumeOrderlyStatus, ConsumeStatus, Error, MessageExt, MessageModel, PushConsumer,
 };
 
 use crate::gate::Gate;
 use crate::message::{CMessage, Lent};
-use crate::producer::Settings;
 use crate::registry::{self, Obj};
-use crate::{c_str, guard, guard_value, logs, status, CResult, Failure};
+use crate::settings::{self, positive, Configurable, Settings};
+use crate::{c_str, guard, guard_value, status, CResult, Failure};
 
 /// `typedef struct CPushConsumer CPushConsumer;`
 pub struct CPushConsumer {
@@ -37,7 +37,6 @@ pub type MessageCallBack =
 #[derive(Clone, Default)]
 struct PushSettings {
     client: Settings,
-    group_c: CString,
     broadcasting: bool,
     threads: Option<usize>,
     batch: Option<usize>,
@@ -60,6 +59,12 @@ pub(crate) struct PushHandle {
     gate: Arc<Gate>,
 }
 
+impl Configurable for PushHandle {
+    fn settings(&self) -> MappedMutexGuard<'_, Settings> {
+        MutexGuard::map(self.settings.lock(), |s| &mut s.client)
+    }
+}
+
 impl PushHandle {
     fn shutdown(&self) {
         self.gate.close_and_wait();
@@ -75,10 +80,10 @@ impl PushHandle {
 #[no_mangle]
 pub extern "C" fn CreatePushConsumer(groupId: *const c_char) -> *mut CPushConsumer {
     guard_value(std::ptr::null_mut(), || {
-        let group = c_str(groupId, "groupId")?;
-        let mut s = PushSettings::default();
-        s.client.group = group.to_string();
-        s.group_c = CString::new(group).map_err(|_| Failure::bad("groupId has a NUL"))?;
+        let s = PushSettings {
+            client: Settings::new(groupId)?,
+            ..PushSettings::default()
+        };
         let h = Arc::new(PushHandle {
             settings: Mutex::new(s),
             callback: Arc::new(Mutex::new(None)),
@@ -205,34 +210,18 @@ fn set(consumer: *mut CPushConsumer, f: impl FnOnce(&mut PushSettings) -> CResul
     })
 }
 
-fn positive(v: c_int, what: &str) -> CResult<usize> {
-    usize::try_from(v)
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| Failure::bad(format!("{what} {v} is not positive")))
-}
-
 #[no_mangle]
 pub extern "C" fn SetPushConsumerGroupID(
     consumer: *mut CPushConsumer,
     groupId: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        let g = c_str(groupId, "groupId")?;
-        s.group_c = CString::new(g).map_err(|_| Failure::bad("groupId has a NUL"))?;
-        s.client.group = g.to_string();
-        Ok(())
-    })
+    settings::group(registry::push(consumer, "consumer"), groupId)
 }
 
 /// The group; valid until the group is set again or the consumer destroyed.
 #[no_mangle]
 pub extern "C" fn GetPushConsumerGroupID(consumer: *mut CPushConsumer) -> *const c_char {
-    guard_value(std::ptr::null(), || {
-        let h = registry::push(consumer, "consumer")?;
-        let s = h.settings.lock();
-        Ok(s.group_c.as_ptr())
-    })
+    settings::group_id(registry::push(consumer, "consumer"))
 }
 
 #[no_mangle]
@@ -240,10 +229,7 @@ pub extern "C" fn SetPushConsumerNameServerAddress(
     consumer: *mut CPushConsumer,
     namesrv: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.namesrv = Some(c_str(namesrv, "namesrv")?.to_string());
-        Ok(())
-    })
+    settings::namesrv(registry::push(consumer, "consumer"), namesrv)
 }
 
 /// See `SetProducerNameServerDomain`.
@@ -252,10 +238,7 @@ pub extern "C" fn SetPushConsumerNameServerDomain(
     consumer: *mut CPushConsumer,
     domain: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.domain = Some(c_str(domain, "domain")?.to_string());
-        Ok(())
-    })
+    settings::domain(registry::push(consumer, "consumer"), domain)
 }
 
 /// Subscribes to `topic` with a tag expression (`*`, `TagA || TagB`); a running consumer
@@ -415,10 +398,7 @@ pub extern "C" fn SetPushConsumerInstanceName(
     consumer: *mut CPushConsumer,
     instanceName: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.instance = Some(c_str(instanceName, "instanceName")?.to_string());
-        Ok(())
-    })
+    settings::instance(registry::push(consumer, "consumer"), instanceName)
 }
 
 /// ACL credentials; `channel` is checked and otherwise unused (see the producer's).
@@ -429,13 +409,12 @@ pub extern "C" fn SetPushConsumerSessionCredentials(
     secretKey: *const c_char,
     channel: *const c_char,
 ) -> c_int {
-    set(consumer, |s| {
-        let ak = c_str(accessKey, "accessKey")?;
-        let sk = c_str(secretKey, "secretKey")?;
-        c_str(channel, "channel")?;
-        s.client.credentials = Some((ak.to_string(), sk.to_string()));
-        Ok(())
-    })
+    settings::credentials(
+        registry::push(consumer, "consumer"),
+        accessKey,
+        secretKey,
+        channel,
+    )
 }
 
 /// Accepted and ignored: this library writes no log files.
@@ -444,7 +423,7 @@ pub extern "C" fn SetPushConsumerLogPath(
     consumer: *mut CPushConsumer,
     logPath: *const c_char,
 ) -> c_int {
-    set(consumer, |_| c_str(logPath, "logPath").map(|_| ()))
+    settings::log_path(registry::push(consumer, "consumer"), logPath)
 }
 
 /// Checked and ignored: this library writes no log files.
@@ -454,14 +433,14 @@ pub extern "C" fn SetPushConsumerLogFileNumAndSize(
     fileNum: c_int,
     fileSize: c_long,
 ) -> c_int {
-    set(consumer, |_| logs::check_files(fileNum, fileSize))
+    settings::log_files(registry::push(consumer, "consumer"), fileNum, fileSize)
 }
 
 /// Sets the process-wide maximum level of the Rust `log` facade; the first call installs
 /// a logger printing to standard error (see `logs`).
 #[no_mangle]
 pub extern "C" fn SetPushConsumerLogLevel(consumer: *mut CPushConsumer, level: c_int) -> c_int {
-    set(consumer, |_| logs::set_level(level))
+    settings::log_level(registry::push(consumer, "consumer"), level)
 }
 
 /// `OPEN` (0) traces every callback in `RMQ_SYS_TRACE_TOPIC`; `CLOSE` (1) does not.
@@ -470,18 +449,7 @@ pub extern "C" fn SetPushConsumerMessageTrace(
     consumer: *mut CPushConsumer,
     openTrace: c_int,
 ) -> c_int {
-    set(consumer, |s| {
-        s.client.trace = match openTrace {
-            0 => true,
-            1 => false,
-            _ => {
-                return Err(Failure::bad(format!(
-                    "trace model {openTrace} is not OPEN or CLOSE"
-                )))
-            }
-        };
-        Ok(())
-    })
+    settings::trace(registry::push(consumer, "consumer"), openTrace)
 }
 
 #[cfg(test)]

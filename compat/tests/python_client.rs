@@ -276,3 +276,60 @@ fn python_transaction_producer_commits_rolls_back_and_answers_checks() {
     );
     assert!(got.is_disjoint(&state("ROLLBACK")));
 }
+
+#[test]
+fn python_client_failures_raise_the_packages_exceptions_with_our_error_text() {
+    let ns = namesrv();
+    let topic = unique("PyErrors");
+    create_topic(&topic, 2);
+    let mut cmd = driver(&["errors", &ns, &topic]);
+    cmd.env_remove("NAMESRV_ADDR");
+    let out = finish(spawn(&mut cmd), Duration::from_secs(120), "errors");
+    let raised = lines_after(&out, "RAISED ");
+    assert_eq!(raised.len(), 5, "{out}");
+    assert!(
+        raised[0].starts_with("ProducerSendSyncFailed the producer is not started"),
+        "{out}"
+    );
+    assert!(raised[1].starts_with("ProducerStartFailed "), "{out}");
+    assert!(
+        raised[2].starts_with("PushConsumerStartFailed no message callback"),
+        "{out}"
+    );
+    assert!(
+        raised[3].contains("send timeout -5 is not positive"),
+        "{out}"
+    );
+    assert!(raised[4].contains("UNIQ_KEY"), "{out}");
+    assert_eq!(
+        ids(&out, "SENT ").len(),
+        1,
+        "the producer works after the errors: {out}"
+    );
+}
+
+#[test]
+fn python_push_consumer_filters_by_tag() {
+    let ns = namesrv();
+    let topic = unique("PyTags");
+    create_topic(&topic, 4);
+    // TagPy from Python, TagJava from Java, on one topic.
+    let py = run_driver(&["produce", &ns, &topic, "6"], Duration::from_secs(120));
+    let java_out = java().run(&[], &["produce", &ns, &topic, "6"], Duration::from_secs(90));
+    let java_ids: HashSet<String> = ids(&java_out, "SENT ").into_iter().collect();
+    assert_eq!(ids(&py, "SENT ").len(), 6);
+    // Subscribed to TagJava only: every Java message and no Python one.
+    let group = unique("py_tags");
+    let out = run_driver(
+        &["consume", &ns, &topic, &group, "6", "0", "90", "TagJava"],
+        Duration::from_secs(120),
+    );
+    let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
+    assert_eq!(got, java_ids, "{out}");
+    assert!(
+        lines_after(&out, "GOT ")
+            .iter()
+            .all(|l| fields(l)[2] == "TagJava"),
+        "{out}"
+    );
+}

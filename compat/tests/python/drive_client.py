@@ -6,8 +6,9 @@ LD_LIBRARY_PATH). Run by compat/tests/python_client.rs; one mode per run:
   orderly     <namesrv> <topic> <count> <keys>   Producer(orderly=True): by sharding key
   transaction <namesrv> <topic> <count>          TransactionMQProducer: commit, rollback,
                                                  unknown (then the checker commits)
-  consume     <namesrv> <topic> <group> <count> <orderly 0|1> <seconds>
+  consume     <namesrv> <topic> <group> <count> <orderly 0|1> <seconds> [<expression>]
                                                  PushConsumer until <count> distinct ids
+  errors      <namesrv> <topic>                  the package's exceptions for failed calls
 
 Prints "SENT <id> <body> ..." per acknowledged send and "GOT <id> <queue> <tags> <keys>
 <body>" per distinct received message; the library it located as "LIB <name>" and the
@@ -18,6 +19,12 @@ import threading
 import time
 
 from rocketmq import ffi
+from rocketmq.exceptions import (
+    ProducerSendSyncFailed,
+    ProducerStartFailed,
+    PushConsumerStartFailed,
+)
+from rocketmq.ffi import MessageModel
 from rocketmq.client import (
     ConsumeStatus,
     Message,
@@ -106,7 +113,7 @@ def transaction(ns, topic, count):
     producer.shutdown()
 
 
-def consume(ns, topic, group, count, is_orderly, seconds):
+def consume(ns, topic, group, count, is_orderly, seconds, expression="*", model=MessageModel.CLUSTERING):
     seen = {}
     done = threading.Event()
     lock = threading.Lock()
@@ -122,16 +129,48 @@ def consume(ns, topic, group, count, is_orderly, seconds):
                 done.set()
         return ConsumeStatus.CONSUME_SUCCESS
 
-    consumer = PushConsumer(group, orderly=is_orderly)
+    consumer = PushConsumer(group, orderly=is_orderly, message_model=model)
     consumer.set_name_server_address(ns)
     consumer.set_thread_count(2)
     consumer.set_message_batch_max_size(4)
-    consumer.subscribe(topic, on_message)
+    consumer.subscribe(topic, on_message, expression=expression)
     consumer.start()
     say("STARTED")
     done.wait(seconds)
     consumer.shutdown()
     say("DONE", len(seen))
+
+
+def expect(exc, call):
+    try:
+        call()
+    except exc as e:
+        say("RAISED", type(e).__name__, str(e).replace("\n", " "))
+        return
+    raise AssertionError("no %s" % exc.__name__)
+
+
+def errors(ns, topic):
+    # Sending before start: the library's status and GetLatestErrorMessage's text.
+    producer = Producer("py_errors_%d" % time.monotonic_ns())
+    producer.set_name_server_address(ns)
+    msg, _ = message(topic, 0, "TagErr", "errors")
+    expect(ProducerSendSyncFailed, lambda: producer.send_sync(msg))
+    # No name server at all: the start fails.
+    lost = Producer("py_errors_nons_%d" % time.monotonic_ns())
+    expect(ProducerStartFailed, lost.start)
+    # A consumer without a subscription's callback cannot start.
+    consumer = PushConsumer("py_errors_c_%d" % time.monotonic_ns())
+    consumer.set_name_server_address(ns)
+    expect(PushConsumerStartFailed, consumer.start)
+    # Bad values are refused before anything is sent.
+    expect(Exception, lambda: producer.set_timeout(-5))
+    expect(Exception, lambda: msg.set_property("UNIQ_KEY", "forged"))
+    producer.start()
+    r = producer.send_sync(msg)
+    say("SENT", r.msg_id, "errors-0", r.offset)
+    producer.shutdown()
+    producer.shutdown()
 
 
 def main():
@@ -147,8 +186,11 @@ def main():
     elif mode == "transaction":
         transaction(ns, topic, int(sys.argv[4]))
     elif mode == "consume":
+        expression = sys.argv[8] if len(sys.argv) > 8 else "*"
         consume(ns, topic, sys.argv[4], int(sys.argv[5]), sys.argv[6] == "1",
-                float(sys.argv[7]))
+                float(sys.argv[7]), expression)
+    elif mode == "errors":
+        errors(ns, topic)
     else:
         raise SystemExit("unknown mode " + mode)
 
