@@ -1,7 +1,8 @@
 /*
  * Where rocketmq-client-cpp 2.x crashed, this library must not: NULL arguments, use and
  * destroy after destroy, destroy after shutdown, shutdown and destroy while a listener
- * runs, destroying a message the library lent to a callback. Written against the 2.x
+ * runs, destroying a message the library lent to a callback, a callback destroying its
+ * own consumer. Written against the 2.x
  * headers only.
  *
  *   safety <namesrv> <topic> <group>
@@ -54,6 +55,25 @@ static int slow(CPushConsumer* consumer, CMessageExt* msg) {
   pthread_mutex_lock(&lock);
   inside--;
   pthread_mutex_unlock(&lock);
+  return E_CONSUME_SUCCESS;
+}
+
+/* Destroys its own consumer from inside the callback, once. */
+static int self_destroyed = -1;
+static int destroy_self(CPushConsumer* consumer, CMessageExt* msg) {
+  (void)msg;
+  pthread_mutex_lock(&lock);
+  int first = self_destroyed == -1;
+  if (first) {
+    self_destroyed = -2;
+  }
+  pthread_mutex_unlock(&lock);
+  if (first) {
+    int st = DestroyPushConsumer(consumer);
+    pthread_mutex_lock(&lock);
+    self_destroyed = st;
+    pthread_mutex_unlock(&lock);
+  }
   return E_CONSUME_SUCCESS;
 }
 
@@ -168,6 +188,20 @@ static void stop_with_listener_running(const char* namesrv, const char* topic, c
   CHECK(ShutdownPushConsumer(c) == NULL_POINTER);
 }
 
+/* A callback destroying its own consumer: no deadlock, OK, the handle dead afterwards. */
+static void destroy_from_inside(const char* namesrv, const char* topic, const char* group) {
+  CPushConsumer* c = CreatePushConsumer(group);
+  CHECK(SetPushConsumerNameServerAddress(c, namesrv) == OK);
+  CHECK(Subscribe(c, topic, "*") == OK);
+  CHECK(RegisterMessageCallback(c, destroy_self) == OK);
+  CHECK(StartPushConsumer(c) == OK);
+  for (int i = 0; i < 600 && get(&self_destroyed) < 0; i++) {
+    pause_ms(100);
+  }
+  CHECK(get(&self_destroyed) == OK);
+  CHECK(DestroyPushConsumer(c) == NULL_POINTER);
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s <namesrv> <topic> <group>\n", argv[0]);
@@ -179,6 +213,8 @@ int main(int argc, char** argv) {
   stop_with_listener_running(argv[1], argv[2], argv[3], 0);
   snprintf(group2, sizeof group2, "%s_destroy", argv[3]);
   stop_with_listener_running(argv[1], argv[2], group2, 1);
+  snprintf(group2, sizeof group2, "%s_self", argv[3]);
+  destroy_from_inside(argv[1], argv[2], group2);
   printf("SAFE OK\n");
   return 0;
 }
