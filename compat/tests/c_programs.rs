@@ -2,8 +2,8 @@
 //! including only `include/C*.h` under their original names), compiled with the system C
 //! compiler against this package's `librocketmq.so` and run against one real RocketMQ
 //! cluster: `producer.c` sends every way, `push_consumer.c` reads every acknowledged
-//! message back (counted by id), `pull_consumer.c` reads them again queue by queue, and
-//! `safety.c` checks what crashed the original (NULL
+//! message back (counted by id), `pull_consumer.c` reads them again queue by queue,
+//! `transaction.c` commits, rolls back and answers checks, and `safety.c` checks what crashed the original (NULL
 //! arguments, destroy twice, destroy after shutdown, shutdown and destroy with a listener
 //! running, destroying a lent message). The same programs run under Valgrind (no error,
 //! no definite leak) and built with AddressSanitizer.
@@ -176,6 +176,43 @@ fn safety(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, limit: Duration) {
     assert!(stdout(&out).contains("SAFE OK"));
 }
 
+/// `transaction.c`: commit, rollback and unknown (checked, then committed); a push
+/// consumer then gets exactly the committed and checked messages.
+fn transactions(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, limit: Duration) {
+    let ns = namesrv();
+    let topic = unique("CTx");
+    create_topic(&topic, 2);
+    let out = run(
+        wrap(&program("transaction", asan), "transaction").args([&ns, &topic, "6"]),
+        limit,
+    );
+    check("transaction", &out);
+    let sent_out = stdout(&out);
+    let sent = lines_after(&sent_out, "SENT ");
+    assert_eq!(sent.len(), 6, "{sent_out}");
+    let by_state = |s: &str| -> HashSet<String> {
+        sent.iter()
+            .filter(|l| l.ends_with(s))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    let checked: HashSet<String> = lines_after(&sent_out, "CHECK ").into_iter().collect();
+    assert_eq!(checked, by_state("UNKNOWN"), "{sent_out}");
+    let visible: HashSet<String> = by_state("COMMIT").union(&checked).cloned().collect();
+    let out = run(
+        wrap(&program("push_consumer", asan), "push_consumer").args([
+            &ns,
+            &topic,
+            &unique("c_tx"),
+            "4",
+            "120",
+        ]),
+        limit,
+    );
+    check("push_consumer", &out);
+    assert_eq!(got(&stdout(&out)), visible, "{}", stdout(&out));
+}
+
 fn plain(p: &Path, _: &str) -> Command {
     Command::new(p)
 }
@@ -183,6 +220,11 @@ fn plain(p: &Path, _: &str) -> Command {
 #[test]
 fn c_programs_of_the_2x_api_send_every_way_and_consume_everything() {
     round_trip(&plain, false, 5, Duration::from_secs(180));
+}
+
+#[test]
+fn c_transaction_producer_commits_rolls_back_and_answers_checks() {
+    transactions(&plain, false, Duration::from_secs(180));
 }
 
 #[test]
@@ -229,6 +271,7 @@ fn c_programs_under_valgrind_have_no_errors_and_leak_nothing() {
     // Few messages: everything runs some 20-50 times slower under Valgrind.
     round_trip(&valgrind, false, 2, Duration::from_secs(600));
     safety(&valgrind, false, Duration::from_secs(600));
+    transactions(&valgrind, false, Duration::from_secs(600));
 }
 
 fn asan(p: &Path, _: &str) -> Command {
@@ -243,6 +286,7 @@ fn asan(p: &Path, _: &str) -> Command {
 fn c_programs_with_address_sanitizer_touch_no_bad_memory() {
     round_trip(&asan, true, 3, Duration::from_secs(180));
     safety(&asan, true, Duration::from_secs(240));
+    transactions(&asan, true, Duration::from_secs(180));
 }
 
 /// The functions the headers declare (`ROCKETMQCLIENT_API <type> <Name>(`).
