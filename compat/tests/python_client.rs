@@ -333,3 +333,72 @@ fn python_push_consumer_filters_by_tag() {
         "{out}"
     );
 }
+
+/// The ACL admin of the ACL cluster (5.x: a `Super` user).
+const ACL_ADMIN: (&str, &str) = ("compat_acl_admin", "C0mpatAclS3cretQx7");
+
+#[test]
+fn python_client_with_session_credentials_talks_to_a_cluster_enforcing_acl() {
+    let mut b = rocketmq_blocking::testkit::Cluster::builder()
+        .work_dir(
+            profile_dir()
+                .parent()
+                .expect("target")
+                .join("rocketmq-testkit"),
+        )
+        .brokers(1)
+        .acl_account(rocketmq_blocking::testkit::AclAccount::admin(
+            ACL_ADMIN.0,
+            ACL_ADMIN.1,
+        ));
+    if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+        b = b.version(&v);
+    }
+    let cluster = b
+        .start()
+        .unwrap_or_else(|e| panic!("starting the ACL cluster: {e}"));
+    let ns = cluster.namesrv_addr();
+    let topic = unique("PyAcl");
+    let admin = rocketmq_blocking::Admin::builder()
+        .client_options(
+            rocketmq_blocking::ClientOptions::new()
+                .namesrv_addr(ns.clone())
+                .credentials(rocketmq_blocking::Credentials::new(
+                    ACL_ADMIN.0,
+                    ACL_ADMIN.1,
+                )),
+        )
+        .start()
+        .expect("admin starts");
+    admin
+        .create_topic(&rocketmq_blocking::TopicConfig::new(&topic, 2))
+        .expect("topic created");
+    // Without credentials the broker refuses the send.
+    let out = wait_or_kill(
+        spawn(&mut driver(&["produce", &ns, &topic, "1"])),
+        Duration::from_secs(120),
+    );
+    assert!(
+        !out.status.success(),
+        "a send without credentials was accepted"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ProducerSendSyncFailed") && err.contains("NO_PERMISSION"),
+        "{err}"
+    );
+    // With them (SetProducerSessionCredentials, SetPushConsumerSessionCredentials).
+    let with = |args: &[&str]| {
+        let mut cmd = driver(args);
+        cmd.env("RMQ_ACCESS_KEY", ACL_ADMIN.0)
+            .env("RMQ_SECRET_KEY", ACL_ADMIN.1);
+        finish(spawn(&mut cmd), Duration::from_secs(120), args[0])
+    };
+    let sent: HashSet<String> = ids(&with(&["produce", &ns, &topic, "5"]), "SENT ")
+        .into_iter()
+        .collect();
+    assert_eq!(sent.len(), 5);
+    let out = with(&["consume", &ns, &topic, &unique("py_acl"), "6", "0", "90"]);
+    let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
+    assert!(sent.is_subset(&got), "{out}");
+}

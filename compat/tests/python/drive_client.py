@@ -10,10 +10,12 @@ LD_LIBRARY_PATH). Run by compat/tests/python_client.rs; one mode per run:
                                                  PushConsumer until <count> distinct ids
   errors      <namesrv> <topic>                  the package's exceptions for failed calls
 
-Prints "SENT <id> <body> ..." per acknowledged send and "GOT <id> <queue> <tags> <keys>
+With RMQ_ACCESS_KEY and RMQ_SECRET_KEY set, every client gets them as session credentials
+(ACL). Prints "SENT <id> <body> ..." per acknowledged send and "GOT <id> <queue> <tags> <keys>
 <body>" per distinct received message; the library it located as "LIB <name>" and the
 file mapped as "MAPPED <path>".
 """
+import os
 import sys
 import threading
 import time
@@ -40,6 +42,12 @@ def say(*parts):
     print(*parts, flush=True)
 
 
+def credentials(client):
+    ak = os.environ.get("RMQ_ACCESS_KEY")
+    if ak:
+        client.set_session_credentials(ak, os.environ["RMQ_SECRET_KEY"], "ALIYUN")
+
+
 def message(topic, i, tag, prefix):
     msg = Message(topic)
     msg.set_keys("key-%d" % i)
@@ -53,6 +61,7 @@ def message(topic, i, tag, prefix):
 def produce(ns, topic, count):
     producer = Producer("py_producer_%d" % time.monotonic_ns())
     producer.set_name_server_address(ns)
+    credentials(producer)
     producer.start()
     for i in range(count):
         msg, body = message(topic, i, "TagPy", "python")
@@ -131,6 +140,7 @@ def consume(ns, topic, group, count, is_orderly, seconds, expression="*", model=
 
     consumer = PushConsumer(group, orderly=is_orderly, message_model=model)
     consumer.set_name_server_address(ns)
+    credentials(consumer)
     consumer.set_thread_count(2)
     consumer.set_message_batch_max_size(4)
     consumer.subscribe(topic, on_message, expression=expression)
