@@ -1,8 +1,8 @@
 /*
  * Where rocketmq-client-cpp 2.x crashed, this library must not: NULL arguments, use and
  * destroy after destroy, destroy after shutdown, shutdown and destroy while a listener
- * runs, destroying a message the library lent to a callback, a callback destroying its
- * own consumer. Written against the 2.x
+ * runs, destroying a message the library lent to a callback, callbacks destroying their
+ * own consumer or producer. Written against the 2.x
  * headers only.
  *
  *   safety <namesrv> <topic> <group>
@@ -188,6 +188,43 @@ static void stop_with_listener_running(const char* namesrv, const char* topic, c
   CHECK(ShutdownPushConsumer(c) == NULL_POINTER);
 }
 
+/* An async send callback destroying its own producer. */
+static CProducer* self_producer = NULL;
+static int producer_destroyed = -1;
+static void destroy_producer(CSendResult result, CMessage* msg, void* data) {
+  (void)result;
+  (void)msg;
+  (void)data;
+  int st = DestroyProducer(self_producer);
+  pthread_mutex_lock(&lock);
+  producer_destroyed = st;
+  pthread_mutex_unlock(&lock);
+}
+
+static void send_failed(CMQException e, CMessage* msg, void* data) {
+  (void)msg;
+  (void)data;
+  fprintf(stderr, "async send failed: %s\n", e.msg);
+  pthread_mutex_lock(&lock);
+  producer_destroyed = 99;
+  pthread_mutex_unlock(&lock);
+}
+
+static void destroy_producer_from_inside(const char* namesrv, const char* topic) {
+  self_producer = CreateProducer("c_safety_self");
+  CHECK(SetProducerNameServerAddress(self_producer, namesrv) == OK);
+  CHECK(StartProducer(self_producer) == OK);
+  CMessage* m = CreateMessage(topic);
+  SetMessageBody(m, "self");
+  CHECK(SendAsync(self_producer, m, destroy_producer, send_failed, NULL) == OK);
+  for (int i = 0; i < 600 && get(&producer_destroyed) == -1; i++) {
+    pause_ms(100);
+  }
+  CHECK(get(&producer_destroyed) == OK);
+  CHECK(DestroyProducer(self_producer) == NULL_POINTER);
+  DestroyMessage(m);
+}
+
 /* A callback destroying its own consumer: no deadlock, OK, the handle dead afterwards. */
 static void destroy_from_inside(const char* namesrv, const char* topic, const char* group) {
   CPushConsumer* c = CreatePushConsumer(group);
@@ -215,6 +252,7 @@ int main(int argc, char** argv) {
   stop_with_listener_running(argv[1], argv[2], group2, 1);
   snprintf(group2, sizeof group2, "%s_self", argv[3]);
   destroy_from_inside(argv[1], argv[2], group2);
+  destroy_producer_from_inside(argv[1], argv[2]);
   printf("SAFE OK\n");
   return 0;
 }
