@@ -10,8 +10,8 @@
 extern "C" {
 #endif
 
-/* A message to send. Any thread may use it, one call at a time per message is not
- * required (calls are serialised inside). Strings returned by the getters are copies the
+/* A message to send. Any thread may use it, and calls on one message may run at once
+ * (they are serialised inside). Strings returned by the getters are copies the
  * message owns: valid until it is destroyed or the same field is read again after it
  * changed. A missing field reads as ""; a bad handle as NULL (-1/0 for numbers). The
  * getters of CMessageExt.h work on a CMessage too, and these on a CMessageExt. */
