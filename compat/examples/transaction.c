@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "CCommon.h"
 #include "CErrorMessage.h"
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
     count = 64;
   }
   static const char* names[] = {"COMMIT", "ROLLBACK", "UNKNOWN"};
-  CProducer* producer = CreateTransactionProducer("c_compat_tx", check, NULL);
+  /* A group of its own: the broker sends a check to any producer of the group. */
+  char group[64];
+  snprintf(group, sizeof group, "c_compat_tx_%d", (int)getpid());
+  CProducer* producer = CreateTransactionProducer(group, check, NULL);
   SetProducerNameServerAddress(producer, argv[1]);
   if (StartProducer(producer) != OK) {
     fprintf(stderr, "start: %s\n", GetLatestErrorMessage());
