@@ -1,0 +1,406 @@
+//! The drop-in proof on code no one here wrote: the official `rocketmq-client-python`
+//! 2.0.0 from PyPI, installed unmodified into a venv under `target/compat-python/`, loads
+//! this package's `librocketmq.so` (found through `LD_LIBRARY_PATH` by its own
+//! `ctypes.util.find_library("rocketmq")`) and, against one real RocketMQ cluster
+//! (testkit): its producer sends to the official Java consumer, the Java producer's messages
+//! reach its push consumer, its orderly producer keeps each sharding key on one queue in
+//! order for its orderly consumer, and its transaction producer commits, rolls back and
+//! answers the broker's checks. The driver is `python/drive_client.py`; the Java side
+//! `java/PyInterop.java`.
+//!
+//! The package comes from PyPI (`pip install rocketmq-client-python==2.0.0`, once per
+//! target directory); set `RMQ_PY_CLIENT_SDIST` to a downloaded sdist to install offline.
+
+#[path = "../../tests/common/java.rs"]
+#[allow(dead_code)]
+mod java;
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use java::{lines_after, wait_or_kill, JavaProgram};
+use support::{check, create_topic, lib_dir, namesrv, profile_dir, unique};
+
+fn java() -> JavaProgram {
+    JavaProgram::compile(
+        &support::version(),
+        "tests/java/PyInterop.java",
+        "PyInterop",
+    )
+}
+
+/// A venv with the PyPI package in it, installed once per target directory.
+fn venv() -> &'static Path {
+    static VENV: OnceLock<PathBuf> = OnceLock::new();
+    VENV.get_or_init(|| {
+        let dir = profile_dir()
+            .parent()
+            .expect("target")
+            .join("compat-python")
+            .join("venv");
+        let python = dir.join("bin").join("python");
+        let installed = python.exists()
+            && Command::new(&python)
+                .args(["-c", "import rocketmq.client"])
+                .env("LD_LIBRARY_PATH", lib_dir())
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+        if !installed {
+            let _ = std::fs::remove_dir_all(&dir);
+            let out = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&dir)
+                .output()
+                .expect("python3 runs");
+            check("python3 -m venv", &out);
+            let what = std::env::var("RMQ_PY_CLIENT_SDIST")
+                .unwrap_or_else(|_| "rocketmq-client-python==2.0.0".to_string());
+            let out = Command::new(dir.join("bin").join("pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", &what])
+                .output()
+                .expect("pip runs");
+            check("pip install rocketmq-client-python==2.0.0", &out);
+        }
+        dir
+    })
+}
+
+/// The driver in mode `args[0]`, on the venv's Python with our library on the path.
+fn driver(args: &[&str]) -> Command {
+    let mut cmd = Command::new(venv().join("bin").join("python"));
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/drive_client.py"))
+        .args(args)
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn spawn(cmd: &mut Command) -> Child {
+    cmd.spawn().expect("the driver runs")
+}
+
+/// Runs the driver to its end (killed past `limit`), asserts exit 0 and that the library
+/// it loaded is ours; returns its standard output.
+fn run_driver(args: &[&str], limit: Duration) -> String {
+    finish(spawn(&mut driver(args)), limit, args[0])
+}
+
+fn finish(child: Child, limit: Duration, what: &str) -> String {
+    let out = wait_or_kill(child, limit);
+    check(&format!("drive_client.py {what}"), &out);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        lines_after(&stdout, "LIB "),
+        vec!["librocketmq.so".to_string()],
+        "the package located a library by name, through LD_LIBRARY_PATH"
+    );
+    assert_eq!(
+        lines_after(&stdout, "MAPPED "),
+        vec![lib_dir().join("librocketmq.so").display().to_string()],
+        "the library loaded is this package's"
+    );
+    stdout
+}
+
+/// The first word of each line after `prefix`.
+fn ids(stdout: &str, prefix: &str) -> Vec<String> {
+    lines_after(stdout, prefix)
+        .iter()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+fn fields(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+#[test]
+fn python_client_producer_sends_to_the_java_consumer() {
+    let ns = namesrv();
+    let topic = unique("PyToJava");
+    create_topic(&topic, 4);
+    let out = run_driver(&["produce", &ns, &topic, "10"], Duration::from_secs(120));
+    let sent = ids(&out, "SENT ");
+    assert_eq!(sent.len(), 10, "{out}");
+    // The oneway message is the 11th the consumer must see.
+    let got = java().run(
+        &[],
+        &["consume", &ns, &topic, &unique("java_from_py"), "11"],
+        Duration::from_secs(150),
+    );
+    let got_lines = lines_after(&got, "GOT ");
+    let by_id: HashMap<&str, Vec<&str>> = got_lines
+        .iter()
+        .map(|l| (fields(l)[0], fields(l)))
+        .collect();
+    for (i, id) in sent.iter().enumerate() {
+        let f = by_id
+            .get(id.as_str())
+            .unwrap_or_else(|| panic!("the Java consumer did not get {id}:\n{got}"));
+        assert_eq!(
+            &f[1..],
+            &[
+                "TagPy",
+                &format!("key-{i}"),
+                &format!("python-{i}"),
+                "python"
+            ],
+            "tags, keys, body and property of {id}"
+        );
+    }
+    assert!(
+        got_lines.iter().any(|l| l.contains("python-oneway-10")),
+        "the oneway message: {got}"
+    );
+}
+
+#[test]
+fn java_producer_messages_reach_the_python_push_consumer() {
+    let ns = namesrv();
+    let topic = unique("JavaToPy");
+    create_topic(&topic, 4);
+    let sent_out = java().run(
+        &[],
+        &["produce", &ns, &topic, "10"],
+        Duration::from_secs(90),
+    );
+    let sent: HashSet<String> = ids(&sent_out, "SENT ").into_iter().collect();
+    assert_eq!(sent.len(), 10, "{sent_out}");
+    let out = run_driver(
+        &[
+            "consume",
+            &ns,
+            &topic,
+            &unique("py_from_java"),
+            "10",
+            "0",
+            "90",
+        ],
+        Duration::from_secs(120),
+    );
+    let got = lines_after(&out, "GOT ");
+    let got_ids: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
+    assert_eq!(got_ids, sent, "{out}");
+    for l in &got {
+        let f = fields(l);
+        // id, queue id, tags, keys, body, property, topic, queue offset
+        assert_eq!(f[2], "TagJava", "{l}");
+        assert_eq!(f[3].strip_prefix("key-"), f[4].strip_prefix("java-"), "{l}");
+        assert_eq!(f[5], "java", "{l}");
+        assert_eq!(f[6], topic, "{l}");
+        assert!(
+            f[1].parse::<i32>().is_ok_and(|q| (0..4).contains(&q)),
+            "{l}"
+        );
+        assert!(f[7].parse::<i64>().is_ok_and(|o| o >= 0), "{l}");
+    }
+    assert!(out.contains("DONE 10"), "{out}");
+}
+
+#[test]
+fn python_orderly_producer_keeps_each_sharding_key_in_order_for_the_orderly_consumer() {
+    let ns = namesrv();
+    let topic = unique("PyOrderly");
+    create_topic(&topic, 4);
+    let out = run_driver(
+        &["orderly", &ns, &topic, "24", "3"],
+        Duration::from_secs(120),
+    );
+    assert_eq!(ids(&out, "SENT ").len(), 24, "{out}");
+    let got_out = run_driver(
+        &[
+            "consume",
+            &ns,
+            &topic,
+            &unique("py_orderly"),
+            "24",
+            "1",
+            "90",
+        ],
+        Duration::from_secs(120),
+    );
+    let got = lines_after(&got_out, "GOT ");
+    assert_eq!(got.len(), 24, "{got_out}");
+    // body "order-<k>-<i>" (key k = i % 3): one queue per key, indices in send order.
+    let mut queue_of: HashMap<String, String> = HashMap::new();
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for l in &got {
+        let f = fields(l);
+        let (key, index) = f[4].rsplit_once('-').expect("order-<k>-<i>");
+        let index: i64 = index.parse().expect("index");
+        let q = queue_of.entry(key.to_string()).or_insert(f[1].to_string());
+        assert_eq!(q, f[1], "key {key} on two queues: {got_out}");
+        let prev = last.insert(key.to_string(), index).unwrap_or(-1);
+        assert!(prev < index, "key {key}: {index} after {prev}: {got_out}");
+    }
+    assert_eq!(queue_of.len(), 3);
+}
+
+#[test]
+fn python_transaction_producer_commits_rolls_back_and_answers_checks() {
+    let ns = namesrv();
+    let topic = unique("PyTx");
+    create_topic(&topic, 4);
+    let out = run_driver(&["transaction", &ns, &topic, "6"], Duration::from_secs(120));
+    let sent = lines_after(&out, "SENT ");
+    assert_eq!(sent.len(), 6, "{out}");
+    // The local transaction saw the message's id (UNIQ_KEY) and body.
+    let local = ids(&out, "LOCAL ");
+    let sent_ids = ids(&out, "SENT ");
+    assert_eq!(local, sent_ids, "{out}");
+    assert!(out.contains("CHECKED 2 of 2"), "{out}");
+    let state = |s: &str| -> HashSet<String> {
+        sent.iter()
+            .filter(|l| l.ends_with(s))
+            .map(|l| fields(l)[0].to_string())
+            .collect()
+    };
+    let visible: HashSet<String> = state("COMMIT").union(&state("UNKNOWN")).cloned().collect();
+    assert_eq!(visible.len(), 4);
+    let got_out = run_driver(
+        &["consume", &ns, &topic, &unique("py_tx"), "4", "0", "90"],
+        Duration::from_secs(120),
+    );
+    let got: HashSet<String> = ids(&got_out, "GOT ").into_iter().collect();
+    assert_eq!(
+        got, visible,
+        "committed and checked-then-committed: {got_out}"
+    );
+    assert!(got.is_disjoint(&state("ROLLBACK")));
+}
+
+#[test]
+fn python_client_failures_raise_the_packages_exceptions_with_our_error_text() {
+    let ns = namesrv();
+    let topic = unique("PyErrors");
+    create_topic(&topic, 2);
+    let mut cmd = driver(&["errors", &ns, &topic]);
+    cmd.env_remove("NAMESRV_ADDR");
+    let out = finish(spawn(&mut cmd), Duration::from_secs(120), "errors");
+    let raised = lines_after(&out, "RAISED ");
+    assert_eq!(raised.len(), 5, "{out}");
+    assert!(
+        raised[0].starts_with("ProducerSendSyncFailed the producer is not started"),
+        "{out}"
+    );
+    assert!(raised[1].starts_with("ProducerStartFailed "), "{out}");
+    assert!(
+        raised[2].starts_with("PushConsumerStartFailed no message callback"),
+        "{out}"
+    );
+    assert!(
+        raised[3].contains("send timeout -5 is not positive"),
+        "{out}"
+    );
+    assert!(raised[4].contains("UNIQ_KEY"), "{out}");
+    assert_eq!(
+        ids(&out, "SENT ").len(),
+        1,
+        "the producer works after the errors: {out}"
+    );
+}
+
+#[test]
+fn python_push_consumer_filters_by_tag() {
+    let ns = namesrv();
+    let topic = unique("PyTags");
+    create_topic(&topic, 4);
+    // TagPy from Python, TagJava from Java, on one topic.
+    let py = run_driver(&["produce", &ns, &topic, "6"], Duration::from_secs(120));
+    let java_out = java().run(&[], &["produce", &ns, &topic, "6"], Duration::from_secs(90));
+    let java_ids: HashSet<String> = ids(&java_out, "SENT ").into_iter().collect();
+    assert_eq!(ids(&py, "SENT ").len(), 6);
+    // Subscribed to TagJava only: every Java message and no Python one.
+    let group = unique("py_tags");
+    let out = run_driver(
+        &["consume", &ns, &topic, &group, "6", "0", "90", "TagJava"],
+        Duration::from_secs(120),
+    );
+    let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
+    assert_eq!(got, java_ids, "{out}");
+    assert!(
+        lines_after(&out, "GOT ")
+            .iter()
+            .all(|l| fields(l)[2] == "TagJava"),
+        "{out}"
+    );
+}
+
+/// The ACL admin of the ACL cluster (5.x: a `Super` user).
+const ACL_ADMIN: (&str, &str) = ("compat_acl_admin", "C0mpatAclS3cretQx7");
+
+#[test]
+fn python_client_with_session_credentials_talks_to_a_cluster_enforcing_acl() {
+    let mut b = rocketmq_blocking::testkit::Cluster::builder()
+        .work_dir(
+            profile_dir()
+                .parent()
+                .expect("target")
+                .join("rocketmq-testkit"),
+        )
+        .brokers(1)
+        .acl_account(rocketmq_blocking::testkit::AclAccount::admin(
+            ACL_ADMIN.0,
+            ACL_ADMIN.1,
+        ));
+    if let Ok(v) = std::env::var("RMQ_TEST_VERSION") {
+        b = b.version(&v);
+    }
+    let cluster = b
+        .start()
+        .unwrap_or_else(|e| panic!("starting the ACL cluster: {e}"));
+    let ns = cluster.namesrv_addr();
+    let topic = unique("PyAcl");
+    let admin = rocketmq_blocking::Admin::builder()
+        .client_options(
+            rocketmq_blocking::ClientOptions::new()
+                .namesrv_addr(ns.clone())
+                .credentials(rocketmq_blocking::Credentials::new(
+                    ACL_ADMIN.0,
+                    ACL_ADMIN.1,
+                )),
+        )
+        .start()
+        .expect("admin starts");
+    admin
+        .create_topic(&rocketmq_blocking::TopicConfig::new(&topic, 2))
+        .expect("topic created");
+    // Without credentials the broker refuses the send (5.x NO_PERMISSION, 4.x a
+    // SYSTEM_ERROR naming its AclException).
+    let out = wait_or_kill(
+        spawn(&mut driver(&["produce", &ns, &topic, "1"])),
+        Duration::from_secs(120),
+    );
+    assert!(
+        !out.status.success(),
+        "a send without credentials was accepted"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ProducerSendSyncFailed")
+            && (err.contains("NO_PERMISSION") || err.contains("AclException")),
+        "{err}"
+    );
+    // With them (SetProducerSessionCredentials, SetPushConsumerSessionCredentials).
+    let with = |args: &[&str]| {
+        let mut cmd = driver(args);
+        cmd.env("RMQ_ACCESS_KEY", ACL_ADMIN.0)
+            .env("RMQ_SECRET_KEY", ACL_ADMIN.1);
+        finish(spawn(&mut cmd), Duration::from_secs(120), args[0])
+    };
+    let sent: HashSet<String> = ids(&with(&["produce", &ns, &topic, "5"]), "SENT ")
+        .into_iter()
+        .collect();
+    assert_eq!(sent.len(), 5);
+    let out = with(&["consume", &ns, &topic, &unique("py_acl"), "6", "0", "90"]);
+    let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
+    assert!(sent.is_subset(&got), "{out}");
+}
