@@ -246,7 +246,8 @@ pub use consumer::{
     ConsumeConcurrentlyContext, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeHookStatus,
     ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
     LitePullConsumerBuilder, LitePullOptions, MessageModel, MessageSelector, PushConsumer,
-    PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
+    PushConsumerBuilder, PushConsumerOptions, ReceivedMessage, ReconsumeDelay, SimpleConsumer,
+    SimpleConsumerBuilder,
 };
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{CompressionType, Message, MessageExt, MessageQueue};

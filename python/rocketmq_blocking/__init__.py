@@ -113,6 +113,7 @@ __all__ = [
     "SubscriptionGroup",
     "TlsConfig",
     "TlsError",
+    "UnsupportedError",
     "TransactionProducer",
     "TraceStats",
     "TransactionSendResult",
@@ -202,6 +203,10 @@ class TlsError(RocketMQError):
     """``RMQ_TLS``: the TLS handshake or its configuration failed."""
 
 
+class UnsupportedError(RocketMQError):
+    """``RMQ_UNSUPPORTED``: the broker does not offer the request (POP on a 4.x broker)."""
+
+
 #: The error class of each kind; a kind not listed (``RMQ_OTHER``) is :class:`RocketMQError`.
 ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
     "RMQ_TIMEOUT": RocketMQTimeoutError,
@@ -216,6 +221,7 @@ ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
     "RMQ_IO": IoError,
     "RMQ_CONFIG": ConfigError,
     "RMQ_TLS": TlsError,
+    "RMQ_UNSUPPORTED": UnsupportedError,
 }
 
 

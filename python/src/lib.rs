@@ -51,6 +51,7 @@ fn kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Io => "RMQ_IO",
         ErrorKind::Config => "RMQ_CONFIG",
         ErrorKind::Tls => "RMQ_TLS",
+        ErrorKind::Unsupported => "RMQ_UNSUPPORTED",
         _ => "RMQ_OTHER",
     }
 }

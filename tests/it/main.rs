@@ -16,6 +16,7 @@ mod faults;
 mod hooks;
 #[path = "../common/java.rs"]
 mod java;
+mod pop;
 mod producer;
 mod push_shutdown;
 mod remoting;

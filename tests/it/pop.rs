@@ -1,0 +1,251 @@
+//! POP consumption with the `SimpleConsumer` against the real broker: on 5.x, receive and
+//! ack round trips, acked messages never back, unacked ones back after their invisible
+//! time, `change_invisible_duration` moving that time both ways; on 4.x
+//! (`RMQ_TEST_VERSION=4.9.7`), the typed "not supported by this broker" error.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use rocketmq_blocking::{ConsumeFromWhere, ErrorKind, Message, ReceivedMessage, SimpleConsumer};
+
+use crate::cluster;
+use crate::consumer::producer;
+
+fn broker_4x() -> bool {
+    std::env::var("RMQ_TEST_VERSION").is_ok_and(|v| v.starts_with("4."))
+}
+
+fn simple(group: &str, topic: &str) -> SimpleConsumer {
+    SimpleConsumer::builder(group)
+        .client_options(cluster::options())
+        .subscribe(topic, "*")
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .await_duration(Duration::from_secs(1))
+        .start()
+        .expect("simple consumer")
+}
+
+fn send(topic: &str, n: usize, prefix: &str) -> Vec<String> {
+    let p = producer();
+    let bodies: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+    for b in &bodies {
+        p.send(&Message::new(topic, b.as_bytes().to_vec())).unwrap();
+    }
+    p.shutdown();
+    bodies
+}
+
+fn body(m: &ReceivedMessage) -> String {
+    String::from_utf8_lossy(m.message().body()).into_owned()
+}
+
+/// Receives until `until` says stop or `timeout` passes; every message is passed to `each`.
+fn receive_for(
+    c: &SimpleConsumer,
+    timeout: Duration,
+    invisible: Duration,
+    mut each: impl FnMut(ReceivedMessage) -> bool,
+) {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        for m in c.receive(32, invisible).expect("receive") {
+            if each(m) {
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn pop_on_a_4x_broker_is_a_typed_not_supported_error() {
+    if !broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_4x", 2);
+    send(&topic, 1, "x");
+    let c = simple(&cluster::unique("pop_4x_g"), &topic);
+    let e = c.receive(1, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert_eq!(e.response_code().map(|c| c.0), Some(3), "{e}");
+    assert!(
+        e.to_string().contains("not supported by this broker"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pop_receive_ack_round_trip_and_acked_messages_never_come_back() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_rt", 2);
+    let sent = send(&topic, 40, "rt");
+    let c = simple(&cluster::unique("pop_rt_g"), &topic);
+    let invisible = Duration::from_secs(5);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    receive_for(&c, Duration::from_secs(60), invisible, |m| {
+        assert_eq!(m.message().topic(), topic);
+        assert_eq!(m.receipt_handle().split(' ').count(), 8);
+        c.ack(&m).expect("ack");
+        *seen.entry(body(&m)).or_default() += 1;
+        seen.len() == sent.len()
+    });
+    let lost: Vec<&String> = sent.iter().filter(|b| !seen.contains_key(*b)).collect();
+    assert!(lost.is_empty(), "lost {lost:?}");
+    // Past the invisible time and the broker's revive scan: nothing comes back.
+    let mut again = Vec::new();
+    receive_for(&c, invisible * 3, invisible, |m| {
+        again.push(body(&m));
+        false
+    });
+    let dups: usize = seen.values().map(|n| n - 1).sum();
+    println!(
+        "pop round trip: sent {}, received {}, lost 0, duplicated {dups}, back after ack {}",
+        sent.len(),
+        seen.len(),
+        again.len()
+    );
+    assert!(again.is_empty(), "acked messages came back: {again:?}");
+}
+
+#[test]
+fn pop_unacked_messages_come_back_after_the_invisible_time() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_back", 1);
+    send(&topic, 3, "back");
+    let c = simple(&cluster::unique("pop_back_g"), &topic);
+    let invisible = Duration::from_secs(5);
+    let mut first: HashMap<String, Instant> = HashMap::new();
+    receive_for(&c, Duration::from_secs(60), invisible, |m| {
+        first.insert(body(&m), Instant::now());
+        first.len() == 3
+    });
+    assert_eq!(first.len(), 3);
+    let mut back: HashMap<String, Duration> = HashMap::new();
+    receive_for(&c, Duration::from_secs(60), invisible, |m| {
+        let b = body(&m);
+        back.entry(b.clone()).or_insert(first[&b].elapsed());
+        assert!(m.message().reconsume_times() >= 1, "a second delivery");
+        c.ack(&m).expect("ack of the second delivery");
+        back.len() == 3
+    });
+    println!("pop: unacked messages back after {back:?} (invisible {invisible:?})");
+    assert_eq!(back.len(), 3, "came back: {back:?}");
+    for (b, after) in &back {
+        // The broker's timer has 1 s precision.
+        assert!(
+            *after >= invisible - Duration::from_secs(1),
+            "{b} back early: {after:?}"
+        );
+    }
+}
+
+#[test]
+fn pop_change_invisible_duration_extends_and_shortens_it() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_chg", 1);
+    send(&topic, 2, "chg");
+    let c = simple(&cluster::unique("pop_chg_g"), &topic);
+    let mut got = Vec::new();
+    receive_for(&c, Duration::from_secs(60), Duration::from_secs(60), |m| {
+        got.push(m);
+        got.len() == 2
+    });
+    assert_eq!(got.len(), 2);
+    let mut shorter = got.pop().unwrap();
+    let mut longer = got.pop().unwrap();
+    let start = Instant::now();
+    // From 60 s to 5 s; and one that would be back now in 60 s, kept for 20 s more first
+    // shortened to 5 s then extended to 20 s.
+    let old = shorter.receipt_handle();
+    c.change_invisible_duration(&mut shorter, Duration::from_secs(5))
+        .unwrap();
+    assert_ne!(old, shorter.receipt_handle(), "a new receipt");
+    c.change_invisible_duration(&mut longer, Duration::from_secs(5))
+        .unwrap();
+    c.change_invisible_duration(&mut longer, Duration::from_secs(20))
+        .unwrap();
+    let (sb, lb) = (body(&shorter), body(&longer));
+    let mut back: HashMap<String, Duration> = HashMap::new();
+    receive_for(&c, Duration::from_secs(60), Duration::from_secs(60), |m| {
+        back.entry(body(&m)).or_insert(start.elapsed());
+        c.ack(&m).unwrap();
+        back.len() == 2
+    });
+    println!(
+        "pop change invisible: shortened back after {:?}, extended back after {:?}",
+        back.get(&sb),
+        back.get(&lb)
+    );
+    let s = back[&sb];
+    let l = back[&lb];
+    assert!(s < Duration::from_secs(30), "shortened to 5 s: {s:?}");
+    assert!(l >= Duration::from_secs(19), "extended to 20 s: {l:?}");
+    assert!(
+        l < Duration::from_secs(50),
+        "extended to 20 s, not 60: {l:?}"
+    );
+}
+
+#[test]
+fn pop_an_ack_after_change_invisible_duration_uses_the_new_receipt() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_chg_ack", 1);
+    send(&topic, 1, "chgack");
+    let c = simple(&cluster::unique("pop_chg_ack_g"), &topic);
+    let mut got = None;
+    receive_for(&c, Duration::from_secs(60), Duration::from_secs(5), |m| {
+        got = Some(m);
+        true
+    });
+    let mut m = got.expect("a message");
+    c.change_invisible_duration(&mut m, Duration::from_secs(5))
+        .unwrap();
+    c.ack(&m).unwrap();
+    let mut again = Vec::new();
+    receive_for(&c, Duration::from_secs(15), Duration::from_secs(5), |m| {
+        again.push(body(&m));
+        false
+    });
+    assert!(
+        again.is_empty(),
+        "acked after a change, came back: {again:?}"
+    );
+}
+
+#[test]
+fn pop_simple_consumer_refuses_bad_arguments_before_sending() {
+    let topic = cluster::unique("pop_args");
+    assert_eq!(
+        SimpleConsumer::builder(cluster::unique("pop_args_g"))
+            .client_options(cluster::options())
+            .start()
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidArgument,
+        "no subscription"
+    );
+    let c = SimpleConsumer::builder(cluster::unique("pop_args_g"))
+        .client_options(cluster::options())
+        .subscribe(&topic, "*")
+        .start()
+        .unwrap();
+    for (max, inv) in [
+        (0, Duration::from_secs(10)),
+        (33, Duration::from_secs(10)),
+        (1, Duration::from_secs(4)),
+        (1, Duration::from_secs(13 * 3600)),
+    ] {
+        let e = c.receive(max, inv).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{max} {inv:?}: {e}");
+    }
+    c.shutdown();
+    let e = c.receive(1, Duration::from_secs(10)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State);
+}
