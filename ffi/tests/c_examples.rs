@@ -732,3 +732,31 @@ fn a_c_admin_sees_the_offsets_progress_and_messages_of_a_topic_then_deletes_it()
         assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
     }
 }
+
+/// The simple consumer from C: every acknowledged message received by POP and acked, a
+/// receipt changed by `rmq_simple_consumer_change_invisible_duration`, nothing back after
+/// the acks; on a 4.x cluster (`RMQ_TEST_VERSION=4.9.7`), `RMQ_UNSUPPORTED` with the
+/// broker's code 3.
+#[test]
+fn a_c_simple_consumer_pops_acks_and_changes_invisible_time() {
+    let topic = unique("CPopTopic");
+    let acked = produce(&topic, 3);
+    let out = run(
+        Command::new(example("simple")).args([
+            topic.as_str(),
+            &unique("c_pop"),
+            &acked.len().to_string(),
+        ]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "simple failed:\n{text}");
+    if std::env::var("RMQ_TEST_VERSION").is_ok_and(|v| v.starts_with("4.")) {
+        assert!(text.contains("unsupported response_code=3"), "{text}");
+        return;
+    }
+    let (received, dups) = check_read_back("pop", &acked, &ids(&text, "msg "));
+    eprintln!("C pop: received {received}, duplicated {dups}");
+    assert!(text.contains("receipt_changed=1"), "{text}");
+    assert!(text.contains("back_after_ack=0"), "{text}");
+}

@@ -13,6 +13,13 @@ use log::warn;
 use super::MQClientAPI;
 use crate::error::{Error, Result};
 use crate::message::{decode_messages_shared, DecodeOptions, MessageExt};
+#[cfg(feature = "unstable-internals")]
+use crate::protocol::heartbeat::MessageModel;
+#[cfg(feature = "unstable-internals")]
+use crate::protocol::pop::{
+    decode_query_assignment, MessageQueueAssignment, MessageRequestMode,
+    QueryAssignmentRequestBody, SetMessageRequestModeRequestBody,
+};
 use crate::protocol::pop::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ExtraInfo, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
@@ -154,5 +161,74 @@ impl MQClientAPI {
             queue_id: header.queue_id,
             queue_offset: header.offset,
         })
+    }
+}
+
+// The push consumer's POP mode is to use these; until then, the internals' users (the
+// tests) do.
+#[cfg(feature = "unstable-internals")]
+impl MQClientAPI {
+    /// QUERY_ASSIGNMENT: the queues of `topic` the broker assigns this client of `group`,
+    /// and how to consume each (PULL or POP), by the broker's allocation `strategy`
+    /// (Java `AllocateMessageQueueStrategy.getName()`, `AVG`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn query_assignment(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        client_id: &str,
+        strategy: &str,
+        model: MessageModel,
+        timeout: Duration,
+    ) -> Result<Vec<MessageQueueAssignment>> {
+        let body = serde_json::to_vec(&QueryAssignmentRequestBody {
+            topic,
+            consumer_group: group,
+            client_id,
+            strategy_name: strategy,
+            message_model: match model {
+                MessageModel::Clustering => "CLUSTERING",
+                MessageModel::Broadcasting => "BROADCASTING",
+            },
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the assignment query: {e}")))?;
+        let request = RemotingCommand::request(RequestCode::QUERY_ASSIGNMENT).with_body(body);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code != ResponseCode::SUCCESS.0 {
+            return Err(failure("query assignment", addr, &response));
+        }
+        decode_query_assignment(&response.body)
+            .map_err(|e| Error::from(e).with_addr(addr).context("query assignment"))
+    }
+
+    /// SET_MESSAGE_REQUEST_MODE: how `group` consumes `topic` on that broker (what
+    /// `mqadmin setConsumeMode` sends); with POP, up to `pop_share_queue_num + 1`
+    /// consumers share each queue.
+    pub fn set_message_request_mode(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: u32,
+        timeout: Duration,
+    ) -> Result<()> {
+        let share = i32::try_from(pop_share_queue_num)
+            .map_err(|_| Error::invalid_argument("pop_share_queue_num is over i32::MAX"))?;
+        let body = serde_json::to_vec(&SetMessageRequestModeRequestBody {
+            topic,
+            consumer_group: group,
+            mode: mode.wire(),
+            pop_share_queue_num: share,
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the request mode: {e}")))?;
+        let request =
+            RemotingCommand::request(RequestCode::SET_MESSAGE_REQUEST_MODE).with_body(body);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code != ResponseCode::SUCCESS.0 {
+            return Err(failure("set message request mode", addr, &response));
+        }
+        Ok(())
     }
 }

@@ -13,8 +13,6 @@ pub enum ConsumeType {
     ConsumeActively,
     /// Push consumers.
     ConsumePassively,
-    /// 5.x POP consumers (the simple consumer).
-    ConsumePop,
 }
 
 /// Clustering (queues shared out) or broadcasting (every consumer gets everything).

@@ -351,10 +351,167 @@ impl PopOffsets {
     }
 }
 
+#[cfg(any(test, feature = "unstable-internals"))]
+/// How a group consumes a topic's queue (Java `MessageRequestMode`): set per topic and
+/// group on the broker (`mqadmin setConsumeMode`), read back with QUERY_ASSIGNMENT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MessageRequestMode {
+    /// Pulls with offsets, queues shared out among the group (default).
+    #[default]
+    Pull,
+    /// POP: the broker hands out messages; up to `popShareQueueNum + 1` consumers share
+    /// a queue.
+    Pop,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+impl MessageRequestMode {
+    /// Java's constant name.
+    pub fn wire(self) -> &'static str {
+        match self {
+            MessageRequestMode::Pull => "PULL",
+            MessageRequestMode::Pop => "POP",
+        }
+    }
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+/// QUERY_ASSIGNMENT (400) request body (Java `QueryAssignmentRequestBody`).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryAssignmentRequestBody<'a> {
+    pub topic: &'a str,
+    pub consumer_group: &'a str,
+    pub client_id: &'a str,
+    /// Java `AllocateMessageQueueStrategy.getName()` (`AVG`, ...).
+    pub strategy_name: &'a str,
+    /// `CLUSTERING` or `BROADCASTING`.
+    pub message_model: &'a str,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+/// SET_MESSAGE_REQUEST_MODE (401) request body (Java `SetMessageRequestModeRequestBody`).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetMessageRequestModeRequestBody<'a> {
+    pub topic: &'a str,
+    pub consumer_group: &'a str,
+    /// `PULL` or `POP`.
+    pub mode: &'a str,
+    pub pop_share_queue_num: i32,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+/// One queue of a QUERY_ASSIGNMENT answer and how to consume it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageQueueAssignment {
+    pub queue: super::MessageQueue,
+    pub mode: MessageRequestMode,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AssignmentWire {
+    message_queue: super::QueueWire,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct QueryAssignmentResponseWire {
+    #[serde(default)]
+    message_queue_assignments: Option<Vec<AssignmentWire>>,
+}
+
+#[cfg(any(test, feature = "unstable-internals"))]
+/// Decodes a QUERY_ASSIGNMENT answer (fastjson, through [`super::json`]); a mode other
+/// than `PULL` or `POP` is an error, a missing one `PULL` (Java's default), a missing
+/// set no queue.
+pub fn decode_query_assignment(body: &[u8]) -> Result<Vec<MessageQueueAssignment>, DecodeError> {
+    let r: QueryAssignmentResponseWire = super::json::from_slice(body)?;
+    r.message_queue_assignments
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| {
+            let mode = match a.mode.as_deref() {
+                None | Some("PULL") => MessageRequestMode::Pull,
+                Some("POP") => MessageRequestMode::Pop,
+                Some(other) => {
+                    return Err(DecodeError::new(format!(
+                        "assignment: unknown request mode {other:?}"
+                    )))
+                }
+            };
+            Ok(MessageQueueAssignment {
+                queue: a.message_queue.into(),
+                mode,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::{CommandHeader, ExtFields, RemotingCommand};
+
+    #[test]
+    fn pop_query_assignment_answers_decode_or_are_errors() {
+        // As the 5.3.3 broker writes it (fastjson: a set, unquoted field order).
+        let body = br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"broker-a","queueId":1,"topic":"T"},"mode":"POP"},{"messageQueue":{"brokerName":"broker-a","queueId":0,"topic":"T"},"mode":"PULL","attachments":{}}]}"#;
+        let a = decode_query_assignment(body).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a[0].queue.queue_id(), 1);
+        assert_eq!(a[0].mode, MessageRequestMode::Pop);
+        assert_eq!(a[1].mode, MessageRequestMode::Pull);
+        assert_eq!(decode_query_assignment(b"{}").unwrap(), vec![]);
+        let no_mode = br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"b","queueId":0,"topic":"T"}}]}"#;
+        assert_eq!(
+            decode_query_assignment(no_mode).unwrap()[0].mode,
+            MessageRequestMode::Pull
+        );
+        for bad in [
+            &br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"b","queueId":0,"topic":"T"},"mode":"PUSH"}]}"#[..],
+            br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"b","topic":"T"}}]}"#,
+            br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"b","queueId":"x","topic":"T"}}]}"#,
+            br#"{"messageQueueAssignments":7}"#,
+            b"",
+            b"{",
+            &[b'['; 10_000][..],
+        ] {
+            assert!(decode_query_assignment(bad).is_err(), "{:?}", String::from_utf8_lossy(&bad[..bad.len().min(80)]));
+        }
+    }
+
+    #[test]
+    fn pop_assignment_request_bodies_write_java_field_names() {
+        let q = serde_json::to_string(&QueryAssignmentRequestBody {
+            topic: "T",
+            consumer_group: "G",
+            client_id: "c",
+            strategy_name: "AVG",
+            message_model: "CLUSTERING",
+        })
+        .unwrap();
+        assert_eq!(
+            q,
+            r#"{"topic":"T","consumerGroup":"G","clientId":"c","strategyName":"AVG","messageModel":"CLUSTERING"}"#
+        );
+        let m = serde_json::to_string(&SetMessageRequestModeRequestBody {
+            topic: "T",
+            consumer_group: "G",
+            mode: MessageRequestMode::Pop.wire(),
+            pop_share_queue_num: 2,
+        })
+        .unwrap();
+        assert_eq!(
+            m,
+            r#"{"topic":"T","consumerGroup":"G","mode":"POP","popShareQueueNum":2}"#
+        );
+    }
 
     fn check_receipt(s: &str, ok: bool) {
         let r = ExtraInfo::parse(s);

@@ -71,6 +71,22 @@ fn pop_on_a_4x_broker_is_a_typed_not_supported_error() {
         e.to_string().contains("not supported by this broker"),
         "{e}"
     );
+    // The assignment query of the push consumer's POP mode too.
+    let instance = cluster::instance(&cluster::unique("pop_4x_i"));
+    let addr = cluster::cluster().lock().broker_addrs()[0].1.clone();
+    let e = instance
+        .api()
+        .query_assignment(
+            &addr,
+            &topic,
+            "g",
+            instance.client_id(),
+            "AVG",
+            rocketmq_blocking::MessageModel::Clustering,
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
 }
 
 #[test]
@@ -248,4 +264,77 @@ fn pop_simple_consumer_refuses_bad_arguments_before_sending() {
     c.shutdown();
     let e = c.receive(1, Duration::from_secs(10)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::State);
+}
+
+/// The request mode an operator sets with the official tool (`mqadmin setConsumeMode`)
+/// is what QUERY_ASSIGNMENT answers a member of the group, and SET_MESSAGE_REQUEST_MODE
+/// sent by this client switches it back (the protocol the push consumer's POP mode is to
+/// follow; that mode itself is not built yet).
+#[test]
+fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
+    use rocketmq_blocking::protocol::pop::MessageRequestMode;
+    use rocketmq_blocking::MessageModel;
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_mode", 2);
+    let group = cluster::unique("pop_mode_g");
+    let name = cluster::unique("pop_mode_i");
+    let instance = cluster::instance(&name);
+    // A member of the group, so the broker allocates it queues.
+    let _member = SimpleConsumer::builder(&group)
+        .client_options(cluster::options().instance_name(&name))
+        .subscribe(&topic, "*")
+        .start()
+        .unwrap();
+    let addr = cluster::cluster().lock().broker_addrs()[0].1.clone();
+    let t = Duration::from_secs(10);
+    let api = instance.api();
+    let modes = |api: &rocketmq_blocking::client::MQClientAPI| {
+        let a = api
+            .query_assignment(
+                &addr,
+                &topic,
+                &group,
+                instance.client_id(),
+                "AVG",
+                MessageModel::Clustering,
+                t,
+            )
+            .unwrap();
+        let mut m: Vec<(i32, MessageRequestMode)> =
+            a.iter().map(|a| (a.queue.queue_id(), a.mode)).collect();
+        m.sort_by_key(|(q, _)| *q);
+        m
+    };
+    use MessageRequestMode::{Pop, Pull};
+    assert_eq!(
+        modes(api),
+        vec![(0, Pull), (1, Pull)],
+        "the broker's default"
+    );
+    let out = crate::admin_tool::mqadmin(&[
+        "setConsumeMode",
+        "-b",
+        &addr,
+        "-t",
+        &topic,
+        "-g",
+        &group,
+        "-m",
+        "POP",
+        "-q",
+        "2",
+    ]);
+    println!("mqadmin setConsumeMode: {}", out.trim());
+    // One member and popShareQueueNum 2 >= members - 1: the broker hands every member
+    // the whole topic, as queue -1 (Java `QueryAssignmentProcessor.allocate4Pop`).
+    assert_eq!(modes(api), vec![(-1, Pop)], "after mqadmin: {out}");
+    api.set_message_request_mode(&addr, &topic, &group, Pull, 0, t)
+        .unwrap();
+    assert_eq!(
+        modes(api),
+        vec![(0, Pull), (1, Pull)],
+        "set back to PULL by us"
+    );
 }
