@@ -9,9 +9,11 @@
  * take a void *userdata and run on the library's threads, as documented on each.
  *
  * Threads. Every client handle may be shared by any number of threads at once:
- * rmq_producer, rmq_transaction_producer, rmq_push_consumer, rmq_lite_pull_consumer and
- * rmq_admin (every call takes it as const). Only its _free needs it exclusively: call
- * it once, after every other call on the handle has returned. The other handles are
+ * rmq_producer, rmq_transaction_producer, rmq_push_consumer, rmq_lite_pull_consumer,
+ * rmq_simple_consumer and rmq_admin (every call takes it as const). Only its _free needs
+ * it exclusively: call it once, after every other call on the handle has returned. So
+ * may an rmq_received_list and its rmq_received_message entries (a changed receipt is
+ * written under a lock); rmq_received_list_free ends them all. The other handles are
  * for one thread at a time: builders, rmq_message, rmq_message_ext and their lists,
  * rmq_send_result, rmq_string_list, rmq_consume_stats, rmq_tls_config; one that is only
  * read (getters) may be moved to another thread. rmq_last_error and
