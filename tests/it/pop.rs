@@ -338,3 +338,110 @@ fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
         "set back to PULL by us"
     );
 }
+
+/// Eight simple consumers of one group on a 2-queue topic: every one gets messages (POP
+/// lets a group run more consumers than queues), nothing is lost, duplicates counted.
+/// Then one consumer takes messages and is dropped without acking (as a killed one
+/// would): the others get them after the invisible time.
+#[test]
+fn pop_eight_simple_consumers_on_a_two_queue_topic_all_receive_and_lose_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_eight", 2);
+    let group = cluster::unique("pop_eight_g");
+    let consumers: Vec<Arc<SimpleConsumer>> =
+        (0..8).map(|_| Arc::new(simple(&group, &topic))).collect();
+    let n = 400;
+    let got: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = consumers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (c, got, stop) = (c.clone(), got.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for m in c.receive(2, Duration::from_secs(20)).expect("receive") {
+                        got.lock().unwrap().push((i, body(&m)));
+                        c.ack(&m).expect("ack");
+                        // A consumer that works on its messages for a while.
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
+            })
+        })
+        .collect();
+    let sent = send(&topic, n, "eight");
+    let end = Instant::now() + Duration::from_secs(120);
+    let distinct = |got: &[(usize, String)]| {
+        got.iter()
+            .map(|(_, b)| b.clone())
+            .collect::<std::collections::HashSet<_>>()
+    };
+    while Instant::now() < end && distinct(&got.lock().unwrap()).len() < n {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A little longer, to count late duplicates.
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let got = got.lock().unwrap().clone();
+    let seen = distinct(&got);
+    let lost: Vec<&String> = sent.iter().filter(|b| !seen.contains(*b)).collect();
+    let mut per_consumer = [0usize; 8];
+    for (i, _) in &got {
+        per_consumer[*i] += 1;
+    }
+    println!(
+        "pop, 8 consumers on 2 queues: sent {n}, received {} ({} distinct), lost {}, duplicated {}, per consumer {per_consumer:?}",
+        got.len(),
+        seen.len(),
+        lost.len(),
+        got.len() - seen.len()
+    );
+    assert!(lost.is_empty(), "lost {lost:?}");
+    assert!(
+        per_consumer.iter().all(|&k| k > 0),
+        "a consumer got nothing: {per_consumer:?}"
+    );
+
+    // One consumer takes messages and goes away without acking them.
+    let more = send(&topic, 6, "orphan");
+    let mut taken = Vec::new();
+    {
+        let gone = simple(&group, &topic);
+        receive_for(
+            &gone,
+            Duration::from_secs(60),
+            Duration::from_secs(5),
+            |m| {
+                taken.push(body(&m));
+                taken.len() == more.len()
+            },
+        );
+        gone.shutdown();
+    }
+    assert_eq!(taken.len(), more.len());
+    let mut back = std::collections::HashSet::new();
+    receive_for(
+        &consumers[0],
+        Duration::from_secs(60),
+        Duration::from_secs(20),
+        |m| {
+            consumers[0].ack(&m).unwrap();
+            back.insert(body(&m));
+            back.len() == more.len()
+        },
+    );
+    println!(
+        "pop: {} messages taken by a consumer that left unacked, {} redelivered to another",
+        taken.len(),
+        back.len()
+    );
+    assert_eq!(back.len(), more.len(), "redelivered: {back:?}");
+}
