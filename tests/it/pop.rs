@@ -445,3 +445,93 @@ fn pop_eight_simple_consumers_on_a_two_queue_topic_all_receive_and_lose_nothing(
     );
     assert_eq!(back.len(), more.len(), "redelivered: {back:?}");
 }
+
+/// A Java 5.3.3 push consumer, which consumes by POP once an operator switched the group
+/// with `mqadmin setConsumeMode -m POP`, and a Rust simple consumer in the same group
+/// share the work: both get messages, none is lost, duplicates counted.
+#[test]
+fn pop_a_java_pop_consumer_and_a_rust_simple_consumer_share_one_group() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_java", 2);
+    let group = cluster::unique("pop_java_g");
+    let addr = cluster::cluster().lock().broker_addrs()[0].1.clone();
+    crate::admin_tool::mqadmin(&[
+        "setConsumeMode",
+        "-b",
+        &addr,
+        "-t",
+        &topic,
+        "-g",
+        &group,
+        "-m",
+        "POP",
+        "-q",
+        "2",
+    ]);
+    let version = cluster::cluster().lock().version().to_string();
+    let java =
+        crate::java::JavaProgram::compile(&version, "tests/it/java/PopInterop.java", "PopInterop");
+    let mut child = java
+        .command(&[], &[cluster::namesrv(), &topic, &group, "45"])
+        .spawn()
+        .expect("java runs");
+    let stdout = child.stdout.take().expect("piped");
+    let java_got: Arc<Mutex<Vec<String>>> = Arc::default();
+    let started = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (got, started) = (java_got.clone(), started.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line == "STARTED" {
+                    started.store(true, Ordering::SeqCst);
+                } else if let Some(b) = line.strip_prefix("GOT ") {
+                    got.lock().unwrap().push(b.to_string());
+                }
+            }
+        })
+    };
+    crate::consumer::wait_for("the Java consumer", Duration::from_secs(60), || {
+        started.load(Ordering::SeqCst)
+    });
+    let ours = simple(&group, &topic);
+    let sent = send(&topic, 200, "java");
+    let mut rust_got: Vec<String> = Vec::new();
+    let end = Instant::now() + Duration::from_secs(35);
+    let all = |r: &[String], j: &[String]| {
+        let s: std::collections::HashSet<&String> = r.iter().chain(j.iter()).collect();
+        s.len()
+    };
+    while Instant::now() < end && all(&rust_got, &java_got.lock().unwrap()) < sent.len() {
+        for m in ours.receive(4, Duration::from_secs(30)).unwrap() {
+            rust_got.push(body(&m));
+            ours.ack(&m).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let out = crate::java::wait_or_kill(child, Duration::from_secs(120));
+    reader.join().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let java_got = java_got.lock().unwrap().clone();
+    let seen: std::collections::HashSet<&String> = rust_got.iter().chain(java_got.iter()).collect();
+    let lost: Vec<&String> = sent.iter().filter(|b| !seen.contains(b)).collect();
+    let dups = rust_got.len() + java_got.len() - seen.len();
+    println!(
+        "pop, Java and Rust in one group: sent {}, Java got {}, Rust got {}, lost {}, duplicated {dups}",
+        sent.len(),
+        java_got.len(),
+        rust_got.len(),
+        lost.len()
+    );
+    assert!(lost.is_empty(), "lost {lost:?}");
+    assert!(!java_got.is_empty(), "the Java consumer got nothing");
+    assert!(!rust_got.is_empty(), "the Rust consumer got nothing");
+}
