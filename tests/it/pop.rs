@@ -247,6 +247,13 @@ fn pop_simple_consumer_refuses_bad_arguments_before_sending() {
         ErrorKind::InvalidArgument,
         "no subscription"
     );
+    let e = SimpleConsumer::builder(cluster::unique("pop_args_g"))
+        .client_options(cluster::options())
+        .subscribe(&topic, "*")
+        .await_duration(Duration::from_secs(2 * 3600))
+        .start()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     let c = SimpleConsumer::builder(cluster::unique("pop_args_g"))
         .client_options(cluster::options())
         .subscribe(&topic, "*")

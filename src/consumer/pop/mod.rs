@@ -41,6 +41,9 @@ pub const MIN_INVISIBLE_DURATION: Duration = Duration::from_secs(5);
 /// timer until then).
 pub const MAX_INVISIBLE_DURATION: Duration = Duration::from_secs(12 * 3600);
 
+/// Longest `await_duration`: a receive's deadline is this plus the API timeout.
+pub const MAX_AWAIT_DURATION: Duration = Duration::from_secs(3600);
+
 /// Builder for [`SimpleConsumer`].
 #[derive(Debug)]
 pub struct SimpleConsumerBuilder {
@@ -76,8 +79,8 @@ impl SimpleConsumerBuilder {
         self
     }
 
-    /// How long a `receive` waits at the broker when nothing is there (default 5 s; the
-    /// Java gRPC client's `awaitDuration`). Zero answers at once.
+    /// How long a `receive` waits at the broker when nothing is there (default 5 s, at
+    /// most an hour; the Java gRPC client's `awaitDuration`). Zero answers at once.
     pub fn await_duration(mut self, d: Duration) -> Self {
         self.await_duration = d;
         self
@@ -100,8 +103,14 @@ impl SimpleConsumerBuilder {
                 "a simple consumer needs at least one subscription",
             ));
         }
-        let await_ms = i64::try_from(self.await_duration.as_millis())
-            .map_err(|_| Error::invalid_argument("await_duration is too long"))?;
+        if self.await_duration > MAX_AWAIT_DURATION {
+            return Err(Error::invalid_argument(format!(
+                "await_duration of {:?} is over {MAX_AWAIT_DURATION:?}",
+                self.await_duration
+            )));
+        }
+        // At most an hour in ms: fits.
+        let await_ms = self.await_duration.as_millis() as i64;
         let cc = ConsumerConfig::new(
             self.client,
             &self.group,
