@@ -41,11 +41,14 @@ pub enum ErrorKind {
     /// certificate, no client certificate where the server requires one), or the peer
     /// sent something that is not TLS. [`Error::addr`] names the peer.
     Tls,
+    /// The broker does not offer the request: it answered REQUEST_CODE_NOT_SUPPORTED, as
+    /// a 4.x broker answers POP consumption. [`Error::response_code`] keeps its code.
+    Unsupported,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the stats count failures by kind).
-    pub(crate) const ALL: [ErrorKind; 12] = [
+    pub(crate) const ALL: [ErrorKind; 13] = [
         ErrorKind::Timeout,
         ErrorKind::Connect,
         ErrorKind::ConnectionClosed,
@@ -58,6 +61,7 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::Config,
         ErrorKind::Tls,
+        ErrorKind::Unsupported,
     ];
 
     /// This kind's place in [`ALL`](Self::ALL); the match is exhaustive, so a new kind
@@ -76,6 +80,7 @@ impl ErrorKind {
             ErrorKind::Io => 9,
             ErrorKind::Config => 10,
             ErrorKind::Tls => 11,
+            ErrorKind::Unsupported => 12,
         }
     }
 }
@@ -95,6 +100,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Io => "I/O error",
             ErrorKind::Config => "configuration error",
             ErrorKind::Tls => "TLS error",
+            ErrorKind::Unsupported => "not supported by this broker",
         })
     }
 }
@@ -196,6 +202,21 @@ impl Error {
             ),
         );
         e.inner.code = Some(code);
+        e.inner.remark = remark.map(str::to_string);
+        e
+    }
+
+    /// A broker's REQUEST_CODE_NOT_SUPPORTED for `what` (a 5.x request sent to a 4.x
+    /// broker): [`ErrorKind::Unsupported`], with the code and remark kept.
+    pub(crate) fn unsupported(what: &str, remark: Option<&str>) -> Self {
+        let mut e = Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "{what} is not supported by this broker (it needs RocketMQ 5.x): {}",
+                remark.unwrap_or("(no remark)")
+            ),
+        );
+        e.inner.code = Some(ResponseCode::REQUEST_CODE_NOT_SUPPORTED);
         e.inner.remark = remark.map(str::to_string);
         e
     }

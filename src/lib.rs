@@ -72,6 +72,27 @@
 //! # Ok::<(), rocketmq_blocking::Error>(())
 //! ```
 //!
+//! With a RocketMQ 5.x broker, a [`SimpleConsumer`] takes messages by POP: the broker
+//! keeps the group's progress, each message stays invisible to the group until you
+//! [`ack`](SimpleConsumer::ack) it or its invisible time passes (then it comes again), and
+//! any number of consumers share a topic. A 4.x broker answers
+//! [`ErrorKind::Unsupported`]:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use rocketmq_blocking::{ClientOptions, SimpleConsumer};
+//!
+//! let consumer = SimpleConsumer::builder("my_pop_group")
+//!     .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9876"))
+//!     .subscribe("TopicTest", "*")
+//!     .start()?;
+//! for m in consumer.receive(16, Duration::from_secs(30))? {
+//!     println!("{}", m.message().msg_id());
+//!     consumer.ack(&m)?;
+//! }
+//! # Ok::<(), rocketmq_blocking::Error>(())
+//! ```
+//!
 //! # Ordering
 //!
 //! Messages of one queue are stored in order. To keep related messages in order, send them
@@ -143,6 +164,7 @@
 //! | `DefaultMQProducer` | [`Producer`], built with [`Producer::builder`] |
 //! | `DefaultMQPushConsumer` | [`PushConsumer`] |
 //! | `DefaultLitePullConsumer` | [`LitePullConsumer`] |
+//! | 5.x `SimpleConsumer` (gRPC client), `receive` / `ack` / `changeInvisibleDuration` | [`SimpleConsumer`] over remoting: [`receive`](SimpleConsumer::receive), [`ack`](SimpleConsumer::ack), [`change_invisible_duration`](SimpleConsumer::change_invisible_duration) |
 //! | `DefaultMQAdminExt` (a part) | [`Admin`] |
 //! | `ClientConfig` (`setNamesrvAddr`, `setInstanceName`, `setNamespace`, ...) | [`ClientOptions`], given to a builder's `client_options` |
 //! | `new X(...)` then `start()` | `X::builder(...)`, settings, then `start()`, which returns the running client |
@@ -249,8 +271,8 @@ pub use consumer::{
     ConsumeConcurrentlyContext, ConsumeContext, ConsumeFromWhere, ConsumeHook, ConsumeHookStatus,
     ConsumeOrderlyContext, ConsumeOrderlyStatus, ConsumeStatus, LitePullConsumer,
     LitePullConsumerBuilder, LitePullOptions, MessageModel, MessageQueueListener, MessageSelector,
-    PushConsumer, PushConsumerBuilder, PushConsumerOptions, ReconsumeDelay,
-    TopicQueueChangeListener,
+    PushConsumer, PushConsumerBuilder, PushConsumerOptions, ReceivedMessage, ReconsumeDelay,
+    SimpleConsumer, SimpleConsumerBuilder, TopicQueueChangeListener,
 };
 pub use error::{Error, ErrorKind, Result, TimeoutPhase};
 pub use message::{CompressionType, Message, MessageExt, MessageQueue};

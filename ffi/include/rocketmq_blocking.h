@@ -9,9 +9,11 @@
  * take a void *userdata and run on the library's threads, as documented on each.
  *
  * Threads. Every client handle may be shared by any number of threads at once:
- * rmq_producer, rmq_transaction_producer, rmq_push_consumer, rmq_lite_pull_consumer and
- * rmq_admin (every call takes it as const). Only its _free needs it exclusively: call
- * it once, after every other call on the handle has returned. The other handles are
+ * rmq_producer, rmq_transaction_producer, rmq_push_consumer, rmq_lite_pull_consumer,
+ * rmq_simple_consumer and rmq_admin (every call takes it as const). Only its _free needs
+ * it exclusively: call it once, after every other call on the handle has returned. So
+ * may an rmq_received_list and its rmq_received_message entries (a changed receipt is
+ * written under a lock); rmq_received_list_free ends them all. The other handles are
  * for one thread at a time: builders, rmq_message, rmq_message_ext and their lists,
  * rmq_send_result, rmq_string_list, rmq_consume_stats, rmq_tls_config; one that is only
  * read (getters) may be moved to another thread. rmq_last_error and
@@ -57,10 +59,11 @@
 // The header's version as one number, `major * 10000 + minor * 100 + patch`, for `#if`.
 #define RMQ_VERSION_NUMBER (((RMQ_VERSION_MAJOR * 10000) + (RMQ_VERSION_MINOR * 100)) + RMQ_VERSION_PATCH)
 
-// What a call returned. `RMQ_OK` is success; the codes up to `RMQ_TLS` are the crate's
-// `ErrorKind`s, the rest are failures of the C boundary itself. After a failure,
-// `rmq_last_error` holds the text and `rmq_last_response_code` the broker's code (for
-// `RMQ_RESPONSE`), on the thread that made the call.
+// What a call returned. `RMQ_OK` is success; the codes up to `RMQ_TLS`, and
+// `RMQ_UNSUPPORTED` (added after `RMQ_OTHER`), are the crate's `ErrorKind`s, the rest are
+// failures of the C boundary itself. After a failure, `rmq_last_error` holds the text and
+// `rmq_last_response_code` the broker's code (for `RMQ_RESPONSE` and `RMQ_UNSUPPORTED`),
+// on the thread that made the call.
 typedef enum {
   RMQ_OK = 0,
   // A deadline passed (connect, permit, lock or response).
@@ -89,6 +92,9 @@ typedef enum {
   RMQ_TLS = 12,
   // An error of a kind this version of the C ABI does not name.
   RMQ_OTHER = 13,
+  // The broker does not offer the request (POP on a 4.x broker);
+  // `rmq_last_response_code` is REQUEST_CODE_NOT_SUPPORTED (3).
+  RMQ_UNSUPPORTED = 14,
   // A required pointer (handle, string, out-parameter) was NULL.
   RMQ_NULL_PARAMETER = 100,
   // A panic was caught at the boundary; the handle may be unusable.
@@ -218,12 +224,24 @@ typedef struct rmq_push_consumer_builder rmq_push_consumer_builder;
 // A list of queues, from `rmq_producer_fetch_queues` or `rmq_admin_topic_queues`.
 typedef struct rmq_queue_list rmq_queue_list;
 
+// What one `rmq_simple_consumer_receive` returned.
+typedef struct rmq_received_list rmq_received_list;
+
+// One received message and its receipt.
+typedef struct rmq_received_message rmq_received_message;
+
 // A message about to be sent, as a send hook's `before` callback sees it: pass it to
 // `rmq_send_hook_context_put_property` to add a property. Valid during the call only.
 typedef struct rmq_send_hook_context rmq_send_hook_context;
 
 // What the broker answered to a send (Java `SendResult`).
 typedef struct rmq_send_result rmq_send_result;
+
+// A started simple consumer.
+typedef struct rmq_simple_consumer rmq_simple_consumer;
+
+// Options of a simple consumer before it starts.
+typedef struct rmq_simple_consumer_builder rmq_simple_consumer_builder;
 
 // A list of strings (topic names, broker names).
 typedef struct rmq_string_list rmq_string_list;
@@ -1394,6 +1412,92 @@ rmq_result rmq_push_consumer_stats_json(const rmq_push_consumer *c,
 // inside its own listener it cannot wait for itself, and does not; called from a
 // callback of another client it waits as from any thread). NULL is a no-op.
 void rmq_push_consumer_free(rmq_push_consumer *c);
+
+// Starts building a simple consumer of `group` (defaults: 5 s await at the broker,
+// a group without progress starts at the last message). Subscribe at least once.
+rmq_result rmq_simple_consumer_builder_new(const char *group,
+                                           size_t group_len,
+                                           rmq_simple_consumer_builder **builder_out);
+
+// The client options every client shares, copied from `options`.
+rmq_result rmq_simple_consumer_builder_client_options(rmq_simple_consumer_builder *b,
+                                                      const rmq_client_options *options);
+
+// Subscribes to `topic` with a tag expression.
+rmq_result rmq_simple_consumer_builder_subscribe(rmq_simple_consumer_builder *b,
+                                                 const char *topic,
+                                                 size_t topic_len,
+                                                 const char *expression,
+                                                 size_t expression_len);
+
+// Subscribes to `topic` with an SQL92 filter.
+rmq_result rmq_simple_consumer_builder_subscribe_sql(rmq_simple_consumer_builder *b,
+                                                     const char *topic,
+                                                     size_t topic_len,
+                                                     const char *sql,
+                                                     size_t sql_len);
+
+// How long a receive waits at the broker when nothing is there (default 5000 ms).
+rmq_result rmq_simple_consumer_builder_await_duration(rmq_simple_consumer_builder *b,
+                                                      uint64_t await_ms);
+
+// Where a group without progress starts (an `rmq_consume_from`: first or last; a
+// timestamp means last here).
+rmq_result rmq_simple_consumer_builder_consume_from(rmq_simple_consumer_builder *b, int32_t from);
+
+// Starts the consumer. The builder is consumed, whatever the result.
+rmq_result rmq_simple_consumer_builder_start(rmq_simple_consumer_builder *b,
+                                             rmq_simple_consumer **consumer_out);
+
+// Frees a builder that was not started. NULL is a no-op.
+void rmq_simple_consumer_builder_free(rmq_simple_consumer_builder *b);
+
+// Receives up to `max` (1..=32) messages, each invisible to the group for
+// `invisible_ms` (5 s..=12 h); waits up to the await duration when nothing is there.
+// `*list_out` is a new list (possibly empty) to free with `rmq_received_list_free`.
+rmq_result rmq_simple_consumer_receive(const rmq_simple_consumer *c,
+                                       size_t max,
+                                       uint64_t invisible_ms,
+                                       rmq_received_list **list_out);
+
+// Acks a received message: the group never gets it again.
+rmq_result rmq_simple_consumer_ack(const rmq_simple_consumer *c,
+                                   const rmq_received_message *message);
+
+// Makes a received message visible again `invisible_ms` (5 s..=12 h) from now and
+// gives it its new receipt.
+rmq_result rmq_simple_consumer_change_invisible_duration(const rmq_simple_consumer *c,
+                                                         const rmq_received_message *message,
+                                                         uint64_t invisible_ms);
+
+// Unregisters the consumer. Idempotent; the handle must still be freed.
+rmq_result rmq_simple_consumer_shutdown(const rmq_simple_consumer *c);
+
+// Shuts down (if not yet) and frees the consumer. NULL is a no-op.
+void rmq_simple_consumer_free(rmq_simple_consumer *c);
+
+// The number of messages in the list.
+rmq_result rmq_received_list_len(const rmq_received_list *list, size_t *len);
+
+// The message at `index`, owned by the list (valid until the list is freed).
+rmq_result rmq_received_list_get(const rmq_received_list *list,
+                                 size_t index,
+                                 const rmq_received_message **message);
+
+// Frees the list and its messages. NULL is a no-op.
+void rmq_received_list_free(rmq_received_list *list);
+
+// The message itself (read it with the `rmq_message_ext_*` functions), owned by the
+// received message.
+rmq_result rmq_received_message_message(const rmq_received_message *message,
+                                        const rmq_message_ext **ext);
+
+// Writes the receipt (the broker's text; it changes with every
+// `rmq_simple_consumer_change_invisible_duration`) into `buf`, NUL-terminated.
+rmq_result rmq_received_message_receipt_handle(const rmq_received_message *message,
+                                               char *buf,
+                                               size_t len,
+                                               size_t *written);
 
 // Starts building a transactional producer of `group` (Java defaults: send timeout 3 s,
 // one check thread, 2000 checks waiting at most). Both callbacks are required;

@@ -8,10 +8,11 @@ use rocketmq_blocking::{Error, ErrorKind};
 
 use crate::util::{copy_to_buf, out};
 
-/// What a call returned. `RMQ_OK` is success; the codes up to `RMQ_TLS` are the crate's
-/// `ErrorKind`s, the rest are failures of the C boundary itself. After a failure,
-/// `rmq_last_error` holds the text and `rmq_last_response_code` the broker's code (for
-/// `RMQ_RESPONSE`), on the thread that made the call.
+/// What a call returned. `RMQ_OK` is success; the codes up to `RMQ_TLS`, and
+/// `RMQ_UNSUPPORTED` (added after `RMQ_OTHER`), are the crate's `ErrorKind`s, the rest are
+/// failures of the C boundary itself. After a failure, `rmq_last_error` holds the text and
+/// `rmq_last_response_code` the broker's code (for `RMQ_RESPONSE` and `RMQ_UNSUPPORTED`),
+/// on the thread that made the call.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum rmq_result {
@@ -42,6 +43,9 @@ pub enum rmq_result {
     RMQ_TLS = 12,
     /// An error of a kind this version of the C ABI does not name.
     RMQ_OTHER = 13,
+    /// The broker does not offer the request (POP on a 4.x broker);
+    /// `rmq_last_response_code` is REQUEST_CODE_NOT_SUPPORTED (3).
+    RMQ_UNSUPPORTED = 14,
     /// A required pointer (handle, string, out-parameter) was NULL.
     RMQ_NULL_PARAMETER = 100,
     /// A panic was caught at the boundary; the handle may be unusable.
@@ -70,6 +74,7 @@ impl rmq_result {
             ErrorKind::Io => RMQ_IO,
             ErrorKind::Config => RMQ_CONFIG,
             ErrorKind::Tls => RMQ_TLS,
+            ErrorKind::Unsupported => RMQ_UNSUPPORTED,
             _ => RMQ_OTHER,
         }
     }
@@ -174,7 +179,7 @@ pub extern "C" fn rmq_last_response_code(present: *mut bool, code: *mut i32) -> 
 }
 
 /// Every `rmq_result`, for matching an integer from C against them.
-pub(crate) const ALL_RESULTS: [rmq_result; 19] = {
+pub(crate) const ALL_RESULTS: [rmq_result; 20] = {
     use rmq_result::*;
     [
         RMQ_OK,
@@ -191,6 +196,7 @@ pub(crate) const ALL_RESULTS: [rmq_result; 19] = {
         RMQ_CONFIG,
         RMQ_TLS,
         RMQ_OTHER,
+        RMQ_UNSUPPORTED,
         RMQ_NULL_PARAMETER,
         RMQ_PANIC,
         RMQ_INVALID_UTF8,
@@ -221,6 +227,7 @@ pub extern "C" fn rmq_result_name(result: i32) -> *const c_char {
         Some(RMQ_CONFIG) => b"RMQ_CONFIG\0",
         Some(RMQ_TLS) => b"RMQ_TLS\0",
         Some(RMQ_OTHER) => b"RMQ_OTHER\0",
+        Some(RMQ_UNSUPPORTED) => b"RMQ_UNSUPPORTED\0",
         Some(RMQ_NULL_PARAMETER) => b"RMQ_NULL_PARAMETER\0",
         Some(RMQ_PANIC) => b"RMQ_PANIC\0",
         Some(RMQ_INVALID_UTF8) => b"RMQ_INVALID_UTF8\0",
@@ -297,7 +304,7 @@ mod tests {
         for code in ALL_RESULTS {
             assert_eq!(name(code as i32), format!("{code:?}"));
         }
-        for v in [-1, 14, 99, 105, 9999, i32::MIN, i32::MAX] {
+        for v in [-1, 15, 99, 105, 9999, i32::MIN, i32::MAX] {
             assert_eq!(name(v), "RMQ_UNKNOWN", "{v}");
         }
     }

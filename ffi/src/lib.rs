@@ -28,6 +28,7 @@ pub mod message;
 pub mod options;
 pub mod producer;
 pub mod push;
+pub mod simple;
 mod stats_json;
 pub mod transaction;
 mod util;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rocketmq_blocking::{
     AdminBuilder, ClientOptions, Credentials, LitePullConsumerBuilder, ProducerBuilder,
-    PushConsumerBuilder, TransactionProducerBuilder,
+    PushConsumerBuilder, SimpleConsumerBuilder, TransactionProducerBuilder,
 };
 
 use crate::common::{rmq_tls_config, HasSlot};
@@ -266,6 +266,7 @@ with_client_options!(
     TransactionProducerBuilder,
     PushConsumerBuilder,
     LitePullConsumerBuilder,
+    SimpleConsumerBuilder,
     AdminBuilder
 );
 

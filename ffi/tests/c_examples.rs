@@ -583,6 +583,17 @@ fn c_programs_under_valgrind_leak_nothing_and_touch_no_freed_memory() {
     );
     check_read_back("lite pull under valgrind", &acked, &ids(&lite, "msg "));
 
+    // POP: received lists, receipts changed under their lock, acks (on 4.x, the
+    // RMQ_UNSUPPORTED path).
+    let pop = under_valgrind(
+        &[&topic, &unique("vg_pop"), &expect],
+        "simple",
+        &dir.join("valgrind-simple.log"),
+    );
+    if !pop.contains("unsupported response_code=3") {
+        check_read_back("pop under valgrind", &acked, &ids(&pop, "msg "));
+    }
+
     let slow = under_valgrind(
         &[&topic, &unique("vg_slow"), "1", "slow"],
         "consume",
@@ -805,4 +816,32 @@ fn a_c_lite_pull_consumer_subscribes_while_running_commits_given_offsets_and_uns
     assert_eq!(queues.len(), 4, "{stats}");
     let stored: i64 = queues.iter().filter_map(|q| q["maxOffset"].as_i64()).sum();
     assert_eq!(stored, 4, "{stats}");
+}
+
+/// The simple consumer from C: every acknowledged message received by POP and acked, a
+/// receipt changed by `rmq_simple_consumer_change_invisible_duration`, nothing back after
+/// the acks; on a 4.x cluster (`RMQ_TEST_VERSION=4.9.7`), `RMQ_UNSUPPORTED` with the
+/// broker's code 3.
+#[test]
+fn a_c_simple_consumer_pops_acks_and_changes_invisible_time() {
+    let topic = unique("CPopTopic");
+    let acked = produce(&topic, 3);
+    let out = run(
+        Command::new(example("simple")).args([
+            topic.as_str(),
+            &unique("c_pop"),
+            &acked.len().to_string(),
+        ]),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "simple failed:\n{text}");
+    if std::env::var("RMQ_TEST_VERSION").is_ok_and(|v| v.starts_with("4.")) {
+        assert!(text.contains("unsupported response_code=3"), "{text}");
+        return;
+    }
+    let (received, dups) = check_read_back("pop", &acked, &ids(&text, "msg "));
+    eprintln!("C pop: received {received}, duplicated {dups}");
+    assert!(text.contains("receipt_changed=1"), "{text}");
+    assert!(text.contains("back_after_ack=0"), "{text}");
 }

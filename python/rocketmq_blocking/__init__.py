@@ -70,6 +70,7 @@ _Native = TypeVar(
     _native.TransactionProducer,
     _native.PushConsumer,
     _native.LitePullConsumer,
+    _native.SimpleConsumer,
     _native.NativeAdmin,
 )
 _Self = TypeVar("_Self", bound="_Client[Any]")
@@ -99,6 +100,7 @@ __all__ = [
     "OverloadedError",
     "Producer",
     "ProducerConnection",
+    "PoppedMessage",
     "PushConsumer",
     "QueueProgress",
     "ReceivedMessage",
@@ -110,10 +112,12 @@ __all__ = [
     "SendHook",
     "SendResult",
     "set_log_level",
+    "SimpleConsumer",
     "StateError",
     "SubscriptionGroup",
     "TlsConfig",
     "TlsError",
+    "UnsupportedError",
     "TransactionProducer",
     "TraceStats",
     "TransactionSendResult",
@@ -203,6 +207,10 @@ class TlsError(RocketMQError):
     """``RMQ_TLS``: the TLS handshake or its configuration failed."""
 
 
+class UnsupportedError(RocketMQError):
+    """``RMQ_UNSUPPORTED``: the broker does not offer the request (POP on a 4.x broker)."""
+
+
 #: The error class of each kind; a kind not listed (``RMQ_OTHER``) is :class:`RocketMQError`.
 ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
     "RMQ_TIMEOUT": RocketMQTimeoutError,
@@ -217,6 +225,7 @@ ERROR_CLASSES: Dict[str, Type[RocketMQError]] = {
     "RMQ_IO": IoError,
     "RMQ_CONFIG": ConfigError,
     "RMQ_TLS": TlsError,
+    "RMQ_UNSUPPORTED": UnsupportedError,
 }
 
 
@@ -1323,6 +1332,61 @@ class LitePullConsumer(_Client[_native.LitePullConsumer]):
                 raise
             for m in batch:
                 yield m
+
+
+@dataclass(frozen=True)
+class PoppedMessage:
+    """A message :meth:`SimpleConsumer.receive` returned, with the receipt that acks it."""
+
+    message: ReceivedMessage
+    _receipt: _native.PopReceipt = field(repr=False, compare=False)
+
+    @property
+    def receipt_handle(self) -> str:
+        """The receipt as the broker's text (Java ``POP_CK``); it changes with every
+        :meth:`SimpleConsumer.change_invisible_duration`."""
+        return self._receipt.receipt_handle()
+
+
+class SimpleConsumer(_Client[_native.SimpleConsumer]):
+    """A POP consumer (RocketMQ 5.x; the Rust ``SimpleConsumer``): :meth:`receive`
+    messages that stay invisible to the group for a time, :meth:`ack` each, or move its
+    time with :meth:`change_invisible_duration`; unacked messages come back after it.
+    On a 4.x broker every call raises :class:`UnsupportedError`."""
+
+    def __init__(
+        self,
+        group: str,
+        topic: str,
+        expression: str = "*",
+        *,
+        from_first: bool = False,
+        await_ms: int = 5000,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        common = _client_options(options)
+        self._h = _native.SimpleConsumer(group, topic, common, expression, from_first, await_ms)
+        _open.add(self)
+
+    def receive(self, max_messages: int = 32, invisible_ms: int = 30_000) -> List[PoppedMessage]:
+        """Up to ``max_messages`` (1..32) messages, each invisible to the group for
+        ``invisible_ms`` (5 s..12 h); waits up to ``await_ms`` at the broker when nothing
+        is there, then returns an empty list."""
+        with self._use() as h:
+            got = h.receive(max_messages, invisible_ms)
+        return [PoppedMessage(ReceivedMessage(*m), r) for m, r in got]
+
+    def ack(self, message: PoppedMessage) -> None:
+        """The group never gets the message again."""
+        with self._use() as h:
+            h.ack(message._receipt)
+
+    def change_invisible_duration(self, message: PoppedMessage, invisible_ms: int) -> None:
+        """The message becomes visible again ``invisible_ms`` from now; it gets a new
+        receipt (the old one no longer acks it)."""
+        with self._use() as h:
+            h.change_invisible_duration(message._receipt, invisible_ms)
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ fn kind_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Io => "RMQ_IO",
         ErrorKind::Config => "RMQ_CONFIG",
         ErrorKind::Tls => "RMQ_TLS",
+        ErrorKind::Unsupported => "RMQ_UNSUPPORTED",
         _ => "RMQ_OTHER",
     }
 }
@@ -1641,6 +1642,99 @@ impl NativeAdmin {
     fn free(&self) {}
 }
 
+/// One message of `SimpleConsumer.receive` with its receipt, which
+/// `change_invisible_duration` replaces (hence the lock).
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct PopReceipt {
+    inner: Mutex<rmq::ReceivedMessage>,
+}
+
+#[pymethods]
+impl PopReceipt {
+    /// The receipt as the broker's text.
+    fn receipt_handle(&self) -> String {
+        self.inner.lock().receipt_handle()
+    }
+}
+
+/// A started simple (POP) consumer.
+#[pyclass(frozen, module = "rocketmq_blocking._native")]
+struct SimpleConsumer {
+    inner: rmq::SimpleConsumer,
+}
+
+#[pymethods]
+impl SimpleConsumer {
+    #[new]
+    fn new(
+        py: Python<'_>,
+        group: String,
+        topic: String,
+        common: Common<'_>,
+        expression: &str,
+        from_first: bool,
+        await_ms: u64,
+    ) -> PyResult<Self> {
+        let b = rmq::SimpleConsumer::builder(group)
+            .client_options(client_options(&common)?)
+            .consume_from_where(consume_from(from_first))
+            .await_duration(Duration::from_millis(await_ms))
+            .subscribe(topic, expression);
+        let inner = py.detach(|| b.start()).or_raise(py)?;
+        Ok(SimpleConsumer { inner })
+    }
+
+    /// Up to `max` messages, each a (received-message tuple, receipt) pair.
+    fn receive<'py>(
+        &self,
+        py: Python<'py>,
+        max: usize,
+        invisible_ms: u64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let msgs = py
+            .detach(|| self.inner.receive(max, Duration::from_millis(invisible_ms)))
+            .or_raise(py)?;
+        let items = msgs
+            .into_iter()
+            .map(|m| {
+                let t = received(py, m.message())?;
+                let r = Bound::new(
+                    py,
+                    PopReceipt {
+                        inner: Mutex::new(m),
+                    },
+                )?;
+                (t, r).into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    fn ack(&self, py: Python<'_>, receipt: &PopReceipt) -> PyResult<()> {
+        py.detach(|| self.inner.ack(&receipt.inner.lock()))
+            .or_raise(py)
+    }
+
+    fn change_invisible_duration(
+        &self,
+        py: Python<'_>,
+        receipt: &PopReceipt,
+        invisible_ms: u64,
+    ) -> PyResult<()> {
+        py.detach(|| {
+            self.inner.change_invisible_duration(
+                &mut receipt.inner.lock(),
+                Duration::from_millis(invisible_ms),
+            )
+        })
+        .or_raise(py)
+    }
+
+    fn free(&self, py: Python<'_>) {
+        py.detach(|| self.inner.shutdown())
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
@@ -1653,6 +1747,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ReplyTemplate>()?;
     m.add_class::<PushConsumer>()?;
     m.add_class::<LitePullConsumer>()?;
+    m.add_class::<SimpleConsumer>()?;
+    m.add_class::<PopReceipt>()?;
     m.add_class::<NativeAdmin>()?;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub(crate) mod http;
 mod instance;
 pub mod manager;
 pub mod namespace;
+mod pop_api;
 mod reply;
 mod route;
 pub mod validators;
@@ -21,6 +22,9 @@ pub use config::{ClientConfig, ClientOptions};
 pub(crate) use config::{DEFAULT_ADJUST_THREAD_POOL_INTERVAL, DEFAULT_PERSIST_OFFSET_INTERVAL};
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
+#[cfg(feature = "unstable-internals")]
+pub use pop_api::PopResult;
+pub use pop_api::PopStatus;
 #[cfg(feature = "unstable-internals")]
 pub(crate) use reply::decode_reply;
 pub(crate) use reply::{process_reply, ReplyCallback, ReplyTable, Waiter};

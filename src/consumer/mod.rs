@@ -10,6 +10,7 @@ mod hook;
 mod lite_pull;
 mod offset_store;
 mod pool;
+mod pop;
 mod process_queue;
 mod pull;
 mod push;
@@ -42,6 +43,7 @@ pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
 #[cfg(feature = "unstable-internals")]
 pub(crate) use offset_store::parse_offsets_file;
+pub use pop::{ReceivedMessage, SimpleConsumer, SimpleConsumerBuilder};
 pub use queue_listener::{MessageQueueListener, TopicQueueChangeListener};
 pub use subscription::MessageSelector;
 

@@ -50,6 +50,8 @@ pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
 pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
 /// Deliver this many ms after the broker stores it (`PROPERTY_TIMER_DELAY_MS`, 5.x).
 pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+/// The receipt of a popped message, when the broker wrote it (`PROPERTY_POP_CK`, 5.x).
+pub const POP_CK: &str = "POP_CK";
 /// Retries before a message goes to the dead-letter queue (`PROPERTY_MAX_RECONSUME_TIMES`).
 pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
 /// When the consumer started consuming, in ms (`PROPERTY_CONSUME_START_TIMESTAMP`).

@@ -104,6 +104,22 @@ open_enum! {
         SEND_REPLY_MESSAGE = 324,
         SEND_REPLY_MESSAGE_V2 = 325,
         PUSH_REPLY_MESSAGE_TO_CLIENT = 326,
+        /// 5.x: the broker assigns a POP group's queues.
+        QUERY_ASSIGNMENT = 400,
+        /// 5.x: PULL or POP for a group and topic.
+        SET_MESSAGE_REQUEST_MODE = 401,
+        /// 5.x.
+        POP_MESSAGE = 200050,
+        /// 5.x.
+        ACK_MESSAGE = 200051,
+        /// 5.x.
+        PEEK_MESSAGE = 200052,
+        /// 5.x.
+        CHANGE_MESSAGE_INVISIBLETIME = 200053,
+        /// 5.x.
+        NOTIFICATION = 200054,
+        /// 5.x.
+        BATCH_ACK_MESSAGE = 200151,
     }
 }
 
@@ -143,6 +159,10 @@ open_enum! {
         CONSUMER_NOT_ONLINE = 206,
         CONSUME_MSG_TIMEOUT = 207,
         NO_MESSAGE = 208,
+        /// 5.x: too many pops wait at the broker.
+        POLLING_FULL = 209,
+        /// 5.x: a pop's long poll ended with nothing.
+        POLLING_TIMEOUT = 210,
         FLOW_CONTROL = 215,
         /// 5.x: the broker is shutting down; send elsewhere.
         GO_AWAY = 1500,
@@ -343,7 +363,8 @@ mod tests {
     #[test]
     fn unknown_codes_are_values_and_print_as_numbers() {
         assert_eq!(format!("{:?}", RequestCode(105)), "GET_ROUTEINFO_BY_TOPIC");
-        assert_eq!(format!("{:?}", RequestCode(200050)), "200050");
+        assert_eq!(format!("{:?}", RequestCode(200050)), "POP_MESSAGE");
+        assert_eq!(format!("{:?}", RequestCode(299_999)), "299999");
         assert_eq!(format!("{:?}", ResponseCode(17)), "TOPIC_NOT_EXIST");
         assert_eq!(ResponseCode(9999).name(), None);
     }

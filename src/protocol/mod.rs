@@ -14,6 +14,7 @@ pub mod header;
 pub mod heartbeat;
 pub mod json;
 mod json_header;
+pub mod pop;
 mod queue;
 mod route;
 pub mod transaction;

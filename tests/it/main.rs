@@ -18,6 +18,7 @@ mod hooks;
 #[path = "../common/java.rs"]
 mod java;
 mod lite_pull_queues;
+mod pop;
 mod producer;
 mod push_shutdown;
 mod remoting;

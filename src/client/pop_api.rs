@@ -1,0 +1,234 @@
+//! The typed POP requests of 5.x brokers (Java `MQClientAPIImpl.popMessageAsync`,
+//! `ackMessageAsync`, `changeInvisibleTimeAsync`), here blocking, and the reading of a pop
+//! response into messages with their receipts (Java `processPopResponse`).
+//!
+//! A 4.x broker answers each of them REQUEST_CODE_NOT_SUPPORTED, which becomes an
+//! [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use log::warn;
+
+use super::MQClientAPI;
+use crate::error::{Error, Result};
+use crate::message::{decode_messages_shared, DecodeOptions, MessageExt};
+#[cfg(feature = "unstable-internals")]
+use crate::protocol::heartbeat::MessageModel;
+#[cfg(feature = "unstable-internals")]
+use crate::protocol::pop::{
+    decode_query_assignment, MessageQueueAssignment, MessageRequestMode,
+    QueryAssignmentRequestBody, SetMessageRequestModeRequestBody,
+};
+use crate::protocol::pop::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    ExtraInfo, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
+};
+use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+
+/// How a pop ended (Java `PopStatus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PopStatus {
+    /// Messages came back.
+    Found,
+    /// Nothing within the poll time (POLLING_TIMEOUT, PULL_NOT_FOUND).
+    NoNewMessage,
+    /// Too many pops wait at the broker (POLLING_FULL): try again later.
+    PollingFull,
+}
+
+/// What a POP_MESSAGE returned.
+#[derive(Debug)]
+pub struct PopResult {
+    pub status: PopStatus,
+    /// Each message with its receipt (the ack handle).
+    pub messages: Vec<(MessageExt, ExtraInfo)>,
+}
+
+/// The error of a response that is neither success nor an expected miss.
+fn failure(what: &str, addr: &str, response: &RemotingCommand) -> Error {
+    let remark = response.remark.as_deref();
+    if response.code == ResponseCode::REQUEST_CODE_NOT_SUPPORTED.0 {
+        Error::unsupported(what, remark).with_addr(addr)
+    } else {
+        Error::response(response.response_code(), remark)
+            .with_addr(addr)
+            .context(what)
+    }
+}
+
+impl MQClientAPI {
+    /// POP_MESSAGE to one broker, waiting up to `timeout` (which must cover the header's
+    /// `poll_time`). `broker_name` goes into every receipt; each message's topic becomes
+    /// the request's topic (a retried message is stored in the group's retry topic).
+    pub fn pop_message(
+        &self,
+        addr: &str,
+        broker_name: &str,
+        header: &PopMessageRequestHeader,
+        timeout: Duration,
+    ) -> Result<PopResult> {
+        let request = RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, header);
+        let mut response = self.remoting().invoke_sync(addr, request, timeout)?;
+        let status = match ResponseCode(response.code) {
+            ResponseCode::SUCCESS => PopStatus::Found,
+            ResponseCode::POLLING_FULL => PopStatus::PollingFull,
+            ResponseCode::POLLING_TIMEOUT | ResponseCode::PULL_NOT_FOUND => PopStatus::NoNewMessage,
+            _ => return Err(failure("pop", addr, &response)),
+        };
+        let what = || format!("pop response of {addr}");
+        let h: PopMessageResponseHeader = response
+            .decode_header()
+            .map_err(|e| Error::from(e).context(what()))?;
+        if status != PopStatus::Found {
+            return Ok(PopResult {
+                status,
+                messages: Vec::new(),
+            });
+        }
+        let mut offsets = PopOffsets::new(&h).map_err(|e| Error::from(e).context(what()))?;
+        let body = Arc::new(std::mem::take(&mut response.body));
+        let decoded = decode_messages_shared(body, DecodeOptions::new());
+        for s in &decoded.skipped {
+            // Its receipt is lost with it: the broker delivers it again after the
+            // invisible time, and after the retries to the group's DLQ.
+            warn!(
+                "pop from {addr}: a message of {} that cannot be decoded was skipped (offset {:?}): {}",
+                header.topic, s.queue_offset, s.error
+            );
+        }
+        let broker: Arc<str> = Arc::from(broker_name);
+        let mut messages = Vec::with_capacity(decoded.messages.len());
+        for mut m in decoded.messages {
+            let receipt = offsets
+                .receipt(
+                    m.topic(),
+                    m.property(crate::message::property::POP_CK),
+                    broker_name,
+                    m.queue_id,
+                    m.queue_offset,
+                )
+                .map_err(|e| Error::from(e).context(what()))?;
+            m.broker_name = broker.clone();
+            m.message.set_topic(header.topic.as_str());
+            messages.push((m, receipt));
+        }
+        Ok(PopResult { status, messages })
+    }
+
+    /// ACK_MESSAGE: the message of the receipt in the header is done with.
+    pub fn ack_message(
+        &self,
+        addr: &str,
+        header: &AckMessageRequestHeader,
+        timeout: Duration,
+    ) -> Result<()> {
+        let request = RemotingCommand::request_with_header(RequestCode::ACK_MESSAGE, header);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code == ResponseCode::SUCCESS.0 {
+            return Ok(());
+        }
+        Err(failure("ack", addr, &response))
+    }
+
+    /// CHANGE_MESSAGE_INVISIBLETIME: the message becomes visible again `invisible_time`
+    /// ms from now; returns its new receipt (the old one no longer acks it).
+    pub fn change_invisible_time(
+        &self,
+        addr: &str,
+        broker_name: &str,
+        header: &ChangeInvisibleTimeRequestHeader,
+        timeout: Duration,
+    ) -> Result<ExtraInfo> {
+        let request =
+            RemotingCommand::request_with_header(RequestCode::CHANGE_MESSAGE_INVISIBLETIME, header);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code != ResponseCode::SUCCESS.0 {
+            return Err(failure("change invisible time", addr, &response));
+        }
+        let h: ChangeInvisibleTimeResponseHeader = response
+            .decode_header()
+            .map_err(|e| Error::from(e).context(format!("change invisible time of {addr}")))?;
+        let old = ExtraInfo::parse(&header.extra_info)?;
+        // Java `changeInvisibleTimeAsync`: the check point restarts at this message.
+        Ok(ExtraInfo {
+            ck_queue_offset: header.offset,
+            pop_time: h.pop_time,
+            invisible_time: h.invisible_time,
+            revive_qid: h.revive_qid,
+            retry: old.retry,
+            broker_name: broker_name.to_string(),
+            queue_id: header.queue_id,
+            queue_offset: header.offset,
+        })
+    }
+}
+
+// The push consumer's POP mode is to use these; until then, the internals' users (the
+// tests) do.
+#[cfg(feature = "unstable-internals")]
+impl MQClientAPI {
+    /// QUERY_ASSIGNMENT: the queues of `topic` the broker assigns this client of `group`,
+    /// and how to consume each (PULL or POP), by the broker's allocation `strategy`
+    /// (Java `AllocateMessageQueueStrategy.getName()`, `AVG`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn query_assignment(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        client_id: &str,
+        strategy: &str,
+        model: MessageModel,
+        timeout: Duration,
+    ) -> Result<Vec<MessageQueueAssignment>> {
+        let body = serde_json::to_vec(&QueryAssignmentRequestBody {
+            topic,
+            consumer_group: group,
+            client_id,
+            strategy_name: strategy,
+            message_model: match model {
+                MessageModel::Clustering => "CLUSTERING",
+                MessageModel::Broadcasting => "BROADCASTING",
+            },
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the assignment query: {e}")))?;
+        let request = RemotingCommand::request(RequestCode::QUERY_ASSIGNMENT).with_body(body);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code != ResponseCode::SUCCESS.0 {
+            return Err(failure("query assignment", addr, &response));
+        }
+        decode_query_assignment(&response.body)
+            .map_err(|e| Error::from(e).with_addr(addr).context("query assignment"))
+    }
+
+    /// SET_MESSAGE_REQUEST_MODE: how `group` consumes `topic` on that broker (what
+    /// `mqadmin setConsumeMode` sends); with POP, up to `pop_share_queue_num + 1`
+    /// consumers share each queue.
+    pub fn set_message_request_mode(
+        &self,
+        addr: &str,
+        topic: &str,
+        group: &str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: u32,
+        timeout: Duration,
+    ) -> Result<()> {
+        let share = i32::try_from(pop_share_queue_num)
+            .map_err(|_| Error::invalid_argument("pop_share_queue_num is over i32::MAX"))?;
+        let body = serde_json::to_vec(&SetMessageRequestModeRequestBody {
+            topic,
+            consumer_group: group,
+            mode: mode.wire(),
+            pop_share_queue_num: share,
+        })
+        .map_err(|e| Error::invalid_argument(format!("encoding the request mode: {e}")))?;
+        let request =
+            RemotingCommand::request(RequestCode::SET_MESSAGE_REQUEST_MODE).with_body(body);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        if response.code != ResponseCode::SUCCESS.0 {
+            return Err(failure("set message request mode", addr, &response));
+        }
+        Ok(())
+    }
+}
