@@ -200,7 +200,10 @@ pub(crate) fn jvm_options(
     let mut v: Vec<OsString> = [
         heap,
         max_heap,
-        "-XX:MaxDirectMemorySize=256m",
+        // 5.x brokers' Netty pools and POP buffers outgrew 256 MiB in the shared
+        // cluster of `tests/it` (an OutOfMemoryError on direct buffers after the POP,
+        // auto-batch and lite-pull tests); the memory is taken only as it is used.
+        "-XX:MaxDirectMemorySize=512m",
         "-XX:+UseG1GC",
         // Keeps the JVM from writing /tmp/hsperfdata_<user>/<pid>.
         "-XX:-UsePerfData",

@@ -219,10 +219,18 @@ fn stats_show_cached_messages_of_a_slow_consumer_falling_to_zero_when_it_catches
         s.queues.iter().filter(|q| q.queue.topic() == topic).count(),
         2
     );
-    assert!(s
-        .queues
-        .iter()
-        .any(|q| q.queue.topic().starts_with("%RETRY%")));
+    // The retry topic's route: a 4.x broker creates the topic with the group's first
+    // heartbeat and registers it with the name server on its next round (30 s).
+    wait_for(
+        "the retry queue in the stats",
+        Duration::from_secs(60),
+        || {
+            c.stats()
+                .queues
+                .iter()
+                .any(|q| q.queue.topic().starts_with("%RETRY%"))
+        },
+    );
     c.shutdown();
     p.shutdown();
 }
