@@ -16,6 +16,8 @@ def test_admin_creates_lists_inspects_and_deletes_a_topic(namesrv):
         time.sleep(0.5)  # the route, as the topic fixture waits
         with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
             sent = [p.send(rmq.Message(topic, f"admin {i}".encode(), keys=[f"k{i}"])) for i in range(3)]
+        # SEND_OK is the commit log; the broker fills the consume queue a moment later.
+        assert wait_for(lambda: a.total_max_offset(topic) >= 3, timeout=10)
         assert a.total_max_offset(topic) == 3
 
         m = a.view_message(sent[1].offset_msg_id)
@@ -61,6 +63,7 @@ def test_admin_offsets_queries_groups_and_connections(namesrv, topic):
         middle_ms = int(time.time() * 1000)
         time.sleep(0.2)
         later = [p.send(rmq.Message(topic, f"late {i}".encode()), queue=q) for i in range(3)]
+        assert wait_for(lambda: a.max_offset(q) >= 5, timeout=10)
         assert a.min_offset(q) == 0
         assert a.max_offset(q) == 5
         assert a.search_offset(q, before_ms) == 0

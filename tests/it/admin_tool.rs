@@ -23,14 +23,12 @@ pub(crate) fn mqadmin(args: &[&str]) -> String {
 /// Sends `n` messages, returns the offset message ids.
 pub(crate) fn send(topic: &str, n: usize) -> Vec<String> {
     let p = producer();
-    let ids = (0..n)
-        .map(|i| {
-            let r = p.send(&Message::new(topic, format!("m{i}"))).unwrap();
-            r.offset_msg_id().to_string()
-        })
+    let sent: Vec<_> = (0..n)
+        .map(|i| p.send(&Message::new(topic, format!("m{i}"))).unwrap())
         .collect();
     p.shutdown();
-    ids
+    crate::cluster::wait_dispatched(&sent);
+    sent.iter().map(|r| r.offset_msg_id().to_string()).collect()
 }
 
 /// Waits until the brokers hold `group`'s committed offset of each of the `queues` queues

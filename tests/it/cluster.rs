@@ -80,3 +80,32 @@ pub fn instance(name: &str) -> std::sync::Arc<rocketmq_blocking::client::MQClien
     )
     .unwrap()
 }
+
+/// Waits (at most 10 s) until the consume queue of each sent message holds it.
+///
+/// SEND_OK means the broker's commit log has the message; the broker copies it into the
+/// queue's consume queue, whose offsets admin calls report, on its own thread a moment
+/// later, and on a loaded machine that moment can be long enough for a test to see it.
+pub fn wait_dispatched(sent: &[rocketmq_blocking::SendResult]) {
+    let admin = Admin::builder()
+        .client_options(options())
+        .start()
+        .expect("admin client");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for r in sent {
+        loop {
+            match admin.max_offset(r.message_queue()) {
+                Ok(max) if max > r.queue_offset() => break,
+                _ => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "{:?} offset {} never reached its consume queue",
+                        r.message_queue(),
+                        r.queue_offset()
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+        }
+    }
+}

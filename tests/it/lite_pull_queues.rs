@@ -3,7 +3,7 @@
 //! told of a topic's queue set and of an allocation, and the admin views an operator
 //! compares them with (`consumerConnection`, `topicStatus`, `consumerProgress`).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -297,9 +297,20 @@ fn queue_change_push_message_queue_listener_sees_each_allocation() {
                 .any(|(t, mine)| *t == topic && mine.len() == 8)
         },
     );
-    // The group's retry topic is reported too, as Java does.
-    let topics: HashSet<String> = allocations.lock().iter().map(|(t, _)| t.clone()).collect();
-    assert!(topics.contains(&format!("%RETRY%{group}")), "{topics:?}");
+    // The group's retry topic is reported too, as Java does. Its route exists only after
+    // the broker has seen the group's first heartbeat, so its allocation may come after
+    // the topic's (one rebalance round later).
+    let retry = format!("%RETRY%{group}");
+    wait_for(
+        "the allocation of the retry topic",
+        Duration::from_secs(60),
+        || {
+            allocations
+                .lock()
+                .iter()
+                .any(|(t, mine)| *t == retry && !mine.is_empty())
+        },
+    );
     c.shutdown();
 }
 
@@ -354,7 +365,18 @@ fn admin_consumer_connections_and_topic_stats_match_the_admin_tool() {
     .unwrap();
     let r = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
     assert_eq!(r.message_queue(), &q);
-    let stats = a.topic_stats(&topic).unwrap();
+    // SEND_OK means the commit log holds the batch; the broker moves it into the consume
+    // queue (whose offsets the stats report) on its own thread a moment later.
+    let mut stats = None;
+    wait_for(
+        "the batch in the consume queue",
+        Duration::from_secs(10),
+        || {
+            stats = a.topic_stats(&topic).ok().filter(|s| s.stored() == 5);
+            stats.is_some()
+        },
+    );
+    let stats = stats.unwrap();
     assert_eq!(stats.queues.len(), 4);
     assert_eq!(stats.stored(), 5);
     assert_eq!(stats.queues[&q].max_offset, 5);
