@@ -9,6 +9,7 @@
 //! Python layer's subclasses of `RocketMQError`, one per kind (made by the factory
 //! registered with `set_error_class`).
 
+mod deferred;
 mod log_bridge;
 /// The stats snapshots' JSON, shared with the C library so both give the same shape.
 #[path = "../../ffi/src/stats_json.rs"]
@@ -839,29 +840,34 @@ fn send_batch<'py>(
 /// The library's callback of an async call that calls `done(value, error)` (the other
 /// `None`) through `pass`, with `value` made by `to_value`; a callback that comes after
 /// `free` gave up waiting is only reported.
-fn completion<T>(
+fn completion<T: Send + 'static>(
     pass: Pass,
     done: Py<PyAny>,
-    to_value: impl for<'py> FnOnce(Python<'py>, &T) -> PyResult<Bound<'py, PyAny>> + Send,
+    to_value: impl for<'py> FnOnce(Python<'py>, &T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
 ) -> impl FnOnce(rmq::Result<T>) + Send {
     move |r: rmq::Result<T>| {
-        let called = pass.call(|| {
-            call_python(|py| {
-                let args = match r {
-                    Ok(v) => (to_value(py, &v)?, py.None().into_bound(py)),
-                    Err(e) => (
-                        py.None().into_bound(py),
-                        to_py(py, e).into_value(py).into_bound(py).into_any(),
-                    ),
+        deferred::run(move |py| {
+            let called = pass.call(|| {
+                let call = || -> PyResult<()> {
+                    let args = match r {
+                        Ok(v) => (to_value(py, &v)?, py.None().into_bound(py)),
+                        Err(e) => (
+                            py.None().into_bound(py),
+                            to_py(py, e).into_value(py).into_bound(py).into_any(),
+                        ),
+                    };
+                    done.call1(py, args)?;
+                    drop(done);
+                    Ok(())
                 };
-                done.call1(py, args)?;
-                drop(done);
-                Ok(())
-            })
-        });
-        if called.is_none() {
-            rmq_log_late_callback();
-        }
+                if let Err(e) = call() {
+                    e.write_unraisable(py, None);
+                }
+            });
+            if called.is_none() {
+                rmq_log_late_callback();
+            }
+        })
     }
 }
 
