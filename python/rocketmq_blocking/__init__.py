@@ -338,6 +338,17 @@ class SendResult:
     status: int
 
 
+def _callback_raised(what: str, e: BaseException) -> None:
+    """Logs what an async call's callback raised, with its traceback (called by
+    ``_native``, which calls the callback)."""
+    _log.error("the %s callback raised", what, exc_info=e)
+
+
+# The producers' sends read a Message and make a SendResult in ``_native`` (a send's
+# Python code runs on cold caches, after the thread slept on the broker's answer).
+_native.set_classes(Message, SendResult, _callback_raised)
+
+
 class SendHook:
     """Called around every send of a :class:`Producer` given it as ``send_hook=`` (Rust
     ``SendHook``, Java ``SendMessageHook``). Subclass it and override either method.
@@ -536,6 +547,15 @@ class _Client(Generic[_Native]):
         self._closing = False
         self._free_on_leave = False
 
+    def _direct(self) -> _Native:
+        """The native client for a call it guards itself (the producers' sends: its
+        ``free`` waits for them, and once it began they raise the closed error); raises
+        the closed error once ``close`` has begun."""
+        h = self._h
+        if h is None or self._closing:
+            raise StateError("RMQ_STATE", "the client is closed")
+        return h
+
     def _use(self) -> "_Use[_Native]":
         """The native client for one call into the library (``with self._use() as h``);
         raises the closed error once ``close`` has begun."""
@@ -648,22 +668,16 @@ class _Sends(_Client[_Sender]):
         in order (both: ``ValueError``)."""
         if queue is not None and sharding_key is not None:
             raise ValueError("queue and sharding_key exclude each other")
-        m = _message(message)
         q = None if queue is None else _queue(queue)
-        with self._use() as h:
-            return SendResult(*h.send(m, q, sharding_key))
+        return self._direct().send(message, q, sharding_key)
 
     def send_oneway(self, message: Message) -> None:
         """Sends without waiting for an answer."""
-        m = _message(message)
-        with self._use() as h:
-            h.send_oneway(m)
+        self._direct().send_oneway(message)
 
     def send_batch(self, messages: Sequence[Message]) -> SendResult:
         """Sends messages of one topic as one batch."""
-        ms = [_message(m) for m in messages]
-        with self._use() as h:
-            return SendResult(*h.send_batch(ms))
+        return self._direct().send_batch(list(messages))
 
     def trace_stats(self) -> Optional[TraceStats]:
         """What the message trace did so far; ``None`` when the client does not trace
@@ -742,22 +756,12 @@ class Producer(_Sends[_native.Producer]):
         the :class:`RocketMQError`), and asyncio code can ``await`` it. Errors found
         before sending (a closed producer, an invalid message, no route) are raised here."""
         future: Optional[SendFuture] = None
-        user: Callable[[Optional[SendResult], Optional[RocketMQError]], None]
         if callback is None:
             future = SendFuture()
-            user = _completer(future)
-        else:
-            user = callback
-
-        def done(result: Optional[_native.SendResultTuple], error: Optional[BaseException]) -> None:
-            try:
-                user(None if result is None else SendResult(*result), _as_error(error))
-            except BaseException:
-                _log.exception("the send_async callback raised")
-
-        m = _message(message)
-        with self._use() as h:
-            h.send_async(m, done)
+            callback = _completer(future)
+        # ``_native`` calls it with the SendResult or the RocketMQError, and logs what it
+        # raises.
+        self._direct().send_async(message, callback)
         return future
 
     def request(self, message: Message, timeout_ms: int) -> ReceivedMessage:

@@ -5,12 +5,15 @@
 //! Every call that may block (a send, a poll, a start, a shutdown) releases the GIL, and
 //! the crate's threads take it only around Python code (a listener, an async send's
 //! callback), so no call waits for a thread that waits for the GIL it holds. Messages
-//! cross as tuples the Python layer turns into its dataclasses. Errors are raised as the
+//! cross as tuples the Python layer turns into its dataclasses, except in the producers'
+//! sends, which read its `Message` and make its `SendResult` here (`objects.rs`) and
+//! guard themselves against `free` (the `calls` gate). Errors are raised as the
 //! Python layer's subclasses of `RocketMQError`, one per kind (made by the factory
 //! registered with `set_error_class`).
 
 mod deferred;
 mod log_bridge;
+mod objects;
 /// The stats snapshots' JSON, shared with the C library so both give the same shape.
 #[path = "../../ffi/src/stats_json.rs"]
 mod stats_json;
@@ -237,14 +240,19 @@ fn millis(t: SystemTime) -> i64 {
         .unwrap_or(0)
 }
 
-/// `(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)`.
-fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py, PyTuple>> {
-    let status: i32 = match r.send_status() {
+/// The Python layer's value of a send status.
+fn status_code(s: SendStatus) -> i32 {
+    match s {
         SendStatus::Ok => 0,
         SendStatus::FlushDiskTimeout => 1,
         SendStatus::FlushSlaveTimeout => 2,
         SendStatus::SlaveNotAvailable => 3,
-    };
+    }
+}
+
+/// `(msg_id, offset_msg_id, broker_name, queue_id, queue_offset, status)`.
+fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py, PyTuple>> {
+    let status = status_code(r.send_status());
     let q = r.message_queue();
     (
         r.msg_id(),
@@ -448,6 +456,14 @@ impl Drop for Pass {
     }
 }
 
+/// Runs `f` as a call on the client `calls` guards: the "closed" error once its `free`
+/// began, which waits for the calls inside (except one on its own thread).
+fn guarded<R>(calls: &Arc<Gate>, py: Python<'_>, f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    let closed = || py_error(py, "RMQ_STATE", "the client is closed".into(), None, false);
+    let pass = Gate::enter(calls).ok_or_else(closed)?;
+    pass.call(f).unwrap_or_else(|| Err(closed()))
+}
+
 /// Calls `f` with the GIL, printing what it raises as unraisable (the Python layer's
 /// callbacks catch everything themselves); `None` when the interpreter is gone.
 fn call_python<R>(f: impl for<'py> FnOnce(Python<'py>) -> PyResult<R>) -> Option<R> {
@@ -598,6 +614,8 @@ type AutoBatch = (Option<u64>, Option<usize>, Option<usize>);
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct Producer {
     inner: rmq::Producer,
+    /// The sends inside the library (they take no Python-level guard).
+    calls: Arc<Gate>,
     /// Async sends whose callback has not run yet, and send hooks running.
     pending: Arc<Gate>,
     send_timeout: Duration,
@@ -655,6 +673,7 @@ impl Producer {
         let send_timeout = inner.options().send_timeout;
         Ok(Producer {
             inner,
+            calls: Arc::default(),
             pending,
             send_timeout,
             hook_errors,
@@ -679,11 +698,13 @@ impl Producer {
     fn send<'py>(
         &self,
         py: Python<'py>,
-        m: MessageTuple<'py>,
+        m: &Bound<'py, PyAny>,
         queue: Option<QueueTuple>,
         key: Option<String>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        send_sync(py, &self.inner, m, queue, key)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(&self.calls, py, || {
+            send_sync(py, &self.inner, m, queue, key)
+        })
     }
 
     /// The queues of `topic` a send can go to: `(topic, broker_name, queue_id)` tuples.
@@ -694,16 +715,16 @@ impl Producer {
         Ok(qs.iter().map(queue_tuple).collect())
     }
 
-    fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
-        send_oneway(py, &self.inner, m)
+    fn send_oneway<'py>(&self, py: Python<'py>, m: &Bound<'py, PyAny>) -> PyResult<()> {
+        guarded(&self.calls, py, || send_oneway(py, &self.inner, m))
     }
 
     fn send_batch<'py>(
         &self,
         py: Python<'py>,
-        ms: Vec<MessageTuple<'py>>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        send_batch(py, &self.inner, ms)
+        ms: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(&self.calls, py, || send_batch(py, &self.inner, &ms))
     }
 
     /// Sends without waiting; `done(result, error)` runs later on a library thread with
@@ -712,16 +733,16 @@ impl Producer {
     fn send_async<'py>(
         &self,
         py: Python<'py>,
-        m: MessageTuple<'py>,
+        m: &Bound<'py, PyAny>,
         done: Py<PyAny>,
     ) -> PyResult<()> {
-        let m = message(py, m)?;
-        let pass = self.enter_pending(py)?;
-        let callback = completion(pass, done, |py, r: &rmq::SendResult| {
-            Ok(send_result(py, r)?.into_any())
-        });
-        py.detach(|| self.inner.send_async(m, callback))
-            .map_err(|e| to_py(py, e.into()))
+        guarded(&self.calls, py, || {
+            let m = objects::message_of(py, m)?;
+            let pass = self.enter_pending(py)?;
+            let callback = completion(pass, done, "send_async", objects::send_result_of);
+            py.detach(|| self.inner.send_async(m, callback))
+                .map_err(|e| to_py(py, e.into()))
+        })
     }
 
     /// Sends `m` as a request and waits up to `timeout_ms` for its reply; the reply's
@@ -751,7 +772,7 @@ impl Producer {
     ) -> PyResult<()> {
         let m = message(py, m)?;
         let pass = self.enter_pending(py)?;
-        let callback = completion(pass, done, |py, reply: &MessageExt| {
+        let callback = completion(pass, done, "request_async", |py, reply: &MessageExt| {
             Ok(received(py, reply)?.into_any())
         });
         py.detach(|| {
@@ -778,6 +799,7 @@ impl Producer {
     /// async sends in flight; callbacks that have not started by then never run.
     fn free(&self, py: Python<'_>) {
         py.detach(|| {
+            self.calls.close_and_wait(None);
             self.inner.shutdown();
             self.pending
                 .close_and_wait(Some(self.send_timeout + Duration::from_secs(10)));
@@ -804,11 +826,11 @@ impl Producer {
 fn send_sync<'py>(
     py: Python<'py>,
     p: &rmq::Producer,
-    m: MessageTuple<'py>,
+    m: &Bound<'py, PyAny>,
     queue: Option<QueueTuple>,
     key: Option<String>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let m = message(py, m)?;
+) -> PyResult<Bound<'py, PyAny>> {
+    let m = objects::message_of(py, m)?;
     let r = py
         .detach(|| match (queue, key) {
             (Some(q), _) => p.send_to_queue(&m, &queue_of(q)),
@@ -816,25 +838,25 @@ fn send_sync<'py>(
             (None, None) => p.send(&m),
         })
         .or_raise(py)?;
-    send_result(py, &r)
+    objects::send_result_of(py, &r)
 }
 
-fn send_oneway<'py>(py: Python<'py>, p: &rmq::Producer, m: MessageTuple<'py>) -> PyResult<()> {
-    let m = message(py, m)?;
+fn send_oneway<'py>(py: Python<'py>, p: &rmq::Producer, m: &Bound<'py, PyAny>) -> PyResult<()> {
+    let m = objects::message_of(py, m)?;
     py.detach(|| p.send_oneway(&m)).or_raise(py)
 }
 
 fn send_batch<'py>(
     py: Python<'py>,
     p: &rmq::Producer,
-    ms: Vec<MessageTuple<'py>>,
-) -> PyResult<Bound<'py, PyTuple>> {
+    ms: &[Bound<'py, PyAny>],
+) -> PyResult<Bound<'py, PyAny>> {
     let ms = ms
-        .into_iter()
-        .map(|m| message(py, m))
+        .iter()
+        .map(|m| objects::message_of(py, m))
         .collect::<PyResult<Vec<_>>>()?;
     let r = py.detach(|| p.send_batch(&ms)).or_raise(py)?;
-    send_result(py, &r)
+    objects::send_result_of(py, &r)
 }
 
 /// The library's callback of an async call that calls `done(value, error)` (the other
@@ -843,6 +865,7 @@ fn send_batch<'py>(
 fn completion<T: Send + 'static>(
     pass: Pass,
     done: Py<PyAny>,
+    what: &'static str,
     to_value: impl for<'py> FnOnce(Python<'py>, &T) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
 ) -> impl FnOnce(rmq::Result<T>) + Send {
     move |r: rmq::Result<T>| {
@@ -861,7 +884,7 @@ fn completion<T: Send + 'static>(
                     Ok(())
                 };
                 if let Err(e) = call() {
-                    e.write_unraisable(py, None);
+                    objects::callback_raised(py, what, e);
                 }
             });
             if called.is_none() {
@@ -929,6 +952,8 @@ fn transaction_callback(
 #[pyclass(frozen, module = "rocketmq_blocking._native")]
 struct TransactionProducer {
     inner: rmq::TransactionProducer,
+    /// The sends inside the library (they take no Python-level guard).
+    calls: Arc<Gate>,
     /// Local transactions and checks running or about to.
     gate: Arc<Gate>,
 }
@@ -978,7 +1003,11 @@ impl TransactionProducer {
         };
         let b = b.transactional((on_execute, on_check));
         let inner = py.detach(|| b.start()).or_raise(py)?;
-        Ok(TransactionProducer { inner, gate })
+        Ok(TransactionProducer {
+            inner,
+            calls: Arc::default(),
+            gate,
+        })
     }
 
     /// `(sent, failed, dropped)` of the message trace, `None` when it is off.
@@ -991,23 +1020,29 @@ impl TransactionProducer {
     fn send<'py>(
         &self,
         py: Python<'py>,
-        m: MessageTuple<'py>,
+        m: &Bound<'py, PyAny>,
         queue: Option<QueueTuple>,
         key: Option<String>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        send_sync(py, self.inner.producer(), m, queue, key)
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(&self.calls, py, || {
+            send_sync(py, self.inner.producer(), m, queue, key)
+        })
     }
 
-    fn send_oneway<'py>(&self, py: Python<'py>, m: MessageTuple<'py>) -> PyResult<()> {
-        send_oneway(py, self.inner.producer(), m)
+    fn send_oneway<'py>(&self, py: Python<'py>, m: &Bound<'py, PyAny>) -> PyResult<()> {
+        guarded(&self.calls, py, || {
+            send_oneway(py, self.inner.producer(), m)
+        })
     }
 
     fn send_batch<'py>(
         &self,
         py: Python<'py>,
-        ms: Vec<MessageTuple<'py>>,
-    ) -> PyResult<Bound<'py, PyTuple>> {
-        send_batch(py, self.inner.producer(), ms)
+        ms: Vec<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        guarded(&self.calls, py, || {
+            send_batch(py, self.inner.producer(), &ms)
+        })
     }
 
     /// Sends the half message, runs the local transaction with `arg` on this thread and
@@ -1031,6 +1066,7 @@ impl TransactionProducer {
     /// Shuts down (the checks queued run first) and returns once no callback runs.
     fn free(&self, py: Python<'_>) {
         py.detach(|| {
+            self.calls.close_and_wait(None);
             self.inner.shutdown();
             self.gate.close_and_wait(None);
         })
@@ -1744,6 +1780,7 @@ impl SimpleConsumer {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_error_class, m)?)?;
+    m.add_function(wrap_pyfunction!(objects::set_classes, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(set_log_level, m)?)?;
     log_bridge::install();
