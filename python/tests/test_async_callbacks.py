@@ -67,3 +67,29 @@ def test_a_callback_waiting_for_a_later_send_gets_its_result(namesrv, topic):
         p.send_async(rmq.Message(topic, b"outer"), first)
         assert done.wait(30), "the outer callback never finished"
     assert outcome == [("inner", True)], outcome
+
+
+def test_a_raising_callback_is_logged_with_its_traceback_and_the_rest_run(namesrv, topic, caplog):
+    import logging
+
+    caplog.set_level(logging.ERROR, logger="rocketmq_blocking")
+    ran = []
+    done = threading.Event()
+    n = 20
+    with rmq.Producer(unique("py_async_raise"), namesrv=namesrv) as p:
+
+        def cb(result, error, i=0):
+            ran.append(i)
+            if len(ran) == n:
+                done.set()
+            if i % 2 == 0:
+                raise ValueError(f"callback {i} failed")
+
+        for i in range(n):
+            p.send_async(rmq.Message(topic, b"r"), lambda r, e, i=i: cb(r, e, i))
+        assert done.wait(30), f"{len(ran)} of {n} callbacks ran"
+    assert sorted(ran) == list(range(n))
+    raised = [r for r in caplog.records if "the send_async callback raised" in r.getMessage()]
+    assert len(raised) == n // 2, caplog.text
+    assert "Traceback (most recent call last)" in caplog.text
+    assert "ValueError: callback 0 failed" in caplog.text
