@@ -6,7 +6,8 @@
 //! reach its push consumer, its orderly producer keeps each sharding key on one queue in
 //! order for its orderly consumer, and its transaction producer commits, rolls back and
 //! answers the broker's checks. The driver is `python/drive_client.py`; the Java side
-//! `java/PyInterop.java`.
+//! `tests/common/java/PythonInterop.java` of the workspace (shared with the Python
+//! package's exchange test).
 //!
 //! The package comes from PyPI (`pip install rocketmq-client-python==2.0.0`, once per
 //! target directory); set `RMQ_PY_CLIENT_SDIST` to a downloaded sdist to install offline.
@@ -29,8 +30,8 @@ use support::{
 fn java() -> JavaProgram {
     JavaProgram::compile(
         &support::version(),
-        "tests/java/PyInterop.java",
-        "PyInterop",
+        "../tests/common/java/PythonInterop.java",
+        "PythonInterop",
     )
 }
 
@@ -118,8 +119,8 @@ fn python_client_producer_sends_to_the_java_consumer() {
             &[
                 "TagPy",
                 &format!("key-{i}"),
-                &format!("python-{i}"),
-                "python"
+                "python",
+                &format!("python-{i}")
             ],
             "tags, keys, body and property of {id}"
         );
