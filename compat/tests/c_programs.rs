@@ -15,13 +15,14 @@ mod support;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use java::{lines_after, wait_or_kill};
+use java::lines_after;
 use support::{
-    check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, unique, Watched,
+    acked, check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, run, stdout,
+    unique, Watched,
 };
 
 /// Compiles `examples/<name>.c` (with AddressSanitizer when `asan`), once per variant and
@@ -68,29 +69,6 @@ fn compile(name: &str, asan: bool) -> PathBuf {
         .expect("cc runs (a C compiler is a test prerequisite)");
     check(&format!("cc {name}.c"), &out);
     out_path
-}
-
-fn run(cmd: &mut Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    wait_or_kill(child, limit)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The ids a producer run reports: one per `SENT`, several per `BATCH`.
-fn acked(produced: &str) -> HashSet<String> {
-    let mut ids: HashSet<String> = lines_after(produced, "SENT ").into_iter().collect();
-    for b in lines_after(produced, "BATCH ") {
-        ids.extend(b.split(',').map(str::to_string));
-    }
-    ids
 }
 
 fn got(consumed: &str) -> HashSet<String> {

@@ -11,11 +11,11 @@ mod support;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use java::{lines_after, wait_or_kill};
-use support::{check, create_topic, lib_dir, namesrv, unique, venv};
+use java::lines_after;
+use support::{acked, check, create_topic, lib_dir, namesrv, run, stdout, unique, venv};
 
 /// The headers of 2.2.0's C API, as `include/` holds them.
 const HEADERS: [&str; 13] = [
@@ -33,20 +33,6 @@ const HEADERS: [&str; 13] = [
     "CSendResult.h",
     "CTransactionStatus.h",
 ];
-
-fn run(cmd: &mut Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    wait_or_kill(child, limit)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A fresh prefix with the library `lib_dir()` holds installed by `install.sh --compat`.
 fn installed(scratch: &Path) -> PathBuf {
@@ -169,10 +155,7 @@ fn installed_drop_in_serves_c_programs_via_pkg_config_and_the_pypi_python_client
         Duration::from_secs(120),
     );
     check("installed producer", &out);
-    let mut sent: HashSet<String> = lines_after(&stdout(&out), "SENT ").into_iter().collect();
-    for b in lines_after(&stdout(&out), "BATCH ") {
-        sent.extend(b.split(',').map(str::to_string));
-    }
+    let mut sent = acked(&stdout(&out));
     assert_eq!(sent.len(), 6 * count + 3, "{}", stdout(&out));
 
     // The PyPI client finds the installed library by name through LD_LIBRARY_PATH.

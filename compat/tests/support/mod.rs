@@ -324,3 +324,34 @@ pub fn venv() -> &'static Path {
         dir
     })
 }
+
+/// Runs `cmd` to its end with its output captured (killed, and the test failed, past
+/// `limit`).
+#[allow(dead_code)]
+pub fn run(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    crate::java::wait_or_kill(child, limit)
+}
+
+#[allow(dead_code)]
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The ids a producer run (`examples/producer.c`) reports: one per `SENT`, several per
+/// `BATCH`.
+#[allow(dead_code)]
+pub fn acked(produced: &str) -> HashSet<String> {
+    let mut ids: HashSet<String> = crate::java::lines_after(produced, "SENT ")
+        .into_iter()
+        .collect();
+    for b in crate::java::lines_after(produced, "BATCH ") {
+        ids.extend(b.split(',').map(str::to_string));
+    }
+    ids
+}
