@@ -1,10 +1,12 @@
 /*
  * A push consumer written against the rocketmq-client-cpp 2.x C API only.
  *
- *   push_consumer <namesrv> <topic> <group> <expected> <seconds> [orderly]
+ *   push_consumer <namesrv> <topic> <group> <expected> <seconds> [orderly] [broadcasting]
  *
  * Prints "GOT <msgId> <queueId> <tags> <body>" per delivery; exits 0 once <expected>
- * deliveries were seen, 1 after <seconds> without them.
+ * deliveries were seen, 1 after <seconds> without them. Messages tagged "Probe" are printed
+ * as "PROBE <queueId>" and not counted (a test sends them until a broadcasting consumer,
+ * which starts at each queue's end, holds every queue).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +24,13 @@ static int seen = 0;
 
 static int on_message(CPushConsumer* consumer, CMessageExt* msg) {
   (void)consumer;
+  if (strcmp(GetMessageTags(msg), "Probe") == 0) {
+    pthread_mutex_lock(&lock);
+    printf("PROBE %d\n", GetMessageQueueId(msg));
+    fflush(stdout);
+    pthread_mutex_unlock(&lock);
+    return E_CONSUME_SUCCESS;
+  }
   pthread_mutex_lock(&lock);
   printf("GOT %s %d %s %s\n", GetMessageId(msg), GetMessageQueueId(msg), GetMessageTags(msg),
          GetMessageBody(msg));
@@ -33,18 +42,24 @@ static int on_message(CPushConsumer* consumer, CMessageExt* msg) {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: %s <namesrv> <topic> <group> <expected> <seconds> [orderly]\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s <namesrv> <topic> <group> <expected> <seconds> [orderly] [broadcasting]\n",
+            argv[0]);
     return 2;
   }
   int expected = atoi(argv[4]);
   int seconds = atoi(argv[5]);
-  int orderly = argc > 6 && strcmp(argv[6], "orderly") == 0;
+  int orderly = 0, broadcasting = 0;
+  for (int i = 6; i < argc; i++) {
+    orderly |= strcmp(argv[i], "orderly") == 0;
+    broadcasting |= strcmp(argv[i], "broadcasting") == 0;
+  }
 
   CPushConsumer* consumer = CreatePushConsumer(argv[3]);
   SetPushConsumerNameServerAddress(consumer, argv[1]);
   SetPushConsumerThreadCount(consumer, 2);
   SetPushConsumerMessageBatchMaxSize(consumer, 4);
-  SetPushConsumerMessageModel(consumer, CLUSTERING);
+  SetPushConsumerMessageModel(consumer, broadcasting ? BROADCASTING : CLUSTERING);
   SetPushConsumerLogLevel(consumer, E_LOG_LEVEL_WARN);
   Subscribe(consumer, argv[2], "*");
   if (orderly) {

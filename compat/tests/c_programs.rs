@@ -15,12 +15,15 @@ mod support;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use java::{lines_after, wait_or_kill};
-use support::{check, create_topic, lib_dir, namesrv, profile_dir, unique};
+use java::lines_after;
+use support::{
+    acked, check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, run, stdout,
+    unique, Watched,
+};
 
 /// Compiles `examples/<name>.c` (with AddressSanitizer when `asan`), once per variant and
 /// test binary: tests run at once, and a second `cc` writing the file another test is
@@ -66,29 +69,6 @@ fn compile(name: &str, asan: bool) -> PathBuf {
         .expect("cc runs (a C compiler is a test prerequisite)");
     check(&format!("cc {name}.c"), &out);
     out_path
-}
-
-fn run(cmd: &mut Command, limit: Duration) -> Output {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
-    wait_or_kill(child, limit)
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// The ids a producer run reports: one per `SENT`, several per `BATCH`.
-fn acked(produced: &str) -> HashSet<String> {
-    let mut ids: HashSet<String> = lines_after(produced, "SENT ").into_iter().collect();
-    for b in lines_after(produced, "BATCH ") {
-        ids.extend(b.split(',').map(str::to_string));
-    }
-    ids
 }
 
 fn got(consumed: &str) -> HashSet<String> {
@@ -327,4 +307,49 @@ fn every_function_the_headers_declare_is_exported_by_librocketmq() {
         .collect();
     let missing: Vec<&String> = names.iter().filter(|n| !exported.contains(*n)).collect();
     assert!(missing.is_empty(), "declared but not exported: {missing:?}");
+}
+
+/// `SetPushConsumerMessageModel(BROADCASTING)`: two consumers of one group each get every
+/// message `producer.c` sends (every send function), not half each.
+#[test]
+fn c_broadcasting_consumers_of_one_group_each_get_every_message() {
+    let ns = namesrv();
+    let topic = unique("CBcast");
+    create_topic(&topic, 4);
+    let group = unique("c_bcast");
+    let offsets = std::env::temp_dir().join(unique("c_bcast_offsets"));
+    let count = 3;
+    // What producer.c sends for `count` (see round_trip): acknowledged ones and 2 oneway.
+    let expected = (6 * count + 3 + 2).to_string();
+    let consumer = |instance: &str| {
+        let mut cmd = plain(&program("push_consumer", false), "push_consumer");
+        cmd.args([&ns, &topic, &group, &expected, "150", "broadcasting"])
+            .env("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR", &offsets)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped());
+        Watched::spawn(&mut cmd, instance)
+    };
+    let (a, b) = (
+        consumer("broadcasting consumer a"),
+        consumer("broadcasting consumer b"),
+    );
+    position_by_probes(&topic, &[&a, &b]);
+    let out = run(
+        plain(&program("producer", false), "producer").args([&ns, &topic, &count.to_string()]),
+        Duration::from_secs(120),
+    );
+    check("producer", &out);
+    let ids = acked(&stdout(&out));
+    assert_eq!(ids.len(), 6 * count + 3, "{}", stdout(&out));
+    for (name, c) in [("a", a), ("b", b)] {
+        let out = c.finish(Duration::from_secs(180));
+        check(&format!("broadcasting consumer {name}"), &out);
+        let seen = got(&stdout(&out));
+        assert!(
+            seen.is_superset(&ids),
+            "consumer {name} missed {:?}",
+            ids.difference(&seen).collect::<Vec<_>>()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&offsets);
 }

@@ -6,7 +6,8 @@
 //! reach its push consumer, its orderly producer keeps each sharding key on one queue in
 //! order for its orderly consumer, and its transaction producer commits, rolls back and
 //! answers the broker's checks. The driver is `python/drive_client.py`; the Java side
-//! `java/PyInterop.java`.
+//! `tests/common/java/PythonInterop.java` of the workspace (shared with the Python
+//! package's exchange test).
 //!
 //! The package comes from PyPI (`pip install rocketmq-client-python==2.0.0`, once per
 //! target directory); set `RMQ_PY_CLIENT_SDIST` to a downloaded sdist to install offline.
@@ -18,56 +19,20 @@ mod support;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use java::{lines_after, wait_or_kill, JavaProgram};
-use support::{check, create_topic, lib_dir, namesrv, profile_dir, unique};
+use support::{
+    check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, unique, venv, Watched,
+};
 
 fn java() -> JavaProgram {
     JavaProgram::compile(
         &support::version(),
-        "tests/java/PyInterop.java",
-        "PyInterop",
+        "../tests/common/java/PythonInterop.java",
+        "PythonInterop",
     )
-}
-
-/// A venv with the PyPI package in it, installed once per target directory.
-fn venv() -> &'static Path {
-    static VENV: OnceLock<PathBuf> = OnceLock::new();
-    VENV.get_or_init(|| {
-        let dir = profile_dir()
-            .parent()
-            .expect("target")
-            .join("compat-python")
-            .join("venv");
-        let python = dir.join("bin").join("python");
-        let installed = python.exists()
-            && Command::new(&python)
-                .args(["-c", "import rocketmq.client"])
-                .env("LD_LIBRARY_PATH", lib_dir())
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-        if !installed {
-            let _ = std::fs::remove_dir_all(&dir);
-            let out = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&dir)
-                .output()
-                .expect("python3 runs");
-            check("python3 -m venv", &out);
-            let what = std::env::var("RMQ_PY_CLIENT_SDIST")
-                .unwrap_or_else(|_| "rocketmq-client-python==2.0.0".to_string());
-            let out = Command::new(dir.join("bin").join("pip"))
-                .args(["install", "--quiet", "--disable-pip-version-check", &what])
-                .output()
-                .expect("pip runs");
-            check("pip install rocketmq-client-python==2.0.0", &out);
-        }
-        dir
-    })
 }
 
 /// The driver in mode `args[0]`, on the venv's Python with our library on the path.
@@ -94,7 +59,11 @@ fn run_driver(args: &[&str], limit: Duration) -> String {
 }
 
 fn finish(child: Child, limit: Duration, what: &str) -> String {
-    let out = wait_or_kill(child, limit);
+    checked(wait_or_kill(child, limit), what)
+}
+
+/// Asserts the driver exited 0 and loaded our library; returns its standard output.
+fn checked(out: Output, what: &str) -> String {
     check(&format!("drive_client.py {what}"), &out);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
@@ -150,8 +119,8 @@ fn python_client_producer_sends_to_the_java_consumer() {
             &[
                 "TagPy",
                 &format!("key-{i}"),
-                &format!("python-{i}"),
-                "python"
+                "python",
+                &format!("python-{i}")
             ],
             "tags, keys, body and property of {id}"
         );
@@ -403,4 +372,194 @@ fn python_client_with_session_credentials_talks_to_a_cluster_enforcing_acl() {
     let out = with(&["consume", &ns, &topic, &unique("py_acl"), "6", "0", "90"]);
     let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
     assert!(sent.is_subset(&got), "{out}");
+}
+
+/// A broadcasting consumer of the driver (`RMQ_MODEL=broadcasting`) under instance name
+/// `instance`, its local offsets under `offsets`, until it got `count` messages.
+fn broadcasting(topic: &str, group: &str, instance: &str, offsets: &Path, count: usize) -> Command {
+    let mut cmd = driver(&[
+        "consume",
+        &namesrv(),
+        topic,
+        group,
+        &count.to_string(),
+        "0",
+        "150",
+    ]);
+    cmd.env("RMQ_MODEL", "broadcasting")
+        .env("RMQ_INSTANCE", instance)
+        .env("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR", offsets);
+    cmd
+}
+
+/// The driver's Python producer: `count` acknowledged sends and one oneway; returns the
+/// acknowledged ids and the oneway's body.
+fn python_sends(topic: &str, count: usize) -> (HashSet<String>, String) {
+    let out = run_driver(
+        &["produce", &namesrv(), topic, &count.to_string()],
+        Duration::from_secs(120),
+    );
+    let sent: HashSet<String> = ids(&out, "SENT ").into_iter().collect();
+    assert_eq!(sent.len(), count, "{out}");
+    (sent, format!("python-oneway-{count}"))
+}
+
+/// (ids, bodies) of the GOT lines.
+fn received(out: &str) -> (Vec<String>, Vec<String>) {
+    lines_after(out, "GOT ")
+        .iter()
+        .map(|l| {
+            let f = fields(l);
+            (f[0].to_string(), f.get(4).unwrap_or(&"").to_string())
+        })
+        .unzip()
+}
+
+#[test]
+fn python_broadcasting_consumers_of_one_group_each_get_every_message() {
+    let topic = unique("PyBcast");
+    create_topic(&topic, 4);
+    let group = unique("py_bcast");
+    let offsets = std::env::temp_dir().join(unique("py_bcast_offsets"));
+    // 10 acknowledged sends and the oneway: 11 messages for each consumer.
+    let a = Watched::spawn(
+        &mut broadcasting(&topic, &group, "bcast_a", &offsets, 11),
+        "broadcasting consumer a",
+    );
+    let b = Watched::spawn(
+        &mut broadcasting(&topic, &group, "bcast_b", &offsets, 11),
+        "broadcasting consumer b",
+    );
+    position_by_probes(&topic, &[&a, &b]);
+    let (sent, oneway) = python_sends(&topic, 10);
+    for (name, c) in [("a", a), ("b", b)] {
+        let out = checked(c.finish(Duration::from_secs(180)), name);
+        let (got, bodies) = received(&out);
+        let distinct: HashSet<String> = got.iter().cloned().collect();
+        assert_eq!(got.len(), 11, "consumer {name}: {out}");
+        assert!(
+            distinct.is_superset(&sent),
+            "consumer {name} missed one: {out}"
+        );
+        assert!(
+            bodies.contains(&oneway),
+            "consumer {name}: the oneway: {out}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&offsets);
+}
+
+/// As the original (and Java): broadcasting keeps offsets in a local file, under the
+/// client id (IP @ instance name), not on the broker. A consumer restarted with the same
+/// instance name resumes from it: it gets what was sent while it was down and nothing
+/// it had consumed before.
+#[test]
+fn python_broadcasting_consumer_restarted_resumes_from_its_local_offsets() {
+    let topic = unique("PyBcastRestart");
+    create_topic(&topic, 4);
+    let group = unique("py_bcast_restart");
+    let offsets = std::env::temp_dir().join(unique("py_bcast_restart_offsets"));
+    let first = Watched::spawn(
+        &mut broadcasting(&topic, &group, "bcast_restart", &offsets, 5),
+        "first life",
+    );
+    position_by_probes(&topic, &[&first]);
+    let (sent_before, _) = python_sends(&topic, 4);
+    let out = checked(first.finish(Duration::from_secs(180)), "first life");
+    let (got_before, _) = received(&out);
+    assert!(
+        got_before
+            .iter()
+            .cloned()
+            .collect::<HashSet<_>>()
+            .is_superset(&sent_before),
+        "{out}"
+    );
+    // <dir>/<client id>/<group>/offsets.json, written at shutdown.
+    let files: Vec<PathBuf> = std::fs::read_dir(&offsets)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.path().join(&group).join("offsets.json"))
+                .filter(|p| p.exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        files.len(),
+        1,
+        "one offsets file under {}",
+        offsets.display()
+    );
+    let text = std::fs::read_to_string(&files[0]).expect("offsets file");
+    assert!(text.contains(&topic), "{text}");
+
+    // Sent while no consumer runs: a consumer starting without an offset would begin at
+    // each queue's end and never see these.
+    let (sent_down, oneway_down) = python_sends(&topic, 3);
+    let out = finish(
+        spawn(&mut broadcasting(
+            &topic,
+            &group,
+            "bcast_restart",
+            &offsets,
+            4,
+        )),
+        Duration::from_secs(180),
+        "second life",
+    );
+    let (got, bodies) = received(&out);
+    let got: HashSet<String> = got.into_iter().collect();
+    assert!(
+        got.is_superset(&sent_down),
+        "missed one sent while down: {out}"
+    );
+    assert!(bodies.contains(&oneway_down), "{out}");
+    assert_eq!(got.len(), 4, "nothing consumed before came again: {out}");
+    assert!(got.is_disjoint(&got_before.into_iter().collect()), "{out}");
+    let _ = std::fs::remove_dir_all(&offsets);
+}
+
+/// rocketmq-client-python 2.0.0's `PushConsumer.subscribe` wraps the listener: on an
+/// exception it returns `RECONSUME_LATER` from an `except` block, but its `finally`
+/// raises the exception again, so ctypes prints it ("Exception ignored on calling ctypes
+/// callback function") and hands the library no return value at all. The message must
+/// come again (through the retry topic), the process keep running and consuming.
+#[test]
+fn python_listener_that_raises_gets_the_message_redelivered() {
+    let topic = unique("PyRaise");
+    create_topic(&topic, 4);
+    let group = unique("py_raise");
+    let mut cmd = driver(&["consume", &namesrv(), &topic, &group, "7", "0", "150"]);
+    // One message a callback call: with a batch, the first failure sends the rest of it
+    // back too (as the original: its callback is called per message, the first failure
+    // fails the batch), and a message behind failures again and again waits for ever
+    // longer retry delays.
+    cmd.env("RMQ_RAISE", "1").env("RMQ_BATCH", "1");
+    let consumer = spawn(&mut cmd);
+    // A new clustering group starts at each queue's first offset: no probes needed.
+    let (sent, oneway) = python_sends(&topic, 6);
+    let out = wait_or_kill(consumer, Duration::from_secs(180));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let out = checked(out, "consume (raising)");
+    let raised: Vec<String> = ids(&out, "RAISED ");
+    let (got, bodies) = received(&out);
+    assert_eq!(got.len(), 7, "{out}");
+    assert!(bodies.contains(&oneway), "{out}");
+    let got_set: HashSet<String> = got.iter().cloned().collect();
+    assert!(got_set.is_superset(&sent), "{out}");
+    for id in &got {
+        assert_eq!(
+            raised.iter().filter(|r| *r == id).count(),
+            1,
+            "{id}: raised once, then delivered again: {out}"
+        );
+    }
+    for l in lines_after(&out, "GOT ") {
+        let times: u32 = fields(&l)[8].parse().expect("reconsume times");
+        assert!(times >= 1, "a redelivery counts its attempts: {l}");
+    }
+    assert!(
+        err.contains("RuntimeError: listener failure for"),
+        "ctypes printed the exception: {err}"
+    );
 }

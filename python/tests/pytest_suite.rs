@@ -325,11 +325,15 @@ with rmq.PushConsumer(group, topic, listener, from_first=True,
     sys.exit(0 if done.wait(120) else 1)
 "#;
 
-/// Every message the sender printed (`SENT <id>`) was received once (`GOT <id> <tags>
+/// Every message the sender printed (`SENT <id> [<body>]`) was received once (`GOT <id> <tags>
 /// <keys> <origin> <body>`) with the sender's tag, key, origin property and body
 /// (`<origin> <i>` for key `<key prefix><i>`).
 fn assert_exchanged(sent: &str, got: &str, (tag, key_prefix, origin): (&str, &str, &str)) {
-    let mut ids = lines_after(sent, "SENT ");
+    // "SENT <id>" (Python) or "SENT <id> <body>" (Java).
+    let mut ids: Vec<String> = lines_after(sent, "SENT ")
+        .iter()
+        .filter_map(|l| l.split(' ').next().map(str::to_string))
+        .collect();
     let mut got = lines_after(got, "GOT ");
     assert_eq!(ids.len(), N, "{sent}");
     assert_eq!(got.len(), N, "{got:?}");
@@ -357,8 +361,11 @@ const N: usize = 20;
 fn java_and_python_exchange_messages_both_ways() {
     let version = std::env::var("RMQ_TEST_VERSION")
         .unwrap_or_else(|_| rocketmq_blocking::testkit::DEFAULT_VERSION.to_string());
-    let javaprog =
-        JavaProgram::compile(&version, "tests/java/PythonExchange.java", "PythonExchange");
+    let javaprog = JavaProgram::compile(
+        &version,
+        "../tests/common/java/PythonInterop.java",
+        "PythonInterop",
+    );
     let pid = std::process::id();
     let (to_python, to_java) = (format!("JavaToPy{pid}"), format!("PyToJava{pid}"));
     let admin = rocketmq_blocking::Admin::builder()
@@ -375,7 +382,15 @@ fn java_and_python_exchange_messages_both_ways() {
     // Java → Python.
     let sent = javaprog.run(
         &[],
-        &["produce", namesrv(), &to_python, &n],
+        &[
+            "produce",
+            namesrv(),
+            &to_python,
+            &n,
+            "FromJava",
+            "jk",
+            "java ",
+        ],
         Duration::from_secs(120),
     );
     let got = python(

@@ -6,13 +6,17 @@
 //! which never waits) or by queueing the callback on the callback pool (async). It never
 //! blocks on a caller and never runs user code.
 //!
-//! A sync caller may write its own frame instead (see [`write_direct`]): when a plain
+//! A sync caller may write its own frame instead (`super::direct`, which owns that
+//! write, the shared socket and what the loop keeps for such requests): when a plain
 //! connection is established the loop shares a duplicate of its socket, and a caller that
 //! finds the connection idle (nothing queued, nothing in the command channel, the loop not
 //! draining) queues only the registration of its waiter, without a wake-up, and writes the
 //! frame itself. The loop wakes once per such request, for its response, instead of twice.
 //! A response whose waiter is not registered yet is kept until the end of the turn's
 //! command drain, which registers it (the registration was queued before the frame left).
+//!
+//! This module owns the loop: connections, the command drain, reads and frame dispatch,
+//! queued writes and flushes, TLS records, timeouts and closes.
 //!
 //! With TLS, each connection also owns a `rustls::ClientConnection`: the loop moves
 //! records between it and the socket (`read_tls`/`write_tls`, both non-blocking), hands
@@ -28,22 +32,23 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, SendError, Sender};
+use crossbeam_channel::{Receiver, Sender};
 use log::{debug, error, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use super::command::{CloseReason, Command, PendingRequest, Waiter};
+use super::direct::{write_rest, DirectAwaits, DirectWriter};
 use super::frames::parse_frames;
-use super::oneshot;
 use super::pending::{PendingEntry, PendingTable};
 use super::pool::Refused;
 
 /// Broker-initiated requests refused because the processor queue was full (for logging).
 static BUSY_REFUSALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 use super::semaphore::Permit;
-use super::{InvokeCallback, Shared};
-use crate::error::{Error, ErrorKind, TimeoutPhase};
-use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use super::Shared;
+use crate::error::{Error, TimeoutPhase};
+use crate::protocol::{RemotingCommand, ResponseCode};
 
 pub(super) const WAKER: Token = Token(0);
 const READ_CHUNK: usize = 64 * 1024;
@@ -65,104 +70,6 @@ const SHORT_READ_DRAINS: bool = !cfg!(windows);
 /// How often idle connections are looked for when nothing else wakes the loop.
 const TICK: Duration = Duration::from_millis(500);
 
-/// An [`InvokeCallback`] behind a pointer: one allocation per async request.
-pub(crate) trait BoxedCallback: Send {
-    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>);
-}
-
-impl<C: InvokeCallback> BoxedCallback for C {
-    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>) {
-        (*self).operation_complete(result)
-    }
-}
-
-/// A callback for an async request; runs on the callback pool.
-pub(crate) type Callback = Box<dyn BoxedCallback>;
-
-/// Who waits for a response.
-pub(crate) enum Waiter {
-    Sync(oneshot::Sender<Result<RemotingCommand, Error>>),
-    /// Completed exactly once, on the callback pool; `code` names the request in errors.
-    Async {
-        callback: Callback,
-        code: RequestCode,
-        permit: Permit,
-    },
-}
-
-/// A request waiting for its response.
-pub(crate) struct PendingRequest {
-    pub(crate) opaque: i32,
-    pub(crate) deadline: Instant,
-    /// The whole budget, for the timeout message.
-    pub(crate) timeout: Duration,
-    pub(crate) waiter: Waiter,
-}
-
-/// Work handed to the I/O thread.
-pub(crate) enum Command {
-    /// Open a connection to `addr` (no-op when open) and report when it is usable.
-    Connect {
-        addr: String,
-        sock: SocketAddr,
-        reply: Sender<Result<(), Error>>,
-    },
-    /// Queue a frame to `addr`, connecting first if needed; register the waiter under `opaque`.
-    Send {
-        addr: String,
-        sock: SocketAddr,
-        frame: Vec<u8>,
-        wait: Option<PendingRequest>,
-        /// Held until the frame is written (oneway in-flight limit).
-        permit: Option<Permit>,
-    },
-    /// Register the waiter of a frame a caller wrote itself on `token`'s connection.
-    Await { token: Token, wait: PendingRequest },
-    /// Write what a caller's own write left over (`DirectState::rest`) on `token`'s
-    /// connection.
-    Flush { token: Token },
-    /// Answer a broker-initiated request on the connection it came from.
-    Reply { token: Token, frame: Vec<u8> },
-    /// Close the connection to `addr`, failing what is pending on it.
-    Close { addr: String, why: String },
-    /// Fail everything and leave the loop.
-    Shutdown,
-}
-
-/// Why a connection ended; turned into the error each waiter receives.
-#[derive(Clone)]
-enum CloseReason {
-    ConnectFailed(String),
-    ConnectTimeout(Duration),
-    /// TCP connected, the TLS handshake unfinished at the connect deadline.
-    HandshakeTimeout(Duration),
-    /// The TLS layer failed (handshake refused, alert received, not TLS at all).
-    Tls(String),
-    Closed(String),
-    Shutdown,
-}
-
-impl CloseReason {
-    fn to_error(&self, addr: &str) -> Error {
-        match self {
-            CloseReason::ConnectFailed(why) => {
-                Error::new(ErrorKind::Connect, format!("could not connect: {why}")).with_addr(addr)
-            }
-            CloseReason::ConnectTimeout(d) => {
-                Error::timeout(TimeoutPhase::Connect, *d).with_addr(addr)
-            }
-            CloseReason::HandshakeTimeout(d) => Error::timeout(TimeoutPhase::Connect, *d)
-                .context("TLS handshake unfinished")
-                .with_addr(addr),
-            CloseReason::Tls(why) => Error::tls(addr, why),
-            CloseReason::Closed(why) => Error::closed(addr, why.clone()),
-            CloseReason::Shutdown => {
-                Error::state("the remoting client is shut down").with_addr(addr)
-            }
-        }
-    }
-}
-
 struct WriteItem {
     frame: Vec<u8>,
     /// The request's opaque when a response is awaited: its frame leaves the queue when
@@ -182,118 +89,6 @@ enum ConnState {
         deadline: Instant,
     },
     Connected,
-}
-
-/// A plain connection's socket shared with sync callers that write their own frames.
-pub(crate) struct DirectWriter {
-    token: Token,
-    /// A duplicate of the connection's socket: the same socket, non-blocking.
-    stream: std::net::TcpStream,
-    /// Held by whoever writes on the socket: a caller for its write, the loop for a
-    /// flush. Callers only try it and queue their frame when it is held.
-    state: parking_lot::Mutex<DirectState>,
-}
-
-#[derive(Default)]
-struct DirectState {
-    /// Nothing waits to be written (no queued frame, no `rest`): a caller may write.
-    idle: bool,
-    /// The connection is closed; nobody writes on the duplicate any more.
-    closed: bool,
-    /// The unwritten end of a frame a caller began: it goes out before anything else.
-    rest: Option<Vec<u8>>,
-}
-
-impl DirectWriter {
-    /// Shares the socket of a connection just established (plain TCP only).
-    #[cfg(unix)]
-    fn new(token: Token, stream: &TcpStream, idle: bool) -> Option<Arc<DirectWriter>> {
-        use std::os::fd::AsFd;
-        let fd = stream.as_fd().try_clone_to_owned().ok()?;
-        Some(Arc::new(DirectWriter {
-            token,
-            stream: std::net::TcpStream::from(fd),
-            state: parking_lot::Mutex::new(DirectState {
-                idle,
-                ..DirectState::default()
-            }),
-        }))
-    }
-
-    #[cfg(not(unix))]
-    fn new(_token: Token, _stream: &TcpStream, _idle: bool) -> Option<Arc<DirectWriter>> {
-        None
-    }
-}
-
-/// Writes `frame`, the request `wait` waits for, on the connection to `addr` from the
-/// calling thread when that connection is idle; gives both back when the caller must
-/// queue them instead (no shared connection, something queued or being written, commands
-/// in the channel, the loop draining them, or the socket full before a byte left).
-///
-/// Once the registration is queued, the frame goes out in order whatever happens: what the
-/// socket does not take becomes the connection's `rest`, written by the loop first.
-pub(crate) fn write_direct(
-    shared: &super::Shared,
-    addr: &str,
-    frame: Vec<u8>,
-    wait: PendingRequest,
-) -> Result<(), (Vec<u8>, PendingRequest)> {
-    // A command queued earlier (by this thread too) must reach the socket first: the
-    // channel is checked before the flag the loop raises while it drains it.
-    if !shared.tx.is_empty() || shared.draining.load(Ordering::SeqCst) {
-        return Err((frame, wait));
-    }
-    let Some(w) = shared.direct.read().get(addr).cloned() else {
-        return Err((frame, wait));
-    };
-    let Some(mut st) = w.state.try_lock() else {
-        return Err((frame, wait));
-    };
-    if !st.idle || st.closed {
-        return Err((frame, wait));
-    }
-    // Registered before the frame leaves: the response cannot come before it.
-    if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
-        token: w.token,
-        wait,
-    }) {
-        return Err((frame, wait));
-    }
-    shared.direct_writes.fetch_add(1, Ordering::Relaxed);
-    let mut written = 0;
-    let mut failed = None;
-    while written < frame.len() {
-        match (&w.stream).write(&frame[written..]) {
-            Ok(0) => {
-                failed = Some("socket accepted no bytes".to_string());
-                break;
-            }
-            Ok(n) => written += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => {
-                failed = Some(format!("write failed: {e}"));
-                break;
-            }
-        }
-    }
-    if let Some(why) = failed {
-        // The loop closes the connection; the waiter learns it from there.
-        st.idle = false;
-        drop(st);
-        shared.submit(Command::Close {
-            addr: addr.to_string(),
-            why,
-        });
-    } else if written < frame.len() {
-        shared.direct_rests.fetch_add(1, Ordering::Relaxed);
-        st.idle = false;
-        st.rest = Some(frame[written..].to_vec());
-        drop(st);
-        shared.submit(Command::Flush { token: w.token });
-    }
-    Ok(())
 }
 
 struct Conn {
@@ -337,18 +132,11 @@ pub(super) struct IoLoop {
     /// The event being handled reported the peer's end (or an error): read until
     /// WouldBlock or end of stream, even after a short read.
     read_to_end: bool,
-    /// Responses read this turn whose waiter's registration (`Command::Await`) is still
-    /// in the channel; the drain that ends the turn claims them.
-    early: HashMap<(Token, i32), RemotingCommand>,
-    /// Why shared connections closed, with the turn they closed in, for registrations
-    /// still in the channel then (they are all handled by the end of the next turn).
-    closed_direct: HashMap<Token, (String, CloseReason, u64)>,
+    /// What the registrations of caller-written frames may need when the drain handles
+    /// them: responses read before them, why their connection closed.
+    direct_awaits: DirectAwaits,
     turn: u64,
 }
-
-/// Early responses kept in one turn at most; beyond, a response for no known request
-/// is dropped as before.
-const MAX_EARLY: usize = 1024;
 
 impl IoLoop {
     pub(super) fn new(poll: Poll, shared: Arc<Shared>, rx: Receiver<Command>) -> Self {
@@ -364,8 +152,7 @@ impl IoLoop {
             still_readable: Vec::new(),
             to_flush: Vec::new(),
             read_to_end: false,
-            early: HashMap::new(),
-            closed_direct: HashMap::new(),
+            direct_awaits: DirectAwaits::default(),
             turn: 0,
         }
     }
@@ -440,13 +227,7 @@ impl IoLoop {
             self.shared.draining.store(false, Ordering::SeqCst);
             let turn = self.turn;
             self.turn += 1;
-            self.closed_direct.retain(|_, c| c.2 + 1 >= turn);
-            for ((_, opaque), cmd) in self.early.drain() {
-                debug!(
-                    "response with unknown opaque {opaque} (code {:?}) dropped",
-                    cmd.response_code()
-                );
-            }
+            self.direct_awaits.end_turn(turn);
             if shutdown {
                 break;
             }
@@ -511,19 +292,13 @@ impl IoLoop {
                 self.queue_write(token, frame, opaque, permit, false);
             }
             Command::Await { token, wait } => {
-                if let Some(response) = self.early.remove(&(token, wait.opaque)) {
+                if let Some(response) = self.direct_awaits.take_early(token, wait.opaque) {
                     self.complete(wait.waiter, Ok(response));
                 } else if self.conns.contains_key(&token) {
                     self.register(token, wait);
                 } else {
                     // Closed after the caller wrote: it fails as the waiters did then.
-                    let err = match self.closed_direct.get(&token) {
-                        Some((addr, reason, _)) => reason.to_error(addr),
-                        None => Error::new(
-                            ErrorKind::ConnectionClosed,
-                            "the connection closed before the response",
-                        ),
-                    };
+                    let err = self.direct_awaits.closed_error(token);
                     self.complete(wait.waiter, Err(err));
                 }
             }
@@ -1059,18 +834,23 @@ impl IoLoop {
         if cmd.is_response() {
             match self.pending.complete(cmd.opaque) {
                 Some(entry) => self.complete(entry.waiter, Ok(cmd)),
-                // Maybe the answer to a frame a caller wrote itself, whose registration
-                // this turn's drain handles.
-                None if self.early.len() < MAX_EARLY
-                    && self.conns.get(&token).is_some_and(|c| c.direct.is_some()) =>
-                {
-                    self.early.insert((token, cmd.opaque), cmd);
+                None => {
+                    // Maybe the answer to a frame a caller wrote itself, whose
+                    // registration this turn's drain handles.
+                    let shared = self.conns.get(&token).is_some_and(|c| c.direct.is_some());
+                    let dropped = if shared {
+                        self.direct_awaits.keep_early(token, cmd)
+                    } else {
+                        Some(cmd)
+                    };
+                    if let Some(cmd) = dropped {
+                        debug!(
+                            "response with unknown opaque {} (code {:?}) dropped",
+                            cmd.opaque,
+                            cmd.response_code()
+                        );
+                    }
                 }
-                None => debug!(
-                    "response with unknown opaque {} (code {:?}) dropped",
-                    cmd.opaque,
-                    cmd.response_code()
-                ),
             }
             return;
         }
@@ -1245,16 +1025,9 @@ impl IoLoop {
         let _ = self.poll.registry().deregister(&mut c.stream);
         self.shared.connected.write().remove(&c.addr);
         if let Some(d) = c.direct.take() {
-            self.closed_direct
-                .insert(token, (c.addr.clone(), reason.clone(), self.turn));
-            // After this no caller writes on the duplicate, which is shut down so that the
-            // socket closes now, not when the last caller lets go of it.
-            d.state.lock().closed = true;
-            let _ = d.stream.shutdown(std::net::Shutdown::Both);
-            let mut direct = self.shared.direct.write();
-            if direct.get(&c.addr).is_some_and(|x| Arc::ptr_eq(x, &d)) {
-                direct.remove(&c.addr);
-            }
+            self.direct_awaits
+                .closed(token, &c.addr, &reason, self.turn);
+            d.close(&self.shared, &c.addr);
         }
         let unwritten: usize = c.wq.iter().map(|w| w.frame.len()).sum();
         self.shared
@@ -1305,24 +1078,6 @@ impl IoLoop {
             }
         }
     }
-}
-
-/// Writes what a caller's own write left over: `Ok(None)` when all of it went out,
-/// `Ok(Some(left))` when the socket filled up first.
-fn write_rest(stream: &mut TcpStream, rest: Vec<u8>) -> Result<Option<Vec<u8>>, CloseReason> {
-    let mut off = 0;
-    while off < rest.len() {
-        match stream.write(&rest[off..]) {
-            Ok(0) => return Err(CloseReason::Closed("socket accepted no bytes".into())),
-            Ok(n) => off += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Ok(Some(rest[off..].to_vec()))
-            }
-            Err(e) => return Err(CloseReason::Closed(format!("write failed: {e}"))),
-        }
-    }
-    Ok(None)
 }
 
 /// Writes the records rustls holds to the socket: `Ok(true)` when all are written,

@@ -10,6 +10,8 @@
 //! returns `Err` gives the callback back unrun.
 
 pub mod acl;
+mod command;
+mod direct;
 mod frames;
 mod hook;
 mod io;
@@ -44,7 +46,8 @@ pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
 pub use tls::TlsConfig;
 
-use io::{Command, IoLoop, PendingRequest, Waiter};
+use command::{Command, PendingRequest, Waiter};
+use io::IoLoop;
 
 /// The error of a name-server choice that failed on every address: when they all failed
 /// alike (refused, timed out, TLS), the last error with its kind, phase and address, so
@@ -204,11 +207,11 @@ pub(crate) struct Shared {
     waker: Waker,
     wake_requested: AtomicBool,
     /// Raised by the I/O thread while it drains the command channel: no caller writes
-    /// its own frame meanwhile (`io::write_direct`).
+    /// its own frame meanwhile (`direct::write_direct`).
     draining: AtomicBool,
     /// The established plain connections whose socket sync callers may write on, by
     /// address (kept by the I/O thread).
-    direct: RwLock<HashMap<String, Arc<io::DirectWriter>>>,
+    direct: RwLock<HashMap<String, Arc<direct::DirectWriter>>>,
     /// Frames callers wrote themselves, and of those the ones the socket took only in
     /// part (the loop wrote the rest).
     direct_writes: AtomicU64,
@@ -266,7 +269,7 @@ impl Shared {
     /// Runs an async request's callback on the callback pool, then releases its permit.
     fn run_callback(
         &self,
-        callback: io::Callback,
+        callback: command::Callback,
         code: RequestCode,
         permit: Permit,
         result: Result<RemotingCommand>,
@@ -537,7 +540,7 @@ impl RemotingClient {
         };
         // Written here when the connection is idle: the I/O thread then wakes once, for
         // the response, instead of also for the frame.
-        if let Err((frame, pending)) = io::write_direct(&self.shared, addr, frame, pending) {
+        if let Err((frame, pending)) = direct::write_direct(&self.shared, addr, frame, pending) {
             self.submit(Command::Send {
                 addr: addr.to_string(),
                 sock,

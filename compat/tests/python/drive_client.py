@@ -11,7 +11,11 @@ LD_LIBRARY_PATH). Run by compat/tests/python_client.rs; one mode per run:
   errors      <namesrv> <topic>                  the package's exceptions for failed calls
 
 With RMQ_ACCESS_KEY and RMQ_SECRET_KEY set, every client gets them as session credentials
-(ACL). Prints "SENT <id> <body> ..." per acknowledged send and "GOT <id> <queue> <tags> <keys>
+(ACL). consume also reads RMQ_MODEL ("broadcasting": MessageModel.BROADCASTING),
+RMQ_INSTANCE (set_instance_name, which a broadcasting consumer's local offsets are kept
+under) and RMQ_RAISE ("1": the listener raises on a message's first delivery, printing
+"RAISED <id> <reconsume times>"); RMQ_BATCH the batch size (4). Messages tagged Probe are printed as "PROBE <queue>" and not counted (the
+test sends them until a broadcasting consumer holds every queue). Prints "SENT <id> <body> ..." per acknowledged send and "GOT <id> <queue> <tags> <keys>
 <body>" per distinct received message; the library it located as "LIB <name>" and the
 file mapped as "MAPPED <path>".
 """
@@ -122,18 +126,30 @@ def transaction(ns, topic, count):
     producer.shutdown()
 
 
-def consume(ns, topic, group, count, is_orderly, seconds, expression="*", model=MessageModel.CLUSTERING):
+def consume(ns, topic, group, count, is_orderly, seconds, expression="*"):
     seen = {}
+    raised = set()
     done = threading.Event()
     lock = threading.Lock()
+    model = MessageModel.CLUSTERING
+    if os.environ.get("RMQ_MODEL") == "broadcasting":
+        model = MessageModel.BROADCASTING
+    raise_first = os.environ.get("RMQ_RAISE") == "1"
 
     def on_message(msg):
+        if msg.tags == b"Probe":
+            say("PROBE", msg.queue_id)
+            return ConsumeStatus.CONSUME_SUCCESS
         with lock:
+            if raise_first and msg.id not in raised:
+                raised.add(msg.id)
+                say("RAISED", msg.id, msg.reconsume_times)
+                raise RuntimeError("listener failure for " + msg.id)
             if msg.id not in seen:
                 seen[msg.id] = True
                 say("GOT", msg.id, msg.queue_id, msg.tags.decode(), msg.keys.decode(),
                     msg.body.decode(), msg.get_property("origin").decode(),
-                    msg.topic, msg.queue_offset)
+                    msg.topic, msg.queue_offset, msg.reconsume_times)
             if len(seen) >= count:
                 done.set()
         return ConsumeStatus.CONSUME_SUCCESS
@@ -141,8 +157,10 @@ def consume(ns, topic, group, count, is_orderly, seconds, expression="*", model=
     consumer = PushConsumer(group, orderly=is_orderly, message_model=model)
     consumer.set_name_server_address(ns)
     credentials(consumer)
+    if os.environ.get("RMQ_INSTANCE"):
+        consumer.set_instance_name(os.environ["RMQ_INSTANCE"])
     consumer.set_thread_count(2)
-    consumer.set_message_batch_max_size(4)
+    consumer.set_message_batch_max_size(int(os.environ.get("RMQ_BATCH", "4")))
     consumer.subscribe(topic, on_message, expression=expression)
     consumer.start()
     say("STARTED")
@@ -186,7 +204,7 @@ def errors(ns, topic):
 def main():
     say("LIB", ffi._DYLIB_PATH)
     with open("/proc/self/maps") as maps:
-        for path in sorted({l.split()[-1] for l in maps if l.rstrip().endswith("/librocketmq.so")}):
+        for path in sorted({l.split()[-1] for l in maps if "/librocketmq.so" in l.split()[-1]}):
             say("MAPPED", path)
     mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "produce":

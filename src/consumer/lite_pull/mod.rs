@@ -5,20 +5,27 @@
 //! the application ([`assign`](LitePullConsumer::assign)). Each queue has a pull cursor and
 //! a consumed offset; `seek` moves the cursor and discards what was cached, commits write
 //! the consumed offsets to the group's offset store (the broker's in clustering mode).
+//!
+//! This module owns the consumer's state, its builder and start, `assign`, `poll`, the
+//! background pulls and the rebalance hooks; `commit` owns offsets (commit, committed,
+//! seek), `subscription` the topics (subscribe and unsubscribe while running, topic queue
+//! change listeners), `consumer_inner` what the client instance asks of the consumer.
 
+mod commit;
 mod consumer_inner;
+mod subscription;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 use log::{info, warn};
 use parking_lot::Mutex;
 
 use super::allocate::AllocateStrategy;
-use super::offset_store::{compute_start_offset, OffsetStore, ReadOffset, ReadOffsetType};
+use super::offset_store::{compute_start_offset, OffsetStore};
 use super::process_queue::ProcessQueue;
 use super::pull::{self, sys_flag, PullParams, PullRouting, PullStatus};
 use super::rebalance::{RebalanceHooks, RebalanceImpl};
@@ -31,6 +38,7 @@ use crate::client::{namespace, ClientOptions, ConsumerInner, MQClientInstance, S
 use crate::error::{Error, Result};
 use crate::message::{MessageExt, MessageQueue};
 use crate::trace::TraceDispatcher;
+use subscription::WatchedTopic;
 
 /// Lite pull settings with Java's defaults (Java `DefaultLitePullConsumer` fields). Set
 /// them on the [`LitePullConsumerBuilder`], or all at once with
@@ -178,12 +186,6 @@ struct LitePullImpl {
     /// Whether the periodic check of `topic_listeners` runs.
     watching: AtomicBool,
     me: Weak<LitePullImpl>,
-}
-
-/// A topic whose readable queues a [`TopicQueueChangeListener`] follows.
-struct WatchedTopic {
-    listener: Arc<dyn TopicQueueChangeListener>,
-    seen: Option<HashSet<MessageQueue>>,
 }
 
 /// Builder for [`LitePullConsumer`].
@@ -680,247 +682,6 @@ impl LitePullConsumer {
         self.inner.trace.lock().as_ref().map(|t| t.stats())
     }
 
-    /// Writes the consumed offsets of every queue to the offset store, synchronously: the
-    /// application is done with everything `poll` returned.
-    pub fn commit_sync(&self) -> Result<()> {
-        self.inner.confirm_consumed();
-        let deadline = Instant::now() + super::offset_store::BROKER_TIMEOUT;
-        self.inner.commit_all(Some(deadline));
-        Ok(())
-    }
-
-    /// The committed offset of `mq` in the store (the broker's in clustering mode).
-    pub fn committed(&self, mq: &MessageQueue) -> Result<Option<i64>> {
-        match self
-            .inner
-            .store
-            .read_offset(&self.inner.wrap(mq), ReadOffsetType::ReadFromStore)
-        {
-            ReadOffset::Found(o) => Ok(Some(o)),
-            ReadOffset::NotFound => Ok(None),
-            ReadOffset::Failed => Err(Error::state(format!(
-                "the offset of {mq} could not be read"
-            ))),
-        }
-    }
-
-    /// Next pulls of `mq` start at `offset` (checked against the queue's min and max);
-    /// what was cached is discarded.
-    pub fn seek(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
-        let c = &self.inner;
-        let mq = c.wrap(mq);
-        let (min, max) = (c.queue_offset(&mq, false)?, c.queue_offset(&mq, true)?);
-        if offset < min || offset > max {
-            return Err(Error::invalid_argument(format!(
-                "seek offset {offset} of {mq} is outside [{min}, {max}]"
-            )));
-        }
-        c.reset_queue(&mq, offset)
-    }
-
-    /// Seeks to the first stored message.
-    pub fn seek_to_begin(&self, mq: &MessageQueue) -> Result<()> {
-        let c = &self.inner;
-        let mq = c.wrap(mq);
-        let min = c.queue_offset(&mq, false)?;
-        c.reset_queue(&mq, min)
-    }
-
-    /// Seeks past the last stored message.
-    pub fn seek_to_end(&self, mq: &MessageQueue) -> Result<()> {
-        let c = &self.inner;
-        let mq = c.wrap(mq);
-        let max = c.queue_offset(&mq, true)?;
-        c.reset_queue(&mq, max)
-    }
-
-    /// The offset of the first message stored at or after `timestamp` (Java
-    /// `offsetForTimestamp`).
-    pub fn offset_for_timestamp(&self, mq: &MessageQueue, timestamp: SystemTime) -> Result<i64> {
-        let timestamp = crate::util::millis_since_epoch(timestamp);
-        let c = &self.inner;
-        let mq = c.wrap(mq);
-        let addr = c.master(&mq)?;
-        c.instance
-            .api()
-            .search_offset(&addr, &mq, timestamp, Duration::from_secs(5))
-    }
-
-    /// The readable queues of `topic`, sorted, from the name server (Java
-    /// `fetchMessageQueues`); what [`assign`](Self::assign) takes. A topic may have fewer
-    /// or more readable queues than writable ones (what
-    /// [`Producer::fetch_publish_message_queues`](crate::Producer::fetch_publish_message_queues)
-    /// gives): messages sit only in queues below the write count, and a queue at or above
-    /// the read count is not consumed.
-    #[doc(alias = "fetchMessageQueues")]
-    pub fn fetch_message_queues(&self, topic: &str) -> Result<Vec<MessageQueue>> {
-        check_topic(topic)?;
-        let c = &self.inner;
-        c.check_running()?;
-        let queues = c.fetch_read_queues(&namespace::wrap(c.namespace.as_deref(), topic))?;
-        Ok(super::queue_listener::unwrapped_sorted(
-            c.namespace.as_deref(),
-            &queues,
-        ))
-    }
-
-    /// Commits the given offset of each queue (Java `commit(Map<MessageQueue, Long>,
-    /// boolean)`): the offset is the next message to consume, as
-    /// [`committed`](Self::committed) gives it back. With `persist` the offsets are written
-    /// to the broker (or the local file in broadcasting) before this returns, else with the
-    /// next periodic persist. Every queue must be held by this consumer and every offset
-    /// at least 0, or nothing is committed. An auto-commit or `commit_sync` later commits
-    /// the consumed position again, as in Java.
-    pub fn commit(&self, offsets: &HashMap<MessageQueue, i64>, persist: bool) -> Result<()> {
-        let c = &self.inner;
-        c.check_running()?;
-        let wrapped: Vec<(MessageQueue, i64)> =
-            offsets.iter().map(|(mq, o)| (c.wrap(mq), *o)).collect();
-        {
-            let mut q = c.queues.lock();
-            for (mq, offset) in &wrapped {
-                if *offset < 0 {
-                    return Err(Error::invalid_argument(format!(
-                        "the commit offset {offset} of {} is negative",
-                        c.unwrap(mq)
-                    )));
-                }
-                if q.get(mq).is_none_or(|s| s.pq.is_dropped()) {
-                    return Err(Error::state(format!(
-                        "{} is not assigned to this consumer",
-                        c.unwrap(mq)
-                    )));
-                }
-            }
-            for (mq, offset) in &wrapped {
-                if let Some(s) = q.get_mut(mq) {
-                    // Shutdown and the periodic persist write this until a poll confirms more.
-                    s.confirmed_offset = *offset;
-                }
-            }
-        }
-        for (mq, offset) in &wrapped {
-            c.store.update_offset(mq, *offset, false);
-        }
-        if persist && !wrapped.is_empty() {
-            let mqs: HashSet<MessageQueue> = wrapped.into_iter().map(|(mq, _)| mq).collect();
-            let deadline = Instant::now() + super::offset_store::BROKER_TIMEOUT;
-            let failed = c.store.persist_until(&mqs, deadline);
-            if failed > 0 {
-                return Err(Error::new(
-                    crate::ErrorKind::Timeout,
-                    format!("{failed} of {} offsets were not written", mqs.len()),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Subscribes to one more topic while running, or before queues are assigned (Java
-    /// `subscribe` after `start`): the route is fetched, a heartbeat sent and a rebalance
-    /// started at once. Subscribing again to a topic replaces its expression. A state error
-    /// on a consumer that [`assign`](Self::assign)s.
-    pub fn subscribe(&self, topic: &str, tag_expression: &str) -> Result<()> {
-        self.subscribe_with(topic, MessageSelector::by_tag(tag_expression))
-    }
-
-    /// [`subscribe`](Self::subscribe) with a tag or SQL92 selector.
-    pub fn subscribe_with(&self, topic: &str, selector: MessageSelector) -> Result<()> {
-        check_topic(topic)?;
-        let c = &self.inner;
-        c.check_running()?;
-        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
-        let sub = build_subscription_data(&wrapped, &selector)?;
-        {
-            let mut mode = c.mode.lock();
-            if *mode == Some(Mode::Assign) {
-                return Err(Error::state(
-                    "this consumer assigns queues; subscribe is not allowed",
-                ));
-            }
-            *mode = Some(Mode::Subscribe);
-        }
-        c.rebalance
-            .subscriptions
-            .write()
-            .insert(wrapped.clone(), sub);
-        super::follow_new_subscription(&c.instance, &c.group, &wrapped);
-        Ok(())
-    }
-
-    /// Stops consuming `topic` (Java `unsubscribe`): its queues are dropped now, with their
-    /// committed offsets written through, and `poll` returns none of its messages after
-    /// this; an error if the consumer does not subscribe to it.
-    pub fn unsubscribe(&self, topic: &str) -> Result<()> {
-        check_topic(topic)?;
-        let c = &self.inner;
-        c.check_running()?;
-        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
-        if *c.mode.lock() != Some(Mode::Subscribe)
-            || c.rebalance.subscriptions.write().remove(&wrapped).is_none()
-        {
-            return Err(Error::invalid_argument(format!(
-                "the consumer {} does not subscribe to {topic}",
-                c.group
-            )));
-        }
-        let held: Vec<MessageQueue> = c
-            .rebalance
-            .process_queues
-            .read()
-            .keys()
-            .filter(|mq| *mq.topic == *wrapped)
-            .cloned()
-            .collect();
-        for mq in held {
-            c.rebalance.process_queues.write().remove(&mq);
-            c.drop_queue(&mq);
-        }
-        c.instance.send_heartbeat_to_all_brokers_with_lock();
-        c.instance.rebalance_immediately();
-        Ok(())
-    }
-
-    /// The topics subscribed now (without namespace), sorted.
-    pub fn subscriptions(&self) -> Vec<String> {
-        let c = &self.inner;
-        let mut v: Vec<String> = c
-            .rebalance
-            .subscribed_topics()
-            .iter()
-            .map(|t| c.unwrap_topic(t))
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// Follows the readable queues of `topic` with `listener` from now on (Java
-    /// `registerTopicMessageQueueChangeListener`); see
-    /// [`LitePullConsumerBuilder::topic_queue_change_listener`]. The queues now are looked
-    /// up at once, and the listener is told of changes after them.
-    #[doc(alias = "registerTopicMessageQueueChangeListener")]
-    pub fn register_topic_queue_change_listener(
-        &self,
-        topic: &str,
-        listener: impl TopicQueueChangeListener + 'static,
-    ) -> Result<()> {
-        check_topic(topic)?;
-        let c = &self.inner;
-        c.check_running()?;
-        let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
-        let seen = c.fetch_read_queues(&wrapped)?;
-        let listener: Arc<dyn TopicQueueChangeListener> = Arc::new(listener);
-        c.topic_listeners.lock().insert(
-            wrapped,
-            WatchedTopic {
-                listener,
-                seen: Some(seen),
-            },
-        );
-        c.start_watching_topics();
-        Ok(())
-    }
-
     /// Stops pulling these queues (what is cached can still be polled).
     pub fn pause(&self, mqs: &[MessageQueue]) {
         let mut q = self.inner.queues.lock();
@@ -1017,123 +778,6 @@ impl LitePullImpl {
         }
     }
 
-    /// The readable queues of `topic` (with namespace) in its route from the name server
-    /// (Java `MQAdminImpl.fetchSubscribeMessageQueues`); an error for a topic with none.
-    fn fetch_read_queues(&self, topic: &str) -> Result<HashSet<MessageQueue>> {
-        let timeout = self.instance.config().mq_client_api_timeout();
-        let route = self.instance.api().get_topic_route_info(topic, timeout)?;
-        let queues = crate::client::to_subscribe_info(topic, &route);
-        if queues.is_empty() {
-            return Err(Error::new(
-                crate::ErrorKind::NoRoute,
-                format!("the topic {topic} has no readable queue"),
-            ));
-        }
-        Ok(queues)
-    }
-
-    /// Starts the periodic lookup of the watched topics, once.
-    fn start_watching_topics(&self) {
-        if !self.watching.swap(true, Ordering::SeqCst) {
-            self.schedule_topic_check();
-        }
-    }
-
-    /// The next lookup after `topic_metadata_check_interval`, run on the rebalance thread
-    /// (it asks the name server) rather than on the timer that every delayed pull shares.
-    fn schedule_topic_check(&self) {
-        let me = self.me.clone();
-        let every = self.options.topic_metadata_check_interval;
-        self.instance
-            .schedule_later("lite-pull-topics", every, move || {
-                let Some(c) = me.upgrade() else { return };
-                let me = c.me.clone();
-                let queued = c.instance.run_on_rebalance_thread(move || {
-                    if let Some(c) = me.upgrade() {
-                        if c.is_running() {
-                            c.check_watched_topics();
-                            c.schedule_topic_check();
-                        }
-                    }
-                });
-                if !queued {
-                    c.watching.store(false, Ordering::SeqCst);
-                }
-            });
-    }
-
-    /// Looks up every watched topic and tells the listener of each whose queues changed
-    /// (Java `fetchTopicMessageQueuesAndCompare`). A subscribed topic that changed has its
-    /// route refreshed and a rebalance started, so that this consumer takes new queues now
-    /// rather than at the next route refresh.
-    fn check_watched_topics(&self) {
-        let topics: Vec<String> = self.topic_listeners.lock().keys().cloned().collect();
-        let mut rebalance = false;
-        for topic in topics {
-            let queues = match self.fetch_read_queues(&topic) {
-                Ok(q) => q,
-                Err(e) => {
-                    warn!("{}: queues of {topic}: {e}", self.group);
-                    continue;
-                }
-            };
-            let listener = {
-                let mut watched = self.topic_listeners.lock();
-                let Some(w) = watched.get_mut(&topic) else {
-                    continue;
-                };
-                if w.seen.as_ref() == Some(&queues) {
-                    continue;
-                }
-                w.seen = Some(queues.clone());
-                w.listener.clone()
-            };
-            info!(
-                "{}: the readable queues of {topic} changed to {}",
-                self.group,
-                queues.len()
-            );
-            if self.rebalance.subscriptions.read().contains_key(&topic) {
-                if let Err(e) = self.instance.update_topic_route(&topic) {
-                    warn!("{}: route of {topic}: {e}", self.group);
-                }
-                rebalance = true;
-            }
-            let user_topic = self.unwrap_topic(&topic);
-            let queues =
-                super::queue_listener::unwrapped_sorted(self.namespace.as_deref(), &queues);
-            super::queue_listener::call_guarded(&self.group, "topic queue change listener", || {
-                listener.on_changed(&user_topic, &queues)
-            });
-        }
-        if rebalance {
-            self.instance.rebalance_immediately();
-        }
-    }
-
-    fn master(&self, mq: &MessageQueue) -> Result<String> {
-        self.instance
-            .find_broker_address_in_publish(&mq.broker_name)
-            .or_else(|| {
-                let _ = self.instance.update_topic_route(&mq.topic);
-                self.instance
-                    .find_broker_address_in_publish(&mq.broker_name)
-            })
-            .ok_or_else(|| {
-                Error::new(
-                    crate::ErrorKind::NoRoute,
-                    format!("the broker {} does not exist", mq.broker_name),
-                )
-            })
-    }
-
-    fn queue_offset(&self, mq: &MessageQueue, max: bool) -> Result<i64> {
-        let addr = self.master(mq)?;
-        self.instance
-            .api()
-            .get_queue_offset(&addr, mq, max, Duration::from_secs(5))
-    }
-
     /// Starts pulling `mq` (no-op when held); `offset` None computes it from the store.
     fn add_queue(&self, mq: MessageQueue, offset: Option<i64>) {
         let epoch = self.epochs.fetch_add(1, Ordering::SeqCst);
@@ -1170,27 +814,6 @@ impl LitePullImpl {
             self.store.persist(mq);
             self.store.remove_offset(mq);
         }
-    }
-
-    fn reset_queue(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
-        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst);
-        {
-            let mut q = self.queues.lock();
-            let Some(s) = q.get_mut(mq) else {
-                return Err(Error::state(format!(
-                    "{mq} is not assigned to this consumer"
-                )));
-            };
-            s.pq.set_dropped(true);
-            s.pq = Arc::new(ProcessQueue::default());
-            s.pull_offset = Some(offset);
-            s.consumed_offset = offset;
-            s.confirmed_offset = offset;
-            s.epoch = epoch;
-        }
-        self.store.update_offset(mq, offset, false);
-        self.schedule_pull(mq.clone(), epoch, Duration::ZERO);
-        Ok(())
     }
 
     fn schedule_pull(&self, mq: MessageQueue, epoch: u64, delay: Duration) {
@@ -1358,44 +981,6 @@ impl LitePullImpl {
             _ => {}
         }
         self.schedule_pull(mq, epoch, Duration::ZERO);
-    }
-
-    /// Marks everything `poll` returned so far as processed (the start of a `poll`,
-    /// `commit_sync`).
-    fn confirm_consumed(&self) {
-        for s in self.queues.lock().values_mut() {
-            s.confirmed_offset = s.consumed_offset;
-        }
-    }
-
-    /// Commits every queue's confirmed offset (Java `commitAll`): the offset store takes
-    /// it, and with `until` writes every held queue's through at once, waiting until that
-    /// deadline, else a persist of every held queue sends it. Called by `commit_sync`, by
-    /// the auto-commit at the start of `poll` (the batches earlier polls returned are
-    /// processed then) and by shutdown.
-    fn commit_all(&self, until: Option<Instant>) {
-        *self.last_commit.lock() = Instant::now();
-        let (held, offsets): (HashSet<MessageQueue>, Vec<(MessageQueue, i64)>) = {
-            let q = self.queues.lock();
-            let offsets = q
-                .iter()
-                .filter(|(_, s)| s.confirmed_offset >= 0)
-                .map(|(mq, s)| (mq.clone(), s.confirmed_offset))
-                .collect();
-            (q.keys().cloned().collect(), offsets)
-        };
-        for (mq, off) in &offsets {
-            self.store.update_offset(mq, *off, false);
-        }
-        match until {
-            Some(deadline) => {
-                let failed = self.store.persist_until(&held, deadline);
-                if failed > 0 {
-                    warn!("{}: {failed} offsets not committed", self.group);
-                }
-            }
-            None => self.store.persist_all(&held),
-        }
     }
 }
 

@@ -1,12 +1,17 @@
-// The official Java client on the other end of the Python-client test
-// (compat/tests/python_client.rs): it produces for the Python push consumer, or consumes what
-// the Python producer sent. Compiled and run by the test against the distribution's jars.
+// The official Java client on the other end of the tests that exchange messages with Python:
+// the PyPI rocketmq-client-python 2.0.0 on librocketmq (compat/tests/python_client.rs) and
+// this project's Python package (python/tests/pytest_suite.rs). It produces for a Python
+// push consumer, or consumes what a Python producer sent. Compiled and run by the tests
+// against the distribution's jars (tests/common/java.rs).
 //
-//   PyInterop produce <namesrv> <topic> <count>
-//       prints "SENT <msgId> <body>" per message (tag TagJava, keys key-<i>, origin=java)
-//   PyInterop consume <namesrv> <topic> <group> <count>
-//       prints "GOT <msgId> <tags> <keys> <body> <origin>" per distinct message, exits 0 at
-//       <count>, 1 after 90 s
+//   PythonInterop produce <namesrv> <topic> <count> [<tag> <key prefix> <body prefix>]
+//       sends <count> messages: tag <tag> (TagJava), keys <key prefix><i> (key-<i>), body
+//       <body prefix><i> (java-<i>), user property origin=java; prints
+//       "SENT <msgId> <body>" per message
+//   PythonInterop consume <namesrv> <topic> <group> <count>
+//       from the first offset; prints "GOT <msgId> <tags> <keys> <origin> <body>" per
+//       distinct message (the body last: it may hold spaces), exits 0 at <count>, 1 after
+//       120 s
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,17 +27,21 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 
-public class PyInterop {
+public class PythonInterop {
     public static void main(String[] args) throws Exception {
         String namesrv = args[1], topic = args[2];
         if (args[0].equals("produce")) {
+            int count = Integer.parseInt(args[3]);
+            boolean custom = args.length > 6;
+            String tag = custom ? args[4] : "TagJava";
+            String keyPrefix = custom ? args[5] : "key-";
+            String bodyPrefix = custom ? args[6] : "java-";
             DefaultMQProducer p = new DefaultMQProducer("py_interop_java_" + System.nanoTime());
             p.setNamesrvAddr(namesrv);
             p.start();
-            int count = Integer.parseInt(args[3]);
             for (int i = 0; i < count; i++) {
-                String body = "java-" + i;
-                Message m = new Message(topic, "TagJava", "key-" + i,
+                String body = bodyPrefix + i;
+                Message m = new Message(topic, tag, keyPrefix + i,
                         body.getBytes(StandardCharsets.UTF_8));
                 m.putUserProperty("origin", "java");
                 SendResult r = p.send(m);
@@ -51,15 +60,15 @@ public class PyInterop {
                 for (MessageExt m : msgs) {
                     if (seen.add(m.getMsgId())) {
                         System.out.println("GOT " + m.getMsgId() + " " + m.getTags() + " "
-                                + m.getKeys() + " " + new String(m.getBody(), StandardCharsets.UTF_8)
-                                + " " + m.getUserProperty("origin"));
+                                + m.getKeys() + " " + m.getUserProperty("origin") + " "
+                                + new String(m.getBody(), StandardCharsets.UTF_8));
                         all.countDown();
                     }
                 }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
             c.start();
-            boolean ok = all.await(90, TimeUnit.SECONDS);
+            boolean ok = all.await(120, TimeUnit.SECONDS);
             c.shutdown();
             System.exit(ok ? 0 : 1);
         }

@@ -1,0 +1,113 @@
+//! What callers and the I/O thread exchange: the [`Command`]s callers hand the loop, the
+//! [`PendingRequest`] and [`Waiter`] of a request awaiting its response, and why a
+//! connection ended ([`CloseReason`], turned into the error each of its waiters gets).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use mio::Token;
+
+use super::oneshot;
+use super::semaphore::Permit;
+use super::InvokeCallback;
+use crate::error::{Error, ErrorKind, TimeoutPhase};
+use crate::protocol::{RemotingCommand, RequestCode};
+
+/// An [`InvokeCallback`] behind a pointer: one allocation per async request.
+pub(crate) trait BoxedCallback: Send {
+    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>);
+}
+
+impl<C: InvokeCallback> BoxedCallback for C {
+    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>) {
+        (*self).operation_complete(result)
+    }
+}
+
+/// A callback for an async request; runs on the callback pool.
+pub(crate) type Callback = Box<dyn BoxedCallback>;
+
+/// Who waits for a response.
+pub(crate) enum Waiter {
+    Sync(oneshot::Sender<Result<RemotingCommand, Error>>),
+    /// Completed exactly once, on the callback pool; `code` names the request in errors.
+    Async {
+        callback: Callback,
+        code: RequestCode,
+        permit: Permit,
+    },
+}
+
+/// A request waiting for its response.
+pub(crate) struct PendingRequest {
+    pub(crate) opaque: i32,
+    pub(crate) deadline: Instant,
+    /// The whole budget, for the timeout message.
+    pub(crate) timeout: Duration,
+    pub(crate) waiter: Waiter,
+}
+
+/// Work handed to the I/O thread.
+pub(crate) enum Command {
+    /// Open a connection to `addr` (no-op when open) and report when it is usable.
+    Connect {
+        addr: String,
+        sock: SocketAddr,
+        reply: Sender<Result<(), Error>>,
+    },
+    /// Queue a frame to `addr`, connecting first if needed; register the waiter under `opaque`.
+    Send {
+        addr: String,
+        sock: SocketAddr,
+        frame: Vec<u8>,
+        wait: Option<PendingRequest>,
+        /// Held until the frame is written (oneway in-flight limit).
+        permit: Option<Permit>,
+    },
+    /// Register the waiter of a frame a caller wrote itself on `token`'s connection.
+    Await { token: Token, wait: PendingRequest },
+    /// Write what a caller's own write left over (`DirectState::rest`) on `token`'s
+    /// connection.
+    Flush { token: Token },
+    /// Answer a broker-initiated request on the connection it came from.
+    Reply { token: Token, frame: Vec<u8> },
+    /// Close the connection to `addr`, failing what is pending on it.
+    Close { addr: String, why: String },
+    /// Fail everything and leave the loop.
+    Shutdown,
+}
+
+/// Why a connection ended; turned into the error each waiter receives.
+#[derive(Clone)]
+pub(super) enum CloseReason {
+    ConnectFailed(String),
+    ConnectTimeout(Duration),
+    /// TCP connected, the TLS handshake unfinished at the connect deadline.
+    HandshakeTimeout(Duration),
+    /// The TLS layer failed (handshake refused, alert received, not TLS at all).
+    Tls(String),
+    Closed(String),
+    Shutdown,
+}
+
+impl CloseReason {
+    pub(super) fn to_error(&self, addr: &str) -> Error {
+        match self {
+            CloseReason::ConnectFailed(why) => {
+                Error::new(ErrorKind::Connect, format!("could not connect: {why}")).with_addr(addr)
+            }
+            CloseReason::ConnectTimeout(d) => {
+                Error::timeout(TimeoutPhase::Connect, *d).with_addr(addr)
+            }
+            CloseReason::HandshakeTimeout(d) => Error::timeout(TimeoutPhase::Connect, *d)
+                .context("TLS handshake unfinished")
+                .with_addr(addr),
+            CloseReason::Tls(why) => Error::tls(addr, why),
+            CloseReason::Closed(why) => Error::closed(addr, why.clone()),
+            CloseReason::Shutdown => {
+                Error::state("the remoting client is shut down").with_addr(addr)
+            }
+        }
+    }
+}
