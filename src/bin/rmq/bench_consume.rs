@@ -7,6 +7,12 @@
 //! listener (or `poll`) gets it minus the producer's `bornTimestamp` (so producer and
 //! consumer clocks must agree, and a backlog produced earlier shows its age). Progress goes
 //! to stderr once a second; stdout gets a human line, then a JSON line.
+//!
+//! Two spans are reported. `elapsedMs`, `tps` and `cpuSeconds` count from the consumer's
+//! start, as the peer contract's `Consume.java` does (route, rebalance and the first pull
+//! included). `drainMs`, `drainTps`, `drainCpuSeconds` and `cpuUsPerMsg` count from the
+//! first message to the last counted one: the drain alone, which is what the floor
+//! (`benches/floor.rs`) measures.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,6 +118,16 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         0 => args.timeout,
         us => Duration::from_micros(us),
     };
+    // The drain alone: from the first message (its batch included) to the last counted.
+    let (drain, drain_cpu) = match tally.first.get() {
+        Some((first, first_cpu)) if tally.last_us.load(Ordering::Relaxed) > 0 => (
+            Some(elapsed.saturating_sub(*first)),
+            cpu.as_ref()
+                .zip(first_cpu.as_ref())
+                .map(|(end, at)| end.since(at)),
+        ),
+        _ => (None, None),
+    };
     let summary = Summary {
         mode: mode.to_string(),
         topic: args.topic,
@@ -124,6 +140,12 @@ pub(crate) fn run(namesrv_arg: &Option<String>, args: ConsumeArgs) -> CliResult 
         tps: round(messages as f64 / elapsed.as_secs_f64().max(1e-9), 1),
         latency_ms: recorder.latency_ms(),
         cpu_seconds: cpu.map(CpuSeconds::from),
+        drain_ms: drain.map(|d| round(d.as_secs_f64() * 1000.0, 1)),
+        drain_tps: drain.map(|d| round(messages as f64 / d.as_secs_f64().max(1e-9), 1)),
+        cpu_us_per_msg: drain_cpu
+            .as_ref()
+            .map(|c| round(c.total() * 1e6 / messages.max(1) as f64, 2)),
+        drain_cpu_seconds: drain_cpu.map(CpuSeconds::from),
         peak_rss_kib: rss,
         first_message_ms: recorder
             .first_ack()
@@ -186,6 +208,8 @@ struct Tally {
     begin: Instant,
     /// When the last counted message arrived, in µs since `begin`.
     last_us: AtomicU64,
+    /// When the first message arrived, and the process's CPU time then.
+    first: std::sync::OnceLock<(Duration, Option<CpuTime>)>,
     /// Signalled once, by the listener that gets distinct message number `count`.
     done: Sender<()>,
 }
@@ -200,6 +224,7 @@ impl Tally {
             recorder,
             begin,
             last_us: AtomicU64::new(0),
+            first: std::sync::OnceLock::new(),
             done,
         }
     }
@@ -207,6 +232,10 @@ impl Tally {
     /// The listener. Messages beyond the count are acknowledged but not recorded: the
     /// run is over and the consumer about to shut down.
     fn record(&self, msgs: &[MessageExt]) -> bool {
+        if !msgs.is_empty() {
+            self.first
+                .get_or_init(|| (self.begin.elapsed(), stats::cpu_time()));
+        }
         for m in msgs {
             self.deliveries.fetch_add(1, Ordering::Relaxed);
             let Some(n) = self.seen.lock().first_delivery(m) else {
@@ -314,7 +343,16 @@ struct Summary {
     tps: f64,
     /// End to end: consumer's now minus `bornTimestamp`.
     latency_ms: Latency,
+    /// The process's CPU from its start to the end of the run (before the shutdown).
     cpu_seconds: Option<CpuSeconds>,
+    /// From the first message to the last counted one.
+    drain_ms: Option<f64>,
+    /// Messages over `drain_ms`.
+    drain_tps: Option<f64>,
+    /// The process's CPU over `drain_ms`, per message.
+    cpu_us_per_msg: Option<f64>,
+    /// The process's CPU over `drain_ms`.
+    drain_cpu_seconds: Option<CpuSeconds>,
     #[serde(rename = "peakRssKiB")]
     peak_rss_kib: Option<u64>,
     /// From process start to the first message.
@@ -330,11 +368,19 @@ impl Summary {
             .first_message_ms
             .map_or("-".into(), |ms| format!("{ms:.0} ms"));
         format!(
-            "{} messages consumed ({} duplicates) in {:.2} s: {:.0} msg/s; end-to-end latency ms p50 {:.3} p99 {:.3} max {:.3}; cpu {}; peak RSS {}; first message {first} after start",
+            "{} messages consumed ({} duplicates) in {:.2} s: {:.0} msg/s ({}); end-to-end latency ms p50 {:.3} p99 {:.3} max {:.3}; cpu {}; peak RSS {}; first message {first} after start",
             self.messages,
             self.duplicates,
             self.elapsed_ms / 1000.0,
             self.tps,
+            match (self.drain_ms, self.drain_tps, self.cpu_us_per_msg) {
+                (Some(ms), Some(tps), cpu) => format!(
+                    "from the first message {:.2} s, {tps:.0} msg/s, cpu {} µs/msg",
+                    ms / 1000.0,
+                    cpu.map_or("?".into(), |c| format!("{c:.2}"))
+                ),
+                _ => "no message".into(),
+            },
             l.p50,
             l.p99,
             l.max,
@@ -393,6 +439,8 @@ mod tests {
         assert_eq!(tally.recorder.acked(), 3);
         assert!(signalled.try_recv().is_ok());
         assert!(tally.last_us.load(Ordering::Relaxed) > 0);
+        let (first, _) = tally.first.get().expect("the first message is noted");
+        assert!(first.as_micros() as u64 <= tally.last_us.load(Ordering::Relaxed));
         assert_eq!(tally.deliveries.load(Ordering::Relaxed), 5);
         assert_eq!(tally.duplicates.load(Ordering::Relaxed), 0);
     }
