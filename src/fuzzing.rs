@@ -45,3 +45,14 @@ pub fn name_server_answer(raw: &[u8]) -> crate::Result<(u16, Vec<String>)> {
     let line = crate::client::http::clear_new_line(&body);
     Ok((status, crate::client::parse_namesrv_list(&line)))
 }
+
+/// A PULL_MESSAGE response for `mq` as a consumer processes it: the stored messages of
+/// the body decoded (undecodable ones skipped), filtered by tag (here: every tag), with
+/// the queue's MIN_OFFSET and MAX_OFFSET added. `response` carries the response header's
+/// extFields and the body.
+pub fn pull_response(
+    mq: &MessageQueue,
+    response: RemotingCommand,
+) -> crate::Result<Vec<MessageExt>> {
+    crate::consumer::process_pull_response(mq, response)
+}
