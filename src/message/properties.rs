@@ -60,11 +60,20 @@ impl Properties {
     }
 
     /// A message has about ten properties and most names differ in length, so a scan that
-    /// compares lengths first beats a binary search of byte-wise comparisons.
+    /// compares lengths first beats a binary search of byte-wise comparisons. Names of one
+    /// length (KEYS, TAGS, WAIT; MIN_OFFSET, MAX_OFFSET) mostly differ in their first or
+    /// last byte, compared before the whole name.
     fn position(&self, name: &str) -> Option<usize> {
         let want = name.as_bytes();
+        let (Some(first), Some(last)) = (want.first(), want.last()) else {
+            return self.entries.iter().position(|e| e.name.0 == e.name.1);
+        };
+        let text = self.text.as_bytes();
         self.entries.iter().position(|e| {
-            (e.name.1 - e.name.0) as usize == want.len() && self.name_bytes(e) == want
+            (e.name.1 - e.name.0) as usize == want.len()
+                && text.get(e.name.0 as usize) == Some(first)
+                && text.get(e.name.1 as usize - 1) == Some(last)
+                && self.name_bytes(e) == want
         })
     }
 
