@@ -25,6 +25,8 @@ pub const REBALANCE_LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(30);
 /// A concurrent batch in its listener: when it started, and its messages.
 type InFlight = (Instant, Arc<Vec<MessageExt>>);
 
+type BatchIds = std::hash::BuildHasherDefault<crate::remoting::pending::OpaqueHasher>;
+
 /// One pulled message not yet consumed.
 struct Cached {
     body_len: u64,
@@ -73,8 +75,10 @@ pub struct ProcessQueue {
     /// before the first. For the admin tool's "can't consume for a while".
     last_consume_millis: AtomicI64,
     /// Concurrent batches handed to a listener that has not returned: id → when it
-    /// started and the messages, for the consume timeout (Java `cleanExpiredMsg`).
-    in_flight: Mutex<HashMap<u64, InFlight>>,
+    /// started and the messages, for the consume timeout (Java `cleanExpiredMsg`). Ids
+    /// are consecutive: a multiplicative hash, not SipHash (a push consumer inserts and
+    /// removes one per message at the default batch size of 1).
+    in_flight: Mutex<HashMap<u64, InFlight, BatchIds>>,
     next_batch: AtomicU64,
 }
 
@@ -89,7 +93,7 @@ impl Default for ProcessQueue {
             consume_lock: Mutex::new(()),
             try_unlock_times: AtomicI64::new(0),
             last_consume_millis: AtomicI64::new(0),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::default()),
             next_batch: AtomicU64::new(0),
         }
     }
