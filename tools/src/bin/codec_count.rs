@@ -100,18 +100,8 @@ fn pull_body() -> Vec<u8> {
 /// offsets added); the response's body is a copy of `body` made here, as the I/O thread
 /// makes one per response.
 fn pull(body: &[u8]) {
-    use rocketmq_blocking::protocol::header::{CommandHeader, PullMessageResponseHeader};
-    use rocketmq_blocking::protocol::ResponseCode;
-    let mut r = RemotingCommand::response(ResponseCode::SUCCESS, 1, None).with_body(body.to_vec());
-    PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
-        next_begin_offset: 132,
-        min_offset: 0,
-        max_offset: 132,
-    }
-    .write_to(&mut r.ext_fields);
     let mq = rocketmq_blocking::MessageQueue::new("PullCountTopic", "broker-a", 3);
-    let msgs = rocketmq_blocking::fuzzing::pull_response(&mq, r);
+    let msgs = rocketmq_blocking::fuzzing::pull_response(&mq, body.to_vec(), 132);
     assert!(msgs.is_ok_and(|m| m.len() == 32));
 }
 
