@@ -53,9 +53,15 @@ impl Properties {
     fn find(&self, name: &str) -> Result<usize, usize> {
         match self.position(name) {
             Some(i) => Ok(i),
-            None => Err(self
-                .entries
-                .partition_point(|e| self.name_bytes(e) < name.as_bytes())),
+            // Where a new name goes (MIN_OFFSET, MAX_OFFSET, CONSUME_START_TIME on every
+            // pulled message): first bytes first, as the parse sorts.
+            None => Err(self.entries.partition_point(|e| {
+                let (have, want) = (self.name_bytes(e), name.as_bytes());
+                match (have.first(), want.first()) {
+                    (Some(x), Some(y)) if x != y => x < y,
+                    _ => have < want,
+                }
+            })),
         }
     }
 
