@@ -21,6 +21,9 @@
 //! - `batch/encode_32x1k`: `encode_batch` of 32 messages of 1 KiB (Java `MessageBatch.encode`).
 //! - `pull/decode_32x1k`: `decode_messages` of a pull body holding 32 stored 1 KiB messages,
 //!   built with `encode_message_ext` (the broker's stored layout); throughput is per message.
+//! - `pull/process_32x1k`: that body as a found PULL_MESSAGE response processed as the
+//!   consumer does (`fuzzing::pull_response`: shared body windows, tag filter, MIN/MAX_OFFSET
+//!   added), the body's copy into the response included.
 
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -252,6 +255,16 @@ fn pull(c: &mut Criterion) {
     g.bench_function("decode_32x1k", |b| {
         b.iter(|| {
             let v = decode_messages(black_box(&body), DecodeOptions::new());
+            assert!(v.as_ref().is_ok_and(|v| v.len() == BATCH));
+            black_box(v)
+        })
+    });
+    // The consumer's whole processing of the response (decode into windows of the shared
+    // body, tag filter, MIN/MAX_OFFSET added), the body's copy into the response included.
+    let mq = rocketmq_blocking::MessageQueue::new("BenchTopic", "broker-a", 3);
+    g.bench_function("process_32x1k", |b| {
+        b.iter(|| {
+            let v = rocketmq_blocking::fuzzing::pull_response(&mq, black_box(&body).clone(), 1032);
             assert!(v.as_ref().is_ok_and(|v| v.len() == BATCH));
             black_box(v)
         })

@@ -14,16 +14,25 @@
 //! thread writing while fewer than 1,024 requests are unanswered, one reading; `rmq bench
 //! produce --mode async` keeps the same window), `drain` (the topic's 8 queues filled
 //! with `FLOOR_COUNT` messages, unmeasured, then pulled back, 32 per PULL_MESSAGE, one
-//! queue after another on one connection, each message found by its size; `rmq bench
-//! consume --topic <the printed topic>` drains the same messages). `FLOOR_COUNT` sets the
-//! measured messages per workload (default 10,000 for one sender, 100,000 otherwise),
-//! after a warm-up of half as many. Each prints one JSON line of the shape `rmq bench` prints:
-//! TPS, latency p50/p99 in ms, the process's CPU µs per message, peak RSS.
+//! queue after another on one connection (the filling, by the client's producer in
+//! batches of 32, is not measured), each message decoded as a client must before
+//! it can hand it to a user: every field of the store layout, the topic and the
+//! properties as strings, the properties split into key/value pairs, the body copied into
+//! a buffer of its own and the offset message id computed as Java's `MessageDecoder`
+//! does; `rmq bench consume --topic <the printed topic>` drains the same messages) and
+//! `drain-sizes` (the same pulls, each message only stepped over by its size: the first
+//! drain floor of issue 30, kept for reference). The drains fill the topic once and each
+//! drains all of it; they are measured from the first PULL_MESSAGE, so connecting and
+//! filling are not counted. `FLOOR_COUNT` sets the measured messages per workload (default
+//! 10,000 for one sender, 100,000 otherwise), after a warm-up of half as many (the drains
+//! have none). Each prints one JSON line of the shape `rmq bench` prints: TPS, latency
+//! p50/p99 in ms, the process's CPU µs per message, peak RSS.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use rocketmq_blocking::message::{decode_messages, DecodeOptions};
 use rocketmq_blocking::protocol::header::{
     PullMessageRequestHeader, SendMessageRequestHeaderV2Ref,
 };
@@ -31,7 +40,7 @@ use rocketmq_blocking::protocol::{
     RemotingCommand, RemotingCommandRef, RequestCode, SerializeType,
 };
 use rocketmq_blocking::testkit::Cluster;
-use rocketmq_blocking::{Admin, ClientOptions, TopicConfig};
+use rocketmq_blocking::{Admin, ClientOptions, Message, MessageQueue, Producer, TopicConfig};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
@@ -79,13 +88,17 @@ fn main() -> Result<()> {
         .ok_or("the broker has no master")?
         .to_string();
     let broker_name = broker.broker_name.clone();
+    let mut filled = false;
     for w in &workloads {
-        if w == "drain" {
+        if w == "drain" || w == "drain-sizes" {
             let count = std::env::var("FLOOR_COUNT")
                 .ok()
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(100_000);
-            run_drain(&addr, &topic, &broker_name, count)?;
+            if !std::mem::replace(&mut filled, true) {
+                fill(&namesrv, &topic, &broker_name, count)?;
+            }
+            run_drain(w, &addr, &topic, &broker_name, w == "drain")?;
             continue;
         }
         if w == "async" {
@@ -99,7 +112,9 @@ fn main() -> Result<()> {
         let threads: usize = w
             .strip_prefix("sync")
             .and_then(|n| n.parse().ok())
-            .ok_or_else(|| format!("unknown workload {w}: sync1, sync8, sync64, async, drain"))?;
+            .ok_or_else(|| {
+                format!("unknown workload {w}: sync1, sync8, sync64, async, drain, drain-sizes")
+            })?;
         let count: usize = std::env::var("FLOOR_COUNT")
             .ok()
             .and_then(|c| c.parse().ok())
@@ -134,14 +149,43 @@ fn run_async(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result
 /// Messages asked for per PULL_MESSAGE in the `drain` workload (the Java default).
 const PULL_BATCH: i32 = 32;
 
-/// The `drain` workload: fills the topic's 8 queues with `count` messages (not
-/// measured), then pulls them back queue after queue; prints the topic so that `rmq
-/// bench consume` can drain the same messages.
-fn run_drain(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result<()> {
-    const QUEUES: usize = 8;
+/// Queues of the drain topic, each filled with an eighth of the messages.
+const QUEUES: usize = 8;
+
+/// Fills the topic's 8 queues with `count` messages of 1 KiB for the drains (not
+/// measured): with the client's producer, in batches of 32, each batch tried again while
+/// the broker refuses it (a busy broker answers SYSTEM_BUSY).
+fn fill(namesrv: &str, topic: &str, broker_name: &str, count: usize) -> Result<()> {
+    let producer = Producer::builder("floor_fill_group")
+        .client_options(ClientOptions::new().namesrv_addr(namesrv))
+        .start()?;
+    let batch: Vec<Message> = (0..PULL_BATCH)
+        .map(|_| Message::new(topic, vec![b'x'; 1024]))
+        .collect();
     for q in 0..QUEUES {
-        Sender::connect(addr, topic, broker_name, q)?.pipeline(count / QUEUES, None)?;
+        let mq = MessageQueue::new(topic, broker_name, q as i32);
+        let mut left = count / QUEUES;
+        while left > 0 {
+            let n = left.min(batch.len());
+            let mut tries = 0;
+            while let Err(e) = producer.send_batch_to_queue(&batch[..n], &mq) {
+                tries += 1;
+                if tries == 50 {
+                    return Err(e.into());
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            left -= n;
+        }
     }
+    producer.shutdown();
+    Ok(())
+}
+
+/// The `drain` (with `decode`) and `drain-sizes` workloads: pulls the filled topic back
+/// queue after queue; prints the topic so that `rmq bench consume` can drain the same
+/// messages.
+fn run_drain(name: &str, addr: &str, topic: &str, broker_name: &str, decode: bool) -> Result<()> {
     let mut stream = TcpStream::connect(addr)?;
     stream.set_nodelay(true)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -150,6 +194,7 @@ fn run_drain(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result
     let (mut frame, mut response) = (Vec::new(), Vec::with_capacity(64 * 1024));
     let mut opaque = 0;
     let mut got = 0;
+    let mut check = 0u64;
     for q in 0..QUEUES {
         let mut offset = 0i64;
         loop {
@@ -191,33 +236,213 @@ fn run_drain(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result
             if r.code != 0 {
                 break; // PULL_NOT_FOUND: the queue is drained
             }
-            // Each stored message starts with its total size.
-            let (mut at, mut n) = (0usize, 0i64);
-            while at + 4 <= r.body.len() {
-                let size = u32::from_be_bytes([
-                    r.body[at],
-                    r.body[at + 1],
-                    r.body[at + 2],
-                    r.body[at + 3],
-                ]);
-                at += (size as usize).max(4);
-                n += 1;
-            }
+            let n = if decode {
+                let msgs = decode_stored(r.body)?;
+                if got == 0 {
+                    same_as_the_client(r.body, &msgs)?;
+                }
+                // What a user reads of each; keeps the decoding from being optimised away.
+                check = msgs.iter().fold(check, |c, m| {
+                    c.wrapping_add(m.queue_offset as u64)
+                        .wrapping_add(m.body.len() as u64)
+                        .wrapping_add(m.msg_id.len() as u64)
+                        .wrapping_add(m.properties.len() as u64)
+                });
+                msgs.len() as i64
+            } else {
+                // Each stored message starts with its total size.
+                let (mut at, mut n) = (0usize, 0i64);
+                while at + 4 <= r.body.len() {
+                    let size = u32::from_be_bytes([
+                        r.body[at],
+                        r.body[at + 1],
+                        r.body[at + 2],
+                        r.body[at + 3],
+                    ]);
+                    at += (size as usize).max(4);
+                    n += 1;
+                }
+                n
+            };
             offset += n;
             got += n as usize;
         }
     }
     let elapsed = t0.elapsed();
     let cpu = cpu_seconds().zip(cpu0).map(|(b, a)| b - a);
-    eprintln!("drain topic {topic}");
+    eprintln!("{name} topic {topic} (check {check:x})");
     println!(
-        "{{\"workload\":\"drain\",\"topic\":\"{topic}\",\"messages\":{got},\"elapsedMs\":{:.1},\"tps\":{:.1},\"cpuUsPerMsg\":{},\"peakRssKiB\":{}}}",
+        "{{\"workload\":\"{name}\",\"topic\":\"{topic}\",\"messages\":{got},\"elapsedMs\":{:.1},\"tps\":{:.1},\"cpuUsPerMsg\":{},\"peakRssKiB\":{}}}",
         elapsed.as_secs_f64() * 1000.0,
         got as f64 / elapsed.as_secs_f64().max(1e-9),
         cpu.map_or("null".into(), |c| format!("{:.1}", c * 1e6 / got.max(1) as f64)),
         peak_rss_kib().map_or("null".into(), |k| k.to_string()),
     );
     Ok(())
+}
+
+/// A stored message decoded as a client hands it to a user (Java 4.9 `MessageDecoder.decode`
+/// with the body read and `MessageClientExt`'s fields): what the `drain` floor does per
+/// message, and no more.
+#[allow(dead_code)] // the fields are what a user reads; the drain reads a few
+struct Decoded {
+    store_size: i32,
+    body_crc: i32,
+    queue_id: i32,
+    flag: i32,
+    queue_offset: i64,
+    commit_log_offset: i64,
+    sys_flag: i32,
+    born_timestamp: i64,
+    born_host: std::net::SocketAddr,
+    store_timestamp: i64,
+    store_host: std::net::SocketAddr,
+    reconsume_times: i32,
+    prepared_transaction_offset: i64,
+    topic: String,
+    properties: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// The offset message id: store host (ip, port as 4 bytes) and commit log offset
+    /// in uppercase hex, as Java's `MessageDecoder.createMessageId`.
+    msg_id: String,
+}
+
+/// Decodes every stored message of a pull body (the broker's layout: magic code V1 with a
+/// 1-byte topic length, or V2 with 2; IPv4 or IPv6 hosts by sysFlag bits 0x10 and 0x20).
+/// No CRC check and no decompression, as neither the bench's bodies nor Java's default
+/// decode need them.
+fn decode_stored(body: &[u8]) -> Result<Vec<Decoded>> {
+    let mut out = Vec::with_capacity(32);
+    let mut at = 0;
+    while at < body.len() {
+        let size = i32::from_be_bytes(take(body, &mut at, 4)?.try_into()?);
+        let rec = take(body, &mut at, (size as usize).saturating_sub(4))?;
+        // A cursor over this record.
+        let mut p = 0;
+        let int =
+            |p: &mut usize| -> Result<i32> { Ok(i32::from_be_bytes(take(rec, p, 4)?.try_into()?)) };
+        let long =
+            |p: &mut usize| -> Result<i64> { Ok(i64::from_be_bytes(take(rec, p, 8)?.try_into()?)) };
+        let magic = int(&mut p)?;
+        let v2 = match magic as u32 {
+            0xDAA3_20A7 => false,
+            0xDAA3_20AB => true,
+            m => return Err(format!("magic code {m:#x}").into()),
+        };
+        let body_crc = int(&mut p)?;
+        let queue_id = int(&mut p)?;
+        let flag = int(&mut p)?;
+        let queue_offset = long(&mut p)?;
+        let commit_log_offset = long(&mut p)?;
+        let sys_flag = int(&mut p)?;
+        let born_timestamp = long(&mut p)?;
+        let (born_host, _) = host(rec, &mut p, sys_flag & 0x10 != 0)?;
+        let store_timestamp = long(&mut p)?;
+        let (store_host, store_host_bytes) = host(rec, &mut p, sys_flag & 0x20 != 0)?;
+        let reconsume_times = int(&mut p)?;
+        let prepared_transaction_offset = long(&mut p)?;
+        let body_len = int(&mut p)?;
+        let body = take(rec, &mut p, body_len.max(0) as usize)?.to_vec();
+        let topic_len = if v2 {
+            i16::from_be_bytes(take(rec, &mut p, 2)?.try_into()?) as usize
+        } else {
+            take(rec, &mut p, 1)?[0] as usize
+        };
+        let topic = String::from_utf8_lossy(take(rec, &mut p, topic_len)?).into_owned();
+        let props_len = i16::from_be_bytes(take(rec, &mut p, 2)?.try_into()?).max(0) as usize;
+        let props = String::from_utf8_lossy(take(rec, &mut p, props_len)?);
+        let properties = props
+            .split('\u{2}')
+            .filter_map(|kv| kv.split_once('\u{1}'))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut msg_id = String::with_capacity(2 * (store_host_bytes.len() + 8));
+        for b in store_host_bytes
+            .iter()
+            .chain(&commit_log_offset.to_be_bytes())
+        {
+            for nibble in [b >> 4, b & 0xF] {
+                msg_id.push(char::from(b"0123456789ABCDEF"[nibble as usize]));
+            }
+        }
+        out.push(Decoded {
+            store_size: size,
+            body_crc,
+            queue_id,
+            flag,
+            queue_offset,
+            commit_log_offset,
+            sys_flag,
+            born_timestamp,
+            born_host,
+            store_timestamp,
+            store_host,
+            reconsume_times,
+            prepared_transaction_offset,
+            topic,
+            properties,
+            body,
+            msg_id,
+        });
+    }
+    Ok(out)
+}
+
+/// Checks the floor's decoding of the first pull against the client's (once per drain).
+fn same_as_the_client(body: &[u8], msgs: &[Decoded]) -> Result<()> {
+    let theirs = decode_messages(body, DecodeOptions::new())?;
+    let same = theirs.len() == msgs.len()
+        && theirs.iter().zip(msgs).all(|(t, m)| {
+            t.queue_offset() == m.queue_offset
+                && t.commit_log_offset() == m.commit_log_offset
+                && t.store_host() == m.store_host
+                && t.born_host() == m.born_host
+                && t.topic() == m.topic
+                && t.body() == m.body.as_slice()
+                && t.offset_msg_id() == m.msg_id
+                && {
+                    // The client keeps properties sorted by key, a key once (the broker
+                    // may store one twice: WAIT); the wire has them in order.
+                    let mut ours: Vec<(&str, &str)> = m
+                        .properties
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str()))
+                        .collect();
+                    ours.sort_unstable();
+                    ours.dedup_by_key(|(k, _)| *k);
+                    let mut client: Vec<(&str, &str)> = t.properties().collect();
+                    client.sort_unstable();
+                    ours == client
+                }
+        });
+    if same {
+        Ok(())
+    } else {
+        Err("the floor decodes the first pull differently from the client".into())
+    }
+}
+
+/// `n` bytes of `buf` at `*at`, moving `*at` past them.
+fn take<'a>(buf: &'a [u8], at: &mut usize, n: usize) -> Result<&'a [u8]> {
+    let s = buf
+        .get(*at..at.saturating_add(n))
+        .ok_or("a stored message is cut short")?;
+    *at += n;
+    Ok(s)
+}
+
+/// A stored host (4 or 16 address bytes, then the port as 4) and its bytes as the
+/// message id writes them.
+fn host<'a>(rec: &'a [u8], p: &mut usize, v6: bool) -> Result<(std::net::SocketAddr, &'a [u8])> {
+    let raw = take(rec, p, if v6 { 20 } else { 8 })?;
+    let (ip, port) = raw.split_at(raw.len() - 4);
+    let ip: std::net::IpAddr = if v6 {
+        <[u8; 16]>::try_from(ip)?.into()
+    } else {
+        <[u8; 4]>::try_from(ip)?.into()
+    };
+    let port = i32::from_be_bytes(port.try_into()?) as u16;
+    Ok((std::net::SocketAddr::new(ip, port), raw))
 }
 
 /// One workload: a warm-up of `count / 2`, then `count` measured messages, split across

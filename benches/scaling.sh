@@ -8,7 +8,7 @@
 #   NAMESRV_ADDR=127.0.0.1:9876 benches/scaling.sh     # an existing (5.x) cluster
 #
 # Environment: EXPERIMENTS (default "topics clients size queues"; add soak for the soak),
-# SMOKE (0), SOAK_SECONDS (1800), TOPICS ("10 100 1000 5000"), CLIENTS ("1,10,100"),
+# SMOKE (0), SOAK_SECONDS (1800), TOPICS ("10 100 1000 5000 10000"), CLIENTS ("1,10,100"),
 # SIZES (128 B .. 4 MiB - 1 KiB), QUEUES ("8 64 256 1024"), BACKLOG (50000),
 # BACKLOGS ("10000 50000 200000", at 64 queues), OUT (default target/scaling).
 # Output in OUT: <experiment>.jsonl (the samples), topics-<N>.err (stderr, with the client
@@ -34,7 +34,7 @@ if [ "$SMOKE" = 1 ]; then
     WINDOW=${WINDOW:-5}
 else
     SOAK_SECONDS=${SOAK_SECONDS:-1800}
-    TOPICS=${TOPICS:-"10 100 1000 5000"}
+    TOPICS=${TOPICS:-"10 100 1000 5000 10000"}
     CLIENTS=${CLIENTS:-"1,10,100"}
     SIZES=${SIZES:-"128,1024,16384,262144,1048576,4193280"}
     SIZE_SECONDS=${SIZE_SECONDS:-8}

@@ -45,3 +45,24 @@ pub fn name_server_answer(raw: &[u8]) -> crate::Result<(u16, Vec<String>)> {
     let line = crate::client::http::clear_new_line(&body);
     Ok((status, crate::client::parse_namesrv_list(&line)))
 }
+
+/// A found PULL_MESSAGE response for `mq` carrying `body` (stored messages) as a consumer
+/// processes it: the messages decoded (undecodable ones skipped), filtered by tag (here:
+/// every tag), with MIN_OFFSET 0 and MAX_OFFSET `next_begin_offset` added.
+pub fn pull_response(
+    mq: &MessageQueue,
+    body: Vec<u8>,
+    next_begin_offset: i64,
+) -> crate::Result<Vec<MessageExt>> {
+    use crate::protocol::header::{CommandHeader, PullMessageResponseHeader};
+    let mut response =
+        RemotingCommand::response(crate::protocol::ResponseCode::SUCCESS, 0, None).with_body(body);
+    PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset,
+        min_offset: 0,
+        max_offset: next_begin_offset,
+    }
+    .write_to(&mut response.ext_fields);
+    crate::consumer::process_pull_response(mq, response)
+}

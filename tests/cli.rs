@@ -765,6 +765,16 @@ fn bench_consume_of_a_fresh_backlog(extra: &[&str]) -> Value {
         "{s}"
     );
     assert!(recent_epoch_us(&s["firstMessageEpochUs"]), "{s}");
+    // The drain alone (first message to last) is within the run from the consumer's start
+    // and excludes the start, which comes before the first message.
+    let (drain, run) = (s["drainMs"].as_f64(), s["elapsedMs"].as_f64());
+    assert!(drain.is_some() && drain <= run, "{s}");
+    assert!(s["drainTps"].as_f64() >= s["tps"].as_f64(), "{s}");
+    assert!(s["cpuUsPerMsg"].as_f64().is_some_and(|us| us >= 0.0), "{s}");
+    assert!(
+        s["drainCpuSeconds"]["total"].as_f64() <= s["cpuSeconds"]["total"].as_f64(),
+        "{s}"
+    );
     s
 }
 

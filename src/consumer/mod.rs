@@ -43,6 +43,17 @@ pub use lite_pull::{LitePullConsumer, LitePullConsumerBuilder, LitePullOptions};
 pub(crate) use offset_store::default_local_offset_dir;
 #[cfg(feature = "unstable-internals")]
 pub(crate) use offset_store::parse_offsets_file;
+
+/// A PULL_MESSAGE response of `mq` as a consumer subscribed to every tag processes it
+/// (decoded, filtered, the offsets added): the pull path's decoding, for the fuzzing module.
+#[cfg(feature = "unstable-internals")]
+pub(crate) fn process_pull_response(
+    mq: &crate::message::MessageQueue,
+    response: crate::protocol::RemotingCommand,
+) -> Result<Vec<crate::message::MessageExt>> {
+    let sub = subscription::build_subscription_data(&mq.topic, &MessageSelector::by_tag("*"))?;
+    pull::process_response(&pull::PullRouting::default(), mq, &sub, response).map(|r| r.msgs)
+}
 pub use pop::{ReceivedMessage, SimpleConsumer, SimpleConsumerBuilder};
 pub use queue_listener::{MessageQueueListener, TopicQueueChangeListener};
 pub use subscription::MessageSelector;

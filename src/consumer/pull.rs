@@ -17,7 +17,7 @@ use crate::protocol::heartbeat::SubscriptionData;
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::{InvokeAsyncError, InvokeCallback};
 
-use super::subscription::tag_matches;
+use super::subscription::{filters_by_tag, tag_matches};
 
 /// Pull flags (Java `PullSysFlag`).
 pub mod sys_flag {
@@ -234,8 +234,9 @@ pub(crate) fn process_response(
             warn!("{mq}: skipped {which}, undecodable: {}", s.error);
         }
         skipped = decoded.skipped;
+        let by_tag = filters_by_tag(sub);
         for mut m in decoded.messages {
-            if !tag_matches(sub, m.tags()) {
+            if by_tag && !tag_matches(sub, m.tags()) {
                 continue;
             }
             if m.property(property::TRAN_MSG).is_some_and(|v| v == "true") {

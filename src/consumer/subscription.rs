@@ -89,13 +89,16 @@ pub fn build_subscription_data(
 /// Whether a message with `tags` passes the subscription's tag filter (the client-side
 /// re-check of `PullAPIWrapper.processPullResult`; SQL filtering is the broker's).
 pub fn tag_matches(sub: &SubscriptionData, tags: Option<&str>) -> bool {
-    if sub.expression_type != EXPRESSION_TYPE_TAG
-        || sub.tags_set.is_empty()
-        || sub.sub_string == SUB_ALL
-    {
-        return true;
-    }
-    tags.is_some_and(|t| sub.tags_set.contains(t))
+    !filters_by_tag(sub) || tags.is_some_and(|t| sub.tags_set.contains(t))
+}
+
+/// Whether [`tag_matches`] looks at a message's tags at all: not for `*`, an empty tag
+/// set or another expression type (the broker filtered those), so a caller can skip
+/// finding the tags of every message.
+pub(crate) fn filters_by_tag(sub: &SubscriptionData) -> bool {
+    sub.expression_type == EXPRESSION_TYPE_TAG
+        && !sub.tags_set.is_empty()
+        && sub.sub_string != SUB_ALL
 }
 
 #[cfg(test)]
@@ -123,5 +126,6 @@ mod tests {
         assert!(!tag_matches(&s, None));
         let all = build_subscription_data("T", &MessageSelector::by_tag("*")).unwrap();
         assert!(tag_matches(&all, None));
+        assert!(filters_by_tag(&s) && !filters_by_tag(&all));
     }
 }

@@ -233,10 +233,11 @@ fn decode_lenient(body: &[u8], shared: Option<&Arc<Vec<u8>>>, opts: DecodeOption
         skipped: Vec::new(),
     };
     let mut inflate_budget = opts.max_total_body_len;
+    let mut topic = None;
     while !r.is_empty() {
         let at = r.position();
         let index = out.messages.len() + out.skipped.len();
-        match decode_record(&mut r, shared, &opts, &mut inflate_budget) {
+        match decode_record(&mut r, shared, &opts, &mut inflate_budget, &mut topic) {
             Ok(m) => out.messages.push(m),
             Err(e) => {
                 let rest = &body[at..];
@@ -290,11 +291,13 @@ fn decode_all(
     let mut r = Reader::new(body);
     let mut messages = Vec::with_capacity(count_records(body));
     let mut inflate_budget = opts.max_total_body_len;
+    let mut topic = None;
     while !r.is_empty() {
         let at = r.position();
-        let m = decode_record(&mut r, shared, &opts, &mut inflate_budget).map_err(|e| {
-            DecodeError::new(format!("message {} at offset {at}: {e}", messages.len()))
-        })?;
+        let m =
+            decode_record(&mut r, shared, &opts, &mut inflate_budget, &mut topic).map_err(|e| {
+                DecodeError::new(format!("message {} at offset {at}: {e}", messages.len()))
+            })?;
         messages.push(m);
     }
     Ok(messages)
@@ -317,11 +320,14 @@ fn count_records(body: &[u8]) -> usize {
     n
 }
 
+/// `topic` is the previous record's topic: the records of a pull share one, and a record
+/// with the same bytes shares its string.
 fn decode_record(
     r: &mut Reader<'_>,
     shared: Option<&Arc<Vec<u8>>>,
     opts: &DecodeOptions,
     inflate_budget: &mut usize,
+    topic: &mut Option<Arc<str>>,
 ) -> Result<MessageExt, DecodeError> {
     let store_size = r.i32()?;
     let total = usize::try_from(store_size)
@@ -369,7 +375,7 @@ fn decode_record(
         let n = rec.i8()?;
         usize::try_from(n).map_err(|_| DecodeError::new(format!("negative topic length {n}")))?
     };
-    let topic = lossy_utf8(rec.bytes(topic_len)?);
+    let topic_bytes = rec.bytes(topic_len)?;
     let props_len = rec.len_i16()?;
     let properties = lossy(rec.bytes(props_len)?);
     if !rec.is_empty() {
@@ -378,6 +384,13 @@ fn decode_record(
             rec.remaining()
         )));
     }
+
+    // An invalid UTF-8 topic (replaced lossily) never matches its bytes, so it is never
+    // shared by mistake.
+    let topic = match topic {
+        Some(t) if t.as_bytes() == topic_bytes => t.clone(),
+        _ => topic.insert(Arc::from(lossy(topic_bytes).as_ref())).clone(),
+    };
 
     // Checked and inflated only once the whole record parsed, so a malformed record costs
     // no decompression. Java checks and inflates only non-empty bodies.
@@ -404,17 +417,17 @@ fn decode_record(
                 kind.decompress_capped(stored, max, || format!("{max} bytes"))?
             };
             *inflate_budget -= inflated.len();
-            Message::empty(topic, inflated)
+            Message::decoded(topic, inflated)
         } else if let Some(buf) = shared {
             Message::with_shared_body(topic, buf.clone(), body_start..body_start + stored.len())
         } else {
-            Message::empty(topic, stored.to_vec())
+            Message::decoded(topic, stored.to_vec())
         };
     message.set_flag(flag);
     message.set_properties_wire(&properties);
     Ok(MessageExt {
         message,
-        broker_name: Arc::from(""),
+        broker_name: no_broker_name(),
         queue_id,
         store_size,
         queue_offset,
@@ -429,6 +442,13 @@ fn decode_record(
         reconsume_times,
         prepared_transaction_offset,
     })
+}
+
+/// The empty broker name of a decoded message (the record has none; the pull sets it),
+/// one string for all of them.
+pub(crate) fn no_broker_name() -> Arc<str> {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from("")).clone()
 }
 
 fn read_host(r: &mut Reader<'_>, v6: bool) -> Result<SocketAddr, DecodeError> {
@@ -563,10 +583,6 @@ fn read_at_most(r: &mut dyn Read, max_len: usize, what: &str) -> Result<Vec<u8>,
         .read_to_end(&mut out)
         .map_err(|e| DecodeError::new(format!("corrupt {what} body: {e}")))?;
     Ok(out)
-}
-
-fn lossy_utf8(b: &[u8]) -> String {
-    lossy(b).into_owned()
 }
 
 /// `String::from_utf8_lossy`, with the (faster) strict check first for the usual valid text.

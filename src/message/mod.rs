@@ -88,7 +88,7 @@ pub const TIMER_PAST_TOLERANCE: Duration = Duration::from_secs(600);
 /// Properties are a small sorted map; their order is not significant on the wire.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Message {
-    topic: String,
+    topic: Topic,
     flag: i32,
     properties: Properties,
     body: Body,
@@ -123,6 +123,37 @@ impl Body {
     }
 }
 
+/// A topic: owned, or shared by the messages decoded from one pull response (they all
+/// have the same one), which saves an allocation per pulled message.
+#[derive(Clone)]
+enum Topic {
+    Owned(String),
+    Shared(Arc<str>),
+}
+
+impl Topic {
+    fn as_str(&self) -> &str {
+        match self {
+            Topic::Owned(s) => s,
+            Topic::Shared(s) => s,
+        }
+    }
+}
+
+impl PartialEq for Topic {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Topic {}
+
+impl fmt::Debug for Topic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 impl PartialEq for Body {
     fn eq(&self, other: &Self) -> bool {
         self.as_slice() == other.as_slice()
@@ -142,7 +173,7 @@ impl Message {
     /// A message without any property (what a decoder starts from).
     pub(crate) fn empty(topic: String, body: Vec<u8>) -> Self {
         Message {
-            topic,
+            topic: Topic::Owned(topic),
             flag: 0,
             properties: Properties::default(),
             body: Body::Owned(body),
@@ -150,9 +181,20 @@ impl Message {
         }
     }
 
+    /// A decoded message with the topic its pull response's messages share.
+    pub(crate) fn decoded(topic: Arc<str>, body: Vec<u8>) -> Self {
+        let mut m = Message::empty(String::new(), body);
+        m.topic = Topic::Shared(topic);
+        m
+    }
+
     /// A decoded message whose body is `range` of a shared pull response.
-    pub(crate) fn with_shared_body(topic: String, buf: Arc<Vec<u8>>, range: Range<usize>) -> Self {
-        let mut m = Message::empty(topic, Vec::new());
+    pub(crate) fn with_shared_body(
+        topic: Arc<str>,
+        buf: Arc<Vec<u8>>,
+        range: Range<usize>,
+    ) -> Self {
+        let mut m = Message::decoded(topic, Vec::new());
         m.body = Body::Shared { buf, range };
         m
     }
@@ -175,12 +217,12 @@ impl Message {
 
     /// The topic.
     pub fn topic(&self) -> &str {
-        &self.topic
+        self.topic.as_str()
     }
 
     /// Sets the topic.
     pub fn set_topic(&mut self, topic: impl Into<String>) {
-        self.topic = topic.into();
+        self.topic = Topic::Owned(topic.into());
     }
 
     /// The user flag, stored by the broker untouched.

@@ -27,8 +27,9 @@ pub struct PendingEntry<W> {
     pub waiter: W,
 }
 
-/// Opaques are consecutive small integers: a multiply spreads them over the hash's high
-/// bits (which the table's control bytes use) at a fraction of SipHash's cost.
+/// Opaques (and the consumer's batch ids) are consecutive small integers: a multiply
+/// spreads them over the hash's high bits (which the table's control bytes use) at a
+/// fraction of SipHash's cost.
 #[derive(Default)]
 pub struct OpaqueHasher(u64);
 
@@ -45,6 +46,10 @@ impl Hasher for OpaqueHasher {
 
     fn write_i32(&mut self, n: i32) {
         self.0 = u64::from(n as u32).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 

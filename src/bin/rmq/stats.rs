@@ -66,6 +66,26 @@ impl Recorder {
         self.ok.fetch_add(messages, Ordering::Relaxed);
     }
 
+    /// One message each, of these latencies, recorded under one lock (a consumer's batch).
+    pub(crate) fn ok_each(&self, latencies: &[Duration]) {
+        if latencies.is_empty() {
+            return;
+        }
+        self.first_ack.get_or_init(|| FirstAck {
+            since_start: process_start().elapsed(),
+            epoch_us: epoch_us(),
+        });
+        let mut h = self.hist.lock();
+        for latency in latencies {
+            let us = u64::try_from(latency.as_micros())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            h.saturating_record(us);
+        }
+        drop(h);
+        self.ok.fetch_add(latencies.len() as u64, Ordering::Relaxed);
+    }
+
     /// `messages` failed; `why` is shown for the first few failures.
     pub(crate) fn failed(&self, messages: u64, why: &dyn std::fmt::Display) {
         self.count_failed(messages);

@@ -1090,3 +1090,31 @@ fn a_totalsize_that_cannot_be_trusted_skips_the_rest_of_the_body() {
     let d = decode_messages_lenient(&body, DecodeOptions::new());
     assert_eq!((d.messages.len(), d.skipped.len()), (3, 0));
 }
+
+#[test]
+fn records_of_a_body_share_a_topic_only_when_theirs_is_the_same() {
+    let rec = |topic: &[u8]| {
+        let mut r = Rec::sample();
+        r.topic = topic.to_vec();
+        r.bytes()
+    };
+    let body = [
+        rec(b"A"),
+        rec(b"B"),
+        rec(b"B"),
+        rec(b"T\xffT"),
+        rec(b"T\xffT"),
+        rec(b"A"),
+    ]
+    .concat();
+    let topics: Vec<String> = decode_messages(&body, DecodeOptions::new())
+        .unwrap()
+        .iter()
+        .map(|m| m.topic().to_string())
+        .collect();
+    assert_eq!(topics, ["A", "B", "B", "T\u{FFFD}T", "T\u{FFFD}T", "A"]);
+    // The shared path (pull responses) decodes the same.
+    let shared = decode_messages_shared(Arc::new(body), DecodeOptions::new());
+    let again: Vec<&str> = shared.messages.iter().map(|m| m.topic()).collect();
+    assert_eq!(again, topics);
+}

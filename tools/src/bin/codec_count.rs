@@ -74,6 +74,37 @@ fn round_trip(ty: SerializeType, body: &[u8]) {
     black_box(&h);
 }
 
+/// 32 stored messages of 1 KiB (tags, keys, WAIT) from queue offset 100, as a broker
+/// returns them to PULL_MESSAGE.
+fn pull_body() -> Vec<u8> {
+    use rocketmq_blocking::message::encode_message_ext;
+    use rocketmq_blocking::{Message, MessageExt};
+    let host = |port| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    (100..132)
+        .flat_map(|offset| {
+            let mut m = MessageExt::default();
+            let msg = Message::new("PullCountTopic", vec![b'x'; 1024])
+                .with_tags("TagA")
+                .with_keys([format!("key-{offset}")]);
+            m.set_stored(msg, "broker-a", 3, offset, offset * 1200);
+            m.set_hosts(
+                (host(50000), 1_796_000_000_000),
+                (host(10911), 1_796_000_000_001),
+            );
+            encode_message_ext(&m).unwrap_or_default()
+        })
+        .collect()
+}
+
+/// One PULL_MESSAGE response processed as a consumer does (decode, tag filter, the
+/// offsets added); the response's body is a copy of `body` made here, as the I/O thread
+/// makes one per response.
+fn pull(body: &[u8]) {
+    let mq = rocketmq_blocking::MessageQueue::new("PullCountTopic", "broker-a", 3);
+    let msgs = rocketmq_blocking::fuzzing::pull_response(&mq, body.to_vec(), 132);
+    assert!(msgs.is_ok_and(|m| m.len() == 32));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let ops = [
@@ -81,18 +112,21 @@ fn main() {
         "owned/json",
         "borrowed/rocketmq",
         "borrowed/json",
+        "pull/32x1k",
     ];
     let (Some(op), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse::<u64>().ok())) else {
         eprintln!("usage: codec_count OP N; OP one of {ops:?}");
         std::process::exit(2);
     };
     let body = vec![b'x'; 1024];
+    let pulled = pull_body();
     for _ in 0..n {
         match op.as_str() {
             "owned/rocketmq" => owned_round_trip(SerializeType::RocketMq, black_box(&body)),
             "owned/json" => owned_round_trip(SerializeType::Json, black_box(&body)),
             "borrowed/rocketmq" => round_trip(SerializeType::RocketMq, black_box(&body)),
             "borrowed/json" => round_trip(SerializeType::Json, black_box(&body)),
+            "pull/32x1k" => pull(black_box(&pulled)),
             _ => {
                 eprintln!("unknown OP {op}; one of {ops:?}");
                 std::process::exit(2);
