@@ -1,7 +1,8 @@
 //! Allocations per pulled message (issue 30): a PULL_MESSAGE response of 32 stored 1 KiB
 //! messages, with the properties a Java producer and a 5.x broker write, processed as a
 //! consumer does (`fuzzing::pull_response`: decode, tag filter, MIN/MAX_OFFSET added),
-//! counted by a global allocator that counts this thread's calls only.
+//! counted by a global allocator that counts every call (`stats_alloc`; the test is
+//! alone in its binary, so the calls are the decoding's).
 //!
 //! The budget is what the decoding must allocate for every field a user can read: the
 //! properties' buffer and index (2 a message), plus the pull's own (the response header,
@@ -10,55 +11,21 @@
 //! when read. Before issue 30 this was 143 for the 32, 4.47 a message (a topic string
 //! each, an empty broker name each).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use std::alloc::System;
 
 use rocketmq_blocking::fuzzing::pull_response;
 use rocketmq_blocking::MessageQueue;
-
-struct Counting;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    // `try_with`: the allocator runs while thread locals are torn down, too.
-    if COUNTING.try_with(Cell::get).unwrap_or(false) {
-        let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + 1));
-    }
-}
-
-// SAFETY: every call is passed to the system allocator unchanged; counting touches only
-// const-initialised thread locals, which never allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: the caller's contract is the system allocator's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
-/// Allocations (and reallocations) `f` makes on this thread.
+/// Allocations (and reallocations) made while `f` runs.
 fn allocations<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCATIONS.with(|a| a.set(0));
-    COUNTING.with(|c| c.set(true));
+    let region = Region::new(ALLOCATOR);
     let out = f();
-    COUNTING.with(|c| c.set(false));
-    (out, ALLOCATIONS.with(Cell::get))
+    let change = region.change();
+    (out, (change.allocations + change.reallocations) as u64)
 }
 
 const TOPIC: &str = "PullAllocTopic";
