@@ -275,8 +275,8 @@ fn pop_simple_consumer_refuses_bad_arguments_before_sending() {
 
 /// The request mode an operator sets with the official tool (`mqadmin setConsumeMode`)
 /// is what QUERY_ASSIGNMENT answers a member of the group, and SET_MESSAGE_REQUEST_MODE
-/// sent by this client switches it back (the protocol the push consumer's POP mode is to
-/// follow; that mode itself is not built yet).
+/// sent by this client switches it back (what the push consumer with
+/// `client_rebalance(false)` follows: see `pop_push.rs`).
 #[test]
 fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
     use rocketmq_blocking::protocol::pop::MessageRequestMode;
@@ -308,7 +308,8 @@ fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
                 MessageModel::Clustering,
                 t,
             )
-            .unwrap();
+            .unwrap()
+            .expect("an assignment");
         let mut m: Vec<(i32, MessageRequestMode)> =
             a.iter().map(|a| (a.queue.queue_id(), a.mode)).collect();
         m.sort_by_key(|(q, _)| *q);
