@@ -6,14 +6,13 @@
 //! switched back. On 4.x (`RMQ_TEST_VERSION=4.9.7`) the same consumer keeps pulling.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    ConsumeFromWhere, ConsumeStatus, Message, MessageExt, PushConsumer, PushConsumerBuilder,
-    RequestContext, RequestHook,
+    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, PushConsumer,
+    PushConsumerBuilder, RequestContext, RequestHook,
 };
 
 use crate::cluster;
@@ -47,12 +46,7 @@ fn set_mode(topic: &str, group: &str, mode: &str, share: u32) {
 
 /// A push consumer that follows the broker, with a short invisible time.
 fn pop_consumer(group: &str, topic: &str, invisible: Duration) -> PushConsumerBuilder {
-    PushConsumer::builder(group)
-        .client_options(cluster::options())
-        .subscribe(topic, "*")
-        .consume_from_where(ConsumeFromWhere::FirstOffset)
-        .consume_thread_min(4)
-        .consume_thread_max(4)
+    crate::consumer::consumer(group, topic)
         .client_rebalance(false)
         .pop_invisible_time(invisible)
 }
@@ -88,6 +82,29 @@ fn deliveries(log: &Log) -> HashMap<String, usize> {
     n
 }
 
+/// A listener for consumer `i` that logs every delivery, then asks `each` how the
+/// message went (any `ReconsumeLater` fails the batch).
+fn recorder(
+    i: usize,
+    log: &Log,
+    each: impl Fn(&MessageExt) -> ConsumeStatus + Send + Sync + 'static,
+) -> impl Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeStatus + Send + Sync + 'static
+{
+    let log = log.clone();
+    move |msgs, _| {
+        let mut status = ConsumeStatus::Success;
+        for m in msgs {
+            log.lock()
+                .unwrap()
+                .push((i, body(m), m.reconsume_times(), Instant::now()));
+            if each(m) == ConsumeStatus::ReconsumeLater {
+                status = ConsumeStatus::ReconsumeLater;
+            }
+        }
+        status
+    }
+}
+
 /// Eight push consumers of one group on a 2-queue topic, switched to POP by the operator:
 /// all receive; nothing sent is lost; an acked message never comes again; a message whose
 /// listener failed comes again after Java's first POP delay (10 s) with its reconsume
@@ -103,22 +120,15 @@ fn pop_push_eight_consumers_on_two_queues_ack_and_retry_by_pop() {
     let log: Log = Arc::default();
     let consumers: Vec<PushConsumer> = (0..8)
         .map(|i| {
-            let log = log.clone();
             pop_consumer(&group, &topic, Duration::from_secs(10))
-                .listener(move |msgs, _| {
-                    let mut status = ConsumeStatus::Success;
-                    for m in msgs {
-                        let b = body(m);
-                        if b.starts_with("fail") && m.reconsume_times() == 0 {
-                            status = ConsumeStatus::ReconsumeLater;
-                        }
-                        log.lock()
-                            .unwrap()
-                            .push((i, b, m.reconsume_times(), Instant::now()));
-                    }
+                .listener(recorder(i, &log, |m| {
                     std::thread::sleep(Duration::from_millis(20));
-                    status
-                })
+                    if body(m).starts_with("fail") && m.reconsume_times() == 0 {
+                        ConsumeStatus::ReconsumeLater
+                    } else {
+                        ConsumeStatus::Success
+                    }
+                }))
                 .start()
                 .unwrap()
         })
@@ -189,19 +199,13 @@ fn pop_push_a_slow_listener_keeps_its_message_by_renewal() {
     let log: Log = Arc::default();
     let consumers: Vec<PushConsumer> = (0..2)
         .map(|i| {
-            let log = log.clone();
             pop_consumer(&group, &topic, invisible)
-                .listener(move |msgs, _| {
-                    for m in msgs {
-                        log.lock()
-                            .unwrap()
-                            .push((i, body(m), m.reconsume_times(), Instant::now()));
-                        if body(m) == "slow" {
-                            std::thread::sleep(invisible * 3);
-                        }
+                .listener(recorder(i, &log, move |m| {
+                    if body(m) == "slow" {
+                        std::thread::sleep(invisible * 3);
                     }
                     ConsumeStatus::Success
-                })
+                }))
                 .start()
                 .unwrap()
         })
@@ -294,18 +298,7 @@ fn pop_push_a_killed_consumer_process_loses_nothing() {
             .spawn()
             .unwrap(),
     );
-    let child_got: Arc<Mutex<Vec<String>>> = Arc::default();
-    let stdout = child.0.stdout.take().unwrap();
-    let reader = {
-        let got = child_got.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(b) = line.strip_prefix("GOT ") {
-                    got.lock().unwrap().push(b.to_string());
-                }
-            }
-        })
-    };
+    let (child_got, _, reader) = crate::pop::read_got_lines(child.0.stdout.take().unwrap());
     // Its listener holds the first; the rest of what it popped waits for a consume
     // thread (renewed meanwhile).
     wait_for(
@@ -320,16 +313,8 @@ fn pop_push_a_killed_consumer_process_loses_nothing() {
     reader.join().unwrap();
     let held = child_got.lock().unwrap().clone();
     let log: Log = Arc::default();
-    let l = log.clone();
     let _ours = pop_consumer(&group, &topic, Duration::from_secs(5))
-        .listener(move |msgs, _| {
-            for m in msgs {
-                l.lock()
-                    .unwrap()
-                    .push((0, body(m), m.reconsume_times(), Instant::now()));
-            }
-            ConsumeStatus::Success
-        })
+        .listener(recorder(0, &log, |_| ConsumeStatus::Success))
         .start()
         .unwrap();
     wait_for("every message", Duration::from_secs(120), || {
@@ -367,44 +352,15 @@ fn pop_push_a_java_pop_push_consumer_and_ours_share_one_group() {
     let topic = cluster::topic("pop_pjava", 2);
     let group = cluster::unique("pop_pjava_g");
     set_mode(&topic, &group, "POP", 2);
-    let version = cluster::cluster().lock().version().to_string();
-    let java =
-        crate::java::JavaProgram::compile(&version, "tests/it/java/PopInterop.java", "PopInterop");
-    let mut child = java
-        .command(&[], &[cluster::namesrv(), &topic, &group, "45"])
-        .spawn()
-        .expect("java runs");
-    let stdout = child.stdout.take().expect("piped");
-    let java_got: Arc<Mutex<Vec<String>>> = Arc::default();
-    let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let reader = {
-        let (got, started) = (java_got.clone(), started.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line == "STARTED" {
-                    started.store(true, Ordering::SeqCst);
-                } else if let Some(b) = line.strip_prefix("GOT ") {
-                    got.lock().unwrap().push(b.to_string());
-                }
-            }
-        })
-    };
-    wait_for("the Java consumer", Duration::from_secs(60), || {
-        started.load(Ordering::SeqCst)
-    });
+    let java = crate::pop::JavaPopConsumer::start(&topic, &group);
+    let java_got = java.got.clone();
     let log: Log = Arc::default();
-    let l = log.clone();
     let ours = pop_consumer(&group, &topic, Duration::from_secs(20))
         .pop_batch_nums(4)
-        .listener(move |msgs, _| {
-            for m in msgs {
-                l.lock()
-                    .unwrap()
-                    .push((0, body(m), m.reconsume_times(), Instant::now()));
-            }
+        .listener(recorder(0, &log, |_| {
             std::thread::sleep(Duration::from_millis(20));
             ConsumeStatus::Success
-        })
+        }))
         .start()
         .unwrap();
     wait_for("our consumer to pop", Duration::from_secs(60), || {
@@ -435,13 +391,7 @@ fn pop_push_a_java_pop_push_consumer_and_ours_share_one_group() {
     wait_for("every message", Duration::from_secs(40), || {
         sent.iter().all(|b| all().contains(b))
     });
-    let out = crate::java::wait_or_kill(child, Duration::from_secs(120));
-    reader.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    java.finish();
     let rust_n = log.lock().unwrap().len();
     let java_n = java_got.lock().unwrap().len();
     let dups = rust_n + java_n - all().len();
@@ -471,16 +421,8 @@ fn pop_push_switched_back_to_pull_goes_on_by_pull() {
     let log: Log = Arc::default();
     let consumers: Vec<PushConsumer> = (0..2)
         .map(|i| {
-            let log = log.clone();
             pop_consumer(&group, &topic, Duration::from_secs(10))
-                .listener(move |msgs, _| {
-                    for m in msgs {
-                        log.lock()
-                            .unwrap()
-                            .push((i, body(m), m.reconsume_times(), Instant::now()));
-                    }
-                    ConsumeStatus::Success
-                })
+                .listener(recorder(i, &log, |_| ConsumeStatus::Success))
                 .start()
                 .unwrap()
         })
@@ -557,17 +499,9 @@ fn pop_push_following_the_broker_pulls_in_pull_mode_and_on_4x() {
     let group = cluster::unique("pop_follow_g");
     let queries = Arc::new(AtomicUsize::new(0));
     let log: Log = Arc::default();
-    let l = log.clone();
     let c = pop_consumer(&group, &topic, Duration::from_secs(10))
         .request_hook(Arc::new(CountQueries(queries.clone())))
-        .listener(move |msgs, _| {
-            for m in msgs {
-                l.lock()
-                    .unwrap()
-                    .push((0, body(m), m.reconsume_times(), Instant::now()));
-            }
-            ConsumeStatus::Success
-        })
+        .listener(recorder(0, &log, |_| ConsumeStatus::Success))
         .start()
         .unwrap();
     let sent = bodies("follow", 40);
