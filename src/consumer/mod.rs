@@ -1172,4 +1172,49 @@ mod tests {
         assert!(accepted.is_empty(), "accepted: {accepted:?}");
         assert!(!root.exists(), "nothing was written");
     }
+
+    #[test]
+    fn pop_options_outside_java_ranges_are_refused_before_anything_is_sent() {
+        let secs = Duration::from_secs;
+        let build = |invisible: Duration, batch: u32| {
+            PushConsumer::builder("g")
+                .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9"))
+                .subscribe("T", "*")
+                .listener(|_, _| ConsumeStatus::Success)
+                .client_rebalance(false)
+                .pop_invisible_time(invisible)
+                .pop_batch_nums(batch)
+                .build()
+                .map(|_| ())
+        };
+        for (invisible, batch) in [
+            (secs(4), 32),
+            (secs(301), 32),
+            (secs(60), 0),
+            (secs(60), 33),
+        ] {
+            let e = build(invisible, batch).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidArgument,
+                "{invisible:?} {batch}: {e}"
+            );
+        }
+        for (invisible, batch) in [(secs(5), 1), (secs(300), 32)] {
+            build(invisible, batch).unwrap();
+        }
+        let o = PushConsumerOptions::default();
+        assert!(
+            o.client_rebalance,
+            "Java's default: allocated on the client"
+        );
+        assert_eq!(
+            (
+                o.pop_invisible_time,
+                o.pop_batch_nums,
+                o.pop_threshold_for_queue
+            ),
+            (secs(60), 32, 96)
+        );
+    }
 }

@@ -766,4 +766,57 @@ mod tests {
             ["changed T7 3", "heartbeat", "pulls 1"]
         );
     }
+
+    #[test]
+    fn pop_a_broker_assignment_moves_queues_between_pull_and_pop() {
+        use crate::protocol::pop::{MessageQueueAssignment, MessageRequestMode};
+        let r = rebalance_of(1);
+        let hooks = Recorder::default();
+        let all = r.topic_subscribe_info.read().get("T0").cloned().unwrap();
+        let assign = |mode, ids: &[i32]| -> Vec<MessageQueueAssignment> {
+            ids.iter()
+                .map(|&q| MessageQueueAssignment {
+                    queue: MessageQueue::new("T0", "b", q),
+                    mode,
+                })
+                .collect()
+        };
+        let retry = pop_retry_topic("T0", "g");
+        let round = |a| {
+            let (mut pulls, mut pops) = (Vec::new(), Vec::new());
+            let assigned = Assignment { all: &all, a };
+            let changed = r.update_assignment(&hooks, "T0", assigned, false, &mut pulls, &mut pops);
+            (changed, pulls.len(), pops.len())
+        };
+        // Pulled: two pull queues, and the POP retry topic is subscribed.
+        assert_eq!(
+            round(assign(MessageRequestMode::Pull, &[0, 1])),
+            (true, 2, 0)
+        );
+        assert!(r.subscriptions.read().contains_key(&retry));
+        assert_eq!(
+            round(assign(MessageRequestMode::Pull, &[0, 1])),
+            (false, 0, 0)
+        );
+        // Switched to POP, the whole topic: the pull queues go, one pop queue comes, and
+        // the retry topic is no longer pulled (the broker pops it with the topic).
+        let pulled: Vec<Arc<ProcessQueue>> = r.process_queues.read().values().cloned().collect();
+        assert_eq!(round(assign(MessageRequestMode::Pop, &[-1])), (true, 0, 1));
+        assert!(pulled.iter().all(|pq| pq.is_dropped()));
+        assert!(r.process_queues.read().is_empty());
+        assert_eq!(r.pop_process_queues.read().len(), 1);
+        assert!(!r.subscriptions.read().contains_key(&retry));
+        // And back to PULL: the pop queue is dropped.
+        let popped = r
+            .pop_process_queues
+            .read()
+            .values()
+            .next()
+            .cloned()
+            .unwrap();
+        assert_eq!(round(assign(MessageRequestMode::Pull, &[1])), (true, 1, 0));
+        assert!(popped.is_dropped());
+        assert!(r.pop_process_queues.read().is_empty());
+        assert!(r.subscriptions.read().contains_key(&retry));
+    }
 }
