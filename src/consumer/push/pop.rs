@@ -268,9 +268,10 @@ impl PushConsumerImpl {
     }
 
     /// Java `processPopResult`: the broker filters by tag hash, so tags are checked again;
-    /// a message past its retries is acked rather than consumed. Both are acked here.
+    /// a message past its retries is acked rather than consumed. Both are acked on the
+    /// consume pool: this runs on the callback pool, which must not wait for a broker.
     fn filter_popped(
-        &self,
+        self: &Arc<Self>,
         mq: &MessageQueue,
         sub: &SubscriptionData,
         messages: Vec<(MessageExt, ExtraInfo)>,
@@ -279,6 +280,7 @@ impl PushConsumerImpl {
         let (keep, drop): (Vec<_>, Vec<_>) = messages
             .into_iter()
             .partition(|(m, _)| tag_matches(sub, m.tags()) && m.reconsume_times <= max);
+        let mut receipts = Vec::with_capacity(drop.len());
         for (m, receipt) in drop {
             if m.reconsume_times > max {
                 info!(
@@ -288,7 +290,15 @@ impl PushConsumerImpl {
                     m.reconsume_times
                 );
             }
-            self.ack_popped(&mq.topic, &receipt);
+            receipts.push(receipt);
+        }
+        if !receipts.is_empty() {
+            let (me, topic) = (self.clone(), mq.topic.clone());
+            self.pool.execute(move || {
+                for r in &receipts {
+                    me.ack_popped(&topic, r);
+                }
+            });
         }
         keep
     }
