@@ -123,6 +123,10 @@ int main(int argc, char **argv) {
   CHECK(rmq_push_consumer_builder_subscribe(b, STR(topic), STR(tags)));
   CHECK(rmq_push_consumer_builder_consume_from(b, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
   CHECK(rmq_push_consumer_builder_consume_threads(b, 2, 4));
+  /* Java's defaults, spelled out: queues allocated here (0 would follow a 5.x broker's
+     assignment, and pop when the group is switched to POP), and the POP settings. */
+  CHECK(rmq_push_consumer_builder_client_rebalance(b, 1));
+  CHECK(rmq_push_consumer_builder_pop_options(b, 60000, 32, 96));
   if (orderly)
     CHECK(rmq_push_consumer_builder_orderly_listener(b, on_messages, &s));
   else

@@ -1327,6 +1327,22 @@ rmq_result rmq_push_consumer_builder_max_reconsume_times(rmq_push_consumer_build
 rmq_result rmq_push_consumer_builder_await_termination_ms(rmq_push_consumer_builder *b,
                                                           uint64_t ms);
 
+// `on` non-zero (the default): queues are allocated here. Zero: the consumer takes its
+// queues from a 5.x broker (QUERY_ASSIGNMENT) and consumes each as the broker says, by
+// pull or by POP once an operator switched the group (`mqadmin setConsumeMode -m POP`);
+// a 4.x broker cannot assign, and the allocation then stays here (Java
+// `setClientRebalance`).
+rmq_result rmq_push_consumer_builder_client_rebalance(rmq_push_consumer_builder *b, int32_t on);
+
+// POP mode: how long a popped message stays invisible to the group unless acked, in ms
+// (5,000..=300,000; Java `popInvisibleTime`, 60,000), messages per pop (1..=32; Java
+// `popBatchNums`, 32) and messages of a queue waiting for their ack before its pops
+// pause (Java `popThresholdForQueue`, 96). Checked when the consumer starts.
+rmq_result rmq_push_consumer_builder_pop_options(rmq_push_consumer_builder *b,
+                                                 uint64_t invisible_ms,
+                                                 uint32_t batch_nums,
+                                                 size_t threshold_for_queue);
+
 // Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
 // when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 rmq_result rmq_push_consumer_builder_trace(rmq_push_consumer_builder *b,

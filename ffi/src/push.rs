@@ -362,6 +362,37 @@ pub extern "C" fn rmq_push_consumer_builder_await_termination_ms(
     })
 }
 
+/// `on` non-zero (the default): queues are allocated here. Zero: the consumer takes its
+/// queues from a 5.x broker (QUERY_ASSIGNMENT) and consumes each as the broker says, by
+/// pull or by POP once an operator switched the group (`mqadmin setConsumeMode -m POP`);
+/// a 4.x broker cannot assign, and the allocation then stays here (Java
+/// `setClientRebalance`).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_client_rebalance(
+    b: *mut rmq_push_consumer_builder,
+    on: i32,
+) -> rmq_result {
+    common::set(b, |b| b.client_rebalance(on != 0))
+}
+
+/// POP mode: how long a popped message stays invisible to the group unless acked, in ms
+/// (5,000..=300,000; Java `popInvisibleTime`, 60,000), messages per pop (1..=32; Java
+/// `popBatchNums`, 32) and messages of a queue waiting for their ack before its pops
+/// pause (Java `popThresholdForQueue`, 96). Checked when the consumer starts.
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_pop_options(
+    b: *mut rmq_push_consumer_builder,
+    invisible_ms: u64,
+    batch_nums: u32,
+    threshold_for_queue: usize,
+) -> rmq_result {
+    common::set(b, |b| {
+        b.pop_invisible_time(Duration::from_millis(invisible_ms))
+            .pop_batch_nums(batch_nums)
+            .pop_threshold_for_queue(threshold_for_queue)
+    })
+}
+
 /// Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
 /// when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 #[no_mangle]

@@ -24,6 +24,8 @@ pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
 #[cfg(feature = "unstable-internals")]
 pub use pop_api::PopResult;
+#[cfg(not(feature = "unstable-internals"))]
+pub(crate) use pop_api::PopResult;
 pub use pop_api::PopStatus;
 #[cfg(feature = "unstable-internals")]
 pub(crate) use reply::decode_reply;

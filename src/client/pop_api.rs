@@ -13,18 +13,18 @@ use log::warn;
 use super::MQClientAPI;
 use crate::error::{Error, Result};
 use crate::message::{decode_messages_shared, DecodeOptions, MessageExt};
-#[cfg(feature = "unstable-internals")]
 use crate::protocol::heartbeat::MessageModel;
-#[cfg(feature = "unstable-internals")]
 use crate::protocol::pop::{
-    decode_query_assignment, MessageQueueAssignment, MessageRequestMode,
-    QueryAssignmentRequestBody, SetMessageRequestModeRequestBody,
+    decode_query_assignment, MessageQueueAssignment, QueryAssignmentRequestBody,
 };
 use crate::protocol::pop::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ExtraInfo, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
 };
+#[cfg(feature = "unstable-internals")]
+use crate::protocol::pop::{MessageRequestMode, SetMessageRequestModeRequestBody};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
+use crate::remoting::InvokeCallback;
 
 /// How a pop ended (Java `PopStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,79 @@ fn failure(what: &str, addr: &str, response: &RemotingCommand) -> Error {
     }
 }
 
+/// A pop on the wire: reads the response, then calls the caller's callback.
+struct InFlightPop<F> {
+    addr: String,
+    broker_name: String,
+    topic: String,
+    callback: F,
+}
+
+impl<F> InvokeCallback for InFlightPop<F>
+where
+    F: FnOnce(Result<PopResult>) + Send + 'static,
+{
+    fn operation_complete(self, r: Result<RemotingCommand>) {
+        let result =
+            r.and_then(|resp| read_pop_response(&self.addr, &self.broker_name, &self.topic, resp));
+        (self.callback)(result)
+    }
+}
+
+/// Reads a POP_MESSAGE response (Java `processPopResponse`): messages with their
+/// receipts, each message's topic the request's `topic`.
+fn read_pop_response(
+    addr: &str,
+    broker_name: &str,
+    topic: &str,
+    mut response: RemotingCommand,
+) -> Result<PopResult> {
+    let status = match ResponseCode(response.code) {
+        ResponseCode::SUCCESS => PopStatus::Found,
+        ResponseCode::POLLING_FULL => PopStatus::PollingFull,
+        ResponseCode::POLLING_TIMEOUT | ResponseCode::PULL_NOT_FOUND => PopStatus::NoNewMessage,
+        _ => return Err(failure("pop", addr, &response)),
+    };
+    let what = || format!("pop response of {addr}");
+    let h: PopMessageResponseHeader = response
+        .decode_header()
+        .map_err(|e| Error::from(e).context(what()))?;
+    if status != PopStatus::Found {
+        return Ok(PopResult {
+            status,
+            messages: Vec::new(),
+        });
+    }
+    let mut offsets = PopOffsets::new(&h).map_err(|e| Error::from(e).context(what()))?;
+    let body = Arc::new(std::mem::take(&mut response.body));
+    let decoded = decode_messages_shared(body, DecodeOptions::new());
+    for s in &decoded.skipped {
+        // Its receipt is lost with it: the broker delivers it again after the
+        // invisible time, and after the retries to the group's DLQ.
+        warn!(
+            "pop from {addr}: a message of {topic} that cannot be decoded was skipped (offset {:?}): {}",
+            s.queue_offset, s.error
+        );
+    }
+    let broker: Arc<str> = Arc::from(broker_name);
+    let mut messages = Vec::with_capacity(decoded.messages.len());
+    for mut m in decoded.messages {
+        let receipt = offsets
+            .receipt(
+                m.topic(),
+                m.property(crate::message::property::POP_CK),
+                broker_name,
+                m.queue_id,
+                m.queue_offset,
+            )
+            .map_err(|e| Error::from(e).context(what()))?;
+        m.broker_name = broker.clone();
+        m.message.set_topic(topic);
+        messages.push((m, receipt));
+    }
+    Ok(PopResult { status, messages })
+}
+
 impl MQClientAPI {
     /// POP_MESSAGE to one broker, waiting up to `timeout` (which must cover the header's
     /// `poll_time`). `broker_name` goes into every receipt; each message's topic becomes
@@ -69,51 +142,37 @@ impl MQClientAPI {
         timeout: Duration,
     ) -> Result<PopResult> {
         let request = RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, header);
-        let mut response = self.remoting().invoke_sync(addr, request, timeout)?;
-        let status = match ResponseCode(response.code) {
-            ResponseCode::SUCCESS => PopStatus::Found,
-            ResponseCode::POLLING_FULL => PopStatus::PollingFull,
-            ResponseCode::POLLING_TIMEOUT | ResponseCode::PULL_NOT_FOUND => PopStatus::NoNewMessage,
-            _ => return Err(failure("pop", addr, &response)),
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        read_pop_response(addr, broker_name, &header.topic, response)
+    }
+
+    /// [`pop_message`](Self::pop_message) without waiting: `callback` gets the result on
+    /// the callback pool (the push consumer's POP mode, Java `popMessageAsync`). When the
+    /// request cannot be sent, the error and the callback come back.
+    pub(crate) fn pop_message_async<F>(
+        &self,
+        addr: &str,
+        broker_name: &str,
+        header: &PopMessageRequestHeader,
+        timeout: Duration,
+        callback: F,
+    ) -> std::result::Result<(), (Error, F)>
+    where
+        F: FnOnce(Result<PopResult>) + Send + 'static,
+    {
+        let request = RemotingCommand::request_with_header(RequestCode::POP_MESSAGE, header);
+        let pop = InFlightPop {
+            addr: addr.to_string(),
+            broker_name: broker_name.to_string(),
+            topic: header.topic.clone(),
+            callback,
         };
-        let what = || format!("pop response of {addr}");
-        let h: PopMessageResponseHeader = response
-            .decode_header()
-            .map_err(|e| Error::from(e).context(what()))?;
-        if status != PopStatus::Found {
-            return Ok(PopResult {
-                status,
-                messages: Vec::new(),
-            });
-        }
-        let mut offsets = PopOffsets::new(&h).map_err(|e| Error::from(e).context(what()))?;
-        let body = Arc::new(std::mem::take(&mut response.body));
-        let decoded = decode_messages_shared(body, DecodeOptions::new());
-        for s in &decoded.skipped {
-            // Its receipt is lost with it: the broker delivers it again after the
-            // invisible time, and after the retries to the group's DLQ.
-            warn!(
-                "pop from {addr}: a message of {} that cannot be decoded was skipped (offset {:?}): {}",
-                header.topic, s.queue_offset, s.error
-            );
-        }
-        let broker: Arc<str> = Arc::from(broker_name);
-        let mut messages = Vec::with_capacity(decoded.messages.len());
-        for mut m in decoded.messages {
-            let receipt = offsets
-                .receipt(
-                    m.topic(),
-                    m.property(crate::message::property::POP_CK),
-                    broker_name,
-                    m.queue_id,
-                    m.queue_offset,
-                )
-                .map_err(|e| Error::from(e).context(what()))?;
-            m.broker_name = broker.clone();
-            m.message.set_topic(header.topic.as_str());
-            messages.push((m, receipt));
-        }
-        Ok(PopResult { status, messages })
+        self.remoting()
+            .invoke_async_with(addr, request, timeout, pop)
+            .map_err(|e| {
+                let (e, pop) = e.into_parts();
+                (e, pop.callback)
+            })
     }
 
     /// ACK_MESSAGE: the message of the receipt in the header is done with.
@@ -164,13 +223,11 @@ impl MQClientAPI {
     }
 }
 
-// The push consumer's POP mode is to use these; until then, the internals' users (the
-// tests) do.
-#[cfg(feature = "unstable-internals")]
 impl MQClientAPI {
     /// QUERY_ASSIGNMENT: the queues of `topic` the broker assigns this client of `group`,
     /// and how to consume each (PULL or POP), by the broker's allocation `strategy`
-    /// (Java `AllocateMessageQueueStrategy.getName()`, `AVG`).
+    /// (Java `AllocateMessageQueueStrategy.getName()`, `AVG`). `None` when the broker
+    /// could not allocate (Java's null: keep the current queues).
     #[allow(clippy::too_many_arguments)]
     pub fn query_assignment(
         &self,
@@ -181,7 +238,7 @@ impl MQClientAPI {
         strategy: &str,
         model: MessageModel,
         timeout: Duration,
-    ) -> Result<Vec<MessageQueueAssignment>> {
+    ) -> Result<Option<Vec<MessageQueueAssignment>>> {
         let body = serde_json::to_vec(&QueryAssignmentRequestBody {
             topic,
             consumer_group: group,
@@ -202,6 +259,7 @@ impl MQClientAPI {
             .map_err(|e| Error::from(e).with_addr(addr).context("query assignment"))
     }
 
+    #[cfg(feature = "unstable-internals")]
     /// SET_MESSAGE_REQUEST_MODE: how `group` consumes `topic` on that broker (what
     /// `mqadmin setConsumeMode` sends); with POP, up to `pop_share_queue_num + 1`
     /// consumers share each queue.

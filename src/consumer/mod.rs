@@ -206,7 +206,7 @@ impl ConsumeFromWhere {
     }
 }
 
-type ConcurrentFn =
+pub(crate) type ConcurrentFn =
     dyn Fn(&[MessageExt], &mut ConsumeConcurrentlyContext) -> ConsumeStatus + Send + Sync;
 type OrderlyFn =
     dyn Fn(&[MessageExt], &mut ConsumeOrderlyContext) -> ConsumeOrderlyStatus + Send + Sync;
@@ -302,7 +302,30 @@ pub struct PushConsumerOptions {
     pub persist_offset_interval: Duration,
     /// How often consume pools are resized to the backlog (Java's adjustment job, 1 min).
     pub adjust_thread_pool_interval: Duration,
+    /// Allocate queues here (true, Java's default) or ask a 5.x broker (false, Java
+    /// `setClientRebalance(false)`): the broker then allocates, and says per queue whether
+    /// to pull it or to pop it (`mqadmin setConsumeMode`). A 4.x broker cannot, and the
+    /// allocation stays here. Orderly and broadcasting consumers always allocate here.
+    #[doc(alias = "clientRebalance")]
+    pub client_rebalance: bool,
+    /// POP mode: how long a popped message stays invisible to the group before the broker
+    /// hands it out again unless acked (Java `popInvisibleTime`, 60 s, 5 s..=300 s). A
+    /// listener that takes longer has it renewed before it expires.
+    #[doc(alias = "popInvisibleTime")]
+    pub pop_invisible_time: Duration,
+    /// POP mode: messages per pop (Java `popBatchNums`, 32, 1..=32).
+    #[doc(alias = "popBatchNums")]
+    pub pop_batch_nums: u32,
+    /// POP mode: pops of a queue pause while more of its messages wait for their ack
+    /// (Java `popThresholdForQueue`, 96).
+    #[doc(alias = "popThresholdForQueue")]
+    pub pop_threshold_for_queue: usize,
 }
+
+/// Shortest [`PushConsumerOptions::pop_invisible_time`] (Java `MIN_POP_INVISIBLE_TIME`).
+pub const MIN_POP_INVISIBLE_TIME: Duration = Duration::from_secs(5);
+/// Longest [`PushConsumerOptions::pop_invisible_time`] (Java `MAX_POP_INVISIBLE_TIME`).
+pub const MAX_POP_INVISIBLE_TIME: Duration = Duration::from_secs(300);
 
 impl Default for PushConsumerOptions {
     fn default() -> Self {
@@ -331,6 +354,10 @@ impl Default for PushConsumerOptions {
             trace_topic: None,
             persist_offset_interval: crate::client::DEFAULT_PERSIST_OFFSET_INTERVAL,
             adjust_thread_pool_interval: crate::client::DEFAULT_ADJUST_THREAD_POOL_INTERVAL,
+            client_rebalance: true,
+            pop_invisible_time: Duration::from_secs(60),
+            pop_batch_nums: 32,
+            pop_threshold_for_queue: 96,
         }
     }
 }
@@ -607,6 +634,22 @@ impl PushConsumerBuilder {
         persist_offset_interval: Duration;
         /// How often consume pools are resized (1 min).
         adjust_thread_pool_interval: Duration;
+        /// Allocate queues here (true, Java's default) or follow a 5.x broker's
+        /// assignment and request mode, PULL or POP (false); see
+        /// [`PushConsumerOptions::client_rebalance`].
+        #[doc(alias = "setClientRebalance")]
+        client_rebalance: bool;
+        /// POP mode: invisible time of a popped message (Java `popInvisibleTime`, 60 s,
+        /// 5 s..=300 s).
+        #[doc(alias = "setPopInvisibleTime")]
+        pop_invisible_time: Duration;
+        /// POP mode: messages per pop (Java `popBatchNums`, 32, 1..=32).
+        #[doc(alias = "setPopBatchNums")]
+        pop_batch_nums: u32;
+        /// POP mode: messages waiting for their ack per queue before pops pause (Java
+        /// `popThresholdForQueue`, 96).
+        #[doc(alias = "setPopThresholdForQueue")]
+        pop_threshold_for_queue: usize;
     }
 
     /// Checks the configuration, registers with the shared client instance (starting it
@@ -650,6 +693,18 @@ impl PushConsumerBuilder {
             return Err(Error::invalid_argument(
                 "pull and consume batch sizes must be within 1..=1024",
             ));
+        }
+        if !(MIN_POP_INVISIBLE_TIME..=MAX_POP_INVISIBLE_TIME).contains(&o.pop_invisible_time) {
+            return Err(Error::invalid_argument(format!(
+                "pop_invisible_time of {:?} is outside {MIN_POP_INVISIBLE_TIME:?}..={MAX_POP_INVISIBLE_TIME:?}",
+                o.pop_invisible_time
+            )));
+        }
+        if !(1..=32).contains(&o.pop_batch_nums) {
+            return Err(Error::invalid_argument(format!(
+                "pop_batch_nums of {} is outside 1..=32",
+                o.pop_batch_nums
+            )));
         }
         let Some(listener) = self.listener else {
             return Err(Error::invalid_argument("no message listener is registered"));
@@ -914,15 +969,27 @@ impl PushConsumer {
         self.inner.instance.clone()
     }
 
-    /// Queues this consumer holds now; none once [`shutdown`](Self::shutdown) has begun
-    /// (from then on it takes no message from them, and a listener's retry leaves its
-    /// messages uncommitted instead of sending them back).
+    /// Queues this consumer holds now, pulled or (assigned by a broker in POP mode, see
+    /// [`PushConsumerOptions::client_rebalance`]) popped, sorted; a POP assignment of a
+    /// whole topic is its queue -1. None once [`shutdown`](Self::shutdown) has begun (from
+    /// then on it takes no message from them, and a listener's retry leaves its messages
+    /// uncommitted instead of sending them back).
     pub fn assigned_queues(&self) -> Vec<MessageQueue> {
-        if self.inner.is_running() {
-            self.inner.held_queues()
-        } else {
-            Vec::new()
+        if !self.inner.is_running() {
+            return Vec::new();
         }
+        let mut queues = self.inner.held_queues();
+        queues.extend(
+            self.inner
+                .rebalance
+                .pop_process_queues
+                .read()
+                .iter()
+                .filter(|(_, pq)| !pq.is_dropped())
+                .map(|(mq, _)| mq.clone()),
+        );
+        queues.sort();
+        queues
     }
 
     /// Offsets in memory (what the next persist writes).
@@ -1115,5 +1182,50 @@ mod tests {
         }
         assert!(accepted.is_empty(), "accepted: {accepted:?}");
         assert!(!root.exists(), "nothing was written");
+    }
+
+    #[test]
+    fn pop_options_outside_java_ranges_are_refused_before_anything_is_sent() {
+        let secs = Duration::from_secs;
+        let build = |invisible: Duration, batch: u32| {
+            PushConsumer::builder("g")
+                .client_options(ClientOptions::new().namesrv_addr("127.0.0.1:9"))
+                .subscribe("T", "*")
+                .listener(|_, _| ConsumeStatus::Success)
+                .client_rebalance(false)
+                .pop_invisible_time(invisible)
+                .pop_batch_nums(batch)
+                .build()
+                .map(|_| ())
+        };
+        for (invisible, batch) in [
+            (secs(4), 32),
+            (secs(301), 32),
+            (secs(60), 0),
+            (secs(60), 33),
+        ] {
+            let e = build(invisible, batch).unwrap_err();
+            assert_eq!(
+                e.kind(),
+                ErrorKind::InvalidArgument,
+                "{invisible:?} {batch}: {e}"
+            );
+        }
+        for (invisible, batch) in [(secs(5), 1), (secs(300), 32)] {
+            build(invisible, batch).unwrap();
+        }
+        let o = PushConsumerOptions::default();
+        assert!(
+            o.client_rebalance,
+            "Java's default: allocated on the client"
+        );
+        assert_eq!(
+            (
+                o.pop_invisible_time,
+                o.pop_batch_nums,
+                o.pop_threshold_for_queue
+            ),
+            (secs(60), 32, 96)
+        );
     }
 }

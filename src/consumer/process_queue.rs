@@ -431,3 +431,69 @@ mod tests {
         );
     }
 }
+
+/// A queue the broker assigned in POP mode (Java `PopProcessQueue`): no offsets and no
+/// cache here (the broker keeps the group's progress), only the count of messages popped
+/// and not yet acked or handed back, which bounds the pops (`pop_threshold_for_queue`).
+#[derive(Debug)]
+pub struct PopProcessQueue {
+    dropped: AtomicBool,
+    wait_ack: AtomicI64,
+    /// When the queue was last popped, ms since the epoch.
+    last_pop: AtomicI64,
+}
+
+impl Default for PopProcessQueue {
+    fn default() -> Self {
+        PopProcessQueue {
+            dropped: AtomicBool::new(false),
+            wait_ack: AtomicI64::new(0),
+            last_pop: AtomicI64::new(crate::util::now_millis()),
+        }
+    }
+}
+
+impl PopProcessQueue {
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn set_dropped(&self, v: bool) {
+        self.dropped.store(v, Ordering::SeqCst);
+    }
+
+    pub(crate) fn touch_pop(&self) {
+        self.last_pop
+            .store(crate::util::now_millis(), Ordering::SeqCst);
+    }
+
+    /// Whether nothing popped this queue for 120 s (`PULL_MAX_IDLE_TIME`).
+    pub fn is_pull_expired(&self) -> bool {
+        let idle = crate::util::now_millis().saturating_sub(self.last_pop.load(Ordering::SeqCst));
+        idle > i64::try_from(PULL_MAX_IDLE_TIME.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The admin tool's view (Java `fillPopProcessQueueInfo`).
+    pub(crate) fn info(&self) -> crate::protocol::consumer_admin::PopProcessQueueInfo {
+        crate::protocol::consumer_admin::PopProcessQueueInfo {
+            wait_ack_count: i32::try_from(self.wait_ack_count()).unwrap_or(i32::MAX),
+            droped: self.is_dropped(),
+            last_pop_timestamp: self.last_pop.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Messages popped and neither acked nor handed back yet (Java `getWaiAckMsgCount`).
+    pub fn wait_ack_count(&self) -> i64 {
+        self.wait_ack.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn popped(&self, n: usize) {
+        self.wait_ack
+            .fetch_add(i64::try_from(n).unwrap_or(i64::MAX), Ordering::SeqCst);
+    }
+
+    pub(crate) fn done(&self, n: usize) {
+        self.wait_ack
+            .fetch_sub(i64::try_from(n).unwrap_or(i64::MAX), Ordering::SeqCst);
+    }
+}

@@ -1,6 +1,11 @@
 //! Rebalance (Java `RebalanceImpl`): which queues this consumer owns, the process queue
 //! of each, and the broker locks of orderly consumers.
 //!
+//! A push consumer with `client_rebalance(false)` asks a broker instead (Java 5
+//! `getRebalanceResultFromBroker`, QUERY_ASSIGNMENT): the broker allocates, and says per
+//! queue whether to PULL it or to POP it (`mqadmin setConsumeMode`). A broker that does not
+//! know the request (4.x) is remembered and the allocation is done here, as before.
+//!
 //! Inputs are sorted exactly as Java sorts them (queues by topic, broker, id; client ids
 //! as strings) so that Java and Rust consumers of one group agree on the split.
 
@@ -13,17 +18,52 @@ use log::{error, info, warn};
 use parking_lot::RwLock;
 
 use super::allocate::AllocateStrategy;
-use super::process_queue::ProcessQueue;
-use crate::client::MQClientInstance;
+use super::process_queue::{PopProcessQueue, ProcessQueue};
+use crate::client::{MQClientInstance, MASTER_ID};
+use crate::error::ErrorKind;
 use crate::message::MessageQueue;
 use crate::protocol::heartbeat::{
     ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
 };
+use crate::protocol::pop::{MessageQueueAssignment, MessageRequestMode};
 
 const LOCK_TIMEOUT: Duration = Duration::from_millis(1000);
+/// Java `RebalanceImpl.QUERY_ASSIGNMENT_TIMEOUT`.
+const QUERY_ASSIGNMENT_TIMEOUT: Duration = Duration::from_millis(3000);
+/// The allocation strategies a 5.x broker runs itself (Java `QueryAssignmentProcessor`
+/// registers these two; for any other it answers no assignment).
+const BROKER_STRATEGIES: [&str; 2] = ["AVG", "AVG_BY_CIRCLE"];
 
 /// A queue taken by a rebalance: its process queue and the offset to pull from.
 pub(crate) type PullStart = (MessageQueue, Arc<ProcessQueue>, i64);
+/// A queue taken in POP mode: the broker keeps the progress, there is no offset.
+pub(crate) type PopStart = (MessageQueue, Arc<PopProcessQueue>);
+
+/// The retry topic of a group's POP consumption of `topic` (Java
+/// `KeyBuilder.buildPopRetryTopic`, the V1 form `%RETRY%<group>_<topic>`): the broker
+/// moves a popped message there when its invisible time runs out.
+pub(crate) fn pop_retry_topic(topic: &str, group: &str) -> String {
+    format!(
+        "{}{group}_{topic}",
+        crate::client::validators::RETRY_GROUP_TOPIC_PREFIX
+    )
+}
+
+/// A broker's answer for a topic, with the topic's readable queues.
+struct Assignment<'a> {
+    all: &'a HashSet<MessageQueue>,
+    a: Vec<MessageQueueAssignment>,
+}
+
+/// What a broker said about a topic's allocation.
+enum BrokerAssignment {
+    /// These queues, each in its mode.
+    Assigned(Vec<MessageQueueAssignment>),
+    /// No answer this round (error, no allocation): keep the queues held (Java).
+    Keep,
+    /// The broker cannot allocate (4.x, or a strategy it does not run): allocate here.
+    ClientSide,
+}
 
 /// What differs between consumer kinds (Java's `RebalancePushImpl` / `RebalanceLitePullImpl`).
 pub(crate) trait RebalanceHooks: Send + Sync {
@@ -47,6 +87,13 @@ pub(crate) trait RebalanceHooks: Send + Sync {
     fn dispatch_pull_requests(&self, requests: Vec<PullStart>);
     /// Whether idle queues are dropped and re-created (push consumers).
     fn drops_idle_queues(&self) -> bool;
+    /// Whether `topic` is allocated here rather than by a broker (Java
+    /// `clientRebalance`); only push consumers may ask a broker.
+    fn client_rebalance(&self, _topic: &str) -> bool {
+        true
+    }
+    /// Starts popping the queues newly assigned in POP mode.
+    fn dispatch_pop_requests(&self, _requests: Vec<PopStart>) {}
 }
 
 /// Rebalance state of one consumer group in this process.
@@ -62,6 +109,11 @@ pub(crate) struct RebalanceImpl {
     pub(crate) subscriptions: RwLock<HashMap<String, SubscriptionData>>,
     pub(crate) topic_subscribe_info: RwLock<HashMap<String, HashSet<MessageQueue>>>,
     pub(crate) process_queues: RwLock<HashMap<MessageQueue, Arc<ProcessQueue>>>,
+    /// The queues a broker assigned in POP mode (Java `popProcessQueueTable`).
+    pub(crate) pop_process_queues: RwLock<HashMap<MessageQueue, Arc<PopProcessQueue>>>,
+    /// Brokers that answered QUERY_ASSIGNMENT "not supported" (4.x), by address: not
+    /// asked again while this consumer runs, so a 4.x cluster costs one round trip.
+    assignment_unsupported: RwLock<HashSet<String>>,
 }
 
 impl RebalanceImpl {
@@ -79,6 +131,8 @@ impl RebalanceImpl {
             subscriptions: RwLock::new(HashMap::new()),
             topic_subscribe_info: RwLock::new(HashMap::new()),
             process_queues: RwLock::new(HashMap::new()),
+            pop_process_queues: RwLock::new(HashMap::new()),
+            assignment_unsupported: RwLock::new(HashSet::new()),
         }
     }
 
@@ -150,14 +204,23 @@ impl RebalanceImpl {
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
         let topics = self.subscribed_topics();
         let mut requests = Vec::new();
+        let mut pops = Vec::new();
         let mut changed = false;
         for topic in &topics {
-            changed |= self.rebalance_by_topic(hooks, topic, is_order, &mut requests);
+            changed |= self.rebalance_by_topic(hooks, topic, is_order, &mut requests, &mut pops);
         }
         if changed {
             hooks.allocation_changed();
         }
         hooks.dispatch_pull_requests(requests);
+        hooks.dispatch_pop_requests(pops);
+        self.pop_process_queues.write().retain(|mq, pq| {
+            let keep = topics.iter().any(|t| **t == *mq.topic);
+            if !keep {
+                pq.set_dropped(true);
+            }
+            keep
+        });
         // Queues of topics no longer subscribed.
         let stale: Vec<MessageQueue> = self
             .process_queues
@@ -191,6 +254,7 @@ impl RebalanceImpl {
         topic: &str,
         is_order: bool,
         requests: &mut Vec<PullStart>,
+        pops: &mut Vec<PopStart>,
     ) -> bool {
         let Some(mq_set) = self.topic_subscribe_info.read().get(topic).cloned() else {
             if !crate::client::validators::is_retry_topic(topic) {
@@ -201,6 +265,17 @@ impl RebalanceImpl {
             }
             return false;
         };
+        if self.model == MessageModel::Clustering && !hooks.client_rebalance(topic) {
+            match self.query_assignment(topic, &mq_set) {
+                BrokerAssignment::Assigned(a) => {
+                    let assigned = Assignment { all: &mq_set, a };
+                    return self
+                        .update_assignment(hooks, topic, assigned, is_order, requests, pops);
+                }
+                BrokerAssignment::Keep => return false,
+                BrokerAssignment::ClientSide => {}
+            }
+        }
         let mine: HashSet<MessageQueue> = match self.model {
             MessageModel::Broadcasting => mq_set.clone(),
             MessageModel::Clustering => {
@@ -238,7 +313,9 @@ impl RebalanceImpl {
                 }
             }
         };
-        let changed = self.update_process_queue_table(hooks, topic, &mine, is_order, requests);
+        let mut changed = self.update_process_queue_table(hooks, topic, &mine, is_order, requests);
+        // Queues a broker assigned in POP mode before it went (or was replaced by a 4.x).
+        changed |= self.update_pop_queues(hooks, topic, &HashSet::new(), pops);
         if changed {
             info!(
                 "{}: rebalanced topic {topic} with {}: {} of {} queues are ours",
@@ -248,6 +325,157 @@ impl RebalanceImpl {
                 mq_set.len()
             );
             hooks.message_queue_changed(topic, &mq_set, &mine);
+        }
+        changed
+    }
+
+    /// QUERY_ASSIGNMENT to one broker of the topic (Java `queryAssignment`, a random
+    /// one), unless it is known not to answer.
+    fn query_assignment(&self, topic: &str, mq_set: &HashSet<MessageQueue>) -> BrokerAssignment {
+        let strategy = self.strategy.name();
+        if !BROKER_STRATEGIES.contains(&strategy) {
+            return BrokerAssignment::ClientSide;
+        }
+        let mut brokers: Vec<&str> = mq_set.iter().map(|q| &*q.broker_name).collect();
+        brokers.sort_unstable();
+        brokers.dedup();
+        if brokers.is_empty() {
+            return BrokerAssignment::Keep;
+        }
+        let pick = crate::util::random_u64() as usize % brokers.len();
+        let Some(addr) = self
+            .instance
+            .find_broker_address_in_subscribe(brokers[pick], MASTER_ID, true)
+            .map(|r| r.addr)
+        else {
+            warn!("{}: no address of broker {} yet", self.group, brokers[pick]);
+            return BrokerAssignment::Keep;
+        };
+        if self.assignment_unsupported.read().contains(&addr) {
+            return BrokerAssignment::ClientSide;
+        }
+        match self.instance.api().query_assignment(
+            &addr,
+            topic,
+            &self.group,
+            self.instance.client_id(),
+            strategy,
+            self.model,
+            QUERY_ASSIGNMENT_TIMEOUT,
+        ) {
+            Ok(Some(a)) => BrokerAssignment::Assigned(a),
+            Ok(None) => {
+                if !crate::client::validators::is_retry_topic(topic) {
+                    warn!("{}: {addr} has no assignment of {topic}", self.group);
+                }
+                BrokerAssignment::Keep
+            }
+            Err(e) if e.kind() == ErrorKind::Unsupported => {
+                info!(
+                    "{}: {addr} does not allocate queues (QUERY_ASSIGNMENT not supported, a 4.x \
+                     broker); allocating on the client",
+                    self.group
+                );
+                self.assignment_unsupported.write().insert(addr);
+                BrokerAssignment::ClientSide
+            }
+            Err(e) => {
+                warn!("{}: assignment of {topic} from {addr}: {e}", self.group);
+                BrokerAssignment::Keep
+            }
+        }
+    }
+
+    /// Java `updateMessageQueueAssignment`: PULL queues as a client-side allocation would
+    /// take them, POP queues into the POP table; the group's POP retry topic is
+    /// subscribed while the topic is pulled (what was popped and not acked before a switch
+    /// back to PULL is revived there) and unsubscribed while it is popped (the broker
+    /// pops it along with the topic).
+    fn update_assignment(
+        &self,
+        hooks: &dyn RebalanceHooks,
+        topic: &str,
+        assigned: Assignment<'_>,
+        is_order: bool,
+        requests: &mut Vec<PullStart>,
+        pops: &mut Vec<PopStart>,
+    ) -> bool {
+        let mut pull_set = HashSet::new();
+        let mut pop_set = HashSet::new();
+        for a in assigned.a {
+            match a.mode {
+                MessageRequestMode::Pop => pop_set.insert(a.queue),
+                MessageRequestMode::Pull => pull_set.insert(a.queue),
+            };
+        }
+        if !crate::client::validators::is_retry_topic(topic) {
+            let retry = pop_retry_topic(topic, &self.group);
+            if pop_set.is_empty() && !pull_set.is_empty() {
+                if !self.subscriptions.read().contains_key(&retry) {
+                    let selector = super::subscription::MessageSelector::by_tag("*");
+                    if let Ok(sub) = super::subscription::build_subscription_data(&retry, &selector)
+                    {
+                        info!("{}: {topic} is pulled; subscribing {retry}", self.group);
+                        self.subscriptions.write().insert(retry, sub);
+                    }
+                }
+            } else if !pop_set.is_empty() && pull_set.is_empty() {
+                self.subscriptions.write().remove(&retry);
+            }
+        }
+        let mut changed =
+            self.update_process_queue_table(hooks, topic, &pull_set, is_order, requests);
+        changed |= self.update_pop_queues(hooks, topic, &pop_set, pops);
+        if changed {
+            info!(
+                "{}: the broker assigned {} queues of {topic} to pull and {} to pop",
+                self.group,
+                pull_set.len(),
+                pop_set.len()
+            );
+            let mine: HashSet<MessageQueue> = pull_set.union(&pop_set).cloned().collect();
+            hooks.message_queue_changed(topic, assigned.all, &mine);
+        }
+        changed
+    }
+
+    /// Keeps the POP queues of `topic` in `mine`: drops the others (and idle ones), takes
+    /// the new ones into `pops`; true if anything changed.
+    fn update_pop_queues(
+        &self,
+        hooks: &dyn RebalanceHooks,
+        topic: &str,
+        mine: &HashSet<MessageQueue>,
+        pops: &mut Vec<PopStart>,
+    ) -> bool {
+        let mut changed = false;
+        let mut table = self.pop_process_queues.write();
+        table.retain(|mq, pq| {
+            if *mq.topic != *topic {
+                return true;
+            }
+            let gone = !mine.contains(mq);
+            let idle = !gone && hooks.drops_idle_queues() && pq.is_pull_expired();
+            if gone || idle {
+                pq.set_dropped(true);
+                changed = true;
+                info!(
+                    "{}: removed pop queue {mq}{}",
+                    self.group,
+                    if idle { " (idle)" } else { "" }
+                );
+            }
+            !(gone || idle)
+        });
+        for mq in mine {
+            if table.contains_key(mq) {
+                continue;
+            }
+            let pq = Arc::new(PopProcessQueue::default());
+            table.insert(mq.clone(), pq.clone());
+            info!("{}: took {mq} to pop", self.group);
+            pops.push((mq.clone(), pq));
+            changed = true;
         }
         changed
     }
@@ -537,5 +765,58 @@ mod tests {
             *hooks.events.lock(),
             ["changed T7 3", "heartbeat", "pulls 1"]
         );
+    }
+
+    #[test]
+    fn pop_a_broker_assignment_moves_queues_between_pull_and_pop() {
+        use crate::protocol::pop::{MessageQueueAssignment, MessageRequestMode};
+        let r = rebalance_of(1);
+        let hooks = Recorder::default();
+        let all = r.topic_subscribe_info.read().get("T0").cloned().unwrap();
+        let assign = |mode, ids: &[i32]| -> Vec<MessageQueueAssignment> {
+            ids.iter()
+                .map(|&q| MessageQueueAssignment {
+                    queue: MessageQueue::new("T0", "b", q),
+                    mode,
+                })
+                .collect()
+        };
+        let retry = pop_retry_topic("T0", "g");
+        let round = |a| {
+            let (mut pulls, mut pops) = (Vec::new(), Vec::new());
+            let assigned = Assignment { all: &all, a };
+            let changed = r.update_assignment(&hooks, "T0", assigned, false, &mut pulls, &mut pops);
+            (changed, pulls.len(), pops.len())
+        };
+        // Pulled: two pull queues, and the POP retry topic is subscribed.
+        assert_eq!(
+            round(assign(MessageRequestMode::Pull, &[0, 1])),
+            (true, 2, 0)
+        );
+        assert!(r.subscriptions.read().contains_key(&retry));
+        assert_eq!(
+            round(assign(MessageRequestMode::Pull, &[0, 1])),
+            (false, 0, 0)
+        );
+        // Switched to POP, the whole topic: the pull queues go, one pop queue comes, and
+        // the retry topic is no longer pulled (the broker pops it with the topic).
+        let pulled: Vec<Arc<ProcessQueue>> = r.process_queues.read().values().cloned().collect();
+        assert_eq!(round(assign(MessageRequestMode::Pop, &[-1])), (true, 0, 1));
+        assert!(pulled.iter().all(|pq| pq.is_dropped()));
+        assert!(r.process_queues.read().is_empty());
+        assert_eq!(r.pop_process_queues.read().len(), 1);
+        assert!(!r.subscriptions.read().contains_key(&retry));
+        // And back to PULL: the pop queue is dropped.
+        let popped = r
+            .pop_process_queues
+            .read()
+            .values()
+            .next()
+            .cloned()
+            .unwrap();
+        assert_eq!(round(assign(MessageRequestMode::Pull, &[1])), (true, 1, 0));
+        assert!(popped.is_dropped());
+        assert!(r.pop_process_queues.read().is_empty());
+        assert!(r.subscriptions.read().contains_key(&retry));
     }
 }

@@ -55,6 +55,18 @@ pub struct ProcessQueueInfo {
     pub last_consume_timestamp: i64,
 }
 
+/// One queue a broker assigned in POP mode as the admin tool shows it (Java
+/// `PopProcessQueueInfo`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PopProcessQueueInfo {
+    /// Messages popped and not yet acked or handed back.
+    pub wait_ack_count: i32,
+    /// Java's spelling.
+    pub droped: bool,
+    pub last_pop_timestamp: i64,
+}
+
 /// Consumption figures of one topic (Java `ConsumeStatus`): per-second rates and mean
 /// times in ms over the last minute.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -81,6 +93,8 @@ pub struct ConsumerRunningInfo {
     pub properties: BTreeMap<String, String>,
     pub subscriptions: Vec<SubscriptionData>,
     pub mq_table: BTreeMap<MessageQueue, ProcessQueueInfo>,
+    /// The queues popped (Java `mqPopTable`).
+    pub mq_pop_table: BTreeMap<MessageQueue, PopProcessQueueInfo>,
     /// Topic → figures.
     pub status_table: BTreeMap<String, ConsumeStatus>,
     /// Java sends its thread dump here when asked; this client lists its threads.
@@ -97,7 +111,9 @@ impl ConsumerRunningInfo {
         s.push_str(&serde_json::to_string(&self.subscriptions).map_err(err)?);
         s.push_str(",\"mqTable\":");
         json::object_key_map(&mut s, self.mq_table.iter()).map_err(err)?;
-        s.push_str(",\"mqPopTable\":{},\"statusTable\":");
+        s.push_str(",\"mqPopTable\":");
+        json::object_key_map(&mut s, self.mq_pop_table.iter()).map_err(err)?;
+        s.push_str(",\"statusTable\":");
         s.push_str(&serde_json::to_string(&self.status_table).map_err(err)?);
         s.push_str(",\"userConsumerInfo\":{}");
         if let Some(j) = &self.jstack {

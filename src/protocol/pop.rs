@@ -351,7 +351,6 @@ impl PopOffsets {
     }
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 /// How a group consumes a topic's queue (Java `MessageRequestMode`): set per topic and
 /// group on the broker (`mqadmin setConsumeMode`), read back with QUERY_ASSIGNMENT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -375,7 +374,6 @@ impl MessageRequestMode {
     }
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 /// QUERY_ASSIGNMENT (400) request body (Java `QueryAssignmentRequestBody`).
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -401,7 +399,6 @@ pub struct SetMessageRequestModeRequestBody<'a> {
     pub pop_share_queue_num: i32,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 /// One queue of a QUERY_ASSIGNMENT answer and how to consume it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageQueueAssignment {
@@ -409,7 +406,6 @@ pub struct MessageQueueAssignment {
     pub mode: MessageRequestMode,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct AssignmentWire {
@@ -418,7 +414,6 @@ struct AssignmentWire {
     mode: Option<String>,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct QueryAssignmentResponseWire {
@@ -426,15 +421,18 @@ struct QueryAssignmentResponseWire {
     message_queue_assignments: Option<Vec<AssignmentWire>>,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 /// Decodes a QUERY_ASSIGNMENT answer (fastjson, through [`super::json`]); a mode other
-/// than `PULL` or `POP` is an error, a missing one `PULL` (Java's default), a missing
-/// set no queue.
-pub fn decode_query_assignment(body: &[u8]) -> Result<Vec<MessageQueueAssignment>, DecodeError> {
+/// than `PULL` or `POP` is an error, a missing one `PULL` (Java's default). A missing or
+/// null set is `None`: the broker could not allocate (unknown topic or strategy, no
+/// consumer list), and Java keeps its current queues then; an empty set means no queue.
+pub fn decode_query_assignment(
+    body: &[u8],
+) -> Result<Option<Vec<MessageQueueAssignment>>, DecodeError> {
     let r: QueryAssignmentResponseWire = super::json::from_slice(body)?;
-    r.message_queue_assignments
-        .unwrap_or_default()
-        .into_iter()
+    let Some(set) = r.message_queue_assignments else {
+        return Ok(None);
+    };
+    set.into_iter()
         .map(|a| {
             let mode = match a.mode.as_deref() {
                 None | Some("PULL") => MessageRequestMode::Pull,
@@ -450,7 +448,8 @@ pub fn decode_query_assignment(body: &[u8]) -> Result<Vec<MessageQueueAssignment
                 mode,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 #[cfg(test)]
@@ -462,15 +461,19 @@ mod tests {
     fn pop_query_assignment_answers_decode_or_are_errors() {
         // As the 5.3.3 broker writes it (fastjson: a set, unquoted field order).
         let body = br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"broker-a","queueId":1,"topic":"T"},"mode":"POP"},{"messageQueue":{"brokerName":"broker-a","queueId":0,"topic":"T"},"mode":"PULL","attachments":{}}]}"#;
-        let a = decode_query_assignment(body).unwrap();
+        let a = decode_query_assignment(body).unwrap().unwrap();
         assert_eq!(a.len(), 2);
         assert_eq!(a[0].queue.queue_id(), 1);
         assert_eq!(a[0].mode, MessageRequestMode::Pop);
         assert_eq!(a[1].mode, MessageRequestMode::Pull);
-        assert_eq!(decode_query_assignment(b"{}").unwrap(), vec![]);
+        assert_eq!(decode_query_assignment(b"{}").unwrap(), None);
+        let null = br#"{"messageQueueAssignments":null}"#;
+        assert_eq!(decode_query_assignment(null).unwrap(), None);
+        let empty = br#"{"messageQueueAssignments":[]}"#;
+        assert_eq!(decode_query_assignment(empty).unwrap(), Some(vec![]));
         let no_mode = br#"{"messageQueueAssignments":[{"messageQueue":{"brokerName":"b","queueId":0,"topic":"T"}}]}"#;
         assert_eq!(
-            decode_query_assignment(no_mode).unwrap()[0].mode,
+            decode_query_assignment(no_mode).unwrap().unwrap()[0].mode,
             MessageRequestMode::Pull
         );
         for bad in [

@@ -19,6 +19,7 @@ mod hooks;
 mod java;
 mod lite_pull_queues;
 mod pop;
+mod pop_push;
 mod producer;
 mod push_shutdown;
 mod remoting;

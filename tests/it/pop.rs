@@ -275,8 +275,8 @@ fn pop_simple_consumer_refuses_bad_arguments_before_sending() {
 
 /// The request mode an operator sets with the official tool (`mqadmin setConsumeMode`)
 /// is what QUERY_ASSIGNMENT answers a member of the group, and SET_MESSAGE_REQUEST_MODE
-/// sent by this client switches it back (the protocol the push consumer's POP mode is to
-/// follow; that mode itself is not built yet).
+/// sent by this client switches it back (what the push consumer with
+/// `client_rebalance(false)` follows: see `pop_push.rs`).
 #[test]
 fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
     use rocketmq_blocking::protocol::pop::MessageRequestMode;
@@ -308,7 +308,8 @@ fn pop_mode_set_with_mqadmin_set_consume_mode_shows_in_the_query_assignment() {
                 MessageModel::Clustering,
                 t,
             )
-            .unwrap();
+            .unwrap()
+            .expect("an assignment");
         let mut m: Vec<(i32, MessageRequestMode)> =
             a.iter().map(|a| (a.queue.queue_id(), a.mode)).collect();
         m.sort_by_key(|(q, _)| *q);
@@ -453,14 +454,76 @@ fn pop_eight_simple_consumers_on_a_two_queue_topic_all_receive_and_lose_nothing(
     assert_eq!(back.len(), more.len(), "redelivered: {back:?}");
 }
 
+/// What a child process (a Java consumer, a test helper) printed: "GOT <body>" lines, and
+/// whether it printed "STARTED"; read on the returned thread until the child's end.
+pub(crate) fn read_got_lines(
+    stdout: impl std::io::Read + Send + 'static,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::io::{BufRead, BufReader};
+    let got: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let started: std::sync::Arc<std::sync::atomic::AtomicBool> = Default::default();
+    let (g, st) = (got.clone(), started.clone());
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line == "STARTED" {
+                st.store(true, std::sync::atomic::Ordering::SeqCst);
+            } else if let Some(b) = line.strip_prefix("GOT ") {
+                g.lock().unwrap().push(b.to_string());
+            }
+        }
+    });
+    (got, started, reader)
+}
+
+/// `tests/it/java/PopInterop.java`: a Java 5.3.3 push consumer with client rebalance off
+/// (in POP mode once the group is switched), running 45 s and printing what it consumed.
+pub(crate) struct JavaPopConsumer {
+    child: std::process::Child,
+    pub(crate) got: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl JavaPopConsumer {
+    /// Compiles and starts it in `group` on `topic`; returns once it has started.
+    pub(crate) fn start(topic: &str, group: &str) -> JavaPopConsumer {
+        let version = cluster::cluster().lock().version().to_string();
+        let java = crate::java::JavaProgram::compile(
+            &version,
+            "tests/it/java/PopInterop.java",
+            "PopInterop",
+        );
+        let mut child = java
+            .command(&[], &[cluster::namesrv(), topic, group, "45"])
+            .spawn()
+            .expect("java runs");
+        let (got, started, reader) = read_got_lines(child.stdout.take().expect("piped"));
+        crate::consumer::wait_for("the Java consumer", Duration::from_secs(60), || {
+            started.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        JavaPopConsumer { child, got, reader }
+    }
+
+    /// Waits for its end (killed after 2 min) and checks it succeeded.
+    pub(crate) fn finish(self) {
+        let out = crate::java::wait_or_kill(self.child, Duration::from_secs(120));
+        self.reader.join().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// A Java 5.3.3 push consumer, which consumes by POP once an operator switched the group
 /// with `mqadmin setConsumeMode -m POP`, and a Rust simple consumer in the same group
 /// share the work: both get messages, none is lost, duplicates counted.
 #[test]
 fn pop_a_java_pop_consumer_and_a_rust_simple_consumer_share_one_group() {
-    use std::io::{BufRead, BufReader};
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex};
     if broker_4x() {
         return;
     }
@@ -480,31 +543,8 @@ fn pop_a_java_pop_consumer_and_a_rust_simple_consumer_share_one_group() {
         "-q",
         "2",
     ]);
-    let version = cluster::cluster().lock().version().to_string();
-    let java =
-        crate::java::JavaProgram::compile(&version, "tests/it/java/PopInterop.java", "PopInterop");
-    let mut child = java
-        .command(&[], &[cluster::namesrv(), &topic, &group, "45"])
-        .spawn()
-        .expect("java runs");
-    let stdout = child.stdout.take().expect("piped");
-    let java_got: Arc<Mutex<Vec<String>>> = Arc::default();
-    let started = Arc::new(AtomicBool::new(false));
-    let reader = {
-        let (got, started) = (java_got.clone(), started.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line == "STARTED" {
-                    started.store(true, Ordering::SeqCst);
-                } else if let Some(b) = line.strip_prefix("GOT ") {
-                    got.lock().unwrap().push(b.to_string());
-                }
-            }
-        })
-    };
-    crate::consumer::wait_for("the Java consumer", Duration::from_secs(60), || {
-        started.load(Ordering::SeqCst)
-    });
+    let java = JavaPopConsumer::start(&topic, &group);
+    let java_got = java.got.clone();
     let ours = simple(&group, &topic);
     let sent = send(&topic, 200, "java");
     let mut rust_got: Vec<String> = Vec::new();
@@ -520,13 +560,7 @@ fn pop_a_java_pop_consumer_and_a_rust_simple_consumer_share_one_group() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let out = crate::java::wait_or_kill(child, Duration::from_secs(120));
-    reader.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    java.finish();
     let java_got = java_got.lock().unwrap().clone();
     let seen: std::collections::HashSet<&String> = rust_got.iter().chain(java_got.iter()).collect();
     let lost: Vec<&String> = sent.iter().filter(|b| !seen.contains(b)).collect();

@@ -104,6 +104,16 @@ impl ConsumerInner for PushConsumerImpl {
             o.pull_threshold_for_queue.to_string(),
         );
         put("pullInterval", o.pull_interval.as_millis().to_string());
+        put("clientRebalance", o.client_rebalance.to_string());
+        put(
+            "popInvisibleTime",
+            o.pop_invisible_time.as_millis().to_string(),
+        );
+        put("popBatchNums", o.pop_batch_nums.to_string());
+        put(
+            "popThresholdForQueue",
+            o.pop_threshold_for_queue.to_string(),
+        );
         put(prop::CONSUME_ORDERLY, self.is_orderly().to_string());
         put(prop::THREADPOOL_CORE_SIZE, self.pool.size().to_string());
         put(prop::CONSUMER_START_TIMESTAMP, self.started_at.to_string());
@@ -117,6 +127,13 @@ impl ConsumerInner for PushConsumerImpl {
             .collect();
         let held = self.rebalance.held_queues();
         info.mq_table = queue_infos(self.offset_store.as_ref(), held);
+        info.mq_pop_table = self
+            .rebalance
+            .pop_process_queues
+            .read()
+            .iter()
+            .map(|(mq, pq)| (mq.clone(), pq.info()))
+            .collect();
         for topic in consumer_admin::topics_of(&info.subscriptions) {
             let status = self.stats.read(&topic);
             info.status_table.insert(topic, status);

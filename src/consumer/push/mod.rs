@@ -10,6 +10,7 @@
 
 mod consumer_inner;
 mod orderly;
+mod pop;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -620,6 +621,45 @@ impl PushConsumerImpl {
         }
     }
 
+    /// Runs a concurrent listener on `msgs` of `mq` with the consume hooks and the trace
+    /// around it: the status (a panic is `ReconsumeLater`), the context as the listener
+    /// left it, and how long it ran.
+    fn call_listener(
+        &self,
+        listener: &super::ConcurrentFn,
+        msgs: &Arc<Vec<MessageExt>>,
+        mq: MessageQueue,
+    ) -> (ConsumeStatus, ConsumeConcurrentlyContext, Duration) {
+        let mut ctx = ConsumeConcurrentlyContext::new(mq);
+        let hooks = self.observer.before(&self.group, &ctx.message_queue, msgs);
+        let began = Instant::now();
+        let traced = self.trace_before(msgs);
+        let mut panicked = false;
+        let status =
+            catch_unwind(AssertUnwindSafe(|| listener(msgs, &mut ctx))).unwrap_or_else(|_| {
+                warn!(
+                    "{}: the listener panicked on {} messages of {}; they will be retried",
+                    self.group,
+                    msgs.len(),
+                    ctx.message_queue
+                );
+                panicked = true;
+                ConsumeStatus::ReconsumeLater
+            });
+        let ok = status == ConsumeStatus::Success;
+        let took = began.elapsed();
+        self.trace_after(traced, msgs, began, ok, panicked);
+        if let Some(hooks) = hooks {
+            let status = match status {
+                _ if panicked => ConsumeHookStatus::Panicked,
+                ConsumeStatus::Success => ConsumeHookStatus::Success,
+                ConsumeStatus::ReconsumeLater => ConsumeHookStatus::ReconsumeLater,
+            };
+            hooks.after(&self.group, &ctx.message_queue, msgs, status);
+        }
+        (status, ctx, took)
+    }
+
     fn consume_concurrently(
         self: Arc<Self>,
         mut msgs: Vec<MessageExt>,
@@ -635,33 +675,7 @@ impl PushConsumerImpl {
         self.prepare_for_listener(&mut msgs);
         let msgs = Arc::new(msgs);
         let batch = pq.begin_batch(msgs.clone());
-        let mut ctx = ConsumeConcurrentlyContext::new(mq);
-        let hooks = self.observer.before(&self.group, &ctx.message_queue, &msgs);
-        let began = Instant::now();
-        let traced = self.trace_before(&msgs);
-        let mut panicked = false;
-        let status =
-            catch_unwind(AssertUnwindSafe(|| listener(&msgs, &mut ctx))).unwrap_or_else(|_| {
-                warn!(
-                    "{}: the listener panicked on {} messages of {}; they will be retried",
-                    self.group,
-                    msgs.len(),
-                    ctx.message_queue
-                );
-                panicked = true;
-                ConsumeStatus::ReconsumeLater
-            });
-        let ok = status == ConsumeStatus::Success;
-        let took = began.elapsed();
-        self.trace_after(traced, &msgs, began, ok, panicked);
-        if let Some(hooks) = hooks {
-            let status = match status {
-                _ if panicked => ConsumeHookStatus::Panicked,
-                ConsumeStatus::Success => ConsumeHookStatus::Success,
-                ConsumeStatus::ReconsumeLater => ConsumeHookStatus::ReconsumeLater,
-            };
-            hooks.after(&self.group, &ctx.message_queue, &msgs, status);
-        }
+        let (status, ctx, took) = self.call_listener(listener, &msgs, mq);
         if !pq.end_batch(batch) {
             // Past the consume timeout: its messages were sent back and left the queue.
             debug!(
@@ -686,7 +700,7 @@ impl PushConsumerImpl {
         }
         .min(msgs.len());
         self.stats
-            .consumed(&mq.topic, acked, msgs.len() - acked, began.elapsed());
+            .consumed(&mq.topic, acked, msgs.len() - acked, took);
         self.observer.counters.consumed(
             &self.user_topic(&mq.topic),
             acked as u64,
@@ -920,9 +934,12 @@ impl PushConsumerImpl {
         *self.recording.write() = false;
     }
 
-    /// Drops every queue (stops pulls and consumption).
+    /// Drops every queue (stops pulls, pops and consumption).
     pub(crate) fn drop_all_queues(&self) {
         for pq in self.rebalance.process_queues.read().values() {
+            pq.set_dropped(true);
+        }
+        for pq in self.rebalance.pop_process_queues.read().values() {
             pq.set_dropped(true);
         }
     }
@@ -1016,6 +1033,25 @@ impl RebalanceHooks for PushConsumerImpl {
 
     fn drops_idle_queues(&self) -> bool {
         true
+    }
+
+    /// Java `RebalancePushImpl.clientRebalance`: orderly and broadcasting consumers
+    /// always allocate here (Java has no orderly POP).
+    fn client_rebalance(&self, _topic: &str) -> bool {
+        self.options.client_rebalance
+            || self.is_orderly()
+            || self.options.message_model == MessageModel::Broadcasting
+    }
+
+    fn dispatch_pop_requests(&self, requests: Vec<super::rebalance::PopStart>) {
+        for (mq, pq) in requests {
+            self.instance
+                .execute_pull_request_immediately(pop::PopRequest {
+                    consumer: self.me.clone(),
+                    mq,
+                    pq,
+                });
+        }
     }
 }
 
