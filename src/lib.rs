@@ -286,6 +286,7 @@ pub use producer::{
     TransactionSendResult,
 };
 pub use protocol::admin::{ConsumeStats, QueueProgress, SubscriptionGroupConfig};
+pub use protocol::pop::MessageRequestMode;
 pub use protocol::{
     BrokerData, ClusterInfo, Perm, QueueData, ResponseCode, SerializeType, TopicRouteData,
 };

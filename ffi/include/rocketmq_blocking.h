@@ -404,6 +404,21 @@ rmq_result rmq_admin_delete_topic(const rmq_admin *a,
                                   size_t topic_len,
                                   rmq_string_list **brokers_out);
 
+// Sets how `group` consumes `topic` on every master broker (Java
+// `setMessageRequestMode`, `mqadmin setConsumeMode`): `pop` nonzero for POP, with up to
+// `pop_share_queue_num + 1` consumers sharing each queue, zero for PULL. Push consumers
+// built with `rmq_push_consumer_builder_client_rebalance(b, 0)` follow it at their next
+// rebalance. A 4.x broker answers `RMQ_UNSUPPORTED`. `*brokers_out` (when not NULL) is
+// the list of the brokers' names, to free with `rmq_string_list_free`.
+rmq_result rmq_admin_set_message_request_mode(const rmq_admin *a,
+                                              const char *topic,
+                                              size_t topic_len,
+                                              const char *group,
+                                              size_t group_len,
+                                              int pop,
+                                              uint32_t pop_share_queue_num,
+                                              rmq_string_list **brokers_out);
+
 // Writes the cluster (Java `ClusterInfo`) as JSON into `buf`, NUL-terminated, as
 // `rmq_admin_topic_route_json` does: `{"brokerAddrTable": {name: {"cluster",
 // "brokerName", "brokerAddrs": {id: addr}}}, "clusterAddrTable": {cluster: [names]}}`,

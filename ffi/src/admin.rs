@@ -4,12 +4,12 @@
 //! Thread safety: an `rmq_admin` may be used from several threads at once; the results
 //! (`rmq_string_list`, `rmq_consume_stats`) are for one thread at a time.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_int};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rocketmq_blocking::{
-    Admin, BrokerData, ClientOptions, ConsumeStats, MessageQuery, MessageQueue, QueueProgress,
-    ResetTarget, TopicConfig, TopicRouteData,
+    Admin, BrokerData, ClientOptions, ConsumeStats, MessageQuery, MessageQueue, MessageRequestMode,
+    QueueProgress, ResetTarget, TopicConfig, TopicRouteData,
 };
 
 use crate::error::{err, fail, guard, guard_void, rmq_result};
@@ -255,6 +255,45 @@ pub extern "C" fn rmq_admin_delete_topic(
         let a = admin(a)?;
         let items = a
             .delete_topic(str_arg(topic, topic_len, "topic")?)
+            .map_err(err)?;
+        if brokers_out.is_null() {
+            return Ok(());
+        }
+        out_handle(brokers_out, rmq_string_list { items })
+    })
+}
+
+/// Sets how `group` consumes `topic` on every master broker (Java
+/// `setMessageRequestMode`, `mqadmin setConsumeMode`): `pop` nonzero for POP, with up to
+/// `pop_share_queue_num + 1` consumers sharing each queue, zero for PULL. Push consumers
+/// built with `rmq_push_consumer_builder_client_rebalance(b, 0)` follow it at their next
+/// rebalance. A 4.x broker answers `RMQ_UNSUPPORTED`. `*brokers_out` (when not NULL) is
+/// the list of the brokers' names, to free with `rmq_string_list_free`.
+#[no_mangle]
+pub extern "C" fn rmq_admin_set_message_request_mode(
+    a: *const rmq_admin,
+    topic: *const c_char,
+    topic_len: usize,
+    group: *const c_char,
+    group_len: usize,
+    pop: c_int,
+    pop_share_queue_num: u32,
+    brokers_out: *mut *mut rmq_string_list,
+) -> rmq_result {
+    guard(|| {
+        let a = admin(a)?;
+        let mode = if pop != 0 {
+            MessageRequestMode::Pop
+        } else {
+            MessageRequestMode::Pull
+        };
+        let items = a
+            .set_message_request_mode(
+                str_arg(topic, topic_len, "topic")?,
+                str_arg(group, group_len, "group")?,
+                mode,
+                pop_share_queue_num,
+            )
             .map_err(err)?;
         if brokers_out.is_null() {
             return Ok(());

@@ -54,6 +54,7 @@ const TABLE: &[(&str, &str, C)] = &[
     ("Admin", "topic_stats_on", Not("asks a given broker; rmq_admin_topic_stats_json asks every broker of the topic")),
     ("Admin", "create_subscription_group", Not("an operator's task (mqadmin updateSubGroup, in the rmq tool); a group comes into being when its consumer starts; not yet in C")),
     ("Admin", "delete_topic", Fns(&["rmq_admin_delete_topic"])),
+    ("Admin", "set_message_request_mode", Fns(&["rmq_admin_set_message_request_mode"])),
     ("Admin", "query_message_by_unique_key", Fns(&["rmq_admin_query_message_by_unique_key"])),
     ("Admin", "query_messages", Fns(&["rmq_admin_query_messages_by_key", "rmq_admin_query_message_by_unique_key"])),
     ("Admin", "reset_offset", Fns(&["rmq_admin_reset_offset"])),

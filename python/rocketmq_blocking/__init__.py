@@ -1087,7 +1087,13 @@ class PushConsumer(_Client[_native.PushConsumer]):
     A listener that takes two parameters gets a :class:`ConsumeContext` as its second,
     for the ack index, the delay level of messages that come again, or an orderly
     queue's suspend time. ``trace=True`` (or ``trace_topic=``) traces every consumption
-    (Java ``enableMsgTrace``)."""
+    (Java ``enableMsgTrace``).
+
+    ``client_rebalance=False`` (Java ``setClientRebalance(false)``) follows a 5.x broker's
+    assignment and request mode: once an operator switches the group to POP (``mqadmin
+    setConsumeMode -m POP``) it consumes by POP, each message invisible to the group for
+    ``pop_invisible_time_ms`` (default 60,000, renewed while the listener runs) and
+    ``pop_batch_nums`` (default 32) per pop; a 4.x broker keeps it pulling."""
 
     def __init__(
         self,
@@ -1108,6 +1114,9 @@ class PushConsumer(_Client[_native.PushConsumer]):
         consume_hook: Optional[ConsumeHook] = None,
         trace: bool = False,
         trace_topic: Optional[str] = None,
+        client_rebalance: bool = True,
+        pop_invisible_time_ms: Optional[int] = None,
+        pop_batch_nums: Optional[int] = None,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -1145,6 +1154,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
             batch_max_size,
             None if consume_hook is None else _consume_hook_pair(consume_hook),
             _trace(trace, trace_topic),
+            (bool(client_rebalance), pop_invisible_time_ms, pop_batch_nums),
         )
         _open.add(self)
 
@@ -1524,6 +1534,17 @@ class Admin(_Client[_native.NativeAdmin]):
         """Deletes ``topic`` from every master broker and name server; the brokers' names."""
         with self._use() as h:
             return h.delete_topic(topic)
+
+    def set_message_request_mode(
+        self, topic: str, group: str, *, pop: bool, pop_share_queue_num: int = 0
+    ) -> List[str]:
+        """Sets how ``group`` consumes ``topic`` on every master broker (Java
+        ``setMessageRequestMode``, ``mqadmin setConsumeMode``): by POP (``pop=True``, up to
+        ``pop_share_queue_num + 1`` consumers sharing each queue) or by PULL. Push consumers
+        made with ``client_rebalance=False`` follow it at their next rebalance; a 4.x broker
+        raises :class:`UnsupportedError`. The brokers' names."""
+        with self._use() as h:
+            return h.set_message_request_mode(topic, group, bool(pop), int(pop_share_queue_num))
 
     def topic_list(self) -> List[str]:
         """Every topic the name servers know."""

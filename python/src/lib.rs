@@ -1084,6 +1084,9 @@ fn consume_from(from_first: bool) -> ConsumeFromWhere {
 /// What a listener call came to, as the Python layer's `on_messages(messages, queue)`
 /// returns it: `(status, ack_index, delay_level, suspend_ms)`, status 0 to acknowledge,
 /// the rest the consume context's settings (`None`: left as they were).
+/// `(client_rebalance, pop_invisible_time_ms, pop_batch_nums)` of a push consumer.
+type PopMode = (bool, Option<u64>, Option<u32>);
+
 type ListenerAnswer = (i64, Option<i64>, Option<i64>, Option<u64>);
 
 /// One listener call: its answer, or `None` when there is none (an exception, a closed
@@ -1188,8 +1191,17 @@ impl PushConsumer {
         batch_max_size: Option<usize>,
         consume_hook: Option<HookPair>,
         trace: Trace,
+        pop: PopMode,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
+        let (client_rebalance, invisible_ms, batch) = pop;
+        b = b.client_rebalance(client_rebalance);
+        if let Some(ms) = invisible_ms {
+            b = b.pop_invisible_time(Duration::from_millis(ms));
+        }
+        if let Some(n) = batch {
+            b = b.pop_batch_nums(n);
+        }
         b = match trace {
             (_, Some(topic)) => b.trace_topic(topic),
             (on, None) => b.enable_msg_trace(on),
@@ -1591,6 +1603,28 @@ impl NativeAdmin {
     /// Deletes `topic` from every master and name server; the broker names.
     fn delete_topic(&self, py: Python<'_>, topic: &str) -> PyResult<Vec<String>> {
         py.detach(|| self.inner.delete_topic(topic)).or_raise(py)
+    }
+
+    /// Sets how `group` consumes `topic` on every master: POP (`pop`) or PULL; the
+    /// broker names.
+    fn set_message_request_mode(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        group: &str,
+        pop: bool,
+        pop_share_queue_num: u32,
+    ) -> PyResult<Vec<String>> {
+        let mode = if pop {
+            rmq::MessageRequestMode::Pop
+        } else {
+            rmq::MessageRequestMode::Pull
+        };
+        py.detach(|| {
+            self.inner
+                .set_message_request_mode(topic, group, mode, pop_share_queue_num)
+        })
+        .or_raise(py)
     }
 
     fn topic_list(&self, py: Python<'_>) -> PyResult<Vec<String>> {

@@ -3,12 +3,13 @@ time, nothing back after the acks; on a 4.x cluster (``RMQ_TEST_VERSION=4.9.7``)
 typed ``UnsupportedError``."""
 
 import os
+import threading
 import time
 
 import pytest
 
 import rocketmq_blocking as rmq
-from conftest import unique
+from conftest import unique, wait_for
 
 
 def broker_4x() -> bool:
@@ -45,3 +46,47 @@ def test_pop_simple_consumer_receives_acks_and_changes_invisible_time(namesrv, t
         while time.monotonic() < deadline:
             again += [m.message.msg_id for m in c.receive(32, 5_000)]
         assert again == [], again
+
+
+def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, topic):
+    """``client_rebalance=False`` follows the broker: switched to POP with the admin, the
+    consumer pops (its assignment is the whole topic, queue -1) and gets every message;
+    switched back, it pulls queues again. A 4.x broker refuses the switch."""
+    group = unique("py_pop_push")
+    with rmq.Admin(namesrv) as admin:
+        if broker_4x():
+            with pytest.raises(rmq.UnsupportedError):
+                admin.set_message_request_mode(topic, group, pop=True)
+            return
+        assert admin.set_message_request_mode(topic, group, pop=True)
+        got: dict = {}
+        lock = threading.Lock()
+
+        def listener(msgs):
+            with lock:
+                for m in msgs:
+                    got[m.msg_id] = got.get(m.msg_id, 0) + 1
+            return rmq.ConsumeStatus.SUCCESS
+
+        with rmq.PushConsumer(
+            group, topic, listener, namesrv=namesrv, client_rebalance=False, pop_invisible_time_ms=10_000
+        ) as c:
+
+            def popping() -> bool:
+                return any(q.topic == topic and q.queue_id == -1 for q in c.assigned_queues())
+
+            assert wait_for(popping, timeout=60), c.assigned_queues()
+            with rmq.Producer(unique("py_pop_push_p"), namesrv=namesrv) as p:
+                sent = {p.send(rmq.Message(topic, f"popped {i}".encode())).msg_id for i in range(20)}
+            assert wait_for(lambda: set(got) >= sent, timeout=60), len(sent - set(got))
+
+            admin.set_message_request_mode(topic, group, pop=False)
+
+            def pulling() -> bool:
+                qs = [q for q in c.assigned_queues() if q.topic == topic]
+                return bool(qs) and all(q.queue_id >= 0 for q in qs)
+
+            assert wait_for(pulling, timeout=60), c.assigned_queues()
+            with rmq.Producer(unique("py_pop_push_p"), namesrv=namesrv) as p:
+                later = {p.send(rmq.Message(topic, f"pulled {i}".encode())).msg_id for i in range(10)}
+            assert wait_for(lambda: set(got) >= later, timeout=60), len(later - set(got))

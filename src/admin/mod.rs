@@ -27,6 +27,7 @@ use crate::protocol::header::{
     OffsetResponseHeader, QueryMessageRequestHeader, QueueOffsetRequestHeader,
     ResetOffsetRequestHeader, SearchOffsetRequestHeader, ViewMessageRequestHeader,
 };
+use crate::protocol::pop::MessageRequestMode;
 use crate::protocol::{ClusterInfo, RemotingCommand, RequestCode, ResponseCode, TopicRouteData};
 use crate::remoting::RemotingClient;
 use crate::util::{millis_since_epoch, time_from_millis};
@@ -501,6 +502,38 @@ impl Admin {
         for addr in masters.values() {
             self.api
                 .create_subscription_group(addr, config, self.timeout)?;
+        }
+        Ok(masters.into_keys().collect())
+    }
+
+    /// Sets how `group` consumes `topic` on every master broker (SET_MESSAGE_REQUEST_MODE,
+    /// what `mqadmin setConsumeMode` sends; Java `setMessageRequestMode`): with
+    /// [`MessageRequestMode::Pop`] up to `pop_share_queue_num + 1` consumers share each
+    /// queue. Push consumers built with `client_rebalance(false)` follow it at their next
+    /// rebalance. A 4.x broker does not know the request ([`ErrorKind::Unsupported`]).
+    /// Returns the broker names.
+    ///
+    /// [`ErrorKind::Unsupported`]: crate::ErrorKind::Unsupported
+    #[doc(alias = "setMessageRequestMode")]
+    pub fn set_message_request_mode(
+        &self,
+        topic: &str,
+        group: &str,
+        mode: MessageRequestMode,
+        pop_share_queue_num: u32,
+    ) -> Result<Vec<String>> {
+        check_topic(topic)?;
+        check_group(group)?;
+        let masters = self.masters()?;
+        for addr in masters.values() {
+            self.api.set_message_request_mode(
+                addr,
+                topic,
+                group,
+                mode,
+                pop_share_queue_num,
+                self.timeout,
+            )?;
         }
         Ok(masters.into_keys().collect())
     }

@@ -21,7 +21,6 @@ use crate::protocol::pop::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ExtraInfo, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
 };
-#[cfg(feature = "unstable-internals")]
 use crate::protocol::pop::{MessageRequestMode, SetMessageRequestModeRequestBody};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
 use crate::remoting::InvokeCallback;
@@ -259,7 +258,6 @@ impl MQClientAPI {
             .map_err(|e| Error::from(e).with_addr(addr).context("query assignment"))
     }
 
-    #[cfg(feature = "unstable-internals")]
     /// SET_MESSAGE_REQUEST_MODE: how `group` consumes `topic` on that broker (what
     /// `mqadmin setConsumeMode` sends); with POP, up to `pop_share_queue_num + 1`
     /// consumers share each queue.

@@ -363,7 +363,6 @@ pub enum MessageRequestMode {
     Pop,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 impl MessageRequestMode {
     /// Java's constant name.
     pub fn wire(self) -> &'static str {
@@ -387,7 +386,6 @@ pub struct QueryAssignmentRequestBody<'a> {
     pub message_model: &'a str,
 }
 
-#[cfg(any(test, feature = "unstable-internals"))]
 /// SET_MESSAGE_REQUEST_MODE (401) request body (Java `SetMessageRequestModeRequestBody`).
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocketmq_blocking::{
-    ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeStatus, Message, MessageExt, PushConsumer,
-    PushConsumerBuilder, RequestContext, RequestHook,
+    Admin, ClientOptions, ConsumeConcurrentlyContext, ConsumeFromWhere, ConsumeStatus, ErrorKind,
+    Message, MessageExt, MessageRequestMode, PushConsumer, PushConsumerBuilder, RequestContext,
+    RequestHook,
 };
 
 use crate::cluster;
@@ -20,6 +21,13 @@ use crate::consumer::{producer, wait_for};
 
 fn broker_4x() -> bool {
     cluster::cluster().lock().version().starts_with('4')
+}
+
+fn admin() -> Admin {
+    Admin::builder()
+        .client_options(ClientOptions::new().namesrv_addr(cluster::namesrv()))
+        .start()
+        .expect("admin")
 }
 
 /// `mqadmin setConsumeMode` on the test broker.
@@ -441,7 +449,12 @@ fn pop_push_switched_back_to_pull_goes_on_by_pull() {
             first.iter().all(|b| d.contains(b))
         },
     );
-    set_mode(&topic, &group, "PULL", 0);
+    // Back with our Admin this time (SET_MESSAGE_REQUEST_MODE on every master, as
+    // `mqadmin setConsumeMode -c` sends it).
+    let brokers = admin()
+        .set_message_request_mode(&topic, &group, MessageRequestMode::Pull, 0)
+        .unwrap();
+    assert_eq!(brokers.len(), 1, "{brokers:?}");
     // Sent while the switch is on its way.
     let middle = bodies("middle", 50);
     send(&topic, &middle);
@@ -521,6 +534,11 @@ fn pop_push_following_the_broker_pulls_in_pull_mode_and_on_4x() {
         "pulled queues: {queues:?}"
     );
     if broker_4x() {
+        // Nor can an admin switch a 4.x broker's group.
+        let e = admin()
+            .set_message_request_mode(&topic, &group, MessageRequestMode::Pop, 0)
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
         // A periodic round (20 s) after the first: still the one refused query.
         std::thread::sleep(Duration::from_secs(22));
         assert_eq!(
