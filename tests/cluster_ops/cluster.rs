@@ -110,8 +110,43 @@ pub struct RestartNameServersOnDrop;
 
 impl Drop for RestartNameServersOnDrop {
     fn drop(&mut self) {
-        if let Err(e) = cluster().lock().start_name_servers() {
-            eprintln!("restarting the name servers: {e}");
+        let (namesrvs, brokers) = {
+            let mut c = cluster().lock();
+            if let Err(e) = c.start_name_servers() {
+                eprintln!("restarting the name servers: {e}");
+            }
+            let brokers: Vec<String> = c.broker_addrs().into_iter().map(|(n, _)| n).collect();
+            (c.namesrv_addrs(), brokers)
+        };
+        // Restarted name servers know a broker only from its next registration (every
+        // 30 s), one name server possibly before the other. Later tests of this binary
+        // take a healthy cluster for granted: a client asking the name server that does
+        // not know broker-b yet would see only broker-a for up to 30 s. So wait until
+        // each name server knows every broker.
+        let deadline = Instant::now() + std::time::Duration::from_secs(90);
+        for ns in namesrvs {
+            let Ok(admin) = Admin::builder()
+                .client_options(ClientOptions::new().namesrv_addr(&ns))
+                .start()
+            else {
+                eprintln!("no admin for name server {ns}");
+                continue;
+            };
+            let knows_all = || {
+                admin.cluster_info().is_ok_and(|info| {
+                    brokers
+                        .iter()
+                        .all(|b| info.broker_addr_table.contains_key(b))
+                })
+            };
+            while !knows_all() {
+                if Instant::now() > deadline {
+                    eprintln!("name server {ns} does not know every broker of {brokers:?} yet");
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            drop(admin);
         }
     }
 }

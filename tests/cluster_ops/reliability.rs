@@ -383,7 +383,13 @@ fn send_some(p: &Producer, topic: &str, n: usize, tag: &str) -> (HashSet<String>
             Ok(r) => {
                 acked.insert(r.msg_id().to_string());
             }
-            Err(_) => failed += 1,
+            Err(e) => {
+                // The first failure of each batch, so a failing run says why.
+                if failed == 0 {
+                    eprintln!("{tag}: send {i} failed: {e}");
+                }
+                failed += 1;
+            }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
