@@ -535,7 +535,8 @@ class _Use(Generic[_Native]):
 class _Client(Generic[_Native]):
     """A native client shared by threads. ``free`` shuts it down, so every call holds it
     through ``_use`` and ``close`` frees it only once no call is inside the library: a
-    reader/writer guard whose writer comes once."""
+    reader/writer guard whose writer comes once. The producers' sends take ``_direct``
+    instead: the native client guards them itself, and its ``free`` waits for them."""
 
     def __init__(self) -> None:
         self._h: Optional[_Native] = None
