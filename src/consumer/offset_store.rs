@@ -43,6 +43,9 @@ pub enum ReadOffset {
     Failed,
 }
 
+/// What a write of many offsets did: `Err((not written, the first one's error))`.
+pub(crate) type Written = std::result::Result<(), (usize, Error)>;
+
 /// Offsets of one consumer group.
 pub(crate) trait OffsetStore: Send + Sync {
     fn load(&self) -> Result<()>;
@@ -52,11 +55,12 @@ pub(crate) trait OffsetStore: Send + Sync {
     /// Writes the offsets of `mqs` through and waits until they are written or `deadline`
     /// passes, whichever is first (shutdown, `commit_sync`): the remote store sends every
     /// commit at once, so a broker that stops reading costs the deadline once, not a
-    /// timeout per queue. Forgets nothing. Returns how many offsets were not written.
-    fn persist_until(&self, mqs: &HashSet<MessageQueue>, _deadline: Instant) -> usize {
+    /// timeout per queue. Forgets nothing. A failure names how many offsets were not
+    /// written, with the first one's error.
+    fn persist_until(&self, mqs: &HashSet<MessageQueue>, _deadline: Instant) -> Written {
         // The local file is written at once, with nothing to wait for.
         self.persist_all(mqs);
-        0
+        Ok(())
     }
     fn persist(&self, mq: &MessageQueue);
     fn remove_offset(&self, mq: &MessageQueue);
@@ -109,6 +113,11 @@ pub(crate) struct RemoteBrokerOffsetStore {
     instance: Arc<MQClientInstance>,
     group: String,
     table: Mutex<HashMap<MessageQueue, i64>>,
+    /// Held by each write to the broker from its snapshot of `table` until the broker has
+    /// answered. The broker applies offset updates on a pool of threads, in any order, so
+    /// two writers in flight at once (job 4 and a commit written through) could leave the
+    /// older offset last; one at a time, and acknowledged, the newer always lands last.
+    writes: Mutex<()>,
 }
 
 impl RemoteBrokerOffsetStore {
@@ -117,6 +126,7 @@ impl RemoteBrokerOffsetStore {
             instance,
             group: group.to_string(),
             table: Mutex::new(HashMap::new()),
+            writes: Mutex::new(()),
         }
     }
 
@@ -141,16 +151,96 @@ impl RemoteBrokerOffsetStore {
         })
     }
 
-    fn push(&self, mq: &MessageQueue, offset: i64, oneway: bool) -> Result<()> {
+    /// Writes one offset and waits for the broker's answer; the caller holds `writes`.
+    fn push(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
         let addr = self.offset_addr(mq)?;
         self.instance.api().update_consumer_offset(
             &addr,
             &self.group,
             mq,
             offset,
-            oneway,
+            false,
             BROKER_TIMEOUT,
         )
+    }
+
+    /// Writes what `table` holds for `mqs` (those it holds an offset for), all at once,
+    /// and waits for the answers until `deadline`; with `forget_others`, the offsets of
+    /// queues not in `mqs` are dropped from `table` afterwards.
+    fn write_through(
+        &self,
+        mqs: &HashSet<MessageQueue>,
+        deadline: Instant,
+        forget_others: bool,
+    ) -> Written {
+        let _writing = self.writes.lock();
+        let (snapshot, unused): (Vec<(MessageQueue, i64)>, Vec<MessageQueue>) = {
+            let t = self.table.lock();
+            let snapshot = t
+                .iter()
+                .filter(|(mq, _)| mqs.contains(*mq))
+                .map(|(mq, o)| (mq.clone(), *o))
+                .collect();
+            let unused = t.keys().filter(|mq| !mqs.contains(*mq)).cloned().collect();
+            (snapshot, unused)
+        };
+        let mut commits = Vec::with_capacity(snapshot.len());
+        let mut failed = 0;
+        let mut first: Option<Error> = None;
+        let mut refreshed: HashSet<&str> = HashSet::new();
+        for (mq, offset) in &snapshot {
+            let cached = |mq: &MessageQueue| {
+                self.instance
+                    .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, false)
+                    .map(|f| f.addr)
+            };
+            let mut addr = cached(mq);
+            // A queue assigned a moment ago can be committed before anything pulled it, so
+            // before its route is here: one name-server round trip per topic, while the
+            // deadline has not passed.
+            if addr.is_none() && Instant::now() < deadline && refreshed.insert(&mq.topic) {
+                let _ = self.instance.update_topic_route(&mq.topic);
+                addr = cached(mq);
+            }
+            match addr {
+                Some(addr) => commits.push((addr, mq.clone(), *offset)),
+                None => {
+                    warn!(
+                        "{}: no address of {} to commit {offset} for {mq}",
+                        self.group, mq.broker_name
+                    );
+                    failed += 1;
+                    first.get_or_insert_with(|| {
+                        Error::new(
+                            ErrorKind::NoRoute,
+                            format!("no address of the broker {}", mq.broker_name),
+                        )
+                    });
+                }
+            }
+        }
+        let results =
+            self.instance
+                .api()
+                .update_consumer_offsets_until(&self.group, &commits, deadline);
+        for (r, (_, mq, offset)) in results.into_iter().zip(&commits) {
+            if let Err(e) = r {
+                warn!("{}: committing {offset} for {mq}: {e}", self.group);
+                failed += 1;
+                first.get_or_insert(e);
+            }
+        }
+        if forget_others && !unused.is_empty() {
+            let mut t = self.table.lock();
+            for mq in unused {
+                t.remove(&mq);
+                debug!("forgot the offset of {mq}: no longer assigned");
+            }
+        }
+        match first {
+            Some(e) => Err((failed, e)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -159,44 +249,8 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         Ok(())
     }
 
-    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> usize {
-        let mut commits = Vec::new();
-        let mut failed = 0;
-        let snapshot: Vec<(MessageQueue, i64)> = {
-            let t = self.table.lock();
-            mqs.iter()
-                .filter_map(|mq| t.get(mq).map(|o| (mq.clone(), *o)))
-                .collect()
-        };
-        for (mq, offset) in snapshot {
-            // The cached route only: a route refresh is a name-server round trip that the
-            // deadline does not cover.
-            let addr = self
-                .instance
-                .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, false)
-                .map(|f| f.addr);
-            match addr {
-                Some(addr) => commits.push((addr, mq, offset)),
-                None => {
-                    warn!(
-                        "{}: no address of {} to commit {offset} for {mq}",
-                        self.group, mq.broker_name
-                    );
-                    failed += 1;
-                }
-            }
-        }
-        let results =
-            self.instance
-                .api()
-                .update_consumer_offsets_until(&self.group, &commits, deadline);
-        for (r, (_, mq, offset)) in results.iter().zip(&commits) {
-            if let Err(e) = r {
-                warn!("{}: committing {offset} for {mq}: {e}", self.group);
-                failed += 1;
-            }
-        }
-        failed
+    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> Written {
+        self.write_through(mqs, deadline, false)
     }
 
     fn update_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
@@ -235,43 +289,25 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         }
     }
 
-    /// Pushes the offsets of `mqs` (oneway) and forgets those of other queues. An empty
-    /// set does nothing, as in Java: a consumer holding no queue for a moment (every queue
-    /// dropped, a rebalance in between) must not wipe the offsets it still has to persist.
+    /// Writes the offsets of `mqs` and forgets those of other queues. An empty set does
+    /// nothing, as in Java: a consumer holding no queue for a moment (every queue dropped,
+    /// a rebalance in between) must not wipe the offsets it still has to persist. Java
+    /// sends these oneway; here the broker answers, so that a commit written through
+    /// after this is never overtaken by this older offset (see `writes`).
     fn persist_all(&self, mqs: &HashSet<MessageQueue>) {
         if mqs.is_empty() {
             return;
         }
-        let snapshot: Vec<(MessageQueue, i64)> = self
-            .table
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        let mut unused = Vec::new();
-        for (mq, offset) in snapshot {
-            if mqs.contains(&mq) {
-                if let Err(e) = self.push(&mq, offset, true) {
-                    warn!(
-                        "persisting the offset {offset} of {mq} for {}: {e}",
-                        self.group
-                    );
-                }
-            } else {
-                unused.push(mq);
-            }
-        }
-        let mut t = self.table.lock();
-        for mq in unused {
-            t.remove(&mq);
-            debug!("forgot the offset of {mq}: no longer assigned");
+        if let Err((failed, e)) = self.write_through(mqs, Instant::now() + BROKER_TIMEOUT, true) {
+            warn!("{}: {failed} offsets were not persisted ({e})", self.group);
         }
     }
 
     fn persist(&self, mq: &MessageQueue) {
+        let _writing = self.writes.lock();
         let offset = self.table.lock().get(mq).copied();
         if let Some(offset) = offset {
-            if let Err(e) = self.push(mq, offset, false) {
+            if let Err(e) = self.push(mq, offset) {
                 warn!("persisting the offset {offset} of {mq}: {e}");
             }
         }
@@ -282,7 +318,8 @@ impl OffsetStore for RemoteBrokerOffsetStore {
     }
 
     fn update_consume_offset_to_store(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
-        self.push(mq, offset, false)
+        let _writing = self.writes.lock();
+        self.push(mq, offset)
     }
 
     fn offsets(&self) -> HashMap<MessageQueue, i64> {

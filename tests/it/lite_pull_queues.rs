@@ -135,6 +135,49 @@ fn commit_of_an_offset_map_shows_in_committed_and_in_consumer_progress() {
     p.shutdown();
 }
 
+/// A commit written through is what `committed` reads next, however the periodic persist
+/// interleaves: the persist must not send an older offset that the broker applies after
+/// the commit (one CI run read 0 instead of a committed 1).
+#[test]
+fn a_written_through_commit_is_not_overtaken_by_the_periodic_persist() {
+    let topic = cluster::topic("lp_race", 4);
+    let group = cluster::unique("lp_race_g");
+    // Its own client instance, so that the persist running every few milliseconds is this
+    // consumer's alone.
+    let options = cluster::options().instance_name(cluster::unique("lp_race_i"));
+    let c = lite(&group)
+        .client_options(options)
+        .auto_commit(false)
+        .persist_offset_interval(Duration::from_millis(2))
+        .start()
+        .unwrap();
+    let queues = c.fetch_message_queues(&topic).unwrap();
+    c.assign(&queues).unwrap();
+    // The broker knows the group after its first heartbeat or pull.
+    let zero: HashMap<MessageQueue, i64> = queues.iter().map(|q| (q.clone(), 0)).collect();
+    wait_for("the group on the broker", Duration::from_secs(30), || {
+        c.commit(&zero, true).is_ok()
+    });
+    let mut stale = Vec::new();
+    for round in 1..=300i64 {
+        let offsets: HashMap<MessageQueue, i64> =
+            queues.iter().map(|q| (q.clone(), round)).collect();
+        c.commit(&offsets, true).unwrap();
+        for q in &queues {
+            let got = c.committed(q).unwrap();
+            if got != Some(round) {
+                stale.push((round, q.queue_id(), got));
+            }
+        }
+    }
+    c.shutdown();
+    assert!(
+        stale.is_empty(),
+        "{} stale reads (round, queue, read): {stale:?}",
+        stale.len()
+    );
+}
+
 #[test]
 fn a_running_lite_pull_consumer_subscribes_and_unsubscribes() {
     let a = cluster::topic("lp_sub_a", 2);

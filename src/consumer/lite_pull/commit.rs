@@ -124,11 +124,10 @@ impl LitePullConsumer {
         if persist && !wrapped.is_empty() {
             let mqs: HashSet<MessageQueue> = wrapped.into_iter().map(|(mq, _)| mq).collect();
             let deadline = Instant::now() + crate::consumer::offset_store::BROKER_TIMEOUT;
-            let failed = c.store.persist_until(&mqs, deadline);
-            if failed > 0 {
+            if let Err((failed, e)) = c.store.persist_until(&mqs, deadline) {
                 return Err(Error::new(
-                    crate::ErrorKind::Timeout,
-                    format!("{failed} of {} offsets were not written", mqs.len()),
+                    e.kind(),
+                    format!("{failed} of {} offsets were not written: {e}", mqs.len()),
                 ));
             }
         }
@@ -210,9 +209,8 @@ impl LitePullImpl {
         }
         match until {
             Some(deadline) => {
-                let failed = self.store.persist_until(&held, deadline);
-                if failed > 0 {
-                    warn!("{}: {failed} offsets not committed", self.group);
+                if let Err((failed, e)) = self.store.persist_until(&held, deadline) {
+                    warn!("{}: {failed} offsets not committed ({e})", self.group);
                 }
             }
             None => self.store.persist_all(&held),

@@ -956,10 +956,9 @@ impl PushConsumerImpl {
             .keys()
             .cloned()
             .collect();
-        let failed = self.offset_store.persist_until(&all, deadline);
-        if failed > 0 {
+        if let Err((failed, e)) = self.offset_store.persist_until(&all, deadline) {
             warn!(
-                "{}: {failed} of {} offsets not committed at shutdown; their messages come again",
+                "{}: {failed} of {} offsets not committed at shutdown ({e}); their messages come again",
                 self.group,
                 all.len()
             );
