@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use java::lines_after;
 use support::{
-    acked, check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, run, stdout,
-    unique, Watched,
+    acked, check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, run,
+    start_group_at_first_offsets, stdout, unique, Watched,
 };
 
 /// Compiles `examples/<name>.c` (with AddressSanitizer when `asan`), once per variant and
@@ -97,14 +97,11 @@ fn round_trip(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, count: usize, l
     assert!(produced.contains("VERSION rocketmq-blocking"), "{produced}");
     // +2: the oneway messages.
     let expected = (ids.len() + 2).to_string();
+    let group = unique("c_compat");
+    start_group_at_first_offsets(&topic, &group);
     let out = run(
-        wrap(&program("push_consumer", asan), "push_consumer").args([
-            &ns,
-            &topic,
-            &unique("c_compat"),
-            &expected,
-            "120",
-        ]),
+        wrap(&program("push_consumer", asan), "push_consumer")
+            .args([&ns, &topic, &group, &expected, "120"]),
         limit,
     );
     check("push_consumer", &out);
@@ -179,14 +176,11 @@ fn transactions(wrap: &dyn Fn(&Path, &str) -> Command, asan: bool, limit: Durati
     let checked: HashSet<String> = lines_after(&sent_out, "CHECK ").into_iter().collect();
     assert_eq!(checked, by_state("UNKNOWN"), "{sent_out}");
     let visible: HashSet<String> = by_state("COMMIT").union(&checked).cloned().collect();
+    let group = unique("c_tx");
+    start_group_at_first_offsets(&topic, &group);
     let out = run(
-        wrap(&program("push_consumer", asan), "push_consumer").args([
-            &ns,
-            &topic,
-            &unique("c_tx"),
-            "4",
-            "120",
-        ]),
+        wrap(&program("push_consumer", asan), "push_consumer")
+            .args([&ns, &topic, &group, "4", "120"]),
         limit,
     );
     check("push_consumer", &out);

@@ -24,7 +24,8 @@ use std::time::Duration;
 
 use java::{lines_after, wait_or_kill, JavaProgram};
 use support::{
-    check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir, unique, venv, Watched,
+    check, create_topic, lib_dir, namesrv, position_by_probes, profile_dir,
+    start_group_at_first_offsets, unique, venv, Watched,
 };
 
 fn java() -> JavaProgram {
@@ -143,16 +144,10 @@ fn java_producer_messages_reach_the_python_push_consumer() {
     );
     let sent: HashSet<String> = ids(&sent_out, "SENT ").into_iter().collect();
     assert_eq!(sent.len(), 10, "{sent_out}");
+    let group = unique("py_from_java");
+    start_group_at_first_offsets(&topic, &group);
     let out = run_driver(
-        &[
-            "consume",
-            &ns,
-            &topic,
-            &unique("py_from_java"),
-            "10",
-            "0",
-            "90",
-        ],
+        &["consume", &ns, &topic, &group, "10", "0", "90"],
         Duration::from_secs(120),
     );
     let got = lines_after(&out, "GOT ");
@@ -184,16 +179,10 @@ fn python_orderly_producer_keeps_each_sharding_key_in_order_for_the_orderly_cons
         Duration::from_secs(120),
     );
     assert_eq!(ids(&out, "SENT ").len(), 24, "{out}");
+    let group = unique("py_orderly");
+    start_group_at_first_offsets(&topic, &group);
     let got_out = run_driver(
-        &[
-            "consume",
-            &ns,
-            &topic,
-            &unique("py_orderly"),
-            "24",
-            "1",
-            "90",
-        ],
+        &["consume", &ns, &topic, &group, "24", "1", "90"],
         Duration::from_secs(120),
     );
     let got = lines_after(&got_out, "GOT ");
@@ -234,8 +223,10 @@ fn python_transaction_producer_commits_rolls_back_and_answers_checks() {
     };
     let visible: HashSet<String> = state("COMMIT").union(&state("UNKNOWN")).cloned().collect();
     assert_eq!(visible.len(), 4);
+    let group = unique("py_tx");
+    start_group_at_first_offsets(&topic, &group);
     let got_out = run_driver(
-        &["consume", &ns, &topic, &unique("py_tx"), "4", "0", "90"],
+        &["consume", &ns, &topic, &group, "4", "0", "90"],
         Duration::from_secs(120),
     );
     let got: HashSet<String> = ids(&got_out, "GOT ").into_iter().collect();
@@ -289,6 +280,7 @@ fn python_push_consumer_filters_by_tag() {
     assert_eq!(ids(&py, "SENT ").len(), 6);
     // Subscribed to TagJava only: every Java message and no Python one.
     let group = unique("py_tags");
+    start_group_at_first_offsets(&topic, &group);
     let out = run_driver(
         &["consume", &ns, &topic, &group, "6", "0", "90", "TagJava"],
         Duration::from_secs(120),
@@ -328,15 +320,14 @@ fn python_client_with_session_credentials_talks_to_a_cluster_enforcing_acl() {
         .unwrap_or_else(|e| panic!("starting the ACL cluster: {e}"));
     let ns = cluster.namesrv_addr();
     let topic = unique("PyAcl");
+    let options = rocketmq_blocking::ClientOptions::new()
+        .namesrv_addr(ns.clone())
+        .credentials(rocketmq_blocking::Credentials::new(
+            ACL_ADMIN.0,
+            ACL_ADMIN.1,
+        ));
     let admin = rocketmq_blocking::Admin::builder()
-        .client_options(
-            rocketmq_blocking::ClientOptions::new()
-                .namesrv_addr(ns.clone())
-                .credentials(rocketmq_blocking::Credentials::new(
-                    ACL_ADMIN.0,
-                    ACL_ADMIN.1,
-                )),
-        )
+        .client_options(options.clone())
         .start()
         .expect("admin starts");
     admin
@@ -369,7 +360,9 @@ fn python_client_with_session_credentials_talks_to_a_cluster_enforcing_acl() {
         .into_iter()
         .collect();
     assert_eq!(sent.len(), 5);
-    let out = with(&["consume", &ns, &topic, &unique("py_acl"), "6", "0", "90"]);
+    let group = unique("py_acl");
+    support::start_group_at_first_offsets_with(options, &topic, &group);
+    let out = with(&["consume", &ns, &topic, &group, "6", "0", "90"]);
     let got: HashSet<String> = ids(&out, "GOT ").into_iter().collect();
     assert!(sent.is_subset(&got), "{out}");
 }
@@ -529,6 +522,7 @@ fn python_listener_that_raises_gets_the_message_redelivered() {
     let topic = unique("PyRaise");
     create_topic(&topic, 4);
     let group = unique("py_raise");
+    start_group_at_first_offsets(&topic, &group);
     let mut cmd = driver(&["consume", &namesrv(), &topic, &group, "7", "0", "150"]);
     // One message a callback call: with a batch, the first failure sends the rest of it
     // back too (as the original: its callback is called per message, the first failure
@@ -536,7 +530,7 @@ fn python_listener_that_raises_gets_the_message_redelivered() {
     // longer retry delays.
     cmd.env("RMQ_RAISE", "1").env("RMQ_BATCH", "1");
     let consumer = spawn(&mut cmd);
-    // A new clustering group starts at each queue's first offset: no probes needed.
+    // The group's offsets are stored at 0: no probes needed.
     let (sent, oneway) = python_sends(&topic, 6);
     let out = wait_or_kill(consumer, Duration::from_secs(180));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
