@@ -11,10 +11,13 @@
 
 pub mod acl;
 mod command;
+mod config;
 mod direct;
 mod frames;
 mod hook;
+mod invoke;
 mod io;
+mod namesrv;
 mod oneshot;
 #[doc(hidden)]
 pub mod pending;
@@ -23,61 +26,33 @@ mod semaphore;
 mod tls;
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{bounded, unbounded, RecvTimeoutError, SendError, Sender};
-use log::{debug, info, warn};
+use log::{debug, warn};
 use mio::{Poll, Waker};
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Error, ErrorKind, Result, TimeoutPhase};
-use crate::protocol::{RemotingCommand, RequestCode, SerializeType, DEFAULT_MAX_FRAME};
+use crate::protocol::{RemotingCommand, RequestCode, SerializeType};
 use crate::util;
-use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
+use crate::util::worker::{self, Worker};
 
 pub use acl::Credentials;
+pub use config::{RemotingConfig, RequestProcessor, RpcHook};
 pub(crate) use hook::UserRequestHook;
 pub use hook::{RequestContext, RequestHook, ResponseContext};
+pub use invoke::{InvokeAsyncError, InvokeCallback};
 pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
 pub use tls::TlsConfig;
 
 use command::{Command, PendingRequest, Waiter};
 use io::IoLoop;
-
-/// The error of a name-server choice that failed on every address: when they all failed
-/// alike (refused, timed out, TLS), the last error with its kind, phase and address, so
-/// that a TLS or timeout failure is not reported as a mere connect error.
-fn no_name_server(mut failures: Vec<Error>) -> Error {
-    let alike = failures.windows(2).all(|w| w[0].kind() == w[1].kind());
-    let listed = |failures: &[Error]| {
-        failures
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("; ")
-    };
-    match failures.pop() {
-        Some(last) if alike && failures.is_empty() => {
-            last.context("no name server could be reached")
-        }
-        Some(last) if alike => {
-            let others = listed(&failures);
-            last.context(format!("no name server could be reached [{others}]"))
-        }
-        last => {
-            failures.extend(last);
-            Error::new(
-                ErrorKind::Connect,
-                format!("no name server could be reached [{}]", listed(&failures)),
-            )
-        }
-    }
-}
+use namesrv::NamesrvState;
 
 /// A request on its way to [`RemotingClient`]'s crate-internal entry points.
 pub(crate) enum Outgoing {
@@ -91,102 +66,6 @@ pub(crate) enum Outgoing {
         opaque: i32,
         frame: Vec<u8>,
     },
-}
-
-/// Settings of the remoting client (Java `NettyClientConfig` plus the system properties
-/// `NettySystemConfig` reads). `Default` gives Java's defaults.
-#[derive(Debug, Clone)]
-pub struct RemotingConfig {
-    /// TCP connect timeout (Java 3 s, `com.rocketmq.remoting.client.connect.timeout`).
-    pub connect_timeout: Duration,
-    /// Largest frame accepted from a peer (Java 16 MiB, `com.rocketmq.remoting.frameMaxLength`).
-    pub max_frame: usize,
-    /// Header encoding of our requests (Java JSON, `rocketmq.serialize.type`).
-    pub serialize_type: SerializeType,
-    /// Close the connection when a sync call times out (Java true).
-    pub close_socket_if_timeout: bool,
-    /// Close a connection with no traffic for this long (Java 120 s).
-    pub channel_max_idle: Duration,
-    /// In-flight async requests allowed (Java 65535).
-    pub async_permits: usize,
-    /// In-flight oneway requests allowed (Java 65535).
-    pub oneway_permits: usize,
-    /// Threads running async callbacks (Java: CPU count).
-    pub callback_threads: usize,
-    /// Threads running broker-initiated requests (Java: 4 public-executor threads).
-    pub processor_threads: usize,
-    /// Broker-initiated requests that may wait for a processor thread; beyond this the
-    /// I/O thread answers SYSTEM_BUSY at once, so a flood cannot grow memory without bound
-    /// (Java's client queue is unbounded).
-    pub processor_queue: usize,
-    /// Bytes of the broker-initiated requests waiting for a processor thread; a request
-    /// that would take them beyond this is answered SYSTEM_BUSY as above (64 MiB: four
-    /// frames of the largest size; unbounded in Java).
-    pub processor_queue_bytes: usize,
-    /// Bytes of our replies to a peer's requests that one connection may hold unwritten
-    /// (the peer is not reading them); a reply beyond this closes the connection (16 MiB;
-    /// unbounded in Java).
-    pub reply_queue_bytes: usize,
-    /// How long to wait for the lock that serialises name-server connection set-up (Java 3 s).
-    pub namesrv_lock_timeout: Duration,
-    /// How long a shutdown waits for all of this client's threads together (I/O thread,
-    /// processor and callback pools); a callback still running then keeps its thread and
-    /// the shutdown returns without it (10 s).
-    pub shutdown_timeout: Duration,
-    /// Signs every request with these (Java `AclClientRPCHook`), after the RPC hooks and
-    /// right before encoding. `Debug` redacts the secret.
-    pub credentials: Option<Credentials>,
-    /// TLS on every connection (Java `useTLS`, off); `connect_timeout` bounds the TCP
-    /// connect and the handshake together.
-    pub tls: Option<TlsConfig>,
-}
-
-impl Default for RemotingConfig {
-    fn default() -> Self {
-        RemotingConfig {
-            connect_timeout: Duration::from_millis(3000),
-            max_frame: DEFAULT_MAX_FRAME,
-            serialize_type: SerializeType::from_env(),
-            close_socket_if_timeout: true,
-            channel_max_idle: Duration::from_secs(120),
-            async_permits: 65535,
-            oneway_permits: 65535,
-            callback_threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            processor_threads: 4,
-            processor_queue: 1024,
-            processor_queue_bytes: 64 * 1024 * 1024,
-            reply_queue_bytes: 16 * 1024 * 1024,
-            namesrv_lock_timeout: Duration::from_millis(3000),
-            shutdown_timeout: JOIN_TIMEOUT,
-            credentials: None,
-            tls: None,
-        }
-    }
-}
-
-/// Called around every request (Java `RPCHook`), e.g. to sign requests for ACL.
-pub trait RpcHook: Send + Sync {
-    /// Runs before the request is encoded; may add header fields.
-    fn before_request(&self, addr: &str, request: &mut RemotingCommand);
-    /// Runs after a sync response arrived.
-    fn after_response(&self, _addr: &str, _code: RequestCode, _response: &mut RemotingCommand) {}
-}
-
-/// Handles requests the broker sends to us (Java `NettyRequestProcessor`).
-///
-/// Runs on the processor pool. Return the response, or `None` for none (oneway requests).
-pub trait RequestProcessor: Send + Sync {
-    /// Processes one request from `addr`.
-    fn process(&self, addr: &str, request: RemotingCommand) -> Option<RemotingCommand>;
-}
-
-impl<F> RequestProcessor for F
-where
-    F: Fn(&str, RemotingCommand) -> Option<RemotingCommand> + Send + Sync,
-{
-    fn process(&self, addr: &str, request: RemotingCommand) -> Option<RemotingCommand> {
-        self(addr, request)
-    }
 }
 
 /// State shared by callers and the I/O thread.
@@ -287,90 +166,6 @@ impl Shared {
 
 /// What runs when an async request completes (Java `InvokeCallback`).
 ///
-/// Closures `FnOnce(Result<RemotingCommand>) + Send + 'static` are callbacks (pass them to
-/// [`RemotingClient::invoke_async`]). A struct can be one too (pass it to
-/// [`RemotingClient::invoke_async_with`]): when a request cannot be queued, the callback
-/// comes back in an [`InvokeAsyncError`], and the caller's state in the struct's fields is
-/// within reach again, where a closure could only be called or dropped.
-pub trait InvokeCallback: Send + 'static {
-    /// Called once, on the callback pool, with the response or the error that ended the
-    /// request.
-    fn operation_complete(self, result: Result<RemotingCommand>);
-}
-
-impl<F> InvokeCallback for F
-where
-    F: FnOnce(Result<RemotingCommand>) + Send + 'static,
-{
-    fn operation_complete(self, result: Result<RemotingCommand>) {
-        self(result)
-    }
-}
-
-/// An async request that was not queued, and its callback, which has not run and never
-/// will (as crossbeam's `SendError<T>` gives back the value that could not be sent).
-///
-/// Returned by [`RemotingClient::invoke_async`] when it fails before the request is
-/// queued: the client is shut down, the address does not resolve, the in-flight limit
-/// stayed full, or the request does not fit in a frame.
-pub struct InvokeAsyncError<C> {
-    error: Error,
-    callback: C,
-}
-
-impl<C> InvokeAsyncError<C> {
-    pub(crate) fn new(error: Error, callback: C) -> Self {
-        InvokeAsyncError { error, callback }
-    }
-
-    /// Why the request was not queued.
-    pub fn error(&self) -> &Error {
-        &self.error
-    }
-
-    /// The callback, unrun.
-    pub fn into_callback(self) -> C {
-        self.callback
-    }
-
-    /// The error and the unrun callback.
-    pub fn into_parts(self) -> (Error, C) {
-        (self.error, self.callback)
-    }
-}
-
-impl<C> fmt::Debug for InvokeAsyncError<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InvokeAsyncError")
-            .field("error", &self.error)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<C> fmt::Display for InvokeAsyncError<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "async request not queued: {}", self.error)
-    }
-}
-
-impl<C> std::error::Error for InvokeAsyncError<C> {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.error)
-    }
-}
-
-/// Drops the callback and keeps the error, for `?` in functions returning [`Result`].
-impl<C> From<InvokeAsyncError<C>> for Error {
-    fn from(e: InvokeAsyncError<C>) -> Error {
-        e.error
-    }
-}
-
-struct NamesrvState {
-    list: Vec<String>,
-    chosen: Option<String>,
-}
-
 /// The remoting client (Java `NettyRemotingClient`).
 ///
 /// Cheap to share behind an `Arc`; every method takes `&self`. Dropping the last handle
@@ -780,108 +575,6 @@ impl RemotingClient {
         });
     }
 
-    // --- name servers -------------------------------------------------------------
-
-    /// Replaces the name-server list when it differs from the current one (as a set).
-    /// The new list is shuffled; returns whether it changed. Java:
-    /// `updateNameServerAddressList`.
-    pub fn update_name_server_address_list(&self, addrs: &[String]) -> bool {
-        let mut addrs: Vec<String> = addrs
-            .iter()
-            .map(|a| a.trim().to_string())
-            .filter(|a| !a.is_empty())
-            .collect();
-        if addrs.is_empty() {
-            return false;
-        }
-        let mut st = self.namesrv.lock();
-        let changed = addrs.len() != st.list.len() || addrs.iter().any(|a| !st.list.contains(a));
-        if changed {
-            util::shuffle(&mut addrs);
-            info!("name server address list updated: {addrs:?}");
-            st.list = addrs;
-            // A chosen server that left the list is dropped and its connection closed.
-            if let Some(chosen) = st.chosen.clone() {
-                if !st.list.contains(&chosen) {
-                    st.chosen = None;
-                    drop(st);
-                    self.close_connection(&chosen, "name server left the address list");
-                }
-            }
-        }
-        changed
-    }
-
-    /// The current name-server list.
-    pub fn name_server_address_list(&self) -> Vec<String> {
-        self.namesrv.lock().list.clone()
-    }
-
-    /// The name server requests currently go to, if one was chosen.
-    #[cfg(any(test, feature = "unstable-internals"))]
-    pub fn chosen_name_server(&self) -> Option<String> {
-        self.namesrv.lock().chosen.clone()
-    }
-
-    /// Sends `request` to a name server (Java `invokeSync(null, ...)`), choosing one as
-    /// `getAndCreateNameserverChannel` does: keep the chosen server while its connection is
-    /// up, otherwise try each address in turn from a rotating index.
-    pub fn invoke_namesrv_sync(
-        &self,
-        request: RemotingCommand,
-        timeout: Duration,
-    ) -> Result<RemotingCommand> {
-        let deadline = Instant::now() + timeout;
-        let addr = self.choose_name_server(deadline)?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        let result = self.invoke_sync(&addr, request, left);
-        if let Err(e) = &result {
-            if matches!(
-                e.kind(),
-                ErrorKind::Connect | ErrorKind::ConnectionClosed | ErrorKind::Tls
-            ) {
-                let mut st = self.namesrv.lock();
-                if st.chosen.as_deref() == Some(addr.as_str()) {
-                    st.chosen = None;
-                }
-            }
-        }
-        result
-    }
-
-    /// Sends every request to one name server (chosen as
-    /// [`invoke_namesrv_sync`](Self::invoke_namesrv_sync) does) at once and waits for all
-    /// the answers, returned in the order of `requests`: a refresh of many topics costs
-    /// about one round trip instead of one per topic. `Err` when no name server can be
-    /// chosen (nothing was sent).
-    pub(crate) fn invoke_namesrv_all(
-        &self,
-        requests: Vec<RemotingCommand>,
-        timeout: Duration,
-    ) -> Result<Vec<Result<RemotingCommand>>> {
-        let deadline = Instant::now() + timeout;
-        let addr = self.choose_name_server(deadline)?;
-        let answers = self.invoke_all(
-            requests.into_iter().map(|r| (addr.clone(), r)).collect(),
-            deadline,
-        );
-        let connection_lost = answers.iter().any(|r| {
-            r.as_ref().err().is_some_and(|e| {
-                matches!(
-                    e.kind(),
-                    ErrorKind::Connect | ErrorKind::ConnectionClosed | ErrorKind::Tls
-                )
-            })
-        });
-        if connection_lost {
-            let mut st = self.namesrv.lock();
-            if st.chosen.as_deref() == Some(addr.as_str()) {
-                st.chosen = None;
-            }
-        }
-        Ok(answers)
-    }
-
     /// Sends every request to its address at once and waits for all the answers until
     /// `deadline`, returned in the order of `requests`: n requests cost about one round
     /// trip, and a peer that does not answer costs the deadline once, not n timeouts. A
@@ -929,55 +622,6 @@ impl RemotingClient {
                 })
             })
             .collect()
-    }
-
-    fn choose_name_server(&self, deadline: Instant) -> Result<String> {
-        let chosen = self.namesrv.lock().chosen.clone();
-        if let Some(addr) = chosen {
-            if self.is_connected(&addr) {
-                return Ok(addr);
-            }
-        }
-        let lock_deadline = deadline.min(Instant::now() + self.shared.config.namesrv_lock_timeout);
-        let Some(_guard) = self.namesrv_lock.try_lock_until(lock_deadline) else {
-            return Err(Error::timeout(
-                TimeoutPhase::Lock,
-                self.shared.config.namesrv_lock_timeout,
-            )
-            .context("choosing a name server"));
-        };
-        let list = {
-            let st = self.namesrv.lock();
-            if let Some(addr) = &st.chosen {
-                if self.is_connected(addr) {
-                    return Ok(addr.clone());
-                }
-            }
-            st.list.clone()
-        };
-        if list.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Config,
-                "no name server address is configured (set NAMESRV_ADDR or namesrv_addr)",
-            ));
-        }
-        let mut failures = Vec::new();
-        for _ in 0..list.len() {
-            let i = self.namesrv_index.fetch_add(1, Ordering::Relaxed) % list.len();
-            let addr = &list[i];
-            match self.connect(addr, deadline) {
-                Ok(()) => {
-                    debug!("name server chosen: {addr}");
-                    self.namesrv.lock().chosen = Some(addr.clone());
-                    return Ok(addr.clone());
-                }
-                Err(e) => failures.push(e),
-            }
-            if Instant::now() >= deadline {
-                break;
-            }
-        }
-        Err(no_name_server(failures))
     }
 
     // --- life cycle ------------------------------------------------------------

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{unbounded, Sender};
 
+use super::namesrv::no_name_server;
 use super::*;
 use crate::protocol::ResponseCode;
 use crate::testkit::fault_peer::{Fault, FaultPeer};
