@@ -268,6 +268,14 @@ typedef void (*rmq_log_callback)(void *userdata,
                                  const char *message,
                                  size_t message_len);
 
+// Picks a queue for `message` among `count` queues (Java `MessageQueueSelector`):
+// returns an index below `count`, or a negative number to fail the send with
+// `RMQ_INVALID_ARGUMENT`. Runs on the sending thread, during the send call.
+typedef int64_t (*rmq_queue_selector)(void *userdata,
+                                      const rmq_message_queue *const *queues,
+                                      size_t count,
+                                      const rmq_message *message);
+
 // Runs before each message is sent (Rust `SendHook::before_send`, Java
 // `SendMessageHook.sendMessageBefore`), on the sending thread, with the message
 // (read-only view, topic without namespace) and a context to add properties with. A
@@ -285,14 +293,6 @@ typedef void (*rmq_send_hook_after)(void *userdata,
                                     const rmq_message *message,
                                     rmq_result result,
                                     const rmq_send_result *send_result);
-
-// Picks a queue for `message` among `count` queues (Java `MessageQueueSelector`):
-// returns an index below `count`, or a negative number to fail the send with
-// `RMQ_INVALID_ARGUMENT`. Runs on the sending thread, during the send call.
-typedef int64_t (*rmq_queue_selector)(void *userdata,
-                                      const rmq_message_queue *const *queues,
-                                      size_t count,
-                                      const rmq_message *message);
 
 // Called once per async send with its outcome, on one of the crate's callback threads.
 // `result` is `RMQ_OK` with `send_result` borrowed for
@@ -1057,6 +1057,77 @@ rmq_result rmq_client_options_callback_threads(rmq_client_options *o, size_t thr
 // How long stopping the shared client instance may take, in milliseconds (10000).
 rmq_result rmq_client_options_shutdown_timeout_ms(rmq_client_options *o, uint64_t ms);
 
+// Writes the producer's figures (Rust `Producer::stats`) as JSON into `buf`,
+// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
+// the length needed (call again with a buffer of at least `*written + 1`). Counters are
+// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
+// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
+// call every second, from any thread.
+rmq_result rmq_producer_stats_json(const rmq_producer *p, char *buf, size_t len, size_t *written);
+
+// Sends and waits for the broker (retrying on another broker as configured). On
+// success `*result_out` is a new send result to free with `rmq_send_result_free`
+// (`result_out` may be NULL when not needed).
+rmq_result rmq_producer_send(const rmq_producer *p,
+                             const rmq_message *message,
+                             rmq_send_result **result_out);
+
+// Like `rmq_producer_send`, bounded by `timeout_ms` instead of the builder's timeout.
+rmq_result rmq_producer_send_with_timeout(const rmq_producer *p,
+                                          const rmq_message *message,
+                                          uint64_t timeout_ms,
+                                          rmq_send_result **result_out);
+
+// Sends to one queue (no retry on another queue).
+rmq_result rmq_producer_send_to_queue(const rmq_producer *p,
+                                      const rmq_message *message,
+                                      const rmq_message_queue *queue,
+                                      rmq_send_result **result_out);
+
+// Sends to the queue `selector` picks (Java `send(msg, selector, arg)`): keep related
+// messages in order by picking the same queue for the same key.
+rmq_result rmq_producer_send_with_selector(const rmq_producer *p,
+                                           const rmq_message *message,
+                                           rmq_queue_selector selector,
+                                           void *userdata,
+                                           rmq_send_result **result_out);
+
+// Sends `count` messages of one topic as one batch (Java `send(Collection)`).
+rmq_result rmq_producer_send_batch(const rmq_producer *p,
+                                   const rmq_message *const *messages,
+                                   size_t count,
+                                   rmq_send_result **result_out);
+
+// Sends a batch to one queue.
+rmq_result rmq_producer_send_batch_to_queue(const rmq_producer *p,
+                                            const rmq_message *const *messages,
+                                            size_t count,
+                                            const rmq_message_queue *queue,
+                                            rmq_send_result **result_out);
+
+// Sends without waiting for (or getting) an answer.
+rmq_result rmq_producer_send_oneway(const rmq_producer *p, const rmq_message *message);
+
+// Sends one way to one queue.
+rmq_result rmq_producer_send_oneway_to_queue(const rmq_producer *p,
+                                             const rmq_message *message,
+                                             const rmq_message_queue *queue);
+
+// Shuts the producer down (unregisters from the brokers); later sends fail with
+// `RMQ_STATE`. Idempotent. The handle must still be freed.
+rmq_result rmq_producer_shutdown(const rmq_producer *p);
+
+// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
+// and requests still in flight have run (the shutdown fails the requests still waiting
+// for a reply). It waits up to the send timeout plus 10 s for them; a callback that has
+// not started by then is never called (its outcome is lost), and one that has started
+// is waited for however long it takes. So once this returns
+// no callback of the producer runs or will run, and their userdata may be freed. The
+// one exception is a call from inside one of the producer's own callbacks, which does
+// not wait (it would wait for itself); a call from a callback of another client waits
+// as from any thread. NULL is a no-op.
+void rmq_producer_free(rmq_producer *p);
+
 // Starts building a producer of `group` with Java's defaults (send timeout 3 s, 2
 // retries, 4 MiB max size, compression over 4 KiB). The name servers come from
 // `NAMESRV_ADDR` unless `rmq_producer_builder_namesrv` is called.
@@ -1133,62 +1204,6 @@ rmq_result rmq_producer_builder_start(rmq_producer_builder *b, rmq_producer **pr
 // Frees a builder that was not started. NULL is a no-op.
 void rmq_producer_builder_free(rmq_producer_builder *b);
 
-// Writes the producer's figures (Rust `Producer::stats`) as JSON into `buf`,
-// NUL-terminated; `*written` is its length. With `RMQ_BUFFER_TOO_SMALL`, `*written` is
-// the length needed (call again with a buffer of at least `*written + 1`). Counters are
-// monotonic from the client's start; latencies are in microseconds (`*_us` keys); the
-// shape is documented in docs/observability.md ("From C and Python"). Cheap enough to
-// call every second, from any thread.
-rmq_result rmq_producer_stats_json(const rmq_producer *p, char *buf, size_t len, size_t *written);
-
-// Sends and waits for the broker (retrying on another broker as configured). On
-// success `*result_out` is a new send result to free with `rmq_send_result_free`
-// (`result_out` may be NULL when not needed).
-rmq_result rmq_producer_send(const rmq_producer *p,
-                             const rmq_message *message,
-                             rmq_send_result **result_out);
-
-// Like `rmq_producer_send`, bounded by `timeout_ms` instead of the builder's timeout.
-rmq_result rmq_producer_send_with_timeout(const rmq_producer *p,
-                                          const rmq_message *message,
-                                          uint64_t timeout_ms,
-                                          rmq_send_result **result_out);
-
-// Sends to one queue (no retry on another queue).
-rmq_result rmq_producer_send_to_queue(const rmq_producer *p,
-                                      const rmq_message *message,
-                                      const rmq_message_queue *queue,
-                                      rmq_send_result **result_out);
-
-// Sends to the queue `selector` picks (Java `send(msg, selector, arg)`): keep related
-// messages in order by picking the same queue for the same key.
-rmq_result rmq_producer_send_with_selector(const rmq_producer *p,
-                                           const rmq_message *message,
-                                           rmq_queue_selector selector,
-                                           void *userdata,
-                                           rmq_send_result **result_out);
-
-// Sends `count` messages of one topic as one batch (Java `send(Collection)`).
-rmq_result rmq_producer_send_batch(const rmq_producer *p,
-                                   const rmq_message *const *messages,
-                                   size_t count,
-                                   rmq_send_result **result_out);
-
-// Sends a batch to one queue.
-rmq_result rmq_producer_send_batch_to_queue(const rmq_producer *p,
-                                            const rmq_message *const *messages,
-                                            size_t count,
-                                            const rmq_message_queue *queue,
-                                            rmq_send_result **result_out);
-
-// Sends without waiting for (or getting) an answer.
-rmq_result rmq_producer_send_oneway(const rmq_producer *p, const rmq_message *message);
-
-// Sends one way to one queue.
-rmq_result rmq_producer_send_oneway_to_queue(const rmq_producer *p,
-                                             const rmq_message *message,
-                                             const rmq_message_queue *queue);
-
 // Sends without blocking for the answer; `callback` gets the outcome later (see
 // `rmq_send_callback`). When this returns an error, the callback is never called.
 // `userdata` goes to the callback as is, on a crate thread. `rmq_producer_free` waits
@@ -1255,21 +1270,6 @@ rmq_result rmq_producer_request_async(const rmq_producer *p,
                                       uint64_t timeout_ms,
                                       rmq_request_callback callback,
                                       void *userdata);
-
-// Shuts the producer down (unregisters from the brokers); later sends fail with
-// `RMQ_STATE`. Idempotent. The handle must still be freed.
-rmq_result rmq_producer_shutdown(const rmq_producer *p);
-
-// Shuts down (if not yet) and frees the producer, after the callbacks of async sends
-// and requests still in flight have run (the shutdown fails the requests still waiting
-// for a reply). It waits up to the send timeout plus 10 s for them; a callback that has
-// not started by then is never called (its outcome is lost), and one that has started
-// is waited for however long it takes. So once this returns
-// no callback of the producer runs or will run, and their userdata may be freed. The
-// one exception is a call from inside one of the producer's own callbacks, which does
-// not wait (it would wait for itself); a call from a callback of another client waits
-// as from any thread. NULL is a no-op.
-void rmq_producer_free(rmq_producer *p);
 
 // The queue the messages come from, borrowed from the context.
 rmq_result rmq_consume_context_queue(const rmq_consume_context *c, const rmq_message_queue **queue);
