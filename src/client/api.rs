@@ -273,6 +273,31 @@ impl MQClientAPI {
         expect_success(&response).map_err(|e| e.with_addr(addr))
     }
 
+    /// UPDATE_CONSUMER_OFFSET of one queue, acknowledged: `done` gets the broker's answer
+    /// on the callback pool. `Err` when the request could not be queued (`done` never
+    /// runs then).
+    pub(crate) fn update_consumer_offset_async(
+        &self,
+        addr: &str,
+        group: &str,
+        mq: &MessageQueue,
+        offset: i64,
+        timeout: Duration,
+        done: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        let request = update_offset_request(group, mq, offset);
+        let peer = addr.to_string();
+        self.remoting
+            .invoke_async(addr, request, timeout, move |r| {
+                done(
+                    r.and_then(|response| {
+                        expect_success(&response).map_err(|e| e.with_addr(&peer))
+                    }),
+                )
+            })
+            .map_err(|e| e.into_parts().0)
+    }
+
     /// UPDATE_CONSUMER_OFFSET of many queues, each to its broker's address, all sent at
     /// once and answered by `deadline` (a broker that stops reading costs the deadline
     /// once, not a timeout per queue). The results are in the order of `commits`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::process_queue::ProcessQueue;
 use super::ConsumeFromWhere;
@@ -113,11 +113,51 @@ pub(crate) struct RemoteBrokerOffsetStore {
     instance: Arc<MQClientInstance>,
     group: String,
     table: Mutex<HashMap<MessageQueue, i64>>,
-    /// Held by each write to the broker from its snapshot of `table` until the broker has
-    /// answered. The broker applies offset updates on a pool of threads, in any order, so
-    /// two writers in flight at once (job 4 and a commit written through) could leave the
-    /// older offset last; one at a time, and acknowledged, the newer always lands last.
+    /// Held by each write to the broker from its snapshot of `table` until it is sent (a
+    /// commit: until the broker answered). The broker applies offset updates on a pool of
+    /// threads, in any order, so two writes in flight at once (job 4's and a commit's)
+    /// could leave the older offset last: one write at a time, and a commit waits for
+    /// job 4's answers before it sends.
     writes: Mutex<()>,
+    /// Job 4's writes still waiting for their answers (sent async, so that a slow broker
+    /// does not hold the timer thread).
+    in_flight: Arc<InFlight>,
+}
+
+/// A count of writes waiting for their answers, and a signal when it falls to 0.
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl InFlight {
+    fn busy(&self) -> bool {
+        *self.count.lock() > 0
+    }
+
+    fn add(&self, n: usize) {
+        *self.count.lock() += n;
+    }
+
+    fn done(&self) {
+        let mut c = self.count.lock();
+        *c = c.saturating_sub(1);
+        if *c == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Waits until nothing is in flight or `deadline`; whether nothing is.
+    fn wait_idle(&self, deadline: Instant) -> bool {
+        let mut c = self.count.lock();
+        while *c > 0 {
+            if self.idle.wait_until(&mut c, deadline).timed_out() {
+                return *c == 0;
+            }
+        }
+        true
+    }
 }
 
 impl RemoteBrokerOffsetStore {
@@ -127,6 +167,7 @@ impl RemoteBrokerOffsetStore {
             group: group.to_string(),
             table: Mutex::new(HashMap::new()),
             writes: Mutex::new(()),
+            in_flight: Arc::default(),
         }
     }
 
@@ -151,9 +192,11 @@ impl RemoteBrokerOffsetStore {
         })
     }
 
-    /// Writes one offset and waits for the broker's answer; the caller holds `writes`.
+    /// Writes one offset and waits for the broker's answer, after those of job 4; the
+    /// caller holds `writes`.
     fn push(&self, mq: &MessageQueue, offset: i64) -> Result<()> {
         let addr = self.offset_addr(mq)?;
+        self.in_flight.wait_idle(Instant::now() + BROKER_TIMEOUT);
         self.instance.api().update_consumer_offset(
             &addr,
             &self.group,
@@ -164,52 +207,66 @@ impl RemoteBrokerOffsetStore {
         )
     }
 
-    /// Writes what `table` holds for `mqs` (those it holds an offset for), all at once,
-    /// and waits for the answers until `deadline`; with `forget_others`, the offsets of
-    /// queues not in `mqs` are dropped from `table` afterwards.
-    fn write_through(
+    /// What `table` holds for `mqs`, and the queues it holds an offset for besides.
+    fn snapshot(
         &self,
         mqs: &HashSet<MessageQueue>,
+    ) -> (Vec<(MessageQueue, i64)>, Vec<MessageQueue>) {
+        let t = self.table.lock();
+        let snapshot = t
+            .iter()
+            .filter(|(mq, _)| mqs.contains(*mq))
+            .map(|(mq, o)| (mq.clone(), *o))
+            .collect();
+        let unused = t.keys().filter(|mq| !mqs.contains(*mq)).cloned().collect();
+        (snapshot, unused)
+    }
+
+    fn forget(&self, unused: Vec<MessageQueue>) {
+        if unused.is_empty() {
+            return;
+        }
+        let mut t = self.table.lock();
+        for mq in unused {
+            t.remove(&mq);
+            debug!("forgot the offset of {mq}: no longer assigned");
+        }
+    }
+
+    /// The broker address of each offset of `snapshot`; those without one are counted in
+    /// `failed`, the first one's error kept in `first`.
+    fn addresses(
+        &self,
+        snapshot: Vec<(MessageQueue, i64)>,
         deadline: Instant,
-        forget_others: bool,
-    ) -> Written {
-        let _writing = self.writes.lock();
-        let (snapshot, unused): (Vec<(MessageQueue, i64)>, Vec<MessageQueue>) = {
-            let t = self.table.lock();
-            let snapshot = t
-                .iter()
-                .filter(|(mq, _)| mqs.contains(*mq))
-                .map(|(mq, o)| (mq.clone(), *o))
-                .collect();
-            let unused = t.keys().filter(|mq| !mqs.contains(*mq)).cloned().collect();
-            (snapshot, unused)
-        };
+        failed: &mut usize,
+        first: &mut Option<Error>,
+    ) -> Vec<(String, MessageQueue, i64)> {
         let mut commits = Vec::with_capacity(snapshot.len());
-        let mut failed = 0;
-        let mut first: Option<Error> = None;
-        let mut refreshed: HashSet<&str> = HashSet::new();
-        for (mq, offset) in &snapshot {
+        let mut refreshed: HashSet<String> = HashSet::new();
+        for (mq, offset) in snapshot {
             let cached = |mq: &MessageQueue| {
                 self.instance
                     .find_broker_address_in_subscribe(&mq.broker_name, MASTER_ID, false)
                     .map(|f| f.addr)
             };
-            let mut addr = cached(mq);
+            let mut addr = cached(&mq);
             // A queue assigned a moment ago can be committed before anything pulled it, so
             // before its route is here: one name-server round trip per topic, while the
             // deadline has not passed.
-            if addr.is_none() && Instant::now() < deadline && refreshed.insert(&mq.topic) {
+            if addr.is_none() && Instant::now() < deadline && refreshed.insert(mq.topic.to_string())
+            {
                 let _ = self.instance.update_topic_route(&mq.topic);
-                addr = cached(mq);
+                addr = cached(&mq);
             }
             match addr {
-                Some(addr) => commits.push((addr, mq.clone(), *offset)),
+                Some(addr) => commits.push((addr, mq, offset)),
                 None => {
                     warn!(
                         "{}: no address of {} to commit {offset} for {mq}",
                         self.group, mq.broker_name
                     );
-                    failed += 1;
+                    *failed += 1;
                     first.get_or_insert_with(|| {
                         Error::new(
                             ErrorKind::NoRoute,
@@ -219,6 +276,22 @@ impl RemoteBrokerOffsetStore {
                 }
             }
         }
+        commits
+    }
+}
+
+impl OffsetStore for RemoteBrokerOffsetStore {
+    fn load(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> Written {
+        let _writing = self.writes.lock();
+        // Job 4's older offsets land before these.
+        self.in_flight.wait_idle(deadline);
+        let (snapshot, _) = self.snapshot(mqs);
+        let (mut failed, mut first) = (0, None);
+        let commits = self.addresses(snapshot, deadline, &mut failed, &mut first);
         let results =
             self.instance
                 .api()
@@ -230,27 +303,10 @@ impl RemoteBrokerOffsetStore {
                 first.get_or_insert(e);
             }
         }
-        if forget_others && !unused.is_empty() {
-            let mut t = self.table.lock();
-            for mq in unused {
-                t.remove(&mq);
-                debug!("forgot the offset of {mq}: no longer assigned");
-            }
-        }
         match first {
             Some(e) => Err((failed, e)),
             None => Ok(()),
         }
-    }
-}
-
-impl OffsetStore for RemoteBrokerOffsetStore {
-    fn load(&self) -> Result<()> {
-        Ok(())
-    }
-
-    fn persist_until(&self, mqs: &HashSet<MessageQueue>, deadline: Instant) -> Written {
-        self.write_through(mqs, deadline, false)
     }
 
     fn update_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
@@ -291,16 +347,63 @@ impl OffsetStore for RemoteBrokerOffsetStore {
 
     /// Writes the offsets of `mqs` and forgets those of other queues. An empty set does
     /// nothing, as in Java: a consumer holding no queue for a moment (every queue dropped,
-    /// a rebalance in between) must not wipe the offsets it still has to persist. Java
-    /// sends these oneway; here the broker answers, so that a commit written through
-    /// after this is never overtaken by this older offset (see `writes`).
+    /// a rebalance in between) must not wipe the offsets it still has to persist.
+    ///
+    /// Java sends these oneway. Here the broker answers each, on the callback pool, so
+    /// that a commit written through can wait for them (see `writes`); a round whose
+    /// predecessor is still unanswered, or that meets a commit being written, is skipped:
+    /// the next round, or the commit, writes the offsets.
     fn persist_all(&self, mqs: &HashSet<MessageQueue>) {
         if mqs.is_empty() {
             return;
         }
-        if let Err((failed, e)) = self.write_through(mqs, Instant::now() + BROKER_TIMEOUT, true) {
+        let Some(_writing) = self.writes.try_lock() else {
+            debug!(
+                "{}: a commit is being written; persisting next round",
+                self.group
+            );
+            return;
+        };
+        if self.in_flight.busy() {
+            debug!(
+                "{}: the last persist is unanswered; persisting next round",
+                self.group
+            );
+            return;
+        }
+        let (snapshot, unused) = self.snapshot(mqs);
+        let (mut failed, mut first) = (0, None);
+        let deadline = Instant::now() + BROKER_TIMEOUT;
+        let commits = self.addresses(snapshot, deadline, &mut failed, &mut first);
+        self.in_flight.add(commits.len());
+        for (addr, mq, offset) in commits {
+            let in_flight = self.in_flight.clone();
+            let (group, queue) = (self.group.clone(), mq.clone());
+            let sent = self.instance.api().update_consumer_offset_async(
+                &addr,
+                &self.group,
+                &mq,
+                offset,
+                BROKER_TIMEOUT,
+                move |r| {
+                    if let Err(e) = r {
+                        warn!("{group}: persisting the offset {offset} of {queue}: {e}");
+                    }
+                    in_flight.done();
+                },
+            );
+            if let Err(e) = sent {
+                warn!(
+                    "{}: persisting the offset {offset} of {mq}: {e}",
+                    self.group
+                );
+                self.in_flight.done();
+            }
+        }
+        if let Some(e) = first {
             warn!("{}: {failed} offsets were not persisted ({e})", self.group);
         }
+        self.forget(unused);
     }
 
     fn persist(&self, mq: &MessageQueue) {
@@ -701,6 +804,28 @@ pub(crate) fn compute_start_offset(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_waits_for_job_4s_writes_in_flight_until_they_are_answered_or_its_deadline() {
+        let f = Arc::new(InFlight::default());
+        assert!(f.wait_idle(Instant::now()), "nothing in flight");
+        f.add(2);
+        assert!(f.busy());
+        let start = Instant::now();
+        assert!(!f.wait_idle(start + Duration::from_millis(50)));
+        assert!(start.elapsed() >= Duration::from_millis(50));
+        let answers = {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                f.done();
+                f.done();
+            })
+        };
+        assert!(f.wait_idle(Instant::now() + Duration::from_secs(10)));
+        assert!(!f.busy());
+        answers.join().unwrap();
+    }
 
     use crate::protocol::TopicRouteData;
     use crate::protocol::{BrokerData, QueueData, RemotingCommand, RequestCode, ResponseCode};
