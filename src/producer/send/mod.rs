@@ -40,8 +40,11 @@ use crate::client::validators::is_retry_topic;
 
 /// A message made ready for the wire once, reused by every attempt.
 struct Prepared<'a> {
-    topic: String,
-    user_topic: String,
+    /// The topic as sent (with the namespace).
+    topic: Arc<str>,
+    /// The topic as the user named it: the same `Arc` as `topic` without a namespace, so
+    /// that the result's queue shares it.
+    user_topic: Arc<str>,
     body: Cow<'a, [u8]>,
     properties: String,
     sys_flag: i32,
@@ -316,19 +319,26 @@ impl ProducerImpl {
             .map_err(|e| e.context(format!("message to {}", msg.topic())))
     }
 
+    /// The topic as sent and as the user named it (one allocation without a namespace).
+    fn topics(&self, user_topic: &str) -> (Arc<str>, Arc<str>) {
+        let user: Arc<str> = Arc::from(user_topic);
+        match self.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+            Some(ns) => (Arc::from(namespace::wrap(Some(ns), user_topic)), user),
+            None => (user.clone(), user),
+        }
+    }
+
     fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
         self.check_message(msg)?;
-        let topic = namespace::wrap(self.namespace.as_deref(), msg.topic());
+        let (topic, user_topic) = self.topics(msg.topic());
         let mut props: Vec<(&str, &str)> = msg.properties().collect();
-        let created_id;
-        let msg_id = match msg.property(property::UNIQ_KEY) {
-            Some(id) => id.to_string(),
-            None => {
-                created_id = message::uniq::create_uniq_id();
-                props.push((property::UNIQ_KEY, created_id.as_str()));
-                created_id.clone()
-            }
+        let created_id = match msg.property(property::UNIQ_KEY) {
+            Some(_) => None,
+            None => Some(message::uniq::create_uniq_id()),
         };
+        if let Some(id) = &created_id {
+            props.push((property::UNIQ_KEY, id.as_str()));
+        }
         if let Some(ns) = self.namespace.as_deref() {
             props.retain(|(k, _)| *k != property::INSTANCE_ID);
             props.push((property::INSTANCE_ID, ns));
@@ -353,11 +363,17 @@ impl ProducerImpl {
         {
             flag_bits |= sys_flag::TRANSACTION_PREPARED;
         }
+        let properties = message::properties_to_string(props);
+        // The id made here moves in once the properties no longer borrow it.
+        let msg_id = match created_id {
+            Some(id) => id,
+            None => msg.property(property::UNIQ_KEY).unwrap_or_default().to_string(),
+        };
         Ok(Prepared {
-            user_topic: msg.topic().to_string(),
+            user_topic,
             topic,
             body,
-            properties: message::properties_to_string(props),
+            properties,
             sys_flag: flag_bits,
             flag: msg.flag(),
             msg_id,
@@ -421,9 +437,10 @@ impl ProducerImpl {
         } else {
             "false"
         };
+        let (topic, user_topic) = self.topics(first.topic());
         Ok(Prepared {
-            topic: namespace::wrap(self.namespace.as_deref(), first.topic()),
-            user_topic: first.topic().to_string(),
+            topic,
+            user_topic,
             body: Cow::Owned(body),
             properties: message::properties_to_string([(property::WAIT, wait)]),
             sys_flag: 0,
@@ -458,7 +475,7 @@ impl ProducerImpl {
         }
         let trace = self.trace.read().clone();
         let Some(trace) = trace else { return };
-        let mut msg = Message::new(p.user_topic.clone(), Vec::new());
+        let mut msg = Message::new(&*p.user_topic, Vec::new());
         msg.set_properties_wire(&p.properties);
         let mut record = TraceRecord::new(TraceType::Pub, &self.group, &p.user_topic, &msg);
         record.timestamp = crate::util::now_millis() - started.elapsed().as_millis() as i64;
@@ -669,7 +686,12 @@ impl ProducerImpl {
             send_status: status,
             msg_id: p.msg_id.clone(),
             offset_msg_id: h.msg_id,
-            message_queue: MessageQueue::new(&p.user_topic, &*mq.broker_name, h.queue_id),
+            // Shares the topic and broker name: no allocation.
+            message_queue: MessageQueue {
+                topic: p.user_topic.clone(),
+                broker_name: mq.broker_name.clone(),
+                queue_id: h.queue_id,
+            },
             queue_offset: h.queue_offset,
             transaction_id: h.transaction_id,
             region_id: resp
@@ -868,7 +890,7 @@ impl ProducerImpl {
     ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
         let mut target = mq.clone();
-        target.topic = p.topic.clone().into();
+        target.topic = p.topic.clone();
         self.send_kernel(&instance, p, &target, mode, timeout)
     }
 
@@ -984,7 +1006,7 @@ impl ProducerImpl {
         };
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
-            mq.topic = p.topic.clone().into();
+            mq.topic = p.topic.clone();
             mq
         });
         let mq = match &pinned {
