@@ -221,6 +221,18 @@ fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
     for (k, v) in properties {
         m.put_user_property(k, v).or_raise(py)?;
     }
+    set_delays(&mut m, delay_level, deliver_at, delay);
+    Ok(m)
+}
+
+/// Sets a message's delay level and timer (milliseconds since the epoch, or after the
+/// store) where given.
+fn set_delays(
+    m: &mut rmq::Message,
+    delay_level: Option<u32>,
+    deliver_at: Option<u64>,
+    delay: Option<u64>,
+) {
     if let Some(level) = delay_level {
         m.set_delay_time_level(level);
     }
@@ -231,7 +243,6 @@ fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
     if let Some(ms) = delay {
         m.set_delivery_delay(Duration::from_millis(ms));
     }
-    Ok(m)
 }
 
 fn millis(t: SystemTime) -> i64 {
