@@ -32,8 +32,15 @@ ReceivedTuple = Tuple[
     int,
     int,
     Dict[str, str],
+    str,
+    int,
+    str,
     Optional["ReplyTemplate"],
 ]
+#: A received message as ``PushConsumer.send_message_back`` passes it: ``(topic,
+#: broker_name, queue_id, queue_offset, body, properties, store_host, commit_log_offset,
+#: reconsume_times)``.
+SentBackTuple = Tuple[str, str, int, int, bytes, Dict[str, str], str, int, int]
 #: The client options as ``_client_options`` passes them (``credentials`` and ``tls``
 #: as tuples).
 Common = Dict[str, Union[str, int, bool, Tuple[Any, ...]]]
@@ -153,6 +160,7 @@ class PushConsumer:
     def unsubscribe(self, topic: str) -> None: ...
     def subscriptions(self) -> List[str]: ...
     def assigned_queues(self) -> List[QueueTuple]: ...
+    def send_message_back(self, m: SentBackTuple, delay_level: int) -> None: ...
     def suspend(self) -> None: ...
     def resume(self) -> None: ...
     def trace_stats(self) -> Optional[TraceStatsTuple]: ...

@@ -221,6 +221,18 @@ fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
     for (k, v) in properties {
         m.put_user_property(k, v).or_raise(py)?;
     }
+    set_delays(&mut m, delay_level, deliver_at, delay);
+    Ok(m)
+}
+
+/// Sets a message's delay level and timer (milliseconds since the epoch, or after the
+/// store) where given.
+fn set_delays(
+    m: &mut rmq::Message,
+    delay_level: Option<u32>,
+    deliver_at: Option<u64>,
+    delay: Option<u64>,
+) {
     if let Some(level) = delay_level {
         m.set_delay_time_level(level);
     }
@@ -231,7 +243,6 @@ fn message(py: Python<'_>, t: MessageTuple<'_>) -> PyResult<rmq::Message> {
     if let Some(ms) = delay {
         m.set_delivery_delay(Duration::from_millis(ms));
     }
-    Ok(m)
 }
 
 fn millis(t: SystemTime) -> i64 {
@@ -265,6 +276,21 @@ fn send_result<'py>(py: Python<'py>, r: &rmq::SendResult) -> PyResult<Bound<'py,
         .into_pyobject(py)
 }
 
+/// A received message as `PushConsumer.send_message_back` passes it: `(topic,
+/// broker_name, queue_id, queue_offset, body, properties, store_host, commit_log_offset,
+/// reconsume_times)`, the properties all of them, the system's included.
+type SentBackTuple<'py> = (
+    String,
+    String,
+    i32,
+    i64,
+    Bound<'py, PyBytes>,
+    HashMap<String, String>,
+    String,
+    i64,
+    u32,
+);
+
 /// The reply to a request message, made when the request arrives (the library builds
 /// a reply only from the message as received): [`rmq::create_reply_message`] without
 /// its body, which `Producer.send_reply` sets.
@@ -286,16 +312,18 @@ fn reply_template(m: &MessageExt) -> Option<ReplyTemplate> {
 }
 
 /// `(msg_id, topic, tags, keys, body, queue_id, queue_offset, reconsume_times,
-/// born_timestamp_ms, store_timestamp_ms, properties, reply)`; the properties are all of
-/// them, system ones included (Java `getProperties`); `reply` is a [`ReplyTemplate`] for
-/// a request, else `None`.
+/// born_timestamp_ms, store_timestamp_ms, properties, broker_name, commit_log_offset,
+/// store_host, reply)`; the properties are all of them, system ones included (Java
+/// `getProperties`); `store_host` is `ip:port`; `reply` is a [`ReplyTemplate`] for a
+/// request, else `None`.
 fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple>> {
     let properties = PyDict::new(py);
     for (k, v) in m.properties() {
         properties.set_item(k, v)?;
     }
     let reply = reply_template(m).map(|t| Bound::new(py, t)).transpose()?;
-    (
+    // Past the twelve items a tuple converts by itself.
+    let head = (
         m.msg_id(),
         m.topic(),
         m.tags(),
@@ -307,9 +335,11 @@ fn received<'py>(py: Python<'py>, m: &MessageExt) -> PyResult<Bound<'py, PyTuple
         millis(m.born_timestamp()),
         millis(m.store_timestamp()),
         properties,
-        reply,
+        m.broker_name(),
     )
-        .into_pyobject(py)
+        .into_pyobject(py)?;
+    let tail = (m.commit_log_offset(), m.store_host().to_string(), reply).into_pyobject(py)?;
+    PyTuple::new(py, head.iter().chain(tail.iter()).collect::<Vec<_>>())
 }
 
 /// `(topic, body, tags, keys, properties, None, None, None)`, the form of a Python
@@ -1292,6 +1322,50 @@ impl PushConsumer {
 
     fn suspend(&self) {
         self.inner.suspend()
+    }
+
+    /// Sends a message this consumer received back for redelivery after `delay_level`
+    /// (0: the broker picks by its reconsume count, 1.. a delay level, below 0 the
+    /// dead-letter queue); `m` is [`SentBackTuple`].
+    fn send_message_back(
+        &self,
+        py: Python<'_>,
+        m: SentBackTuple<'_>,
+        delay_level: i32,
+    ) -> PyResult<()> {
+        let (
+            topic,
+            broker_name,
+            queue_id,
+            queue_offset,
+            body,
+            properties,
+            store_host,
+            commit_log_offset,
+            reconsume_times,
+        ) = m;
+        let store_host: std::net::SocketAddr = store_host.parse().map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "store_host must be ip:port, not {store_host:?}"
+            ))
+        })?;
+        let m = MessageExt::rebuilt(
+            &MessageQueue::new(topic, broker_name, queue_id),
+            queue_offset,
+            body.as_bytes().to_vec(),
+            properties.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            store_host,
+            commit_log_offset,
+            reconsume_times,
+        );
+        // As the C library's: the broker reads every negative level as "dead-letter queue".
+        let delay = match u32::try_from(delay_level) {
+            Ok(0) => rmq::ReconsumeDelay::Broker,
+            Ok(l) => rmq::ReconsumeDelay::Level(l),
+            Err(_) => rmq::ReconsumeDelay::DeadLetter,
+        };
+        py.detach(|| self.inner.send_message_back(&m, delay))
+            .or_raise(py)
     }
 
     fn resume(&self) {

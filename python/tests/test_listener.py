@@ -63,3 +63,33 @@ def test_a_listener_that_does_not_return_success_gets_its_message_again_and_exce
     assert "Traceback (most recent call last)" in caplog.text
     assert "ValueError: listener failed: value_error" in caplog.text
     assert "KeyboardInterrupt: listener failed: keyboard_interrupt" in caplog.text
+
+
+def test_push_send_message_back_redelivers_through_the_retry_topic_with_one_more_reconsume(namesrv, topic):
+    body = unique("send_back").encode()
+    with rmq.Producer(unique("py_producer"), namesrv=namesrv) as p:
+        sent = p.send(rmq.Message(topic, body))
+    got = []
+    lock = threading.Lock()
+
+    def listener(msgs):
+        with lock:
+            got.extend(m for m in msgs if m.body == body)
+        # Acknowledged: only the send-back brings it again.
+        return rmq.ConsumeStatus.SUCCESS
+
+    with rmq.PushConsumer(unique("py_send_back"), topic, listener, namesrv=namesrv, from_first=True) as c:
+        assert wait_for(lambda: len(got) >= 1, timeout=60), "the message never came"
+        first = got[0]
+        assert first.reconsume_times == 0
+        assert first.broker_name == sent.broker_name
+        assert first.commit_log_offset > 0 and ":" in first.store_host, first
+        c.send_message_back(first, delay_level=1)  # 1 s
+        assert wait_for(lambda: len(got) >= 2, timeout=60), "the message sent back never came again"
+    again = got[1]
+    assert again.body == body and again.msg_id == first.msg_id
+    assert again.reconsume_times == 1
+    # It came through the group's retry topic: the broker records the original topic.
+    assert again.properties.get("RETRY_TOPIC") == topic, again.properties
+    assert again.commit_log_offset != first.commit_log_offset
+    assert len(got) == 2, got

@@ -633,6 +633,39 @@ impl PartialEq for MessageExt {
 impl Eq for MessageExt {}
 
 impl MessageExt {
+    /// A received message rebuilt from values copied out of one, for a binding that keeps
+    /// its own copy (the Python package): what
+    /// [`PushConsumer::send_message_back`](crate::PushConsumer::send_message_back) needs.
+    /// `queue` is where it was consumed, `properties` all of them, the system's included
+    /// (as [`properties`](Self::properties) gives them), `store_host` and
+    /// `commit_log_offset` where the broker keeps it. The times, the born host and the
+    /// flag are left zero.
+    pub fn rebuilt<'a>(
+        queue: &MessageQueue,
+        queue_offset: i64,
+        body: Vec<u8>,
+        properties: impl IntoIterator<Item = (&'a str, &'a str)>,
+        store_host: SocketAddr,
+        commit_log_offset: i64,
+        reconsume_times: u32,
+    ) -> Self {
+        let mut message = Message::empty(queue.topic().to_string(), body);
+        for (k, v) in properties {
+            message.put_property(k, v);
+        }
+        MessageExt {
+            message,
+            broker_name: Arc::from(queue.broker_name()),
+            queue_id: queue.queue_id(),
+            queue_offset,
+            store_host,
+            offset_msg_id: OnceLock::new(),
+            commit_log_offset,
+            reconsume_times: i32::try_from(reconsume_times).unwrap_or(i32::MAX),
+            ..MessageExt::default()
+        }
+    }
+
     /// The message id a user sees: `UNIQ_KEY` if present, else the offsetMsgId
     /// (Java `MessageClientExt.getMsgId`).
     #[doc(alias = "getMsgId")]
@@ -791,6 +824,34 @@ impl MessageExt {
 mod tests {
     use super::*;
     use crate::ErrorKind;
+
+    #[test]
+    fn a_rebuilt_message_ext_keeps_what_a_send_back_needs() {
+        let host: SocketAddr = "10.1.2.3:10911".parse().unwrap();
+        let q = MessageQueue::new("T", "broker-b", 3);
+        let m = MessageExt::rebuilt(
+            &q,
+            7,
+            b"hi".to_vec(),
+            [(property::UNIQ_KEY, "ABC"), (property::TAGS, "t")],
+            host,
+            4096,
+            2,
+        );
+        assert_eq!(m.msg_id(), "ABC");
+        assert_eq!(m.tags(), Some("t"));
+        assert_eq!(m.message_queue(), q);
+        assert_eq!((m.queue_offset(), m.commit_log_offset()), (7, 4096));
+        assert_eq!(m.store_host(), host);
+        assert_eq!(m.reconsume_times(), 2);
+        assert_eq!(m.body(), b"hi");
+        assert_eq!(m.offset_msg_id(), create_offset_msg_id(host, 4096));
+        assert_eq!(
+            m.property(property::WAIT),
+            None,
+            "only the properties given"
+        );
+    }
 
     #[test]
     fn new_message_waits_for_the_store_like_java() {
