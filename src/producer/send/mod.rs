@@ -933,7 +933,8 @@ impl ProducerImpl {
             hooks.before(&self.group, SendMode::Async, &mut msg);
         }
         let counters = self.observer.counters.clone();
-        let topic = msg.topic().to_string();
+        // Shared by the callback and the error path below: one allocation.
+        let topic: Arc<str> = Arc::from(msg.topic());
         let bytes = msg.body().len() as u64;
         // The message as sent, for the hooks' `after_send` (a copy only when hooked).
         let hooked = hooks.map(|h| (h, msg.clone(), self.group.clone()));
