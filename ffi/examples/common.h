@@ -41,6 +41,10 @@ static rmq_client_options *client_options(const char *namesrv) {
   rmq_client_options *o;
   CHECK(rmq_client_options_new(&o));
   CHECK(rmq_client_options_namesrv_addr(o, STR(namesrv)));
+  /* RMQ_EXAMPLE_SERIALIZE=rocketmq: the compact binary request headers. */
+  const char *ser = getenv("RMQ_EXAMPLE_SERIALIZE");
+  if (ser && strcmp(ser, "rocketmq") == 0)
+    CHECK(rmq_client_options_serialize_type(o, RMQ_SERIALIZE_ROCKETMQ));
   return o;
 }
 

@@ -285,16 +285,15 @@ fn over_topics(stats: &serde_json::Value, field: &str) -> u64 {
 }
 
 fn produce(topic: &str, count: usize) -> Vec<String> {
-    produce_with(topic, count, false)
+    produce_with(topic, count, &[])
 }
 
-/// `produce`, with auto-batching on (`RMQ_EXAMPLE_AUTO_BATCH`) when `auto_batch`.
-fn produce_with(topic: &str, count: usize, auto_batch: bool) -> Vec<String> {
+/// `produce` with the examples' switches in `env` (`RMQ_EXAMPLE_AUTO_BATCH`,
+/// `RMQ_EXAMPLE_SERIALIZE`).
+fn produce_with(topic: &str, count: usize, env: &[(&str, &str)]) -> Vec<String> {
     let mut cmd = Command::new(example("produce"));
     cmd.arg(topic).arg(count.to_string());
-    if auto_batch {
-        cmd.env("RMQ_EXAMPLE_AUTO_BATCH", "1");
-    }
+    cmd.envs(env.iter().copied());
     let out = run(&mut cmd, Duration::from_secs(600));
     let text = stdout(&out);
     assert!(
@@ -354,7 +353,7 @@ fn the_readme_c_example_works_as_written() {
 #[test]
 fn a_c_producer_with_auto_batch_gets_its_own_result_per_send_and_every_message_arrives() {
     let topic = unique("CAutoBatch");
-    let acked = produce_with(&topic, 20, true);
+    let acked = produce_with(&topic, 20, &[("RMQ_EXAMPLE_AUTO_BATCH", "1")]);
     let distinct: HashSet<&String> = acked.iter().collect();
     assert_eq!(distinct.len(), acked.len(), "{acked:?}");
     // A send's own id, not a batch's (the explicit batch of three prints its first).
@@ -677,6 +676,32 @@ fn a_c_transaction_producer_commits_rolls_back_and_answers_the_broker_check() {
 
 /// The client options' namespace reaches the wire: what a plain C producer sends to
 /// `ns%Topic` a C consumer with the namespace `ns` reads as `Topic`.
+/// `rmq_client_options_serialize_type(RMQ_SERIALIZE_ROCKETMQ)`: a producer and a lite
+/// pull consumer whose requests carry the binary headers send and read back everything.
+#[test]
+fn c_clients_with_binary_request_headers_send_and_read_back_every_message() {
+    let topic = unique("CBinary");
+    let binary = [("RMQ_EXAMPLE_SERIALIZE", "rocketmq")];
+    let acked = produce_with(&topic, 3, &binary);
+    let out = run(
+        Command::new(example("lite_pull"))
+            .args([
+                topic.as_str(),
+                &unique("c_binary"),
+                &acked.len().to_string(),
+                "tag=TagA",
+            ])
+            .envs(binary),
+        Duration::from_secs(300),
+    );
+    let text = stdout(&out);
+    assert!(
+        out.status.success(),
+        "lite_pull with binary headers failed:\n{text}"
+    );
+    check_read_back("binary headers", &acked, &ids(&text, "msg "));
+}
+
 #[test]
 fn a_c_consumer_with_a_namespace_in_its_client_options_reads_the_namespaced_topic() {
     let ns = unique("cns");

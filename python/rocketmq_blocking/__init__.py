@@ -14,8 +14,9 @@ and topics are ``ns%Name`` on the wire, and the client shows them without the pr
 ACL credentials (``access_key``, ``secret_key``, ``security_token``: every request is
 signed, as Java's ``AclClientRPCHook`` does), ``tls`` (``True`` for the system's trust
 store, or a :class:`TlsConfig`), timeouts and periods in milliseconds
-(``api_timeout_ms``, ``heartbeat_interval_ms``, ...). An unknown option is a
-``TypeError``.
+(``api_timeout_ms``, ``heartbeat_interval_ms``, ...), and ``serialize_type``, the
+encoding of request headers (``"json"``, Java's default, or ``"rocketmq"``, the compact
+binary one Java's benchmark tools use). An unknown option is a ``TypeError``.
 
 Producers and consumers are context managers that shut down on exit; clients still
 open when the interpreter exits are shut down by an ``atexit`` hook first. Every client
@@ -459,6 +460,7 @@ CLIENT_OPTIONS: Dict[str, type] = {
     "async_permits": int,
     "callback_threads": int,
     "shutdown_timeout_ms": int,
+    "serialize_type": str,
 }
 
 

@@ -153,6 +153,15 @@ fn client_options(options: &Common<'_>) -> PyResult<rmq::ClientOptions> {
             "async_permits" => o.async_permits(v.extract::<usize>()?),
             "callback_threads" => o.callback_threads(v.extract::<usize>()?),
             "shutdown_timeout_ms" => o.shutdown_timeout(ms(&v)?),
+            "serialize_type" => o.serialize_type(match v.extract::<String>()?.as_str() {
+                "json" => rmq::SerializeType::Json,
+                "rocketmq" => rmq::SerializeType::RocketMq,
+                other => {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "serialize_type must be \"json\" or \"rocketmq\", not {other:?}"
+                    )))
+                }
+            }),
             other => {
                 return Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "unknown client option {other:?}"

@@ -149,9 +149,16 @@ def test_every_client_option_is_a_keyword_and_an_unknown_one_is_a_type_error(nam
         "async_permits": 1_000,
         "callback_threads": 2,
         "shutdown_timeout_ms": 5_000,
+        "serialize_type": "rocketmq",
     }
     untested = set(rmq.CLIENT_OPTIONS) - set(values) - {"namespace", "access_key", "secret_key", "security_token", "tls"}
     assert not untested, f"options this test does not set: {untested}"
     with rmq.Producer(unique("py_opt"), **values) as p:
         sent = p.send(rmq.Message(topic, b"with every option")).msg_id
     assert read_back(namesrv, topic, [sent])[sent].body == b"with every option"
+    # Both header encodings reach the broker; another name is refused before any client starts.
+    with rmq.Producer(unique("py_opt"), namesrv=namesrv, serialize_type="json") as p:
+        sent = p.send(rmq.Message(topic, b"json headers")).msg_id
+    assert read_back(namesrv, topic, [sent])[sent].body == b"json headers"
+    with pytest.raises(ValueError, match="serialize_type"):
+        rmq.Producer(unique("py_opt"), namesrv=namesrv, serialize_type="xml")

@@ -367,7 +367,10 @@ impl ProducerImpl {
         // The id made here moves in once the properties no longer borrow it.
         let msg_id = match created_id {
             Some(id) => id,
-            None => msg.property(property::UNIQ_KEY).unwrap_or_default().to_string(),
+            None => msg
+                .property(property::UNIQ_KEY)
+                .unwrap_or_default()
+                .to_string(),
         };
         Ok(Prepared {
             user_topic,
