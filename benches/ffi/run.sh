@@ -4,9 +4,10 @@
 # wheel installed into a venv under target/ffi-bench), alternating
 # for ROUNDS rounds against NAMESRV_ADDR (or a cluster this script starts and stops).
 # Then Rust against Python only, async (1,024 in flight) and batches of 32 from one thread.
-# Every client encodes request headers as JSON, the client default (C and Python have no
-# other): `rmq bench` defaults to the binary `ROCKETMQ` headers, which cost a Rust send
-# about 5,500 fewer instructions (callgrind) and made the boundary look dearer than it is.
+# Every client encodes request headers as JSON, the client default (C and Python can
+# choose the binary ones too, `rmq_client_options_serialize_type` / `serialize_type=`):
+# `rmq bench` defaults to the binary `ROCKETMQ` headers, which cost a Rust send about
+# 5,500 fewer instructions (callgrind) and made the boundary look dearer than it is.
 #
 #   benches/ffi/run.sh            # ROUNDS=3 COUNT=10000 WARMUP=2000 (async/batch: 10x)
 set -euo pipefail
