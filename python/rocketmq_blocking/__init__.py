@@ -1365,8 +1365,9 @@ class PoppedMessage:
 
 class SimpleConsumer(_Client[_native.SimpleConsumer]):
     """A POP consumer (RocketMQ 5.x; the Rust ``SimpleConsumer``): :meth:`receive`
-    messages that stay invisible to the group for a time, :meth:`ack` each, or move its
-    time with :meth:`change_invisible_duration`; unacked messages come back after it.
+    messages that stay invisible to the group for a time, :meth:`ack` each (or many with
+    :meth:`ack_batch`), or move its time with :meth:`change_invisible_duration`; unacked
+    messages come back after it. :meth:`wait_for_messages` waits for one without taking it.
     On a 4.x broker every call raises :class:`UnsupportedError`."""
 
     def __init__(
@@ -1396,6 +1397,21 @@ class SimpleConsumer(_Client[_native.SimpleConsumer]):
         """The group never gets the message again."""
         with self._use() as h:
             h.ack(message._receipt)
+
+    def ack_batch(self, messages: Sequence[PoppedMessage]) -> None:
+        """:meth:`ack` of every message, with one BATCH_ACK_MESSAGE per broker and topic
+        (single acks on a broker before 5.1.1); every message is tried, the first error
+        raised."""
+        receipts = [m._receipt for m in messages]
+        with self._use() as h:
+            h.ack_batch(receipts)
+
+    def wait_for_messages(self, timeout_ms: int) -> bool:
+        """Waits up to ``timeout_ms`` (at most an hour) until the topic has a message the
+        group could receive, without taking it (Java's NOTIFICATION): True then, False
+        when the time passed with none. 0 asks without waiting."""
+        with self._use() as h:
+            return h.wait_for_messages(timeout_ms)
 
     def change_invisible_duration(self, message: PoppedMessage, invisible_ms: int) -> None:
         """The message becomes visible again ``invisible_ms`` from now; it gets a new

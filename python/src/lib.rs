@@ -1791,6 +1791,27 @@ impl SimpleConsumer {
             .or_raise(py)
     }
 
+    /// Acks every receipt of `receipts` with batch requests; one given twice is acked
+    /// once (its lock is taken once).
+    fn ack_batch(&self, py: Python<'_>, receipts: Vec<Bound<'_, PopReceipt>>) -> PyResult<()> {
+        let mut rs: Vec<&PopReceipt> = receipts.iter().map(|r| r.get()).collect();
+        rs.sort_by_key(|r| std::ptr::from_ref(*r) as usize);
+        rs.dedup_by_key(|r| std::ptr::from_ref(*r) as usize);
+        py.detach(|| {
+            let guards: Vec<_> = rs.iter().map(|r| r.inner.lock()).collect();
+            self.inner.ack_batch(guards.iter().map(|g| &**g))
+        })
+        .or_raise(py)
+    }
+
+    fn wait_for_messages(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<bool> {
+        py.detach(|| {
+            self.inner
+                .wait_for_messages(Duration::from_millis(timeout_ms))
+        })
+        .or_raise(py)
+    }
+
     fn change_invisible_duration(
         &self,
         py: Python<'_>,
