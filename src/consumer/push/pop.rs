@@ -469,9 +469,8 @@ impl PushConsumerImpl {
                 Ok(new) => {
                     if let Some(r) = st.receipts.get_mut(i).filter(|r| *r == sent) {
                         debug!(
-                            "renewed {} of {mq} until {}",
-                            r.queue_offset,
-                            new.pop_time + new.invisible_time
+                            "renewed {} of {mq} for {} ms",
+                            r.queue_offset, new.invisible_time
                         );
                         *r = new;
                     }
@@ -664,14 +663,17 @@ impl PushConsumerImpl {
                 continue;
             }
             let (body, alone) = BatchAckMessageRequestBody::new(&self.group, topic, &receipts);
-            let alone: Vec<ExtraInfo> = alone.into_iter().cloned().collect();
+            let (alone, batched): (Vec<ExtraInfo>, Vec<ExtraInfo>) = receipts
+                .iter()
+                .cloned()
+                .partition(|r| alone.iter().any(|a| a == &r));
             if !alone.is_empty() {
                 self.ack_singly(topic, alone);
             }
             let Some(addr) = self.broker_addr(&broker, topic) else {
                 continue;
             };
-            let (me, t, n) = (Arc::downgrade(self), topic.clone(), receipts.len());
+            let (me, t, n) = (Arc::downgrade(self), topic.clone(), batched.len());
             let on_answer = move |r: Result<()>| {
                 let Some(me) = me.upgrade() else { return };
                 match r {
@@ -679,7 +681,7 @@ impl PushConsumerImpl {
                     Err(e) if e.kind() == ErrorKind::Unsupported => {
                         info!("{}: {broker} has no batch ack; acking one by one", me.group);
                         me.pop_single_ack_brokers.write().insert(broker);
-                        me.ack_singly(&t, receipts);
+                        me.ack_singly(&t, batched);
                     }
                     Err(e) => warn!(
                         "{}: batch ack of {n} at {broker} failed: {e}; they come back after their invisible time",
