@@ -1094,7 +1094,9 @@ class PushConsumer(_Client[_native.PushConsumer]):
     assignment and request mode: once an operator switches the group to POP (``mqadmin
     setConsumeMode -m POP``) it consumes by POP, each message invisible to the group for
     ``pop_invisible_time_ms`` (default 60,000, renewed while the listener runs) and
-    ``pop_batch_nums`` (default 32) per pop; a 4.x broker keeps it pulling."""
+    ``pop_batch_nums`` (default 32) per pop; a 4.x broker keeps it pulling.
+    ``pop_batch_ack=True`` acks what the listener calls of one pop consumed with one
+    BATCH_ACK_MESSAGE per broker (default False, as Java's push consumer)."""
 
     def __init__(
         self,
@@ -1118,6 +1120,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
         client_rebalance: bool = True,
         pop_invisible_time_ms: Optional[int] = None,
         pop_batch_nums: Optional[int] = None,
+        pop_batch_ack: bool = False,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -1155,7 +1158,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
             batch_max_size,
             None if consume_hook is None else _consume_hook_pair(consume_hook),
             _trace(trace, trace_topic),
-            (bool(client_rebalance), pop_invisible_time_ms, pop_batch_nums),
+            (bool(client_rebalance), pop_invisible_time_ms, pop_batch_nums, bool(pop_batch_ack)),
         )
         _open.add(self)
 

@@ -1084,8 +1084,9 @@ fn consume_from(from_first: bool) -> ConsumeFromWhere {
 /// What a listener call came to, as the Python layer's `on_messages(messages, queue)`
 /// returns it: `(status, ack_index, delay_level, suspend_ms)`, status 0 to acknowledge,
 /// the rest the consume context's settings (`None`: left as they were).
-/// `(client_rebalance, pop_invisible_time_ms, pop_batch_nums)` of a push consumer.
-type PopMode = (bool, Option<u64>, Option<u32>);
+/// `(client_rebalance, pop_invisible_time_ms, pop_batch_nums, pop_batch_ack)` of a push
+/// consumer.
+type PopMode = (bool, Option<u64>, Option<u32>, bool);
 
 type ListenerAnswer = (i64, Option<i64>, Option<i64>, Option<u64>);
 
@@ -1194,8 +1195,8 @@ impl PushConsumer {
         pop: PopMode,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
-        let (client_rebalance, invisible_ms, batch) = pop;
-        b = b.client_rebalance(client_rebalance);
+        let (client_rebalance, invisible_ms, batch, batch_ack) = pop;
+        b = b.client_rebalance(client_rebalance).pop_batch_ack(batch_ack);
         if let Some(ms) = invisible_ms {
             b = b.pop_invisible_time(Duration::from_millis(ms));
         }

@@ -50,8 +50,9 @@ def test_pop_simple_consumer_receives_acks_and_changes_invisible_time(namesrv, t
 
 def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, topic):
     """``client_rebalance=False`` follows the broker: switched to POP with the admin, the
-    consumer pops (its assignment is the whole topic, queue -1) and gets every message;
-    switched back, it pulls queues again. A 4.x broker refuses the switch."""
+    consumer pops (its assignment is the whole topic, queue -1; acks by batch) and gets
+    every message; switched back, it pulls queues again. A 4.x broker refuses the
+    switch."""
     group = unique("py_pop_push")
     with rmq.Admin(namesrv) as admin:
         if broker_4x():
@@ -69,7 +70,13 @@ def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, t
             return rmq.ConsumeStatus.SUCCESS
 
         with rmq.PushConsumer(
-            group, topic, listener, namesrv=namesrv, client_rebalance=False, pop_invisible_time_ms=10_000
+            group,
+            topic,
+            listener,
+            namesrv=namesrv,
+            client_rebalance=False,
+            pop_invisible_time_ms=10_000,
+            pop_batch_ack=True,
         ) as c:
 
             def popping() -> bool:
