@@ -1196,7 +1196,9 @@ impl PushConsumer {
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
         let (client_rebalance, invisible_ms, batch, batch_ack) = pop;
-        b = b.client_rebalance(client_rebalance).pop_batch_ack(batch_ack);
+        b = b
+            .client_rebalance(client_rebalance)
+            .pop_batch_ack(batch_ack);
         if let Some(ms) = invisible_ms {
             b = b.pop_invisible_time(Duration::from_millis(ms));
         }
