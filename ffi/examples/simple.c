@@ -1,14 +1,16 @@
 /*
  * Consumes a topic by POP (RocketMQ 5.x) with a simple consumer until EXPECT messages
- * arrived, printing "msg <msg id>" for each and acking it. The first message's
- * invisible time is changed to 5 s first (its receipt must change: "receipt_changed=1"),
- * then it is acked with the new receipt. Afterwards it receives for 12 s more (new
+ * arrived, printing "msg <msg id>" for each and acking it. First it waits up to 10 s for
+ * a message without taking one (NOTIFICATION) and prints "has_messages=1" when there is
+ * one. The first message's invisible time is changed to 5 s first (its receipt must
+ * change: "receipt_changed=1"), then it is acked with the new receipt; the other
+ * messages of each receive are acked together (BATCH_ACK_MESSAGE). Afterwards it receives for 12 s more (new
  * messages are printed as "msg" too) and prints "back_after_ack=N", the messages that
  * came a second time: acked messages must not come back.
  *
  *   NAMESRV_ADDR=127.0.0.1:9876 ./simple TOPIC GROUP EXPECT
  *
- * On a 4.x broker the first receive fails with RMQ_UNSUPPORTED: the program prints
+ * On a 4.x broker the wait fails with RMQ_UNSUPPORTED: the program prints
  * "unsupported response_code=3" and exits with 0.
  */
 #include <time.h>
@@ -31,6 +33,16 @@ static int seen_before(const char *id, size_t len) {
   seen[n_seen] = calloc(len + 1, 1);
   if (seen[n_seen] == NULL) exit(3);
   memcpy(seen[n_seen++], id, len);
+  return 0;
+}
+
+/* A 4.x broker: prints the response code and ends the program's run with 0. */
+static int unsupported(rmq_simple_consumer *c) {
+  bool present = false;
+  int32_t code = 0;
+  CHECK(rmq_last_response_code(&present, &code));
+  printf("unsupported response_code=%d\n", present ? code : -1);
+  rmq_simple_consumer_free(c);
   return 0;
 }
 
@@ -61,6 +73,13 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  bool has = false;
+  rmq_result w = rmq_simple_consumer_wait_for_messages(c, 10000, &has);
+  if (w == RMQ_UNSUPPORTED) return unsupported(c);
+  if (w != RMQ_OK) die("rmq_simple_consumer_wait_for_messages", w);
+  printf("has_messages=%d\n", has ? 1 : 0);
+  CHECK(rmq_simple_consumer_ack_batch(c, NULL, 0));
+
   size_t received = 0, back = 0;
   int changed = 0;
   time_t give_up = time(NULL) + 120, quiet_until = 0;
@@ -73,17 +92,12 @@ int main(int argc, char **argv) {
     }
     rmq_received_list *list;
     rmq_result r = rmq_simple_consumer_receive(c, 32, 5000, &list);
-    if (r == RMQ_UNSUPPORTED) {
-      bool present = false;
-      int32_t code = 0;
-      CHECK(rmq_last_response_code(&present, &code));
-      printf("unsupported response_code=%d\n", present ? code : -1);
-      rmq_simple_consumer_free(c);
-      return 0;
-    }
+    if (r == RMQ_UNSUPPORTED) return unsupported(c);
     if (r != RMQ_OK) die("rmq_simple_consumer_receive", r);
-    size_t n;
+    size_t n, k = 0;
     CHECK(rmq_received_list_len(list, &n));
+    const rmq_received_message **batch = calloc(n ? n : 1, sizeof *batch);
+    if (batch == NULL) exit(3);
     for (size_t i = 0; i < n; i++) {
       const rmq_received_message *m;
       const rmq_message_ext *ext;
@@ -107,9 +121,13 @@ int main(int argc, char **argv) {
         CHECK(rmq_received_message_receipt_handle(m, after, sizeof after, &na));
         changed = 1;
         printf("receipt_changed=%d\n", nb != na || memcmp(before, after, nb) != 0);
+        CHECK(rmq_simple_consumer_ack(c, m));
+      } else {
+        batch[k++] = m;
       }
-      CHECK(rmq_simple_consumer_ack(c, m));
     }
+    CHECK(rmq_simple_consumer_ack_batch(c, batch, k));
+    free(batch);
     if (rmq_received_list_get(list, n, &(const rmq_received_message *){NULL}) !=
         RMQ_OUT_OF_RANGE) {
       fprintf(stderr, "an index past the end was not RMQ_OUT_OF_RANGE\n");

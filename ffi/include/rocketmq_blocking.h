@@ -1372,6 +1372,11 @@ rmq_result rmq_push_consumer_builder_pop_options(rmq_push_consumer_builder *b,
                                                  uint32_t batch_nums,
                                                  size_t threshold_for_queue);
 
+// POP mode: acks what the listener calls of one pop consumed with one
+// BATCH_ACK_MESSAGE per broker (default false, as Java's push consumer; a broker
+// before 5.1.1 gets single acks).
+rmq_result rmq_push_consumer_builder_pop_batch_ack(rmq_push_consumer_builder *b, bool enable);
+
 // Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
 // when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 rmq_result rmq_push_consumer_builder_trace(rmq_push_consumer_builder *b,
@@ -1508,6 +1513,20 @@ rmq_result rmq_simple_consumer_receive(const rmq_simple_consumer *c,
 // Acks a received message: the group never gets it again.
 rmq_result rmq_simple_consumer_ack(const rmq_simple_consumer *c,
                                    const rmq_received_message *message);
+
+// Acks `count` received messages (from any lists) with one BATCH_ACK_MESSAGE per
+// broker and topic; a broker before 5.1.1 gets single acks. Every message is tried;
+// the first error is returned. A message may appear more than once.
+rmq_result rmq_simple_consumer_ack_batch(const rmq_simple_consumer *c,
+                                         const rmq_received_message *const *messages,
+                                         size_t count);
+
+// Waits up to `timeout_ms` (at most an hour) until a subscribed topic has a message
+// the group could receive, without taking it (NOTIFICATION); `*has_messages` says
+// whether one came. 0 asks without waiting.
+rmq_result rmq_simple_consumer_wait_for_messages(const rmq_simple_consumer *c,
+                                                 uint64_t timeout_ms,
+                                                 bool *has_messages);
 
 // Makes a received message visible again `invisible_ms` (5 s..=12 h) from now and
 // gives it its new receipt.

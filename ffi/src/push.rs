@@ -393,6 +393,17 @@ pub extern "C" fn rmq_push_consumer_builder_pop_options(
     })
 }
 
+/// POP mode: acks what the listener calls of one pop consumed with one
+/// BATCH_ACK_MESSAGE per broker (default false, as Java's push consumer; a broker
+/// before 5.1.1 gets single acks).
+#[no_mangle]
+pub extern "C" fn rmq_push_consumer_builder_pop_batch_ack(
+    b: *mut rmq_push_consumer_builder,
+    enable: bool,
+) -> rmq_result {
+    common::set(b, |b| b.pop_batch_ack(enable))
+}
+
 /// Records a trace of every listener call in `RMQ_SYS_TRACE_TOPIC`, or in `trace_topic`
 /// when it is not NULL (Java `enableMsgTrace`, `customizedTraceTopic`).
 #[no_mangle]

@@ -20,7 +20,7 @@ use crate::error::{err, fail, guard, guard_void, rmq_result};
 use crate::message::{out_of_range, rmq_message_ext};
 use crate::options::rmq_client_options;
 use crate::push::consume_from;
-use crate::util::{copy_to_buf, handle, out, out_handle, str_arg, take_handle};
+use crate::util::{copy_to_buf, handle, handle_array, out, out_handle, str_arg, take_handle};
 
 /// Options of a simple consumer before it starts.
 pub struct rmq_simple_consumer_builder {
@@ -206,6 +206,44 @@ pub extern "C" fn rmq_simple_consumer_ack(
     guard(|| {
         let m = handle(message, "message")?;
         consumer(c)?.ack(&m.lock()).map_err(err)
+    })
+}
+
+/// Acks `count` received messages (from any lists) with one BATCH_ACK_MESSAGE per
+/// broker and topic; a broker before 5.1.1 gets single acks. Every message is tried;
+/// the first error is returned. A message may appear more than once.
+#[no_mangle]
+pub extern "C" fn rmq_simple_consumer_ack_batch(
+    c: *const rmq_simple_consumer,
+    messages: *const *const rmq_received_message,
+    count: usize,
+) -> rmq_result {
+    guard(|| {
+        let mut ms = handle_array(messages, count, "messages")?;
+        // Each lock once: the same message twice would deadlock on its own lock.
+        ms.sort_by_key(|m| std::ptr::from_ref(*m) as usize);
+        ms.dedup_by_key(|m| std::ptr::from_ref(*m) as usize);
+        let guards: Vec<MutexGuard<'_, ReceivedMessage>> = ms.iter().map(|m| m.lock()).collect();
+        consumer(c)?
+            .ack_batch(guards.iter().map(|g| &**g))
+            .map_err(err)
+    })
+}
+
+/// Waits up to `timeout_ms` (at most an hour) until a subscribed topic has a message
+/// the group could receive, without taking it (NOTIFICATION); `*has_messages` says
+/// whether one came. 0 asks without waiting.
+#[no_mangle]
+pub extern "C" fn rmq_simple_consumer_wait_for_messages(
+    c: *const rmq_simple_consumer,
+    timeout_ms: u64,
+    has_messages: *mut bool,
+) -> rmq_result {
+    guard(|| {
+        let has = consumer(c)?
+            .wait_for_messages(Duration::from_millis(timeout_ms))
+            .map_err(err)?;
+        out(has_messages, has)
     })
 }
 

@@ -871,5 +871,6 @@ fn a_c_simple_consumer_pops_acks_and_changes_invisible_time() {
     let (received, dups) = check_read_back("pop", &acked, &ids(&text, "msg "));
     eprintln!("C pop: received {received}, duplicated {dups}");
     assert!(text.contains("receipt_changed=1"), "{text}");
+    assert!(text.contains("has_messages=1"), "{text}");
     assert!(text.contains("back_after_ack=0"), "{text}");
 }

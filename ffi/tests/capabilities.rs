@@ -92,11 +92,13 @@ const TABLE: &[(&str, &str, C)] = &[
     ("LitePullConsumer", "drop", Fns(&["rmq_lite_pull_consumer_free"])),
     // SimpleConsumer
     ("SimpleConsumer", "ack", Fns(&["rmq_simple_consumer_ack"])),
+    ("SimpleConsumer", "ack_batch", Fns(&["rmq_simple_consumer_ack_batch"])),
     ("SimpleConsumer", "builder", Fns(&["rmq_simple_consumer_builder_new"])),
     ("SimpleConsumer", "change_invisible_duration", Fns(&["rmq_simple_consumer_change_invisible_duration"])),
     ("SimpleConsumer", "group", Not(GROUP)),
     ("SimpleConsumer", "receive", Fns(&["rmq_simple_consumer_receive"])),
     ("SimpleConsumer", "shutdown", Fns(&["rmq_simple_consumer_shutdown"])),
+    ("SimpleConsumer", "wait_for_messages", Fns(&["rmq_simple_consumer_wait_for_messages"])),
     ("SimpleConsumer", "fmt", Not(DEBUG)),
     ("SimpleConsumer", "drop", Fns(&["rmq_simple_consumer_free"])),
     // ReceivedMessage

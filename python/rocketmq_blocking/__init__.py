@@ -1106,7 +1106,9 @@ class PushConsumer(_Client[_native.PushConsumer]):
     assignment and request mode: once an operator switches the group to POP (``mqadmin
     setConsumeMode -m POP``) it consumes by POP, each message invisible to the group for
     ``pop_invisible_time_ms`` (default 60,000, renewed while the listener runs) and
-    ``pop_batch_nums`` (default 32) per pop; a 4.x broker keeps it pulling."""
+    ``pop_batch_nums`` (default 32) per pop; a 4.x broker keeps it pulling.
+    ``pop_batch_ack=True`` acks what the listener calls of one pop consumed with one
+    BATCH_ACK_MESSAGE per broker (default False, as Java's push consumer)."""
 
     def __init__(
         self,
@@ -1130,6 +1132,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
         client_rebalance: bool = True,
         pop_invisible_time_ms: Optional[int] = None,
         pop_batch_nums: Optional[int] = None,
+        pop_batch_ack: bool = False,
         **options: Any,
     ) -> None:
         super().__init__()
@@ -1167,7 +1170,7 @@ class PushConsumer(_Client[_native.PushConsumer]):
             batch_max_size,
             None if consume_hook is None else _consume_hook_pair(consume_hook),
             _trace(trace, trace_topic),
-            (bool(client_rebalance), pop_invisible_time_ms, pop_batch_nums),
+            (bool(client_rebalance), pop_invisible_time_ms, pop_batch_nums, bool(pop_batch_ack)),
         )
         _open.add(self)
 
@@ -1402,8 +1405,9 @@ class PoppedMessage:
 
 class SimpleConsumer(_Client[_native.SimpleConsumer]):
     """A POP consumer (RocketMQ 5.x; the Rust ``SimpleConsumer``): :meth:`receive`
-    messages that stay invisible to the group for a time, :meth:`ack` each, or move its
-    time with :meth:`change_invisible_duration`; unacked messages come back after it.
+    messages that stay invisible to the group for a time, :meth:`ack` each (or many with
+    :meth:`ack_batch`), or move its time with :meth:`change_invisible_duration`; unacked
+    messages come back after it. :meth:`wait_for_messages` waits for one without taking it.
     On a 4.x broker every call raises :class:`UnsupportedError`."""
 
     def __init__(
@@ -1433,6 +1437,21 @@ class SimpleConsumer(_Client[_native.SimpleConsumer]):
         """The group never gets the message again."""
         with self._use() as h:
             h.ack(message._receipt)
+
+    def ack_batch(self, messages: Sequence[PoppedMessage]) -> None:
+        """:meth:`ack` of every message, with one BATCH_ACK_MESSAGE per broker and topic
+        (single acks on a broker before 5.1.1); every message is tried, the first error
+        raised."""
+        receipts = [m._receipt for m in messages]
+        with self._use() as h:
+            h.ack_batch(receipts)
+
+    def wait_for_messages(self, timeout_ms: int) -> bool:
+        """Waits up to ``timeout_ms`` (at most an hour) until the topic has a message the
+        group could receive, without taking it (Java's NOTIFICATION): True then, False
+        when the time passed with none. 0 asks without waiting."""
+        with self._use() as h:
+            return h.wait_for_messages(timeout_ms)
 
     def change_invisible_duration(self, message: PoppedMessage, invisible_ms: int) -> None:
         """The message becomes visible again ``invisible_ms`` from now; it gets a new

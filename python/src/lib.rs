@@ -1123,8 +1123,9 @@ fn consume_from(from_first: bool) -> ConsumeFromWhere {
 /// What a listener call came to, as the Python layer's `on_messages(messages, queue)`
 /// returns it: `(status, ack_index, delay_level, suspend_ms)`, status 0 to acknowledge,
 /// the rest the consume context's settings (`None`: left as they were).
-/// `(client_rebalance, pop_invisible_time_ms, pop_batch_nums)` of a push consumer.
-type PopMode = (bool, Option<u64>, Option<u32>);
+/// `(client_rebalance, pop_invisible_time_ms, pop_batch_nums, pop_batch_ack)` of a push
+/// consumer.
+type PopMode = (bool, Option<u64>, Option<u32>, bool);
 
 type ListenerAnswer = (i64, Option<i64>, Option<i64>, Option<u64>);
 
@@ -1233,8 +1234,10 @@ impl PushConsumer {
         pop: PopMode,
     ) -> PyResult<Self> {
         let mut b = rmq::PushConsumer::builder(group).client_options(client_options(&common)?);
-        let (client_rebalance, invisible_ms, batch) = pop;
-        b = b.client_rebalance(client_rebalance);
+        let (client_rebalance, invisible_ms, batch, batch_ack) = pop;
+        b = b
+            .client_rebalance(client_rebalance)
+            .pop_batch_ack(batch_ack);
         if let Some(ms) = invisible_ms {
             b = b.pop_invisible_time(Duration::from_millis(ms));
         }
@@ -1872,6 +1875,27 @@ impl SimpleConsumer {
     fn ack(&self, py: Python<'_>, receipt: &PopReceipt) -> PyResult<()> {
         py.detach(|| self.inner.ack(&receipt.inner.lock()))
             .or_raise(py)
+    }
+
+    /// Acks every receipt of `receipts` with batch requests; one given twice is acked
+    /// once (its lock is taken once).
+    fn ack_batch(&self, py: Python<'_>, receipts: Vec<Bound<'_, PopReceipt>>) -> PyResult<()> {
+        let mut rs: Vec<&PopReceipt> = receipts.iter().map(|r| r.get()).collect();
+        rs.sort_by_key(|r| std::ptr::from_ref(*r) as usize);
+        rs.dedup_by_key(|r| std::ptr::from_ref(*r) as usize);
+        py.detach(|| {
+            let guards: Vec<_> = rs.iter().map(|r| r.inner.lock()).collect();
+            self.inner.ack_batch(guards.iter().map(|g| &**g))
+        })
+        .or_raise(py)
+    }
+
+    fn wait_for_messages(&self, py: Python<'_>, timeout_ms: u64) -> PyResult<bool> {
+        py.detach(|| {
+            self.inner
+                .wait_for_messages(Duration::from_millis(timeout_ms))
+        })
+        .or_raise(py)
     }
 
     fn change_invisible_duration(

@@ -50,8 +50,9 @@ def test_pop_simple_consumer_receives_acks_and_changes_invisible_time(namesrv, t
 
 def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, topic):
     """``client_rebalance=False`` follows the broker: switched to POP with the admin, the
-    consumer pops (its assignment is the whole topic, queue -1) and gets every message;
-    switched back, it pulls queues again. A 4.x broker refuses the switch."""
+    consumer pops (its assignment is the whole topic, queue -1; acks by batch) and gets
+    every message; switched back, it pulls queues again. A 4.x broker refuses the
+    switch."""
     group = unique("py_pop_push")
     with rmq.Admin(namesrv) as admin:
         if broker_4x():
@@ -69,7 +70,13 @@ def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, t
             return rmq.ConsumeStatus.SUCCESS
 
         with rmq.PushConsumer(
-            group, topic, listener, namesrv=namesrv, client_rebalance=False, pop_invisible_time_ms=10_000
+            group,
+            topic,
+            listener,
+            namesrv=namesrv,
+            client_rebalance=False,
+            pop_invisible_time_ms=10_000,
+            pop_batch_ack=True,
         ) as c:
 
             def popping() -> bool:
@@ -90,3 +97,32 @@ def test_pop_push_consumer_follows_the_group_switched_to_pop_and_back(namesrv, t
             with rmq.Producer(unique("py_pop_push_p"), namesrv=namesrv) as p:
                 later = {p.send(rmq.Message(topic, f"pulled {i}".encode())).msg_id for i in range(10)}
             assert wait_for(lambda: set(got) >= later, timeout=60), len(later - set(got))
+
+
+def test_pop_wait_for_messages_and_ack_batch(namesrv, topic):
+    """``wait_for_messages`` is False after its timeout with nothing and True once a
+    message is there, taking nothing; ``ack_batch`` acks what was received, and nothing
+    comes back after the invisible time. On 4.x both raise ``UnsupportedError``."""
+    with rmq.SimpleConsumer(unique("py_pop_nb"), topic, from_first=True, await_ms=1000, namesrv=namesrv) as c:
+        if broker_4x():
+            with pytest.raises(rmq.UnsupportedError):
+                c.wait_for_messages(1000)
+            return
+        t0 = time.monotonic()
+        assert c.wait_for_messages(1500) is False
+        assert time.monotonic() - t0 >= 1.0
+        with rmq.Producer(unique("py_pop_nb_p"), namesrv=namesrv) as p:
+            sent = {p.send(rmq.Message(topic, f"nb{i}".encode())).msg_id for i in range(6)}
+        assert c.wait_for_messages(20_000) is True
+        got = []
+        deadline = time.monotonic() + 60
+        while len({m.message.msg_id for m in got}) < len(sent) and time.monotonic() < deadline:
+            got += c.receive(32, 10_000)
+        assert {m.message.msg_id for m in got} == sent
+        c.ack_batch(got + got[:1])
+        c.ack_batch([])
+        again = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            again += [m.message.msg_id for m in c.receive(32, 5_000)]
+        assert again == [], again

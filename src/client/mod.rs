@@ -23,6 +23,8 @@ pub(crate) use config::{DEFAULT_ADJUST_THREAD_POOL_INTERVAL, DEFAULT_PERSIST_OFF
 pub(crate) use instance::{ConsumerInner, ProducerInner, PullTask, MASTER_ID};
 pub use instance::{MQClientInstance, ServiceState};
 #[cfg(feature = "unstable-internals")]
+pub use pop_api::NotifyResult;
+#[cfg(feature = "unstable-internals")]
 pub use pop_api::PopResult;
 #[cfg(not(feature = "unstable-internals"))]
 pub(crate) use pop_api::PopResult;

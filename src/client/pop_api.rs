@@ -1,5 +1,6 @@
 //! The typed POP requests of 5.x brokers (Java `MQClientAPIImpl.popMessageAsync`,
-//! `ackMessageAsync`, `changeInvisibleTimeAsync`), here blocking, and the reading of a pop
+//! `ackMessageAsync`, `batchAckMessageAsync`, `changeInvisibleTimeAsync`,
+//! `MQClientAPIExt.notification`), blocking or with a callback, and the reading of a pop
 //! response into messages with their receipts (Java `processPopResponse`).
 //!
 //! A 4.x broker answers each of them REQUEST_CODE_NOT_SUPPORTED, which becomes an
@@ -18,8 +19,9 @@ use crate::protocol::pop::{
     decode_query_assignment, MessageQueueAssignment, QueryAssignmentRequestBody,
 };
 use crate::protocol::pop::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
-    ExtraInfo, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
+    AckMessageRequestHeader, BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader, ExtraInfo, NotificationRequestHeader,
+    NotificationResponseHeader, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsets,
 };
 use crate::protocol::pop::{MessageRequestMode, SetMessageRequestModeRequestBody};
 use crate::protocol::{RemotingCommand, RequestCode, ResponseCode};
@@ -129,6 +131,87 @@ fn read_pop_response(
     Ok(PopResult { status, messages })
 }
 
+/// What a NOTIFICATION answered (Java `NotifyResult`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotifyResult {
+    /// The group has a message of the topic to pop (at the time of the answer).
+    pub has_msg: bool,
+    /// Too many requests wait at the broker: it answered at once, without waiting.
+    pub polling_full: bool,
+}
+
+/// An async request on the wire whose response `read` turns into the callback's value.
+struct InFlight<R, F> {
+    addr: String,
+    read: R,
+    callback: F,
+}
+
+impl<T, R, F> InvokeCallback for InFlight<R, F>
+where
+    R: FnOnce(&str, &RemotingCommand) -> Result<T> + Send + 'static,
+    F: FnOnce(Result<T>) + Send + 'static,
+{
+    fn operation_complete(self, r: Result<RemotingCommand>) {
+        let addr = self.addr;
+        let read = self.read;
+        (self.callback)(r.and_then(|response| read(&addr, &response)))
+    }
+}
+
+fn batch_ack_request(body: &BatchAckMessageRequestBody) -> Result<RemotingCommand> {
+    let body = serde_json::to_vec(body)
+        .map_err(|e| Error::invalid_argument(format!("encoding the batch ack: {e}")))?;
+    Ok(RemotingCommand::request(RequestCode::BATCH_ACK_MESSAGE).with_body(body))
+}
+
+fn expect_acked(addr: &str, response: &RemotingCommand) -> Result<()> {
+    if response.code == ResponseCode::SUCCESS.0 {
+        return Ok(());
+    }
+    Err(failure("batch ack", addr, response))
+}
+
+/// The new receipt a CHANGE_MESSAGE_INVISIBLETIME answer gives (`old` is the request's).
+fn read_change_invisible(
+    addr: &str,
+    broker_name: &str,
+    header: &ChangeInvisibleTimeRequestHeader,
+    old: &ExtraInfo,
+    response: &RemotingCommand,
+) -> Result<ExtraInfo> {
+    if response.code != ResponseCode::SUCCESS.0 {
+        return Err(failure("change invisible time", addr, response));
+    }
+    let h: ChangeInvisibleTimeResponseHeader = response
+        .decode_header()
+        .map_err(|e| Error::from(e).context(format!("change invisible time of {addr}")))?;
+    // Java `changeInvisibleTimeAsync`: the check point restarts at this message.
+    Ok(ExtraInfo {
+        ck_queue_offset: header.offset,
+        pop_time: h.pop_time,
+        invisible_time: h.invisible_time,
+        revive_qid: h.revive_qid,
+        retry: old.retry,
+        broker_name: broker_name.to_string(),
+        queue_id: header.queue_id,
+        queue_offset: header.offset,
+    })
+}
+
+fn read_notification(addr: &str, response: &RemotingCommand) -> Result<NotifyResult> {
+    if response.code != ResponseCode::SUCCESS.0 {
+        return Err(failure("notification", addr, response));
+    }
+    let h: NotificationResponseHeader = response
+        .decode_header()
+        .map_err(|e| Error::from(e).context(format!("notification of {addr}")))?;
+    Ok(NotifyResult {
+        has_msg: h.has_msg,
+        polling_full: h.polling_full.unwrap_or(false),
+    })
+}
+
 impl MQClientAPI {
     /// POP_MESSAGE to one broker, waiting up to `timeout` (which must cover the header's
     /// `poll_time`). `broker_name` goes into every receipt; each message's topic becomes
@@ -189,6 +272,42 @@ impl MQClientAPI {
         Err(failure("ack", addr, &response))
     }
 
+    /// BATCH_ACK_MESSAGE (5.1.1 and later): the messages of every receipt in `body` are
+    /// done with, in one request. The broker answers success even for entries it skips
+    /// (a queue it does not have); an older broker refuses the code, an
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported) error.
+    #[doc(alias = "batchAckMessageAsync")]
+    pub fn batch_ack_message(
+        &self,
+        addr: &str,
+        body: &BatchAckMessageRequestBody,
+        timeout: Duration,
+    ) -> Result<()> {
+        let request = batch_ack_request(body)?;
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        expect_acked(addr, &response)
+    }
+
+    /// [`batch_ack_message`](Self::batch_ack_message) without waiting: `callback` gets
+    /// the result on the callback pool. When the request cannot be sent, the error and
+    /// the callback come back.
+    pub(crate) fn batch_ack_message_async<F>(
+        &self,
+        addr: &str,
+        body: &BatchAckMessageRequestBody,
+        timeout: Duration,
+        callback: F,
+    ) -> std::result::Result<(), (Error, F)>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        let request = match batch_ack_request(body) {
+            Ok(r) => r,
+            Err(e) => return Err((e, callback)),
+        };
+        self.invoke_reading(addr, request, timeout, expect_acked, callback)
+    }
+
     /// CHANGE_MESSAGE_INVISIBLETIME: the message becomes visible again `invisible_time`
     /// ms from now; returns its new receipt (the old one no longer acks it).
     pub fn change_invisible_time(
@@ -198,27 +317,98 @@ impl MQClientAPI {
         header: &ChangeInvisibleTimeRequestHeader,
         timeout: Duration,
     ) -> Result<ExtraInfo> {
+        let old = ExtraInfo::parse(&header.extra_info)?;
         let request =
             RemotingCommand::request_with_header(RequestCode::CHANGE_MESSAGE_INVISIBLETIME, header);
         let response = self.remoting().invoke_sync(addr, request, timeout)?;
-        if response.code != ResponseCode::SUCCESS.0 {
-            return Err(failure("change invisible time", addr, &response));
-        }
-        let h: ChangeInvisibleTimeResponseHeader = response
-            .decode_header()
-            .map_err(|e| Error::from(e).context(format!("change invisible time of {addr}")))?;
-        let old = ExtraInfo::parse(&header.extra_info)?;
-        // Java `changeInvisibleTimeAsync`: the check point restarts at this message.
-        Ok(ExtraInfo {
-            ck_queue_offset: header.offset,
-            pop_time: h.pop_time,
-            invisible_time: h.invisible_time,
-            revive_qid: h.revive_qid,
-            retry: old.retry,
-            broker_name: broker_name.to_string(),
-            queue_id: header.queue_id,
-            queue_offset: header.offset,
-        })
+        read_change_invisible(addr, broker_name, header, &old, &response)
+    }
+
+    /// [`change_invisible_time`](Self::change_invisible_time) without waiting: `callback`
+    /// gets the new receipt on the callback pool (Java `changeInvisibleTimeAsync`). When
+    /// the request cannot be sent, the error and the callback come back.
+    pub(crate) fn change_invisible_time_async<F>(
+        &self,
+        addr: &str,
+        broker_name: &str,
+        header: &ChangeInvisibleTimeRequestHeader,
+        timeout: Duration,
+        callback: F,
+    ) -> std::result::Result<(), (Error, F)>
+    where
+        F: FnOnce(Result<ExtraInfo>) + Send + 'static,
+    {
+        let old = match ExtraInfo::parse(&header.extra_info) {
+            Ok(old) => old,
+            Err(e) => return Err((e.into(), callback)),
+        };
+        let request =
+            RemotingCommand::request_with_header(RequestCode::CHANGE_MESSAGE_INVISIBLETIME, header);
+        let (broker, h) = (broker_name.to_string(), header.clone());
+        let read = move |addr: &str, response: &RemotingCommand| {
+            read_change_invisible(addr, &broker, &h, &old, response)
+        };
+        self.invoke_reading(addr, request, timeout, read, callback)
+    }
+
+    /// NOTIFICATION (5.x): waits at the broker up to the header's `poll_time` for a
+    /// message of the topic the group could pop, without popping it (Java
+    /// `MQClientAPIExt.notification`, which the 5.x proxy uses). `timeout` must cover
+    /// the poll time.
+    #[cfg_attr(not(feature = "unstable-internals"), allow(dead_code))]
+    pub fn notification(
+        &self,
+        addr: &str,
+        header: &NotificationRequestHeader,
+        timeout: Duration,
+    ) -> Result<NotifyResult> {
+        let request = RemotingCommand::request_with_header(RequestCode::NOTIFICATION, header);
+        let response = self.remoting().invoke_sync(addr, request, timeout)?;
+        read_notification(addr, &response)
+    }
+
+    /// [`notification`](Self::notification) without waiting: `callback` gets the
+    /// answer on the callback pool. When the request cannot be sent, the error and the
+    /// callback come back.
+    pub(crate) fn notification_async<F>(
+        &self,
+        addr: &str,
+        header: &NotificationRequestHeader,
+        timeout: Duration,
+        callback: F,
+    ) -> std::result::Result<(), (Error, F)>
+    where
+        F: FnOnce(Result<NotifyResult>) + Send + 'static,
+    {
+        let request = RemotingCommand::request_with_header(RequestCode::NOTIFICATION, header);
+        self.invoke_reading(addr, request, timeout, read_notification, callback)
+    }
+
+    /// Sends `request` async; `read` turns the response into `callback`'s value on the
+    /// callback pool. When it cannot be sent, the error and the callback come back.
+    fn invoke_reading<T, R, F>(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+        read: R,
+        callback: F,
+    ) -> std::result::Result<(), (Error, F)>
+    where
+        R: FnOnce(&str, &RemotingCommand) -> Result<T> + Send + 'static,
+        F: FnOnce(Result<T>) + Send + 'static,
+    {
+        let sent = InFlight {
+            addr: addr.to_string(),
+            read,
+            callback,
+        };
+        self.remoting()
+            .invoke_async_with(addr, request, timeout, sent)
+            .map_err(|e| {
+                let (e, sent) = e.into_parts();
+                (e, sent.callback)
+            })
     }
 }
 

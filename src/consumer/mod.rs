@@ -320,6 +320,13 @@ pub struct PushConsumerOptions {
     /// (Java `popThresholdForQueue`, 96).
     #[doc(alias = "popThresholdForQueue")]
     pub pop_threshold_for_queue: usize,
+    /// POP mode: ack what the listeners of one pop consumed with one BATCH_ACK_MESSAGE
+    /// per broker once the last of them returns (or when the first receipts reach half
+    /// their invisible time), instead of one ACK_MESSAGE per message (default false: the
+    /// Java 5.3 push consumer acks one by one; the 5.x proxy's `enableBatchAck` is false
+    /// too). A broker before 5.1.1 refuses batch acks and gets single ones.
+    #[doc(alias = "enableBatchAck")]
+    pub pop_batch_ack: bool,
 }
 
 /// Shortest [`PushConsumerOptions::pop_invisible_time`] (Java `MIN_POP_INVISIBLE_TIME`).
@@ -358,6 +365,7 @@ impl Default for PushConsumerOptions {
             pop_invisible_time: Duration::from_secs(60),
             pop_batch_nums: 32,
             pop_threshold_for_queue: 96,
+            pop_batch_ack: false,
         }
     }
 }
@@ -650,6 +658,10 @@ impl PushConsumerBuilder {
         /// `popThresholdForQueue`, 96).
         #[doc(alias = "setPopThresholdForQueue")]
         pop_threshold_for_queue: usize;
+        /// POP mode: one BATCH_ACK_MESSAGE per broker for what the listeners of one pop
+        /// consumed (default false, as Java); see [`PushConsumerOptions::pop_batch_ack`].
+        #[doc(alias = "enableBatchAck")]
+        pop_batch_ack: bool;
     }
 
     /// Checks the configuration, registers with the shared client instance (starting it

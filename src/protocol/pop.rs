@@ -93,6 +93,32 @@ crate::command_header! {
     }
 }
 
+crate::command_header! {
+    /// NOTIFICATION (200054) request (Java `NotificationRequestHeader`): long polling
+    /// that answers whether the group has messages to pop, without popping them.
+    pub struct NotificationRequestHeader {
+        pub consumer_group: String => "consumerGroup",
+        pub topic: String => "topic",
+        /// -1: every readable queue of the topic on that broker (and the retry topic).
+        pub queue_id: i32 => "queueId",
+        /// ms the broker may hold the request when there is nothing.
+        pub poll_time: i64 => "pollTime",
+        /// ms since the epoch; the broker's wait ends at `bornTime + pollTime`.
+        pub born_time: i64 => "bornTime",
+        pub order: Option<bool> => "order",
+        pub attempt_id: Option<String> => "attemptId",
+        pub broker_name: Option<String> => "bname",
+    }
+}
+
+crate::command_header! {
+    /// NOTIFICATION response (Java `NotificationResponseHeader`).
+    pub struct NotificationResponseHeader {
+        pub has_msg: bool => "hasMsg",
+        pub polling_full: Option<bool> => "pollingFull",
+    }
+}
+
 /// The ack handle of one popped message (Java `ExtraInfoUtil`'s eight fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtraInfo {
@@ -351,6 +377,119 @@ impl PopOffsets {
     }
 }
 
+/// Widest span between a check point's first offset and an acked offset that goes into
+/// a batch ack's bit set (128 KiB of bits); a receipt beyond it is acked on its own.
+const MAX_BATCH_ACK_SPAN: i64 = 1 << 20;
+
+/// One check point's acks in a BATCH_ACK_MESSAGE (200151) body (Java `BatchAck`, written
+/// with its short JSON names): the receipts of one pop that share retry mark, queue, first
+/// offset and pop time, their offsets as bits from `start_offset`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct BatchAck {
+    #[serde(rename = "c")]
+    pub consumer_group: String,
+    /// The topic subscribed, not the retry topic: the broker adds `retry` to it.
+    #[serde(rename = "t")]
+    pub topic: String,
+    /// `"0"`, `"1"` or `"2"`, as in the receipt.
+    #[serde(rename = "r")]
+    pub retry: String,
+    #[serde(rename = "so")]
+    pub start_offset: i64,
+    #[serde(rename = "q")]
+    pub queue_id: i32,
+    #[serde(rename = "rq")]
+    pub revive_queue_id: i32,
+    #[serde(rename = "pt")]
+    pub pop_time: i64,
+    #[serde(rename = "it")]
+    pub invisible_time: i64,
+    /// Java `BitSet.toByteArray()` (bit `i` is byte `i / 8`, bit `i % 8`; no trailing
+    /// zero bytes) in base64, as fastjson writes a `byte[]`.
+    #[serde(rename = "b", serialize_with = "base64_bytes")]
+    pub bit_set: Vec<u8>,
+}
+
+fn base64_bytes<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+    use base64::Engine as _;
+    s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+impl BatchAck {
+    fn set(&mut self, bit: usize) {
+        let byte = bit / 8;
+        if self.bit_set.len() <= byte {
+            self.bit_set.resize(byte + 1, 0);
+        }
+        self.bit_set[byte] |= 1 << (bit % 8);
+    }
+}
+
+/// BATCH_ACK_MESSAGE request body (Java `BatchAckMessageRequestBody`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchAckMessageRequestBody {
+    pub broker_name: String,
+    pub acks: Vec<BatchAck>,
+}
+
+impl BatchAckMessageRequestBody {
+    /// The body acking `receipts` of `topic` (as subscribed) for `group`, all of one
+    /// broker, merged as Java `MQClientAPIImpl.batchAckMessageAsync` does (by retry mark,
+    /// queue, check point offset and pop time). Receipts that cannot go in (of another
+    /// broker than the first, or an offset before its check point or too far past it)
+    /// come back to be acked one by one.
+    pub fn new<'a>(
+        group: &str,
+        topic: &str,
+        receipts: &'a [ExtraInfo],
+    ) -> (BatchAckMessageRequestBody, Vec<&'a ExtraInfo>) {
+        let broker_name = receipts
+            .first()
+            .map(|r| r.broker_name.clone())
+            .unwrap_or_default();
+        let mut acks: Vec<BatchAck> = Vec::new();
+        let mut alone = Vec::new();
+        for r in receipts {
+            let span = r.queue_offset.checked_sub(r.ck_queue_offset);
+            let bit = match span {
+                Some(d) if r.broker_name == broker_name && (0..MAX_BATCH_ACK_SPAN).contains(&d) => {
+                    // Below 2^20: fits.
+                    d as usize
+                }
+                _ => {
+                    alone.push(r);
+                    continue;
+                }
+            };
+            let i = match acks.iter().position(|a| {
+                a.retry.as_bytes() == [b'0' + r.retry]
+                    && a.queue_id == r.queue_id
+                    && a.start_offset == r.ck_queue_offset
+                    && a.pop_time == r.pop_time
+            }) {
+                Some(i) => i,
+                None => {
+                    acks.push(BatchAck {
+                        consumer_group: group.to_string(),
+                        topic: topic.to_string(),
+                        retry: r.retry.to_string(),
+                        start_offset: r.ck_queue_offset,
+                        queue_id: r.queue_id,
+                        revive_queue_id: r.revive_qid,
+                        pop_time: r.pop_time,
+                        invisible_time: r.invisible_time,
+                        bit_set: Vec::new(),
+                    });
+                    acks.len() - 1
+                }
+            };
+            acks[i].set(bit);
+        }
+        (BatchAckMessageRequestBody { broker_name, acks }, alone)
+    }
+}
+
 /// How a group consumes a topic's queue (Java `MessageRequestMode`): set per topic and
 /// group on the broker (`mqadmin setConsumeMode`), read back with QUERY_ASSIGNMENT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -485,6 +624,45 @@ mod tests {
         ] {
             assert!(decode_query_assignment(bad).is_err(), "{:?}", String::from_utf8_lossy(&bad[..bad.len().min(80)]));
         }
+    }
+
+    #[test]
+    fn pop_batch_ack_body_merges_receipts_by_check_point_as_java_writes_it() {
+        let r = |ck: i64, retry: u8, broker: &str, offset: i64| ExtraInfo {
+            ck_queue_offset: ck,
+            pop_time: 1_700_000_000_000,
+            invisible_time: 60_000,
+            revive_qid: 3,
+            retry,
+            broker_name: broker.to_string(),
+            queue_id: 1,
+            queue_offset: offset,
+        };
+        let receipts = [
+            r(100, 0, "b", 100),
+            r(100, 0, "b", 109),
+            r(7, 1, "b", 7),
+            r(100, 0, "b", 102),
+            r(100, 0, "other", 100),
+            r(100, 0, "b", 99),
+            r(0, 0, "b", 1 << 20),
+        ];
+        let (body, alone) = BatchAckMessageRequestBody::new("g", "t", &receipts);
+        assert_eq!(
+            alone,
+            vec![&receipts[4], &receipts[5], &receipts[6]],
+            "another broker, before the check point, too far past it"
+        );
+        // Bits 0, 2 and 9: Java `BitSet.toByteArray()` [5, 2], base64 by fastjson.
+        let want = serde_json::json!({"brokerName": "b", "acks": [
+            {"c": "g", "t": "t", "r": "0", "so": 100, "q": 1, "rq": 3,
+             "pt": 1_700_000_000_000_i64, "it": 60_000, "b": "BQI="},
+            {"c": "g", "t": "t", "r": "1", "so": 7, "q": 1, "rq": 3,
+             "pt": 1_700_000_000_000_i64, "it": 60_000, "b": "AQ=="},
+        ]});
+        assert_eq!(serde_json::to_value(&body).unwrap(), want);
+        let (empty, none) = BatchAckMessageRequestBody::new("g", "t", &[]);
+        assert!(empty.acks.is_empty() && none.is_empty());
     }
 
     #[test]

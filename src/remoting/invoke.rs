@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::protocol::RemotingCommand;
 
 /// Closures `FnOnce(Result<RemotingCommand>) + Send + 'static` are callbacks (pass them to
-/// [`RemotingClient::invoke_async`]). A struct can be one too (pass it to
-/// [`RemotingClient::invoke_async_with`]): when a request cannot be queued, the callback
+/// [`RemotingClient::invoke_async`](super::RemotingClient::invoke_async)). A struct can be one too (pass it to
+/// [`RemotingClient::invoke_async_with`](super::RemotingClient::invoke_async_with)): when a request cannot be queued, the callback
 /// comes back in an [`InvokeAsyncError`], and the caller's state in the struct's fields is
 /// within reach again, where a closure could only be called or dropped.
 pub trait InvokeCallback: Send + 'static {
@@ -29,7 +29,7 @@ where
 /// An async request that was not queued, and its callback, which has not run and never
 /// will (as crossbeam's `SendError<T>` gives back the value that could not be sent).
 ///
-/// Returned by [`RemotingClient::invoke_async`] when it fails before the request is
+/// Returned by [`RemotingClient::invoke_async`](super::RemotingClient::invoke_async) when it fails before the request is
 /// queued: the client is shut down, the address does not resolve, the in-flight limit
 /// stayed full, or the request does not fit in a frame.
 pub struct InvokeAsyncError<C> {

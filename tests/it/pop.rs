@@ -576,3 +576,120 @@ fn pop_a_java_pop_consumer_and_a_rust_simple_consumer_share_one_group() {
     assert!(!java_got.is_empty(), "the Java consumer got nothing");
     assert!(!rust_got.is_empty(), "the Rust consumer got nothing");
 }
+
+/// `ack_batch` acks the messages of many receives with BATCH_ACK_MESSAGE requests, one
+/// per receive's check point at most and no ACK_MESSAGE; none comes back.
+#[test]
+fn pop_ack_batch_acks_with_batch_requests_and_nothing_comes_back() {
+    use crate::pop_push::{CodeCounts, ACK_MESSAGE, BATCH_ACK_MESSAGE};
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_abatch", 2);
+    let sent = send(&topic, 40, "ab");
+    let name = cluster::unique("pop_abatch_i");
+    let counts = std::sync::Arc::new(CodeCounts::default());
+    // Held: the consumer shares it (same client id) rather than making its own.
+    let instance = cluster::instance(&name);
+    instance.remoting().register_rpc_hook(counts.clone());
+    let c = SimpleConsumer::builder(cluster::unique("pop_abatch_g"))
+        .client_options(cluster::options().instance_name(&name))
+        .subscribe(&topic, "*")
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .await_duration(Duration::from_secs(1))
+        .start()
+        .unwrap();
+    let invisible = Duration::from_secs(5);
+    let mut got: Vec<ReceivedMessage> = Vec::new();
+    receive_for(&c, Duration::from_secs(60), Duration::from_secs(30), |m| {
+        got.push(m);
+        got.len() == sent.len()
+    });
+    assert_eq!(got.len(), sent.len());
+    c.ack_batch(&got).expect("ack_batch");
+    c.ack_batch(&[]).expect("nothing to ack");
+    let (acks, batch_acks) = (counts.sent(ACK_MESSAGE), counts.sent(BATCH_ACK_MESSAGE));
+    let mut again = Vec::new();
+    receive_for(&c, invisible * 3, invisible, |m| {
+        again.push(body(&m));
+        false
+    });
+    println!(
+        "pop ack_batch: {} messages, ACK_MESSAGE {acks}, BATCH_ACK_MESSAGE {batch_acks}, back after {}",
+        got.len(),
+        again.len()
+    );
+    assert_eq!(acks, 0);
+    assert!((1..=2).contains(&batch_acks), "{batch_acks} batch acks");
+    assert!(again.is_empty(), "acked messages came back: {again:?}");
+}
+
+/// `wait_for_messages` (NOTIFICATION) answers false after its timeout when there is
+/// nothing, true soon after a message is sent while it waits, and takes nothing: the
+/// message is then received.
+#[test]
+fn pop_wait_for_messages_is_false_after_the_timeout_and_true_when_one_arrives() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_notify", 2);
+    let c = simple(&cluster::unique("pop_notify_g"), &topic);
+    let t0 = Instant::now();
+    assert!(!c.wait_for_messages(Duration::from_secs(2)).unwrap());
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(8),
+        "no message: answered after {waited:?}"
+    );
+    assert!(!c.wait_for_messages(Duration::ZERO).unwrap());
+    let t = topic.clone();
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        send(&t, 1, "n");
+    });
+    let t0 = Instant::now();
+    assert!(c.wait_for_messages(Duration::from_secs(30)).unwrap());
+    let woke = t0.elapsed();
+    sender.join().unwrap();
+    println!("pop wait_for_messages: false after {waited:?}, true after {woke:?}");
+    assert!(woke < Duration::from_secs(10), "true only after {woke:?}");
+    assert!(
+        c.wait_for_messages(Duration::ZERO).unwrap(),
+        "a message is there"
+    );
+    let mut got = Vec::new();
+    receive_for(&c, Duration::from_secs(30), Duration::from_secs(10), |m| {
+        got.push(body(&m));
+        true
+    });
+    assert_eq!(got, vec!["n-0".to_string()]);
+    let e = c.wait_for_messages(Duration::from_secs(3601)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+}
+
+/// On 4.x, BATCH_ACK_MESSAGE and NOTIFICATION are typed "not supported" errors.
+#[test]
+fn pop_batch_ack_and_notification_on_a_4x_broker_are_not_supported() {
+    use rocketmq_blocking::protocol::pop::{BatchAckMessageRequestBody, ExtraInfo};
+    if !broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_4x_n", 1);
+    let c = simple(&cluster::unique("pop_4x_n_g"), &topic);
+    let e = c.wait_for_messages(Duration::from_secs(1)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    let instance = cluster::instance(&cluster::unique("pop_4x_n_i"));
+    let addr = cluster::cluster().lock().broker_addrs()[0].1.clone();
+    let receipt = ExtraInfo::parse("0 1700000000000 60000 0 0 broker-a 0 0").unwrap();
+    let receipts = [receipt];
+    let (body, _) = BatchAckMessageRequestBody::new("g", &topic, &receipts);
+    let e = instance
+        .api()
+        .batch_ack_message(&addr, &body, Duration::from_secs(10))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(
+        e.to_string().contains("not supported by this broker"),
+        "{e}"
+    );
+}

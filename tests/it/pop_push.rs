@@ -559,3 +559,153 @@ fn pop_push_following_the_broker_pulls_in_pull_mode_and_on_4x() {
         queries.load(Ordering::SeqCst)
     );
 }
+
+/// Counts requests by code as sent, and the responses waited for synchronously.
+#[derive(Default)]
+pub(crate) struct CodeCounts {
+    sent: Mutex<HashMap<i32, usize>>,
+    waited: Mutex<HashMap<i32, usize>>,
+}
+
+impl CodeCounts {
+    pub(crate) fn sent(&self, code: i32) -> usize {
+        self.sent.lock().unwrap().get(&code).copied().unwrap_or(0)
+    }
+
+    pub(crate) fn waited(&self, code: i32) -> usize {
+        self.waited.lock().unwrap().get(&code).copied().unwrap_or(0)
+    }
+}
+
+impl RequestHook for CodeCounts {
+    fn before_request(&self, request: &mut RequestContext<'_>) {
+        *self.sent.lock().unwrap().entry(request.code()).or_default() += 1;
+    }
+
+    fn after_response(&self, response: &rocketmq_blocking::ResponseContext<'_>) {
+        *self
+            .waited
+            .lock()
+            .unwrap()
+            .entry(response.request_code())
+            .or_default() += 1;
+    }
+}
+
+/// The same counts for a client instance's remoting client (what the simple consumer
+/// uses; it takes no hook of its own).
+impl rocketmq_blocking::remoting::RpcHook for CodeCounts {
+    fn before_request(&self, _: &str, request: &mut rocketmq_blocking::protocol::RemotingCommand) {
+        *self
+            .sent
+            .lock()
+            .unwrap()
+            .entry(request.request_code().0)
+            .or_default() += 1;
+    }
+}
+
+pub(crate) const ACK_MESSAGE: i32 = 200051;
+pub(crate) const CHANGE_INVISIBLE_TIME: i32 = 200053;
+pub(crate) const BATCH_ACK_MESSAGE: i32 = 200151;
+
+/// With `pop_batch_ack`, the 32 messages of a pop, each in its own listener call, are
+/// acked with BATCH_ACK_MESSAGE requests (one per pop) and no ACK_MESSAGE; none comes
+/// back after the invisible time.
+#[test]
+fn pop_push_batch_ack_acks_a_pop_with_one_request_and_nothing_comes_back() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_bback", 1);
+    let group = cluster::unique("pop_bback_g");
+    set_mode(&topic, &group, "POP", 0);
+    let sent = bodies("bback", 64);
+    send(&topic, &sent);
+    let counts = Arc::new(CodeCounts::default());
+    let invisible = Duration::from_secs(5);
+    let log: Log = Arc::default();
+    let c = pop_consumer(&group, &topic, invisible)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .pop_batch_ack(true)
+        .request_hook(counts.clone())
+        .listener(recorder(0, &log, |_| ConsumeStatus::Success))
+        .start()
+        .unwrap();
+    wait_for("every message", Duration::from_secs(60), || {
+        let d = distinct(&log);
+        sent.iter().all(|b| d.contains(b))
+    });
+    // Past the invisible time and the broker's revive scan.
+    std::thread::sleep(invisible * 2 + Duration::from_secs(10));
+    let n = deliveries(&log);
+    let again: usize = n.values().map(|k| k - 1).sum();
+    let (acks, batch_acks) = (counts.sent(ACK_MESSAGE), counts.sent(BATCH_ACK_MESSAGE));
+    println!(
+        "pop push batch ack: {} messages, delivered again {again}, ACK_MESSAGE {acks}, \
+         BATCH_ACK_MESSAGE {batch_acks}, POP_MESSAGE {}",
+        sent.len(),
+        counts.sent(200050)
+    );
+    drop(c);
+    assert_eq!(acks, 0, "single acks sent");
+    assert!(
+        (1..sent.len() / 2).contains(&batch_acks),
+        "{batch_acks} batch acks for {} messages",
+        sent.len()
+    );
+    assert_eq!(again, 0, "acked messages came back: {n:?}");
+}
+
+/// A slow listener's renewals are sent without waiting for their answers (none is a
+/// synchronous request, so a slow broker cannot hold up the client timer), and the new
+/// receipts they bring are the ones acked: four messages in one listener call that runs
+/// three invisible times are each delivered once and never again.
+#[test]
+fn pop_push_renewals_are_sent_without_waiting_and_their_receipts_are_acked() {
+    if broker_4x() {
+        return;
+    }
+    let topic = cluster::topic("pop_renew", 1);
+    let group = cluster::unique("pop_renew_g");
+    set_mode(&topic, &group, "POP", 0);
+    let sent = bodies("renew", 4);
+    send(&topic, &sent);
+    let counts = Arc::new(CodeCounts::default());
+    let invisible = Duration::from_secs(5);
+    let log: Log = Arc::default();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let first = calls.clone();
+    let c = pop_consumer(&group, &topic, invisible)
+        .consume_from_where(ConsumeFromWhere::FirstOffset)
+        .consume_message_batch_max_size(4)
+        .request_hook(counts.clone())
+        .listener(recorder(0, &log, move |_| {
+            if first.fetch_add(1, Ordering::SeqCst) == 0 {
+                std::thread::sleep(invisible * 3);
+            }
+            ConsumeStatus::Success
+        }))
+        .start()
+        .unwrap();
+    wait_for("every message", Duration::from_secs(60), || {
+        let d = distinct(&log);
+        sent.iter().all(|b| d.contains(b))
+    });
+    // The listener's 15 s, then past the invisible time and the revive scan.
+    std::thread::sleep(invisible * 3 + Duration::from_secs(12));
+    let n = deliveries(&log);
+    let again: usize = n.values().map(|k| k - 1).sum();
+    let (renewals, waited) = (
+        counts.sent(CHANGE_INVISIBLE_TIME),
+        counts.waited(CHANGE_INVISIBLE_TIME),
+    );
+    println!(
+        "pop push renewals: {renewals} CHANGE_MESSAGE_INVISIBLETIME, {waited} waited for, \
+         delivered again {again}"
+    );
+    drop(c);
+    assert!(renewals >= 4, "only {renewals} renewals");
+    assert_eq!(waited, 0, "renewals waited for synchronously");
+    assert_eq!(again, 0, "delivered again: {n:?}");
+}

@@ -2,7 +2,9 @@
 //! with [`receive`](SimpleConsumer::receive), and each stays invisible to the group for the
 //! time it asked; [`ack`](SimpleConsumer::ack) ends it, or it comes back once that time is
 //! over; [`change_invisible_duration`](SimpleConsumer::change_invisible_duration) moves the
-//! time. The broker keeps the group's progress: there are no queues, offsets or rebalance
+//! time; [`ack_batch`](SimpleConsumer::ack_batch) acks many with one request per broker,
+//! and [`wait_for_messages`](SimpleConsumer::wait_for_messages) waits for messages
+//! without taking them. The broker keeps the group's progress: there are no queues, offsets or rebalance
 //! on this side, and any number of consumers share a topic (the shape of the Java 5 gRPC
 //! `SimpleConsumer`, over the remoting requests the Java 5.3 push consumer's POP mode
 //! sends).
@@ -30,7 +32,8 @@ use crate::client::{PopStatus, MASTER_ID};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::MessageExt;
 use crate::protocol::pop::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ExtraInfo, PopMessageRequestHeader,
+    AckMessageRequestHeader, BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
+    ExtraInfo, NotificationRequestHeader, PopMessageRequestHeader,
 };
 
 /// Most messages one `receive` asks for (the broker refuses more than 32).
@@ -348,27 +351,114 @@ impl SimpleConsumer {
     /// its invisible time has passed (it may be with another consumer then) the broker
     /// may refuse, a [`Response`](ErrorKind::Response) error.
     pub fn ack(&self, msg: &ReceivedMessage) -> Result<()> {
+        self.inner.check_running()?;
+        self.inner.ack_one(msg)
+    }
+
+    /// [`ack`](Self::ack) of every message of `msgs`, with one BATCH_ACK_MESSAGE request
+    /// per broker and topic (Java `MQClientAPIImpl.batchAckMessageAsync`, what the 5.x
+    /// proxy sends with `enableBatchAck`). A broker before 5.1.1 refuses that request:
+    /// the messages are then acked one by one. Every group is tried; the first error
+    /// comes back. The broker does not say which entries it skipped (past their
+    /// invisible time): those come back to the group as unacked ones do.
+    #[doc(alias = "batchAckMessage")]
+    pub fn ack_batch<'a, I>(&self, msgs: I) -> Result<()>
+    where
+        I: IntoIterator<Item = &'a ReceivedMessage>,
+    {
         let inner = &self.inner;
         inner.check_running()?;
-        let r = &msg.receipt;
-        let header = AckMessageRequestHeader {
-            consumer_group: inner.group.clone(),
-            topic: r.real_topic(&msg.topic, &inner.group),
-            queue_id: r.queue_id,
-            extra_info: r.encode(),
-            offset: r.queue_offset,
-            broker_name: Some(r.broker_name.clone()),
-        };
-        let addr = inner.broker_addr(&r.broker_name, &msg.topic)?;
-        inner
-            .instance
-            .api()
-            .ack_message(
-                &addr,
-                &header,
-                inner.instance.config().mq_client_api_timeout(),
-            )
-            .map_err(|e| e.context(format!("ack of {}", msg.message.msg_id())))
+        let mut groups: Vec<((&str, &str), Vec<&ReceivedMessage>)> = Vec::new();
+        for m in msgs {
+            let key = (m.receipt.broker_name.as_str(), m.topic.as_str());
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => g.push(m),
+                None => groups.push((key, vec![m])),
+            }
+        }
+        let mut first_error = None;
+        for ((broker, topic), group) in groups {
+            if let Err(e) = inner.ack_group(broker, topic, &group) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Waits up to `timeout` (at most an hour) until one of the subscribed topics has a
+    /// message the group could [`receive`](Self::receive), without taking it: true then,
+    /// false when the time passed with none (Java `MQClientAPIExt.notification`, the
+    /// NOTIFICATION long polling of the 5.x proxy; asked of every broker of every topic at
+    /// once). Another consumer of the group may take the message first. Zero asks without
+    /// waiting. On a 4.x broker: an [`ErrorKind::Unsupported`] error.
+    #[doc(alias = "notification")]
+    pub fn wait_for_messages(&self, timeout: Duration) -> Result<bool> {
+        let inner = &self.inner;
+        inner.check_running()?;
+        if timeout > MAX_AWAIT_DURATION {
+            return Err(Error::invalid_argument(format!(
+                "wait_for_messages: timeout of {timeout:?} is over {MAX_AWAIT_DURATION:?}"
+            )));
+        }
+        let targets = inner.targets()?;
+        // At most an hour in ms: fits.
+        let poll_ms = timeout.as_millis() as i64;
+        let deadline =
+            std::time::Instant::now() + timeout + inner.instance.config().mq_client_api_timeout();
+        let (tx, rx) = crossbeam_channel::bounded(targets.len());
+        let mut asked = 0;
+        let mut first_error = None;
+        for (topic, broker) in &targets {
+            let addr = match inner.broker_addr(broker, topic) {
+                Ok(a) => a,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    continue;
+                }
+            };
+            let header = NotificationRequestHeader {
+                consumer_group: inner.group.clone(),
+                topic: topic.clone(),
+                queue_id: -1,
+                poll_time: poll_ms,
+                born_time: crate::util::now_millis(),
+                order: Some(false),
+                attempt_id: None,
+                broker_name: Some(broker.clone()),
+            };
+            let tx = tx.clone();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let sent = inner
+                .instance
+                .api()
+                .notification_async(&addr, &header, left, move |r| {
+                    // Room for every answer: never blocks the callback pool.
+                    let _ = tx.try_send(r);
+                });
+            match sent {
+                Ok(()) => asked += 1,
+                Err((e, _)) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let mut answered_false = false;
+        for _ in 0..asked {
+            match rx.recv_deadline(deadline) {
+                Ok(Ok(r)) if r.has_msg => return Ok(true),
+                Ok(Ok(_)) => answered_false = true,
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(_) => break,
+            }
+        }
+        match first_error {
+            Some(e) if !answered_false => {
+                Err(e.context(format!("wait for messages of group {}", inner.group)))
+            }
+            _ => Ok(false),
+        }
     }
 
     /// Makes the message visible again `invisible_duration` (5 s..=12 h) from now,
@@ -439,6 +529,65 @@ impl Drop for SimpleConsumer {
 }
 
 impl SimpleImpl {
+    /// ACK_MESSAGE of one received message.
+    fn ack_one(&self, msg: &ReceivedMessage) -> Result<()> {
+        let r = &msg.receipt;
+        let header = AckMessageRequestHeader {
+            consumer_group: self.group.clone(),
+            topic: r.real_topic(&msg.topic, &self.group),
+            queue_id: r.queue_id,
+            extra_info: r.encode(),
+            offset: r.queue_offset,
+            broker_name: Some(r.broker_name.clone()),
+        };
+        let addr = self.broker_addr(&r.broker_name, &msg.topic)?;
+        self.instance
+            .api()
+            .ack_message(
+                &addr,
+                &header,
+                self.instance.config().mq_client_api_timeout(),
+            )
+            .map_err(|e| e.context(format!("ack of {}", msg.message.msg_id())))
+    }
+
+    /// One BATCH_ACK_MESSAGE of `msgs` (all of `broker` and `topic`), or single acks where
+    /// the broker does not know that request or a receipt does not fit in one.
+    fn ack_group(&self, broker: &str, topic: &str, msgs: &[&ReceivedMessage]) -> Result<()> {
+        let receipts: Vec<ExtraInfo> = msgs.iter().map(|m| m.receipt.clone()).collect();
+        let (body, alone) = BatchAckMessageRequestBody::new(&self.group, topic, &receipts);
+        let mut singles: Vec<&ReceivedMessage> = msgs
+            .iter()
+            .zip(&receipts)
+            .filter(|(_, r)| alone.iter().any(|a| std::ptr::eq(*a, *r)))
+            .map(|(m, _)| *m)
+            .collect();
+        let mut first_error = None;
+        if !body.acks.is_empty() {
+            let addr = self.broker_addr(broker, topic)?;
+            let timeout = self.instance.config().mq_client_api_timeout();
+            match self.instance.api().batch_ack_message(&addr, &body, timeout) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Unsupported => {
+                    log::debug!("{}: {broker} has no batch ack: {e}", self.group);
+                    singles = msgs.to_vec();
+                }
+                Err(e) => {
+                    first_error = Some(e.context(format!(
+                        "batch ack of {} messages of {topic} at {broker}",
+                        msgs.len()
+                    )));
+                }
+            }
+        }
+        for m in singles {
+            if let Err(e) = self.ack_one(m) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     fn check_running(&self) -> Result<()> {
         if *self.state.lock() == ServiceState::Running {
             Ok(())
@@ -453,6 +602,14 @@ impl SimpleImpl {
     /// The next (topic, broker) with readable queues, in turn; a topic without a route
     /// yet gets one first.
     fn next_target(&self) -> Result<(String, String)> {
+        let mut targets = self.targets()?;
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % targets.len();
+        Ok(targets.swap_remove(i))
+    }
+
+    /// Every (topic, broker) with readable queues, at least one; a topic without a
+    /// route yet gets one first.
+    fn targets(&self) -> Result<Vec<(String, String)>> {
         let mut targets: Vec<(String, String)> = Vec::new();
         for topic in self.rebalance.subscribed_topics() {
             if self.rebalance.is_subscribe_topic_need_update(&topic) {
@@ -478,8 +635,7 @@ impl SimpleImpl {
                 ),
             ));
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % targets.len();
-        Ok(targets.swap_remove(i))
+        Ok(targets)
     }
 
     /// The master address of `broker`, refreshing `topic`'s route once if unknown.

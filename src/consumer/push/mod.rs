@@ -118,6 +118,8 @@ pub(crate) struct PushConsumerImpl {
     namespace: Option<String>,
     /// Told of every allocation change (Java `messageQueueListener`).
     pub(crate) queue_listener: RwLock<Option<Arc<dyn crate::consumer::MessageQueueListener>>>,
+    /// POP mode: brokers that refused BATCH_ACK_MESSAGE (before 5.1.1); acked one by one.
+    pub(crate) pop_single_ack_brokers: RwLock<HashSet<String>>,
 }
 
 fn has_topic_thresholds(o: &PushConsumerOptions) -> bool {
@@ -182,6 +184,7 @@ impl PushConsumerImpl {
             namespace: instance.config().namespace(),
             instance,
             queue_listener: RwLock::new(None),
+            pop_single_ack_brokers: RwLock::new(HashSet::new()),
         }))
     }
 

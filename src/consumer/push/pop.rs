@@ -11,14 +11,21 @@
 //! Unlike Java, which lets a slow listener's messages go to another consumer once their
 //! invisible time is over, a batch's receipts are renewed (CHANGE_MESSAGE_INVISIBLETIME to
 //! `pop_invisible_time` again) halfway through that time while the batch waits for or runs
-//! in its listener.
+//! in its listener. A renewal sends its requests from the client timer without waiting:
+//! the answers replace the receipts on the callback pool, and the ack after the listener
+//! waits for the answers of a renewal in flight, so that it acks with the newest receipts.
+//!
+//! With `pop_batch_ack`, what the listener batches of one pop consumed is acked with one
+//! BATCH_ACK_MESSAGE per broker (Java `batchAckMessageAsync`) when the last of them
+//! returns, or when the first receipts waiting for it reach half their invisible time; a
+//! broker that refuses the request (before 5.1.1) gets single acks from then on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::{PushConsumerImpl, BROKER_FLOW_CONTROL_DELAY, BROKER_SUSPEND_MAX_TIME};
 use super::{FLOW_CONTROL_DELAY, SUSPENDED_DELAY};
@@ -30,7 +37,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::{MessageExt, MessageQueue};
 use crate::protocol::heartbeat::SubscriptionData;
 use crate::protocol::pop::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ExtraInfo, PopMessageRequestHeader,
+    AckMessageRequestHeader, BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
+    ExtraInfo, PopMessageRequestHeader,
 };
 use crate::protocol::ResponseCode;
 
@@ -64,12 +72,40 @@ impl PullTask for PopRequest {
 
 /// Popped messages on their way to and through one listener call.
 struct PopBatch {
-    /// The messages' receipts, in order. Held across a renewal's broker calls, so that
-    /// the ack after the listener waits for a renewal in progress and uses the newest
-    /// receipts; no other task takes it.
-    receipts: Mutex<Vec<ExtraInfo>>,
+    state: Mutex<BatchState>,
+    /// Signalled when the last answer of a renewal has arrived.
+    answered: Condvar,
+    /// With `pop_batch_ack`: where the acks of the pop this batch came from gather.
+    acks: Option<Arc<PopAcks>>,
+}
+
+struct BatchState {
+    /// The messages' receipts, in order; a renewal's answers replace them.
+    receipts: Vec<ExtraInfo>,
+    /// Renewal requests without an answer yet.
+    renewing: usize,
     /// Set when the listener has returned (or the batch was given up): no more renewals.
-    done: AtomicBool,
+    done: bool,
+}
+
+/// The acks of one pop's listener batches, sent together (`pop_batch_ack`).
+struct PopAcks {
+    state: Mutex<PopAcksState>,
+}
+
+struct PopAcksState {
+    /// Listener batches of the pop that have not finished.
+    left: usize,
+    /// Receipts to ack, waiting for the other batches.
+    pending: Vec<ExtraInfo>,
+    /// A flush of `pending` is scheduled on the client timer.
+    flush_scheduled: bool,
+}
+
+impl PopBatch {
+    fn is_done(&self) -> bool {
+        self.state.lock().done
+    }
 }
 
 /// `d` in ms (the options checked it is at most 300 s).
@@ -293,12 +329,16 @@ impl PushConsumerImpl {
             receipts.push(receipt);
         }
         if !receipts.is_empty() {
-            let (me, topic) = (self.clone(), mq.topic.clone());
-            self.pool.execute(move || {
-                for r in &receipts {
-                    me.ack_popped(&topic, r);
-                }
-            });
+            if self.options.pop_batch_ack {
+                self.ack_all(&mq.topic, receipts);
+            } else {
+                let (me, topic) = (self.clone(), mq.topic.clone());
+                self.pool.execute(move || {
+                    for r in &receipts {
+                        me.ack_popped(&topic, r);
+                    }
+                });
+            }
         }
         keep
     }
@@ -312,6 +352,15 @@ impl PushConsumerImpl {
         mq: MessageQueue,
     ) {
         let size = self.options.consume_message_batch_max_size.max(1);
+        let acks = self.options.pop_batch_ack.then(|| {
+            Arc::new(PopAcks {
+                state: Mutex::new(PopAcksState {
+                    left: messages.len().div_ceil(size),
+                    pending: Vec::new(),
+                    flush_scheduled: false,
+                }),
+            })
+        });
         let mut rest = messages.into_iter();
         let mut tasks = Vec::new();
         loop {
@@ -321,8 +370,13 @@ impl PushConsumerImpl {
                 break;
             }
             let batch = Arc::new(PopBatch {
-                receipts: Mutex::new(receipts),
-                done: AtomicBool::new(false),
+                state: Mutex::new(BatchState {
+                    receipts,
+                    renewing: 0,
+                    done: false,
+                }),
+                answered: Condvar::new(),
+                acks: acks.clone(),
             });
             self.schedule_renewal(&batch, &mq, Duration::ZERO);
             let (me, pq, mq) = (self.clone(), pq.clone(), mq.clone());
@@ -340,8 +394,9 @@ impl PushConsumerImpl {
         at_least: Duration,
     ) {
         let due = batch
-            .receipts
+            .state
             .lock()
+            .receipts
             .iter()
             .map(|r| r.pop_time.saturating_add(r.invisible_time / 2))
             .min();
@@ -351,39 +406,90 @@ impl PushConsumerImpl {
         )
         .max(at_least);
         let (me, batch, mq) = (Arc::downgrade(self), batch.clone(), mq.clone());
-        // On the client timer: broker calls must not hold up the pull-delay timer.
+        // On the client timer, not the pull-delay timer; the renewal does not wait for
+        // the broker, and the last answer schedules the next one.
         self.instance
             .schedule_on_client_timer("pop-renew", delay, move || {
                 let Some(me) = me.upgrade() else { return };
-                if batch.done.load(Ordering::SeqCst) || !me.is_running() {
+                if batch.is_done() || !me.is_running() {
                     return;
                 }
                 me.renew(&batch, &mq);
-                me.schedule_renewal(&batch, &mq, RENEW_RETRY);
             });
     }
 
-    /// Makes every message of `batch` invisible for `pop_invisible_time` again, keeping
-    /// the new receipts.
-    fn renew(&self, batch: &PopBatch, mq: &MessageQueue) {
-        let mut receipts = batch.receipts.lock();
-        if batch.done.load(Ordering::SeqCst) {
-            return;
-        }
+    /// Asks the broker to make every message of `batch` invisible for
+    /// `pop_invisible_time` again, all requests at once and without waiting; the answers
+    /// replace the receipts ([`renewed`](Self::renewed)).
+    fn renew(self: &Arc<Self>, batch: &Arc<PopBatch>, mq: &MessageQueue) {
+        let receipts = {
+            let mut st = batch.state.lock();
+            if st.done || st.renewing > 0 || st.receipts.is_empty() {
+                return;
+            }
+            st.renewing = st.receipts.len();
+            st.receipts.clone()
+        };
         let invisible = self.options.pop_invisible_time;
-        for r in receipts.iter_mut() {
-            match self.change_invisible(&mq.topic, r, invisible) {
+        for (i, sent) in receipts.into_iter().enumerate() {
+            let header = self.change_invisible_header(&mq.topic, &sent, invisible);
+            let broker = sent.broker_name.clone();
+            let (me, b, q) = (Arc::downgrade(self), batch.clone(), mq.clone());
+            let on_answer = move |r: Result<ExtraInfo>| Self::renewed(&me, &b, &q, i, &sent, r);
+            let sent = match self.broker_addr_or_error(&broker, &mq.topic) {
+                Ok(addr) => self.instance.api().change_invisible_time_async(
+                    &addr,
+                    &broker,
+                    &header,
+                    ACK_TIMEOUT,
+                    on_answer,
+                ),
+                Err(e) => Err((e, on_answer)),
+            };
+            if let Err((e, on_answer)) = sent {
+                on_answer(Err(e));
+            }
+        }
+    }
+
+    /// The answer to the renewal of the `i`th message of `batch` (receipt `sent`), on
+    /// the callback pool; the last answer wakes an ack waiting for it and schedules the
+    /// next renewal.
+    fn renewed(
+        me: &Weak<Self>,
+        batch: &Arc<PopBatch>,
+        mq: &MessageQueue,
+        i: usize,
+        sent: &ExtraInfo,
+        result: Result<ExtraInfo>,
+    ) {
+        let (last, done) = {
+            let mut st = batch.state.lock();
+            match result {
                 Ok(new) => {
-                    debug!(
-                        "{}: renewed {} of {mq} for {invisible:?}",
-                        self.group, r.queue_offset
-                    );
-                    *r = new;
+                    if let Some(r) = st.receipts.get_mut(i).filter(|r| *r == sent) {
+                        debug!(
+                            "renewed {} of {mq} for {} ms",
+                            r.queue_offset, new.invisible_time
+                        );
+                        *r = new;
+                    }
                 }
                 Err(e) => warn!(
-                    "{}: renewing the invisible time of {} of {mq}: {e}",
-                    self.group, r.queue_offset
+                    "renewing the invisible time of {} of {mq}: {e}",
+                    sent.queue_offset
                 ),
+            }
+            st.renewing = st.renewing.saturating_sub(1);
+            (st.renewing == 0, st.done)
+        };
+        if !last {
+            return;
+        }
+        batch.answered.notify_all();
+        if let Some(me) = me.upgrade() {
+            if !done && me.is_running() {
+                me.schedule_renewal(batch, mq, RENEW_RETRY);
             }
         }
     }
@@ -404,14 +510,16 @@ impl PushConsumerImpl {
         };
         let now = crate::util::now_millis();
         let expired = batch
-            .receipts
+            .state
             .lock()
+            .receipts
             .iter()
             .all(|r| now.saturating_sub(r.pop_time) >= r.invisible_time);
         if !self.is_running() || expired {
             // Shut down, or renewals failed: they come back to the group after their
             // invisible time (Java `isPopTimeout`).
-            batch.done.store(true, Ordering::SeqCst);
+            batch.state.lock().done = true;
+            self.finish_acks(&batch, &mq.topic, Vec::new());
             pq.done(n);
             if expired {
                 info!(
@@ -424,11 +532,14 @@ impl PushConsumerImpl {
         self.prepare_for_listener(&mut msgs);
         let msgs = Arc::new(msgs);
         let (status, ctx, took) = self.call_listener(listener, &msgs, mq.clone());
-        // Waits for a renewal in progress; none starts after this.
+        // No renewal starts after this; the answers of one in flight come within its
+        // timeout, and carry the receipts to ack with.
         let receipts = {
-            let r = batch.receipts.lock();
-            batch.done.store(true, Ordering::SeqCst);
-            r.clone()
+            let mut st = batch.state.lock();
+            st.done = true;
+            let until = Instant::now() + ACK_TIMEOUT + RENEW_RETRY;
+            while st.renewing > 0 && !batch.answered.wait_until(&mut st, until).timed_out() {}
+            st.receipts.clone()
         };
         let acked = match status {
             ConsumeStatus::Success => ctx.ack_index.map_or(n, |i| i.saturating_add(1)),
@@ -443,9 +554,10 @@ impl PushConsumerImpl {
             Some(took),
         );
         let max = self.options.max_reconsume_times_concurrently();
+        let mut to_ack = Vec::with_capacity(acked);
         for (i, (m, receipt)) in msgs.iter().zip(&receipts).enumerate() {
             if i < acked {
-                self.ack_popped(&mq.topic, receipt);
+                to_ack.push(receipt.clone());
                 continue;
             }
             if ctx.reconsume_delay == ReconsumeDelay::DeadLetter {
@@ -454,7 +566,7 @@ impl PushConsumerImpl {
                     .send_message_back(m, ReconsumeDelay::DeadLetter, &mq)
                     .is_ok()
                 {
-                    self.ack_popped(&mq.topic, receipt);
+                    to_ack.push(receipt.clone());
                     continue;
                 }
             }
@@ -469,7 +581,7 @@ impl PushConsumerImpl {
                             m.msg_id(),
                             m.reconsume_times
                         );
-                        self.ack_popped(&mq.topic, receipt);
+                        to_ack.push(receipt.clone());
                         continue;
                     }
                 }
@@ -484,7 +596,117 @@ impl PushConsumerImpl {
                 );
             }
         }
+        self.finish_acks(&batch, &mq.topic, to_ack);
         pq.done(n);
+    }
+
+    /// Acks `to_ack` of a finished listener batch: each now, or with `pop_batch_ack`
+    /// together with the other batches of its pop once the last has finished, or when
+    /// the first waiting receipts reach half their invisible time.
+    fn finish_acks(self: &Arc<Self>, batch: &PopBatch, topic: &Arc<str>, to_ack: Vec<ExtraInfo>) {
+        let Some(acks) = &batch.acks else {
+            for r in &to_ack {
+                self.ack_popped(topic, r);
+            }
+            return;
+        };
+        let (now, flush_in) = {
+            let mut st = acks.state.lock();
+            st.pending.extend(to_ack);
+            st.left = st.left.saturating_sub(1);
+            if st.left == 0 {
+                (std::mem::take(&mut st.pending), None)
+            } else if st.flush_scheduled {
+                (Vec::new(), None)
+            } else {
+                let due = st
+                    .pending
+                    .iter()
+                    .map(|r| r.pop_time.saturating_add(r.invisible_time / 2))
+                    .min();
+                st.flush_scheduled = due.is_some();
+                (Vec::new(), due)
+            }
+        };
+        if !now.is_empty() {
+            self.ack_all(topic, now);
+        }
+        let Some(due) = flush_in else { return };
+        let delay = Duration::from_millis(
+            u64::try_from(due.saturating_sub(crate::util::now_millis())).unwrap_or(0),
+        );
+        let (me, acks, topic) = (Arc::downgrade(self), acks.clone(), topic.clone());
+        self.instance
+            .schedule_on_client_timer("pop-ack-flush", delay, move || {
+                let pending = {
+                    let mut st = acks.state.lock();
+                    st.flush_scheduled = false;
+                    std::mem::take(&mut st.pending)
+                };
+                if let Some(me) = me.upgrade() {
+                    me.ack_all(&topic, pending);
+                }
+            });
+    }
+
+    /// One BATCH_ACK_MESSAGE per broker for `receipts` (of `topic`), sent without
+    /// waiting; single acks on the consume pool for a broker that refuses it and for
+    /// receipts that do not fit in one.
+    fn ack_all(self: &Arc<Self>, topic: &Arc<str>, receipts: Vec<ExtraInfo>) {
+        let mut by_broker: HashMap<String, Vec<ExtraInfo>> = HashMap::new();
+        for r in receipts {
+            by_broker.entry(r.broker_name.clone()).or_default().push(r);
+        }
+        for (broker, receipts) in by_broker {
+            if receipts.len() == 1 || self.pop_single_ack_brokers.read().contains(&broker) {
+                self.ack_singly(topic, receipts);
+                continue;
+            }
+            let (body, alone) = BatchAckMessageRequestBody::new(&self.group, topic, &receipts);
+            let (alone, batched): (Vec<ExtraInfo>, Vec<ExtraInfo>) = receipts
+                .iter()
+                .cloned()
+                .partition(|r| alone.iter().any(|a| a == &r));
+            if !alone.is_empty() {
+                self.ack_singly(topic, alone);
+            }
+            let Some(addr) = self.broker_addr(&broker, topic) else {
+                continue;
+            };
+            let (me, t, n) = (Arc::downgrade(self), topic.clone(), batched.len());
+            let on_answer = move |r: Result<()>| {
+                let Some(me) = me.upgrade() else { return };
+                match r {
+                    Ok(()) => debug!("{}: batch ack of {n} at {broker}", me.group),
+                    Err(e) if e.kind() == ErrorKind::Unsupported => {
+                        info!("{}: {broker} has no batch ack; acking one by one", me.group);
+                        me.pop_single_ack_brokers.write().insert(broker);
+                        me.ack_singly(&t, batched);
+                    }
+                    Err(e) => warn!(
+                        "{}: batch ack of {n} at {broker} failed: {e}; they come back after their invisible time",
+                        me.group
+                    ),
+                }
+            };
+            let sent =
+                self.instance
+                    .api()
+                    .batch_ack_message_async(&addr, &body, ACK_TIMEOUT, on_answer);
+            if let Err((e, on_answer)) = sent {
+                on_answer(Err(e));
+            }
+        }
+    }
+
+    /// ACK_MESSAGE of each of `receipts`, on the consume pool.
+    fn ack_singly(self: &Arc<Self>, topic: &Arc<str>, receipts: Vec<ExtraInfo>) {
+        let (me, topic) = (self.clone(), topic.clone());
+        self.pool.execute(move || {
+            for r in &receipts {
+                me.ack_popped(&topic, r);
+            }
+        });
     }
 
     /// ACK_MESSAGE of one popped message (Java `ackAsync`, here on the consume thread).
@@ -511,7 +733,20 @@ impl PushConsumerImpl {
     /// CHANGE_MESSAGE_INVISIBLETIME: the message comes back `after` from now; its new
     /// receipt.
     fn change_invisible(&self, topic: &str, r: &ExtraInfo, after: Duration) -> Result<ExtraInfo> {
-        let header = ChangeInvisibleTimeRequestHeader {
+        let header = self.change_invisible_header(topic, r, after);
+        let addr = self.broker_addr_or_error(&r.broker_name, topic)?;
+        self.instance
+            .api()
+            .change_invisible_time(&addr, &r.broker_name, &header, ACK_TIMEOUT)
+    }
+
+    fn change_invisible_header(
+        &self,
+        topic: &str,
+        r: &ExtraInfo,
+        after: Duration,
+    ) -> ChangeInvisibleTimeRequestHeader {
+        ChangeInvisibleTimeRequestHeader {
             consumer_group: self.group.clone(),
             topic: r.real_topic(topic, &self.group),
             queue_id: r.queue_id,
@@ -519,16 +754,16 @@ impl PushConsumerImpl {
             offset: r.queue_offset,
             invisible_time: ms(after),
             broker_name: Some(r.broker_name.clone()),
-        };
-        let addr = self.broker_addr(&r.broker_name, topic).ok_or_else(|| {
+        }
+    }
+
+    fn broker_addr_or_error(&self, broker: &str, topic: &str) -> Result<String> {
+        self.broker_addr(broker, topic).ok_or_else(|| {
             Error::new(
                 ErrorKind::NoRoute,
-                format!("the address of broker {} is not known", r.broker_name),
+                format!("the address of broker {broker} is not known"),
             )
-        })?;
-        self.instance
-            .api()
-            .change_invisible_time(&addr, &r.broker_name, &header, ACK_TIMEOUT)
+        })
     }
 }
 
