@@ -70,6 +70,12 @@ pub(crate) enum Command {
     /// Write what a caller's own write left over (`DirectState::rest`) on `token`'s
     /// connection.
     Flush { token: Token },
+    /// Frames a sync caller read off `token`'s connection while it waited for its own
+    /// response there (other requests' responses, broker requests), to dispatch.
+    Incoming {
+        token: Token,
+        frames: Vec<(RemotingCommand, usize)>,
+    },
     /// Answer a broker-initiated request on the connection it came from.
     Reply { token: Token, frame: Vec<u8> },
     /// Close the connection to `addr`, failing what is pending on it.

@@ -53,6 +53,10 @@ pub struct RemotingConfig {
     /// TLS on every connection (Java `useTLS`, off); `connect_timeout` bounds the TCP
     /// connect and the handshake together.
     pub tls: Option<TlsConfig>,
+    /// A sync caller that writes its own frame on an idle plain connection, with no other
+    /// request waiting there, also reads its own response instead of waiting for the I/O
+    /// thread to read it (on). Off, the I/O thread reads every response.
+    pub caller_reads: bool,
 }
 
 impl Default for RemotingConfig {
@@ -74,6 +78,7 @@ impl Default for RemotingConfig {
             shutdown_timeout: JOIN_TIMEOUT,
             credentials: None,
             tls: None,
+            caller_reads: true,
         }
     }
 }

@@ -1,26 +1,36 @@
-//! Frames sync callers write themselves (issue 30): the socket of a plain connection
-//! shared with callers ([`DirectWriter`]), the write from the calling thread
-//! ([`write_direct`]) and its leftover ([`write_rest`], which the loop writes first), and
-//! what the loop keeps for those requests' registrations, which reach it after the frame
-//! left ([`DirectAwaits`]: responses read before them, why a connection closed).
+//! Sync calls a caller carries out on the socket itself (issue 30): the socket of a plain
+//! connection shared with callers ([`DirectWriter`]), the write from the calling thread
+//! and, when nothing else waits on the connection, the read of the caller's own response
+//! ([`call_direct`]), the leftover of a write ([`write_rest`], which the loop writes
+//! first), and what the loop keeps for the registrations of requests whose responses it
+//! reads, which reach it after the frame left ([`DirectAwaits`]: responses read before
+//! them, why a connection closed).
 //!
 //! A caller writes only when the connection is idle (nothing queued, nothing in the
-//! command channel, the loop not draining it), and queues the registration of its waiter
-//! before the frame leaves, so the loop sees requests in order on every connection.
+//! command channel, the loop not draining it). Either it queues the registration of its
+//! waiter before the frame leaves, so the loop sees requests in order on every
+//! connection, or it takes the socket out of the loop's poll until its response came.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::sync::atomic::Ordering;
+#[cfg(unix)]
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crossbeam_channel::SendError;
 use log::debug;
 use mio::net::TcpStream;
-use mio::Token;
+#[cfg(unix)]
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use parking_lot::MutexGuard;
 
 use super::command::{CloseReason, Command, PendingRequest};
+use super::frames::{read_frames, ReadBuf, ReadEnd};
 use super::Shared;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, TimeoutPhase};
 use crate::protocol::RemotingCommand;
 
 /// A plain connection's socket shared with sync callers that write their own frames.
@@ -28,34 +38,75 @@ pub(crate) struct DirectWriter {
     pub(super) token: Token,
     /// A duplicate of the connection's socket: the same socket, non-blocking.
     pub(super) stream: std::net::TcpStream,
+    /// The descriptor the loop's poll knows the socket by (epoll keys registrations by
+    /// descriptor, not the duplicate's). Used only under `state`, while not `closed`: the
+    /// loop marks the connection closed before it closes that descriptor.
+    #[cfg(unix)]
+    loop_fd: std::os::fd::RawFd,
     /// Held by whoever writes on the socket: a caller for its write, the loop for a
     /// flush. Callers only try it and queue their frame when it is held.
     pub(super) state: parking_lot::Mutex<DirectState>,
+    /// Held by whoever reads the socket: the loop for a turn's reads, or a sync caller
+    /// waiting for its own response. The loop only tries it and leaves the socket alone
+    /// when a caller holds it.
+    pub(super) read: parking_lot::Mutex<ReadSide>,
+    /// Requests registered with the loop on this connection and not answered yet (kept by
+    /// the loop): a caller reads its own response only when none is, so that it does not
+    /// wake for, and hand over, other requests' answers.
+    pub(super) awaiting: AtomicUsize,
+    /// A caller read on the socket since the loop last looked: the connection is not idle.
+    pub(super) used: AtomicBool,
 }
 
 #[derive(Default)]
 pub(super) struct DirectState {
     /// Nothing waits to be written (no queued frame, no `rest`): a caller may write.
     pub(super) idle: bool,
-    /// The connection is closed; nobody writes on the duplicate any more.
+    /// The connection is closed (why, once the loop closed it); nobody writes on the
+    /// duplicate any more.
     pub(super) closed: bool,
+    pub(super) closed_why: Option<CloseReason>,
     /// The unwritten end of a frame a caller began: it goes out before anything else.
     pub(super) rest: Option<Vec<u8>>,
+    /// A caller has taken the socket out of the loop's poll to read its own response.
+    pub(super) lent: bool,
+    /// Whether the loop wants writable events (it has bytes the socket did not take):
+    /// a caller that gives the socket back registers it with them.
+    pub(super) want_write: bool,
+}
+
+/// The read side of a shared connection.
+#[derive(Default)]
+pub(crate) struct ReadSide {
+    pub(super) buf: ReadBuf,
+    /// A caller's poll of this socket alone and its read buffer, made when a caller
+    /// first reads here.
+    lender: Option<(Poll, Box<[u8]>)>,
 }
 
 impl DirectWriter {
     /// Shares the socket of a connection just established (plain TCP only).
     #[cfg(unix)]
-    pub(super) fn new(token: Token, stream: &TcpStream, idle: bool) -> Option<Arc<DirectWriter>> {
+    pub(super) fn new(
+        token: Token,
+        stream: &TcpStream,
+        idle: bool,
+        want_write: bool,
+    ) -> Option<Arc<DirectWriter>> {
         use std::os::fd::AsFd;
         let fd = stream.as_fd().try_clone_to_owned().ok()?;
         Some(Arc::new(DirectWriter {
             token,
             stream: std::net::TcpStream::from(fd),
+            loop_fd: stream.as_raw_fd(),
             state: parking_lot::Mutex::new(DirectState {
                 idle,
+                want_write,
                 ..DirectState::default()
             }),
+            read: parking_lot::Mutex::new(ReadSide::default()),
+            awaiting: AtomicUsize::new(0),
+            used: AtomicBool::new(false),
         }))
     }
 
@@ -64,14 +115,19 @@ impl DirectWriter {
         _token: Token,
         _stream: &TcpStream,
         _idle: bool,
+        _want_write: bool,
     ) -> Option<Arc<DirectWriter>> {
         None
     }
 
     /// The connection closed: no caller writes on the duplicate after this, and it is
     /// shut down so that the socket closes now, not when the last caller lets go of it.
-    pub(super) fn close(self: &Arc<Self>, shared: &Shared, addr: &str) {
-        self.state.lock().closed = true;
+    pub(super) fn close(self: &Arc<Self>, shared: &Shared, addr: &str, why: &CloseReason) {
+        {
+            let mut st = self.state.lock();
+            st.closed = true;
+            st.closed_why = Some(why.clone());
+        }
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         let mut direct = shared.direct.write();
         if direct.get(addr).is_some_and(|x| Arc::ptr_eq(x, self)) {
@@ -80,39 +136,77 @@ impl DirectWriter {
     }
 }
 
+/// What became of a sync request offered to [`call_direct`].
+pub(crate) enum DirectCall {
+    /// The frame went out (or goes out first, in order): the loop completes the waiter.
+    Registered,
+    /// The caller read its own response off the socket, or failed on the way.
+    Answered(Result<RemotingCommand, Error>),
+    /// Nothing was done: the request goes to the loop as a command.
+    Queue(Vec<u8>, PendingRequest),
+}
+
+/// Reads a caller makes of the socket before it looks at its deadline again.
+const MAX_CALLER_READS: usize = 16;
+
 /// Writes `frame`, the request `wait` waits for, on the connection to `addr` from the
 /// calling thread when that connection is idle; gives both back when the caller must
 /// queue them instead (no shared connection, something queued or being written, commands
 /// in the channel, the loop draining them, or the socket full before a byte left).
 ///
-/// Once the registration is queued, the frame goes out in order whatever happens: what the
-/// socket does not take becomes the connection's `rest`, written by the loop first.
-pub(crate) fn write_direct(
+/// When no other request waits on the connection, the caller also takes the socket out
+/// of the loop's poll and reads its own response (`RemotingConfig::caller_reads`): one
+/// thread wakes per call, as with a blocking socket, instead of the loop and then the
+/// caller. Otherwise its waiter is registered with the loop before the frame leaves.
+///
+/// Once written, the frame goes out in order whatever happens: what the socket does not
+/// take becomes the connection's `rest`, written by the loop first (which then also reads
+/// the response).
+pub(crate) fn call_direct(
     shared: &Shared,
     addr: &str,
     frame: Vec<u8>,
     wait: PendingRequest,
-) -> Result<(), (Vec<u8>, PendingRequest)> {
+) -> DirectCall {
     // A command queued earlier (by this thread too) must reach the socket first: the
     // channel is checked before the flag the loop raises while it drains it.
     if !shared.tx.is_empty() || shared.draining.load(Ordering::SeqCst) {
-        return Err((frame, wait));
+        return DirectCall::Queue(frame, wait);
     }
     let Some(w) = shared.direct.read().get(addr).cloned() else {
-        return Err((frame, wait));
+        return DirectCall::Queue(frame, wait);
     };
     let Some(mut st) = w.state.try_lock() else {
-        return Err((frame, wait));
+        return DirectCall::Queue(frame, wait);
     };
     if !st.idle || st.closed {
-        return Err((frame, wait));
+        return DirectCall::Queue(frame, wait);
     }
-    // Registered before the frame leaves: the response cannot come before it.
-    if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
-        token: w.token,
-        wait,
-    }) {
-        return Err((frame, wait));
+    let mut lent = None;
+    if shared.config.caller_reads && !st.lent && w.awaiting.load(Ordering::SeqCst) == 0 {
+        if let Some(mut rs) = w.read.try_lock() {
+            if rs.lender.is_none() {
+                rs.lender = lender_for(&w.stream);
+            }
+            // Out of the loop's poll: the response wakes this thread only.
+            if rs.lender.is_some() && lend_out(shared, &w).is_ok() {
+                st.lent = true;
+                w.used.store(true, Ordering::Relaxed);
+                lent = Some(rs);
+            }
+        }
+    }
+    let mut wait = Some(wait);
+    if lent.is_none() {
+        // Registered before the frame leaves: the response cannot come before it.
+        if let Some(wait_now) = wait.take() {
+            if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
+                token: w.token,
+                wait: wait_now,
+            }) {
+                return DirectCall::Queue(frame, wait);
+            }
+        }
     }
     shared.direct_writes.fetch_add(1, Ordering::Relaxed);
     let mut written = 0;
@@ -133,21 +227,220 @@ pub(crate) fn write_direct(
         }
     }
     if let Some(why) = failed {
-        // The loop closes the connection; the waiter learns it from there.
+        // The loop closes the connection; a registered waiter learns it from there.
         st.idle = false;
+        if let Some(rs) = lent.take() {
+            give_back(shared, &w, &mut st, rs, addr);
+        }
         drop(st);
         shared.submit(Command::Close {
             addr: addr.to_string(),
-            why,
+            why: why.clone(),
         });
-    } else if written < frame.len() {
+        return match wait {
+            Some(_) => DirectCall::Answered(Err(Error::closed(addr, why))),
+            None => DirectCall::Registered,
+        };
+    }
+    if written < frame.len() {
         shared.direct_rests.fetch_add(1, Ordering::Relaxed);
         st.idle = false;
         st.rest = Some(frame[written..].to_vec());
+        if let Some(rs) = lent.take() {
+            // The loop writes the rest, so it reads the response too: the registration
+            // goes ahead of the flush in the channel.
+            if let Some(wait) = wait.take() {
+                let _ = shared.tx.send(Command::Await {
+                    token: w.token,
+                    wait,
+                });
+            }
+            give_back(shared, &w, &mut st, rs, addr);
+        }
         drop(st);
         shared.submit(Command::Flush { token: w.token });
+        return DirectCall::Registered;
     }
-    Ok(())
+    drop(st);
+    if let (Some(rs), Some(wait)) = (lent, wait) {
+        shared.direct_reads.fetch_add(1, Ordering::Relaxed);
+        return DirectCall::Answered(read_own(shared, &w, rs, addr, &wait));
+    }
+    DirectCall::Registered
+}
+
+/// A poll of the duplicate socket alone, for callers that read their own responses, and
+/// their read buffer; `None` when the system refuses one (the caller then lets the loop
+/// read).
+#[cfg(unix)]
+fn lender_for(stream: &std::net::TcpStream) -> Option<(Poll, Box<[u8]>)> {
+    let poll = Poll::new().ok()?;
+    poll.registry()
+        .register(
+            &mut SourceFd(&stream.as_raw_fd()),
+            Token(0),
+            Interest::READABLE,
+        )
+        .ok()?;
+    Some((poll, vec![0u8; CALLER_READ_CHUNK].into_boxed_slice()))
+}
+
+/// Takes the socket out of the loop's poll.
+#[cfg(unix)]
+fn lend_out(shared: &Shared, w: &DirectWriter) -> io::Result<()> {
+    shared.registry.deregister(&mut SourceFd(&w.loop_fd))
+}
+
+/// Puts the socket back into the loop's poll, under its token.
+#[cfg(unix)]
+fn take_back(shared: &Shared, w: &DirectWriter, interest: Interest) -> io::Result<()> {
+    shared
+        .registry
+        .register(&mut SourceFd(&w.loop_fd), w.token, interest)
+}
+
+#[cfg(not(unix))]
+fn lender_for(_stream: &std::net::TcpStream) -> Option<(Poll, Box<[u8]>)> {
+    None
+}
+
+#[cfg(not(unix))]
+fn lend_out(_shared: &Shared, _w: &DirectWriter) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(not(unix))]
+fn take_back(_shared: &Shared, _w: &DirectWriter, _interest: Interest) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// A caller's read buffer: a send's response is a few hundred bytes.
+const CALLER_READ_CHUNK: usize = 16 * 1024;
+
+/// Waits for the response to `wait` on the socket a caller took out of the loop's poll,
+/// hands whatever else it reads to the loop, and gives the socket back.
+fn read_own(
+    shared: &Shared,
+    w: &DirectWriter,
+    mut rs: MutexGuard<'_, ReadSide>,
+    addr: &str,
+    wait: &PendingRequest,
+) -> Result<RemotingCommand, Error> {
+    let max_frame = shared.config.max_frame;
+    let mut frames = Vec::new();
+    let mut others = Vec::new();
+    let mut mine = None;
+    let mut failure = None;
+    let mut timed_out = false;
+    {
+        let ReadSide { buf, lender } = &mut *rs;
+        if let Some((poll, scratch)) = lender.as_mut() {
+            let mut events = Events::with_capacity(4);
+            // Whether bytes may be waiting without a new edge (a short or capped read).
+            let mut readable = false;
+            while mine.is_none() && failure.is_none() {
+                if !readable {
+                    let now = Instant::now();
+                    if now >= wait.deadline {
+                        timed_out = true;
+                        break;
+                    }
+                    match poll.poll(&mut events, Some(wait.deadline - now)) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => {
+                            failure = Some(format!("poll failed: {e}"));
+                            break;
+                        }
+                    }
+                    if events.is_empty() {
+                        continue;
+                    }
+                }
+                let (end, _) = read_frames(
+                    &w.stream,
+                    scratch,
+                    buf,
+                    max_frame,
+                    MAX_CALLER_READS,
+                    true,
+                    &mut frames,
+                );
+                for (cmd, len) in frames.drain(..) {
+                    if mine.is_none() && cmd.is_response() && cmd.opaque == wait.opaque {
+                        mine = Some(cmd);
+                    } else {
+                        others.push((cmd, len));
+                    }
+                }
+                match end {
+                    ReadEnd::Drained => readable = false,
+                    ReadEnd::Short | ReadEnd::Capped => readable = true,
+                    ReadEnd::Eof => failure = Some(buf.eof_reason()),
+                    ReadEnd::Failed(why) => failure = Some(why),
+                }
+            }
+        } else {
+            failure = Some("no poll of the socket".into());
+        }
+    }
+    if !others.is_empty() {
+        // Broker requests and other callers' responses, in the order they came.
+        shared.submit(Command::Incoming {
+            token: w.token,
+            frames: others,
+        });
+    }
+    let mut st = w.state.lock();
+    give_back(shared, w, &mut st, rs, addr);
+    let closed_why = st.closed_why.clone();
+    drop(st);
+    if let Some(why) = &failure {
+        if closed_why.is_none() {
+            shared.submit(Command::Close {
+                addr: addr.to_string(),
+                why: why.clone(),
+            });
+        }
+    }
+    match (mine, failure, closed_why) {
+        (Some(response), _, _) => Ok(response),
+        (None, _, Some(reason)) => Err(reason.to_error(addr)),
+        (None, Some(why), None) => Err(Error::closed(addr, why)),
+        (None, None, None) if timed_out => {
+            Err(Error::timeout(TimeoutPhase::Response, wait.timeout).with_addr(addr))
+        }
+        (None, None, None) => Err(Error::state("no response read").with_addr(addr)),
+    }
+}
+
+/// Gives a socket a caller read on back to the loop's poll (with the interest the loop
+/// wants now). The read side is released first: the registration may wake the loop at
+/// once for bytes that are waiting, and it must find the read side free.
+fn give_back(
+    shared: &Shared,
+    w: &DirectWriter,
+    st: &mut DirectState,
+    rs: MutexGuard<'_, ReadSide>,
+    addr: &str,
+) {
+    drop(rs);
+    st.lent = false;
+    if st.closed {
+        return;
+    }
+    let interest = if st.want_write {
+        Interest::READABLE | Interest::WRITABLE
+    } else {
+        Interest::READABLE
+    };
+    if let Err(e) = take_back(shared, w, interest) {
+        st.idle = false;
+        shared.submit(Command::Close {
+            addr: addr.to_string(),
+            why: format!("registering the socket again failed: {e}"),
+        });
+    }
 }
 
 /// Early responses kept in one turn at most; beyond, a response for no known request

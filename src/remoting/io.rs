@@ -39,7 +39,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::command::{CloseReason, Command, PendingRequest, Waiter};
 use super::direct::{write_rest, DirectAwaits, DirectWriter};
-use super::frames::parse_frames;
+use super::frames::{parse_frames, read_frames, ReadBuf, ReadEnd};
 use super::pending::{PendingEntry, PendingTable};
 use super::pool::Refused;
 
@@ -99,11 +99,9 @@ struct Conn {
     /// The TLS session, when TLS is on.
     tls: Option<Box<rustls::ClientConnection>>,
     state: ConnState,
-    /// Whether the peer ever sent a byte: a plain connection closed before that is what
-    /// a server that requires TLS does, and the error says so.
-    received: bool,
-    rbuf: Vec<u8>,
-    rstart: usize,
+    /// What was read and not parsed yet (TLS: decrypted), before the connection is shared
+    /// with sync callers (`DirectWriter::read` from then on).
+    rbuf: ReadBuf,
     wq: VecDeque<WriteItem>,
     /// Bytes of the replies in `wq` (bounded by `RemotingConfig::reply_queue_bytes`).
     reply_bytes: usize,
@@ -310,6 +308,11 @@ impl IoLoop {
                     }
                 }
             }
+            Command::Incoming { token, frames } => {
+                for (cmd, len) in frames {
+                    self.dispatch(token, cmd, len);
+                }
+            }
             Command::Reply { token, frame } => {
                 let Some(c) = self.conns.get(&token) else {
                     debug!("dropping a reply: its connection is gone");
@@ -341,6 +344,9 @@ impl IoLoop {
 
     /// Registers the waiter of a request written (or queued) on `token`'s connection.
     fn register(&mut self, token: Token, p: PendingRequest) {
+        if let Some(d) = self.conns.get(&token).and_then(|c| c.direct.as_deref()) {
+            d.awaiting.fetch_add(1, Ordering::SeqCst);
+        }
         if let Some(old) = self.pending.insert(
             p.opaque,
             PendingEntry {
@@ -351,10 +357,20 @@ impl IoLoop {
             },
         ) {
             // Only after 2^32 requests can an opaque still be pending.
+            self.settled(old.token);
             self.complete(
                 old.waiter,
                 Err(Error::state("request id reused while still pending")),
             );
+        }
+    }
+
+    /// A request registered on `token`'s connection left the pending table.
+    fn settled(&self, token: Token) {
+        if let Some(d) = self.conns.get(&token).and_then(|c| c.direct.as_deref()) {
+            let _ = d
+                .awaiting
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         }
     }
 
@@ -390,9 +406,7 @@ impl IoLoop {
                 state: ConnState::Connecting {
                     deadline: now + self.shared.config.connect_timeout,
                 },
-                received: false,
-                rbuf: Vec::new(),
-                rstart: 0,
+                rbuf: ReadBuf::default(),
                 wq: VecDeque::new(),
                 reply_bytes: 0,
                 woff: 0,
@@ -499,7 +513,7 @@ impl IoLoop {
         c.state = ConnState::Connected;
         debug!("connection to {} established", c.addr);
         if c.tls.is_none() {
-            c.direct = DirectWriter::new(token, &c.stream, c.wq.is_empty());
+            c.direct = DirectWriter::new(token, &c.stream, c.wq.is_empty(), c.writable_interest);
             if let Some(d) = &c.direct {
                 self.shared.direct.write().insert(c.addr.clone(), d.clone());
             }
@@ -559,9 +573,7 @@ impl IoLoop {
                 tls: Some(tls),
                 state,
                 rbuf,
-                rstart,
                 last_active,
-                received,
                 ..
             } = c
             else {
@@ -599,7 +611,6 @@ impl IoLoop {
                     }
                 }
                 *last_active = Instant::now();
-                *received = true;
                 if let Err(e) = tls.process_new_packets() {
                     // Tell the peer why (the alert rustls queued), best effort.
                     let _ = tls.write_tls(stream);
@@ -615,8 +626,10 @@ impl IoLoop {
                             break;
                         }
                         Ok(n) => {
-                            rbuf.extend_from_slice(&self.scratch[..n]);
-                            if let Err(why) = parse_frames(rbuf, rstart, max_frame, &mut frames) {
+                            rbuf.buf.extend_from_slice(&self.scratch[..n]);
+                            if let Err(why) =
+                                parse_frames(&mut rbuf.buf, &mut rbuf.start, max_frame, &mut frames)
+                            {
                                 failure = Some(CloseReason::Closed(why));
                                 break;
                             }
@@ -646,51 +659,44 @@ impl IoLoop {
         let mut frames = Vec::new();
         let mut failure = None;
         if let Some(c) = self.conns.get_mut(&token) {
-            let mut reads = 0;
-            loop {
-                if reads == MAX_READS_PER_TURN {
+            let mut lent;
+            let rb = match c.direct.as_deref() {
+                Some(d) => match d.read.try_lock() {
+                    Some(guard) => {
+                        lent = guard;
+                        &mut lent.buf
+                    }
+                    // A sync caller is reading this socket for its own response (an
+                    // event from before it took the socket): what it finds for others
+                    // it hands over, and the socket comes back to the loop after.
+                    None => return,
+                },
+                None => &mut c.rbuf,
+            };
+            // A short read proves the socket drained (bytes that arrive later raise a new
+            // edge), so the `recv` that would only return WouldBlock is skipped.
+            let stop_short = SHORT_READ_DRAINS && !self.read_to_end;
+            let (end, bytes) = read_frames(
+                &mut c.stream,
+                &mut self.scratch,
+                rb,
+                max_frame,
+                MAX_READS_PER_TURN,
+                stop_short,
+                &mut frames,
+            );
+            if bytes > 0 {
+                c.last_active = Instant::now();
+            }
+            match end {
+                ReadEnd::Drained | ReadEnd::Short => {}
+                ReadEnd::Capped => {
                     if !self.still_readable.contains(&token) {
                         self.still_readable.push(token);
                     }
-                    break;
                 }
-                reads += 1;
-                match c.stream.read(&mut self.scratch) {
-                    Ok(0) => {
-                        failure = Some(CloseReason::Closed(if c.received {
-                            "closed by peer".into()
-                        } else {
-                            // Java's servers in TLS "enforcing" mode close a plain
-                            // connection at its first bytes.
-                            "closed by peer before it sent anything (a server that requires TLS does this to a client without TLS)".into()
-                        }));
-                        break;
-                    }
-                    Ok(n) => {
-                        c.last_active = Instant::now();
-                        c.received = true;
-                        c.rbuf.extend_from_slice(&self.scratch[..n]);
-                        // Parse after every read so the buffer holds at most one frame.
-                        if let Err(why) =
-                            parse_frames(&mut c.rbuf, &mut c.rstart, max_frame, &mut frames)
-                        {
-                            failure = Some(CloseReason::Closed(why));
-                            break;
-                        }
-                        if n < self.scratch.len() && SHORT_READ_DRAINS && !self.read_to_end {
-                            // A short read emptied the receive buffer: bytes that arrive
-                            // later raise a new edge, so the `recv` that would only
-                            // return WouldBlock is skipped (one syscall per response).
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        failure = Some(CloseReason::Closed(format!("read failed: {e}")));
-                        break;
-                    }
-                }
+                ReadEnd::Eof => failure = Some(CloseReason::Closed(rb.eof_reason())),
+                ReadEnd::Failed(why) => failure = Some(CloseReason::Closed(why)),
             }
         }
         // Frames that arrived before a failure are still delivered.
@@ -814,11 +820,22 @@ impl IoLoop {
             } else {
                 Interest::READABLE
             };
-            if let Err(e) = self
-                .poll
-                .registry()
-                .reregister(&mut c.stream, token, interest)
-            {
+            // A caller reading its own response has the socket out of the poll: it puts
+            // the socket back with the interest recorded here.
+            let mut direct_state = direct.as_deref().map(|d| d.state.lock());
+            if let Some(st) = direct_state.as_deref_mut() {
+                st.want_write = want;
+            }
+            let lent = direct_state.as_deref().is_some_and(|st| st.lent);
+            let registered = if lent {
+                Ok(())
+            } else {
+                self.poll
+                    .registry()
+                    .reregister(&mut c.stream, token, interest)
+            };
+            drop(direct_state);
+            if let Err(e) = registered {
                 self.close(
                     token,
                     CloseReason::Closed(format!("reregister failed: {e}")),
@@ -833,7 +850,10 @@ impl IoLoop {
     fn dispatch(&mut self, token: Token, cmd: RemotingCommand, len: usize) {
         if cmd.is_response() {
             match self.pending.complete(cmd.opaque) {
-                Some(entry) => self.complete(entry.waiter, Ok(cmd)),
+                Some(entry) => {
+                    self.settled(entry.token);
+                    self.complete(entry.waiter, Ok(cmd));
+                }
                 None => {
                     // Maybe the answer to a frame a caller wrote itself, whose
                     // registration this turn's drain handles.
@@ -965,6 +985,7 @@ impl IoLoop {
 
     fn expire(&mut self, now: Instant) {
         while let Some((opaque, e)) = self.pending.pop_expired(now) {
+            self.settled(e.token);
             self.drop_unwritten(e.token, opaque);
             let addr = self.conn_addr(e.token);
             let err = Error::timeout(TimeoutPhase::Response, e.timeout).with_addr(&addr);
@@ -973,6 +994,15 @@ impl IoLoop {
         let connect_timeout = self.shared.config.connect_timeout;
         let idle = self.shared.config.channel_max_idle;
         let mut to_close = Vec::new();
+        for c in self.conns.values_mut() {
+            // Responses sync callers read themselves are traffic too.
+            if c.direct
+                .as_deref()
+                .is_some_and(|d| d.used.swap(false, Ordering::Relaxed))
+            {
+                c.last_active = now;
+            }
+        }
         for (t, c) in &self.conns {
             match c.state {
                 ConnState::Connecting { deadline } if deadline <= now => {
@@ -1022,13 +1052,15 @@ impl IoLoop {
         if self.by_addr.get(&c.addr) == Some(&token) {
             self.by_addr.remove(&c.addr);
         }
-        let _ = self.poll.registry().deregister(&mut c.stream);
-        self.shared.connected.write().remove(&c.addr);
+        // Marked closed first: a caller reading on the socket then does not register it
+        // again.
         if let Some(d) = c.direct.take() {
             self.direct_awaits
                 .closed(token, &c.addr, &reason, self.turn);
-            d.close(&self.shared, &c.addr);
+            d.close(&self.shared, &c.addr, &reason);
         }
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        self.shared.connected.write().remove(&c.addr);
         let unwritten: usize = c.wq.iter().map(|w| w.frame.len()).sum();
         self.shared
             .queued_bytes

@@ -95,6 +95,11 @@ pub(crate) struct Shared {
     /// part (the loop wrote the rest).
     direct_writes: AtomicU64,
     direct_rests: AtomicU64,
+    /// Of the frames callers wrote, those whose response the caller read itself.
+    direct_reads: AtomicU64,
+    /// The I/O thread's poll registry, for callers that take a socket out of it while
+    /// they read their own response (`direct::call_direct`).
+    registry: mio::Registry,
     /// Addresses with an established connection (written by the I/O thread only).
     connected: RwLock<HashSet<String>>,
     processors: RwLock<HashMap<i32, Arc<dyn RequestProcessor>>>,
@@ -199,6 +204,10 @@ impl RemotingClient {
         let poll = Poll::new().map_err(|e| Error::io("creating the poll instance", e))?;
         let waker = Waker::new(poll.registry(), io::WAKER)
             .map_err(|e| Error::io("creating the waker", e))?;
+        let registry = poll
+            .registry()
+            .try_clone()
+            .map_err(|e| Error::io("sharing the poll registry", e))?;
         let (tx, rx) = unbounded();
         let callback_pool = ThreadPool::new("rmq-callback", config.callback_threads)
             .map_err(|e| Error::io("starting the callback pool", e))?;
@@ -215,6 +224,8 @@ impl RemotingClient {
             direct: RwLock::new(HashMap::new()),
             direct_writes: AtomicU64::new(0),
             direct_rests: AtomicU64::new(0),
+            direct_reads: AtomicU64::new(0),
+            registry,
             connected: RwLock::new(HashSet::new()),
             processors: RwLock::new(HashMap::new()),
             callback_pool,
@@ -334,29 +345,38 @@ impl RemotingClient {
             waiter: Waiter::Sync(tx),
         };
         // Written here when the connection is idle: the I/O thread then wakes once, for
-        // the response, instead of also for the frame.
-        if let Err((frame, pending)) = direct::write_direct(&self.shared, addr, frame, pending) {
-            self.submit(Command::Send {
-                addr: addr.to_string(),
-                sock,
-                frame,
-                wait: Some(pending),
-                permit: None,
-            })?;
-        }
-        let result = match rx.recv_deadline(deadline) {
-            Ok(r) => r,
-            Err(oneshot::RecvError::Timeout) => {
-                let phase = if self.is_connected(addr) {
-                    TimeoutPhase::Response
-                } else {
-                    TimeoutPhase::Connect
-                };
-                Err(Error::timeout(phase, timeout).with_addr(addr))
+        // the response, instead of also for the frame; or not at all, when this thread
+        // reads the response too.
+        let answered = match direct::call_direct(&self.shared, addr, frame, pending) {
+            direct::DirectCall::Answered(result) => Some(result),
+            direct::DirectCall::Registered => None,
+            direct::DirectCall::Queue(frame, pending) => {
+                self.submit(Command::Send {
+                    addr: addr.to_string(),
+                    sock,
+                    frame,
+                    wait: Some(pending),
+                    permit: None,
+                })?;
+                None
             }
-            Err(oneshot::RecvError::Closed) => {
-                Err(Error::state("the remoting client is shut down").with_addr(addr))
-            }
+        };
+        let result = match answered {
+            Some(result) => result,
+            None => match rx.recv_deadline(deadline) {
+                Ok(r) => r,
+                Err(oneshot::RecvError::Timeout) => {
+                    let phase = if self.is_connected(addr) {
+                        TimeoutPhase::Response
+                    } else {
+                        TimeoutPhase::Connect
+                    };
+                    Err(Error::timeout(phase, timeout).with_addr(addr))
+                }
+                Err(oneshot::RecvError::Closed) => {
+                    Err(Error::state("the remoting client is shut down").with_addr(addr))
+                }
+            },
         };
         match result {
             Ok(mut response) => {
@@ -734,6 +754,12 @@ impl RemotingClient {
             self.shared.direct_writes.load(Ordering::SeqCst),
             self.shared.direct_rests.load(Ordering::SeqCst),
         )
+    }
+
+    /// Responses read by the caller that waited for them.
+    #[cfg(test)]
+    fn caller_reads(&self) -> u64 {
+        self.shared.direct_reads.load(Ordering::SeqCst)
     }
 
     /// Waits until the I/O thread has drained the command channel.

@@ -856,3 +856,202 @@ fn a_caller_written_request_fails_at_once_when_the_peer_closes_without_answering
     );
     c.shutdown();
 }
+
+/// A bare peer on its first connection: `script` runs for each frame it reads, with the
+/// frame's index; every frame read also comes out of the returned channel.
+fn scripted_peer(
+    mut script: impl FnMut(&mut std::net::TcpStream, &RemotingCommand, usize) + Send + 'static,
+) -> (String, crossbeam_channel::Receiver<RemotingCommand>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut i = 0;
+        while let Some(cmd) = read_request(&mut s) {
+            script(&mut s, &cmd, i);
+            let _ = tx.send(cmd);
+            i += 1;
+        }
+    });
+    (addr, rx)
+}
+
+fn answer(s: &mut std::net::TcpStream, request: &RemotingCommand, remark: String) {
+    use std::io::Write;
+    let ok = RemotingCommand::response(ResponseCode::SUCCESS, request.opaque, Some(remark));
+    let _ = s.write_all(&ok.to_frame());
+}
+
+#[test]
+fn a_sync_caller_on_a_quiet_connection_reads_its_own_response() {
+    for caller_reads in [true, false] {
+        let (addr, _) = scripted_peer(|s, r, i| answer(s, r, i.to_string()));
+        let c = RemotingClient::new(RemotingConfig {
+            caller_reads,
+            ..RemotingConfig::default()
+        })
+        .unwrap();
+        // The first request opens the connection through the I/O thread.
+        c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        for i in 1..=20 {
+            c.wait_io_idle();
+            let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+            assert_eq!(r.remark.as_deref(), Some(&*i.to_string()));
+        }
+        assert_eq!(c.direct_counts(), (20, 0));
+        assert_eq!(c.caller_reads(), if caller_reads { 20 } else { 0 });
+        c.shutdown();
+    }
+}
+
+#[test]
+fn frames_a_reading_caller_finds_for_others_are_dispatched() {
+    use std::io::Write;
+    const NOTIFY: i32 = 9_998;
+    // Before each answer after the first: a request of the peer's own, then the answer
+    // in two halves, 30 ms apart.
+    let mut requests = 0;
+    let (addr, received) = scripted_peer(move |s, r, _| {
+        if r.is_response() {
+            return;
+        }
+        let i = requests;
+        requests += 1;
+        if i == 0 {
+            return answer(s, r, "0".into());
+        }
+        let mut notify = RemotingCommand::request(RequestCode(NOTIFY));
+        notify.opaque = 100_000 + i;
+        let _ = s.write_all(&notify.to_frame());
+        let ok = RemotingCommand::response(ResponseCode::SUCCESS, r.opaque, Some(i.to_string()))
+            .to_frame();
+        let (a, b) = ok.split_at(ok.len() / 2);
+        std::thread::sleep(Duration::from_millis(30));
+        let _ = s.write_all(a);
+        std::thread::sleep(Duration::from_millis(30));
+        let _ = s.write_all(b);
+    });
+    let c = client();
+    let (seen_tx, seen) = unbounded();
+    c.register_processor(
+        RequestCode(NOTIFY),
+        Arc::new(move |_: &str, r: RemotingCommand| {
+            let _ = seen_tx.send(r.opaque);
+            Some(RemotingCommand::response(
+                ResponseCode::SUCCESS,
+                r.opaque,
+                None,
+            ))
+        }),
+    );
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    let mut calls = 0;
+    for i in 1..=5 {
+        c.wait_io_idle();
+        // A reply to the peer's request may still be on its way: then the caller queues.
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        assert_eq!(r.remark.as_deref(), Some(&*i.to_string()));
+        calls += 1;
+    }
+    assert_eq!(calls, 5);
+    assert!(c.caller_reads() >= 1, "no caller read its own response");
+    // Every request of the peer reached the processor, and its reply reached the peer.
+    let mut notified: Vec<i32> = (0..5)
+        .map(|_| seen.recv_timeout(Duration::from_secs(5)).unwrap())
+        .collect();
+    notified.sort_unstable();
+    assert_eq!(notified, (100_001..=100_005).collect::<Vec<_>>());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut replies = Vec::new();
+    while replies.len() < 5 && std::time::Instant::now() < deadline {
+        if let Ok(f) = received.recv_timeout(Duration::from_millis(100)) {
+            if f.is_response() {
+                replies.push(f.opaque);
+            }
+        }
+    }
+    replies.sort_unstable();
+    assert_eq!(replies, (100_001..=100_005).collect::<Vec<_>>());
+    c.shutdown();
+}
+
+#[test]
+fn a_reading_caller_times_out_and_the_connection_serves_the_next_call() {
+    // The peer answers request 1 only once request 2 came, then answers 2 (and the rest).
+    let held = Arc::new(parking_lot::Mutex::new(None::<RemotingCommand>));
+    let (addr, _) = scripted_peer(move |s, r, i| {
+        if i == 1 {
+            *held.lock() = Some(r.clone());
+            return;
+        }
+        let late = held.lock().take();
+        if let Some(late) = late {
+            answer(s, &late, "late".into());
+        }
+        answer(s, r, i.to_string());
+    });
+    let c = RemotingClient::new(RemotingConfig {
+        close_socket_if_timeout: false,
+        ..RemotingConfig::default()
+    })
+    .unwrap();
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let started = std::time::Instant::now();
+    let e = c
+        .invoke_sync(&addr, req(), Duration::from_millis(300))
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    assert_eq!(c.caller_reads(), 1);
+    // The late answer to request 1 is not taken for request 2's, and the socket is back
+    // in the loop's hands between the calls.
+    for i in 2..=4 {
+        c.wait_io_idle();
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        assert_eq!(r.remark.as_deref(), Some(&*i.to_string()));
+    }
+    let async_answer = {
+        let (tx, rx) = unbounded();
+        c.invoke_async(&addr, req(), Duration::from_secs(5), move |r| {
+            let _ = tx.send(r.map(|r| r.remark));
+        })
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap()
+    };
+    assert_eq!(async_answer.as_deref(), Some("5"));
+    c.shutdown();
+}
+
+#[test]
+fn shutdown_wakes_a_caller_reading_its_own_response() {
+    // Answers the first request only.
+    let (addr, _) = scripted_peer(|s, r, i| {
+        if i == 0 {
+            answer(s, r, "0".into());
+        }
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let (c2, addr2) = (c.clone(), addr.clone());
+    let caller = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let r = c2.invoke_sync(&addr2, req(), Duration::from_secs(30));
+        (r.map(|r| r.code), started.elapsed())
+    });
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    std::thread::sleep(Duration::from_millis(100));
+    c.shutdown();
+    let (r, waited) = caller.join().unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State, "{e}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+}
