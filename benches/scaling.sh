@@ -7,7 +7,9 @@
 #   SMOKE=1 benches/scaling.sh                         # small sizes, a few minutes
 #   NAMESRV_ADDR=127.0.0.1:9876 benches/scaling.sh     # an existing (5.x) cluster
 #
-# Environment: EXPERIMENTS (default "topics clients size queues"; add soak for the soak),
+# Environment: EXPERIMENTS (default "threads topics clients size queues"; add soak for the
+# soak), THREADS ("1 2 4 8 16 32 64 128 256": sync senders, each count also run by the floor
+# client, benches/floor.rs),
 # SMOKE (0), SOAK_SECONDS (1800), TOPICS ("10 100 1000 5000 10000"), CLIENTS ("1,10,100"),
 # SIZES (128 B .. 4 MiB - 1 KiB), QUEUES ("8 64 256 1024"), BACKLOG (50000),
 # BACKLOGS ("10000 50000 200000", at 64 queues), OUT (default target/scaling).
@@ -21,9 +23,11 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=${OUT:-$CARGO_TARGET_DIR/scaling}
 RMQ=$CARGO_TARGET_DIR/release/rmq
 SMOKE=${SMOKE:-0}
-EXPERIMENTS=${EXPERIMENTS:-"topics clients size queues"}
+EXPERIMENTS=${EXPERIMENTS:-"threads topics clients size queues"}
 if [ "$SMOKE" = 1 ]; then
     SOAK_SECONDS=${SOAK_SECONDS:-60}
+    THREADS=${THREADS:-"1 8"}
+    THREAD_COUNT=${THREAD_COUNT:-4000}
     TOPICS=${TOPICS:-"10 100"}
     CLIENTS=${CLIENTS:-"1,10"}
     SIZES=${SIZES:-"1024,262144"}
@@ -34,6 +38,8 @@ if [ "$SMOKE" = 1 ]; then
     WINDOW=${WINDOW:-5}
 else
     SOAK_SECONDS=${SOAK_SECONDS:-1800}
+    THREADS=${THREADS:-"1 2 4 8 16 32 64 128 256"}
+    THREAD_COUNT=${THREAD_COUNT:-100000}
     TOPICS=${TOPICS:-"10 100 1000 5000 10000"}
     CLIENTS=${CLIENTS:-"1,10,100"}
     SIZES=${SIZES:-"128,1024,16384,262144,1048576,4193280"}
@@ -49,6 +55,11 @@ log() { echo "== $*" >&2; }
 
 log "building rmq (release)"
 cargo build --release --quiet --features cli --bin rmq
+case " $EXPERIMENTS " in
+    *" threads "*)
+        cargo bench --no-run --quiet --bench floor --features cli 2>/dev/null
+        FLOOR=$(ls -t "$CARGO_TARGET_DIR"/release/deps/floor-* | grep -v '\.d$' | head -1) ;;
+esac
 
 CLUSTER_STATE=
 stop_cluster() {
@@ -72,6 +83,31 @@ for e in $EXPERIMENTS; do
         soak)
             log "soak: $SOAK_SECONDS s"
             "$RMQ" bench scale soak --duration "$SOAK_SECONDS" >"$OUT/soak.jsonl" 2>"$OUT/soak.err"
+            ;;
+        threads)
+            # The same sync sends from 1 to 256 threads, ours then the floor's at each
+            # count (a point: one JSON line of `rmq bench produce` or of the floor).
+            : >"$OUT/threads.jsonl"
+            topic=ScaleThreads-$$
+            "$RMQ" topic create "$topic" --queues 8 >/dev/null
+            for t in $THREADS; do
+                n=$THREAD_COUNT; [ "$t" = 1 ] && n=$((THREAD_COUNT / 10))
+                log "threads: $t ($n messages after $((n / 4)) not measured)"
+                ours=$(/usr/bin/time -f '%M' -o "$OUT/threads-rss" "$RMQ" bench produce \
+                    --topic "$topic" --mode sync --threads "$t" --size 1024 --count "$n" \
+                    --warmup $((n / 4)) 2>>"$OUT/threads.err" | tail -1)
+                floor=$(FLOOR_COUNT=$n "$FLOOR" "sync$t" 2>>"$OUT/threads.err" | tail -1)
+                python3 - "$t" "$ours" "$floor" "$(tail -1 "$OUT/threads-rss")" \
+                    >>"$OUT/threads.jsonl" <<'PY'
+import json, sys
+t, ours, floor, rss = int(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+for side, j, kib in (("ours", ours, rss), ("floor", floor, floor.get("peakRssKiB", 0))):
+    print(json.dumps({"experiment": "threads", "kind": "point", "side": side, "threads": t,
+                      "tps": j["tps"], "p50": j["latencyMs"]["p50"], "p99": j["latencyMs"]["p99"],
+                      "cpu_us_per_msg": j["cpuUsPerMsg"], "rss_kib": kib,
+                      "failures": j.get("failures", 0)}))
+PY
+            done
             ;;
         topics)
             : >"$OUT/topics.jsonl"
@@ -111,7 +147,7 @@ for e in $EXPERIMENTS; do
                     >>"$OUT/queues.jsonl" 2>>"$OUT/queues.err"
             done
             ;;
-        *) echo "scaling: unknown experiment $e (soak topics clients size queues)" >&2; exit 1 ;;
+        *) echo "scaling: unknown experiment $e (soak threads topics clients size queues)" >&2; exit 1 ;;
     esac
 done
 python3 "$ROOT/benches/scaling_report.py" "$OUT"

@@ -115,13 +115,76 @@ def soak(out, md):
            f"| RSS flat after warm-up | growth < 5 % from minute 5 to the end | "
            f"{m1['rss_kib'] / 1024:.1f} MiB at 1 min, {m5['rss_kib'] / 1024:.1f} at 5, "
            f"{end['rss_kib'] / 1024:.1f} at the end ({growth:+.1f} %) | {yes(growth < 5)} |",
-           f"| threads constant | the same count at every sample from minute 1 | "
-           f"{m1['threads']} at 1 min, {min(later)}–{max(later)} after | {yes(min(later) == max(later))} |",
+           threads_rows(s, m1, later),
            f"| consumers keep up | each consumer within 1 % of what was sent | "
            f"consumed − acknowledged: push {end['push_consumed'] - sent:+,}, lite {end['lite_consumed'] - sent:+,} "
            f"(a send that failed may still be stored) | "
            f"{yes(abs(sent - end['push_consumed']) <= sent / 100 and abs(sent - end['lite_consumed']) <= sent / 100)} |",
            "", "![soak](soak.svg)", ""]
+
+
+def threads_rows(s, m1, later):
+    """The soak's thread and descriptor criteria. Samples that count the push consumer's
+    pool apart (`consume_threads`) are judged on the client's fixed threads, constant, and
+    the pool, on demand within its maximum (Java's consume_thread_max, 20); older samples
+    on the whole count."""
+    after = [r for r in s if r["t_s"] >= 60]
+    if "consume_threads" not in m1:
+        return (f"| threads constant | the same count at every sample from minute 1 | "
+                f"{m1['threads']} at 1 min, {min(later)}–{max(later)} after | {yes(min(later) == max(later))} |")
+    fixed = [r["threads"] - r["consume_threads"] for r in after]
+    pool = [r["consume_threads"] for r in after]
+    fds = [r["fds"] for r in after]
+    return "\n".join([
+        f"| threads constant apart from the consume pool | the count without the push consumer's "
+        f"pool the same at every sample from minute 1 | {min(fixed)}–{max(fixed)} "
+        f"(all threads {min(later)}–{max(later)}) | {yes(min(fixed) == max(fixed))} |",
+        f"| the consume pool bounded | its workers (started on demand) never above "
+        f"consume_thread_max (20) | {min(pool)}–{max(pool)} | {yes(max(pool) <= 20)} |",
+        f"| descriptors flat | the same count of open descriptors at every sample from minute 1 | "
+        f"{m1['fds']} at 1 min, {min(fds)}–{max(fds)} after | {yes(min(fds) == max(fds))} |"])
+
+
+def threads(out, md):
+    r = [x for x in rows(out, "threads") if x.get("kind") == "point"]
+    if not r:
+        return
+    ours = sorted([x for x in r if x["side"] == "ours"], key=lambda x: x["threads"])
+    floor = {x["threads"]: x for x in r if x["side"] == "floor"}
+    svg(os.path.join(out, "threads.svg"), "Sync sends against sending threads", "threads",
+        "TPS / 1000, CPU µs per message", [
+            ("TPS / 1000, ours", [(x["threads"], x["tps"] / 1000) for x in ours]),
+            ("TPS / 1000, floor", [(t, x["tps"] / 1000) for t, x in sorted(floor.items())]),
+            ("CPU µs/msg, ours", [(x["threads"], x["cpu_us_per_msg"]) for x in ours]),
+            ("CPU µs/msg, floor", [(t, x["cpu_us_per_msg"]) for t, x in sorted(floor.items())])],
+        logx=True)
+    md += ["## Sending threads", "",
+           "| threads | TPS ours | TPS floor | p50 ms ours / floor | p99 ms ours / floor | "
+           "CPU µs/msg ours | floor | ours ÷ floor | peak RSS MiB ours / floor |",
+           "|---:|---:|---:|---|---|---:|---:|---:|---|"]
+    ratios = []
+    for x in ours:
+        f = floor.get(x["threads"])
+        ratio = round(x["cpu_us_per_msg"] / f["cpu_us_per_msg"], 2) if f and f["cpu_us_per_msg"] else None
+        if ratio is not None:
+            ratios.append(ratio)
+        md.append(f"| {x['threads']} | {x['tps']:,.0f} | {f['tps']:,.0f} | {x['p50']} / {f['p50']} | "
+                  f"{x['p99']} / {f['p99']} | {x['cpu_us_per_msg']} | {f['cpu_us_per_msg']} | {ratio} | "
+                  f"{x['rss_kib'] / 1024:.1f} / {f['rss_kib'] / 1024:.1f} |" if f else
+                  f"| {x['threads']} | {x['tps']:,.0f} | – | {x['p50']} / – | {x['p99']} / – | "
+                  f"{x['cpu_us_per_msg']} | – | – | {x['rss_kib'] / 1024:.1f} / – |")
+    best = max(ours, key=lambda x: x["tps"])
+    cpu = [x["cpu_us_per_msg"] for x in ours]
+    md += ["", "| expectation | criterion | measured | met |", "|---|---|---|---|",
+           f"| CPU per message does not grow with threads | max ≤ 1.5 × the value at 1 thread | "
+           f"{cpu[0]} at 1 thread, {min(cpu)}–{max(cpu)} | {yes(max(cpu) <= 1.5 * cpu[0])} |",
+           f"| near the floor at every count | CPU ≤ 2 × the floor's at the same count | "
+           f"{min(ratios) if ratios else '–'}–{max(ratios) if ratios else '–'} × | "
+           f"{yes(bool(ratios) and max(ratios) <= 2)} |",
+           f"| throughput does not collapse | TPS at the most threads ≥ 0.8 × the best | "
+           f"best {best['tps']:,.0f} at {best['threads']}, {ours[-1]['tps']:,.0f} at {ours[-1]['threads']} | "
+           f"{yes(ours[-1]['tps'] >= 0.8 * best['tps'])} |",
+           "", "![threads](threads.svg)", ""]
 
 
 def topics(out, md):
@@ -283,7 +346,7 @@ def queues(out, md):
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "target/scaling"
     md = ["# How cost grows", ""]
-    for f in (soak, topics, clients, size, queues):
+    for f in (soak, threads, topics, clients, size, queues):
         f(out, md)
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")

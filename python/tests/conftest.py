@@ -35,3 +35,8 @@ def wait_for(pred, timeout=60.0, interval=0.1) -> bool:
             return True
         time.sleep(interval)
     return pred()
+
+
+def broker_4x() -> bool:
+    """Whether the tests run against a 4.x cluster (``RMQ_TEST_VERSION=4.9.7``)."""
+    return os.environ.get("RMQ_TEST_VERSION", "").startswith("4.")

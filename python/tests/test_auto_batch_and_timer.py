@@ -2,17 +2,12 @@
 (``Message(deliver_time_ms=...)``, ``Message(delivery_delay_ms=...)``) against the real
 cluster."""
 
-import os
 import threading
 import time
 
 import rocketmq_blocking as rmq
-from conftest import unique, wait_for
+from conftest import broker_4x, unique, wait_for
 from test_features import read_back
-
-
-def broker_4x() -> bool:
-    return os.environ.get("RMQ_TEST_VERSION", "").startswith("4.")
 
 
 def test_auto_batch_threads_each_get_their_own_result_and_every_message_arrives(namesrv, topic):

@@ -2,18 +2,13 @@
 time, nothing back after the acks; on a 4.x cluster (``RMQ_TEST_VERSION=4.9.7``) the
 typed ``UnsupportedError``."""
 
-import os
 import threading
 import time
 
 import pytest
 
 import rocketmq_blocking as rmq
-from conftest import unique, wait_for
-
-
-def broker_4x() -> bool:
-    return os.environ.get("RMQ_TEST_VERSION", "").startswith("4.")
+from conftest import broker_4x, unique, wait_for
 
 
 def test_pop_simple_consumer_receives_acks_and_changes_invisible_time(namesrv, topic):

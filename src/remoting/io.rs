@@ -14,6 +14,10 @@
 //! frame itself. The loop wakes once per such request, for its response, instead of twice.
 //! A response whose waiter is not registered yet is kept until the end of the turn's
 //! command drain, which registers it (the registration was queued before the frame left).
+//! When no other request waits on the connection, the caller reads its response too: it
+//! takes the socket out of this loop's poll and holds the connection's read side (which
+//! the loop only tries) until it gives the socket back; frames it read for others come
+//! back as `Command::Incoming`. No thread of the loop wakes for such a request at all.
 //!
 //! This module owns the loop: connections, the command drain, reads and frame dispatch,
 //! queued writes and flushes, TLS records, timeouts and closes.
@@ -204,7 +208,7 @@ impl IoLoop {
             }
             // Clear before draining: a command queued after this point wakes us again.
             self.shared.wake_requested.store(false, Ordering::SeqCst);
-            // Callers write their own frames only while no drain runs (`write_direct`).
+            // Callers write their own frames only while no drain runs (`call_direct`).
             self.shared.draining.store(true, Ordering::SeqCst);
             let mut shutdown = false;
             while let Ok(cmd) = self.rx.try_recv() {
@@ -515,6 +519,9 @@ impl IoLoop {
         if c.tls.is_none() {
             c.direct = DirectWriter::new(token, &c.stream, c.wq.is_empty(), c.writable_interest);
             if let Some(d) = &c.direct {
+                // Requests queued while the connection was being made wait on it already.
+                d.awaiting
+                    .store(self.pending.count_token(token), Ordering::SeqCst);
                 self.shared.direct.write().insert(c.addr.clone(), d.clone());
             }
         }

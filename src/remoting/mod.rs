@@ -86,7 +86,7 @@ pub(crate) struct Shared {
     waker: Waker,
     wake_requested: AtomicBool,
     /// Raised by the I/O thread while it drains the command channel: no caller writes
-    /// its own frame meanwhile (`direct::write_direct`).
+    /// its own frame meanwhile (`direct::call_direct`).
     draining: AtomicBool,
     /// The established plain connections whose socket sync callers may write on, by
     /// address (kept by the I/O thread).

@@ -124,6 +124,11 @@ impl<W> PendingTable<W> {
         self.entries.values().any(|e| e.token == token)
     }
 
+    /// How many requests are pending on connection `token`.
+    pub fn count_token(&self, token: Token) -> usize {
+        self.entries.values().filter(|e| e.token == token).count()
+    }
+
     /// Takes every entry pending on connection `token`.
     pub fn take_token(&mut self, token: Token) -> Vec<PendingEntry<W>> {
         let opaques: Vec<i32> = self
@@ -229,6 +234,7 @@ mod tests {
             t.insert(o, entry(o as usize % 2, now, o as u32));
         }
         assert!(t.has_token(Token(1)));
+        assert_eq!(t.count_token(Token(1)), 5);
         let mut taken: Vec<u32> = t
             .take_token(Token(1))
             .into_iter()

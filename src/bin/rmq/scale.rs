@@ -141,6 +141,11 @@ fn threads_named(prefix: &str) -> u64 {
         .count() as u64
 }
 
+/// Descriptors this process has open (`/proc/self/fd`; the listing's own included).
+fn open_descriptors() -> u64 {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count() as u64)
+}
+
 /// Prints one JSON line on stdout, at once (the driver may be reading a long soak).
 fn emit(experiment: &str, kind: &str, mut fields: Value) {
     if let Value::Object(map) = &mut fields {
@@ -320,6 +325,10 @@ fn soak(addr: &str, a: SoakArgs) -> CliResult {
                     "rss_kib": r.rss_kib,
                     "threads": r.threads,
                     "io_threads": threads_named("rmq-io"),
+                    // The push consumer's pool starts workers on demand (up to
+                    // consume_thread_max): told apart from the client's fixed threads.
+                    "consume_threads": threads_named("rmq-consume"),
+                    "fds": open_descriptors(),
                     "cpu_s": round(r.cpu_s - begin.cpu_s, 2),
                     "sent": c.sent.load(Ordering::Relaxed),
                     "async_sent": c.async_sent.load(Ordering::Relaxed),
