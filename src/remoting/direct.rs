@@ -373,6 +373,15 @@ fn read_own(
                         others.push((cmd, len));
                     }
                 }
+                if mine.is_none() && !others.is_empty() {
+                    // Handed over at once, not when our answer comes: the peer may answer
+                    // us only after we answered one of its requests (5.x's SEND_REPLY
+                    // waits for the client's answer to PUSH_REPLY_MESSAGE_TO_CLIENT).
+                    shared.submit(Command::Incoming {
+                        token: w.token,
+                        frames: std::mem::take(&mut others),
+                    });
+                }
                 match end {
                     ReadEnd::Drained => readable = false,
                     ReadEnd::Short | ReadEnd::Capped => readable = true,

@@ -978,6 +978,52 @@ fn frames_a_reading_caller_finds_for_others_are_dispatched() {
     c.shutdown();
 }
 
+/// The broker's own requests that hold up a caller's answer (5.x's SEND_REPLY_MESSAGE is
+/// answered only after the requester's client answered the PUSH_REPLY_MESSAGE_TO_CLIENT
+/// the broker sends it, often on the same connection) reach the processor while the
+/// caller still waits, not after its answer.
+#[test]
+fn a_peer_request_that_holds_up_a_reading_callers_answer_is_served_meanwhile() {
+    use std::io::Write;
+    const PUSH: i32 = 9_997;
+    let mut held: Option<RemotingCommand> = None;
+    let (addr, _) = scripted_peer(move |s, r, i| {
+        if r.is_response() {
+            // Our request was answered: now the caller's.
+            if let Some(h) = held.take() {
+                answer(s, &h, "after the push".into());
+            }
+            return;
+        }
+        if i == 0 {
+            return answer(s, r, "0".into());
+        }
+        let mut push = RemotingCommand::request(RequestCode(PUSH));
+        push.opaque = 200_000 + i as i32;
+        let _ = s.write_all(&push.to_frame());
+        held = Some(r.clone());
+    });
+    let c = client();
+    c.register_processor(
+        RequestCode(PUSH),
+        Arc::new(|_: &str, r: RemotingCommand| {
+            Some(RemotingCommand::response(
+                ResponseCode::SUCCESS,
+                r.opaque,
+                None,
+            ))
+        }),
+    );
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    for _ in 0..5 {
+        c.wait_io_idle();
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(3)).unwrap();
+        assert_eq!(r.remark.as_deref(), Some("after the push"));
+    }
+    assert!(c.caller_reads() >= 1, "no caller read its own response");
+    c.shutdown();
+}
+
 #[test]
 fn a_reading_caller_times_out_and_the_connection_serves_the_next_call() {
     // The peer answers request 1 only once request 2 came, then answers 2 (and the rest).

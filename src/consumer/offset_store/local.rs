@@ -239,7 +239,7 @@ impl OffsetStore for LocalFileOffsetStore {
         match self.read_file() {
             Ok(Some(t)) => match t.get(mq) {
                 Some(o) => {
-                    update_in(&self.table, mq, *o, false);
+                    keep_read(&self.table, mq, *o);
                     ReadOffset::Found(*o)
                 }
                 None => ReadOffset::NotFound,

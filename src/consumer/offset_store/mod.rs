@@ -115,6 +115,13 @@ fn update_in(
     }
 }
 
+/// Keeps an offset read from the store unless the table has one for `mq` already: a
+/// commit made meanwhile (or not yet persisted) is newer than what the store said, and
+/// a read that overwrote it would have the next persist write the older offset back.
+fn keep_read(table: &Mutex<HashMap<MessageQueue, i64>>, mq: &MessageQueue, offset: i64) {
+    table.lock().entry(mq.clone()).or_insert(offset);
+}
+
 /// The store a consumer of `model` uses: the broker's (clustering) or a local file
 /// (broadcasting), loaded.
 pub(crate) fn open_store(
@@ -347,6 +354,29 @@ mod tests {
             Some(42),
             "a stored offset wins"
         );
+        instance.shutdown();
+    }
+
+    /// A read from the broker does not replace an offset committed in memory meanwhile
+    /// (a lite pull queue's first start-offset read came after `commit(…, true)` and the
+    /// next write sent the broker's older offset back).
+    #[test]
+    fn a_read_from_the_broker_keeps_an_offset_committed_in_memory() {
+        let mq = MessageQueue::new("T", "b", 0);
+        let broker = broker_answering(ResponseCode::SUCCESS);
+        let (_namesrv, instance) = instance_routing_to(broker.addr());
+        let store = RemoteBrokerOffsetStore::new(instance.clone(), "g");
+        store.update_offset(&mq, 7, false);
+        assert_eq!(
+            store.read_offset(&mq, ReadOffsetType::ReadFromStore),
+            ReadOffset::Found(42),
+            "what the broker holds"
+        );
+        assert_eq!(store.offsets().get(&mq), Some(&7), "the newer commit stays");
+        // A queue with nothing in memory takes what the broker holds.
+        let other = MessageQueue::new("T", "b", 1);
+        store.read_offset(&other, ReadOffsetType::ReadFromStore);
+        assert_eq!(store.offsets().get(&other), Some(&42));
         instance.shutdown();
     }
 

@@ -234,7 +234,7 @@ impl OffsetStore for RemoteBrokerOffsetStore {
             .query_consumer_offset(&addr, &self.group, mq, BROKER_TIMEOUT)
         {
             Ok(Some(o)) => {
-                update_in(&self.table, mq, o, false);
+                keep_read(&self.table, mq, o);
                 ReadOffset::Found(o)
             }
             // Only QUERY_NOT_FOUND means "no offset" (Java 5.x `OffsetNotFoundException`,
