@@ -3,8 +3,9 @@
 # per workload and round: the floor, BEFORE (an `rmq` binary of an earlier build, to
 # compare a change; default: this build again), this build's release `rmq`, then the
 # workload's best peer of the five-way run (BENCHMARKS.md, lowest CPU per message):
-# java49 for sync1, async and the push drain, rust-async for sync8, sync64 and the lite
-# pull drain. Workloads sync1, sync8, sync64, async, then the drains of DRAIN_COUNT
+# java49 for sync1, async and the push drain, rust-async for sync8, sync64, batch64 and
+# the lite pull drain. Workloads sync1, sync8, sync64, async (and batch64, 64 threads
+# sending BATCH (16) messages per SEND_BATCH_MESSAGE, when asked), then the drains of DRAIN_COUNT
 # messages the floor filled: the floor's decoding `drain` and its size-stepping
 # `drain-sizes`, then lite pull and push.
 # Prints lines "r<round> <floor|before|after|peer:NAME> <workload> <json>";
@@ -16,8 +17,8 @@
 #
 # Environment: ROUNDS (3), DRAIN_COUNT (1000000: start-up is noise against it; the floor
 # and `rmq bench consume`'s drain figures count from the first pull / first message
-# anyway), SYNC1_COUNT (10000), COUNT (100000, the other producer workloads; warm-ups are
-# half), PEERS (workload=side pairs overriding the best peer, e.g.
+# anyway), SYNC1_COUNT (10000), COUNT (100000, the other producer workloads, in messages;
+# warm-ups are half), BATCH (16, messages per call in batch64), PEERS (workload=side pairs overriding the best peer, e.g.
 # "drain-lite=java49 sync8=none"; sides java, java49, go, rust-async, none),
 # JAVA_VERSION (5.3.3), JAVA49_VERSION (4.9.8), JAVA_HEAP (512m), WORKLOADS (all of the above).
 # Peers follow the peer contract of benches/compare-java.sh (Bench.java / Consume.java
@@ -31,6 +32,7 @@ ROUNDS=${ROUNDS:-3}
 DRAIN_COUNT=${DRAIN_COUNT:-1000000}
 SYNC1_COUNT=${SYNC1_COUNT:-10000}
 COUNT=${COUNT:-100000}
+BATCH=${BATCH:-16}
 JAVA49_VERSION=${JAVA49_VERSION:-4.9.8}
 JAVA_HEAP=${JAVA_HEAP:-512m}
 WORKLOADS=${WORKLOADS:-"sync1 sync8 sync64 async drain"}
@@ -44,7 +46,7 @@ sleep 2
 
 # The best peer per workload (five-way run, CPU per message), then PEERS' overrides.
 declare -A peer=([sync1]=java49 [sync8]=rust-async [sync64]=rust-async [async]=java49
-    [drain-push]=java49 [drain-lite]=rust-async)
+    [batch64]=rust-async [drain-push]=java49 [drain-lite]=rust-async)
 for kv in ${PEERS:-}; do peer[${kv%%=*}]=${kv#*=}; done
 declare -A used=()
 for w in "${!peer[@]}"; do [ "${peer[$w]}" = none ] || used[${peer[$w]}]=1; done
@@ -123,6 +125,7 @@ args() { # workload -> rmq bench args
     sync1) echo "--mode sync --threads 1 --count $SYNC1_COUNT --warmup $((SYNC1_COUNT / 2))" ;;
     sync8) echo "--mode sync --threads 8 --count $COUNT --warmup $((COUNT / 2))" ;;
     sync64) echo "--mode sync --threads 64 --count $COUNT --warmup $((COUNT / 2))" ;;
+    batch64) echo "--mode sync --threads 64 --batch $BATCH --count $COUNT --warmup $((COUNT / 2))" ;;
     async) echo "--mode async --inflight 1024 --count $COUNT --warmup $((COUNT / 2))" ;;
   esac
 }
@@ -131,6 +134,7 @@ peer_args() { # workload -> the peer contract's produce flags
     sync1) echo "-w 1 -q $SYNC1_COUNT -W $((SYNC1_COUNT / 2))" ;;
     sync8) echo "-w 8 -q $COUNT -W $((COUNT / 2))" ;;
     sync64) echo "-w 64 -q $COUNT -W $((COUNT / 2))" ;;
+    batch64) echo "-w 64 -q $COUNT -W $((COUNT / 2)) -b $BATCH" ;;
     async) echo "-w 1 -q $COUNT -W $((COUNT / 2)) -y true" ;;
   esac
 }
@@ -138,7 +142,7 @@ for r in $(seq "$ROUNDS"); do
   for w in $WORKLOADS; do
     [ "$w" = drain ] && continue
     c=$COUNT; [ "$w" = sync1 ] && c=$SYNC1_COUNT
-    echo "r$r floor $w $(NAMESRV_ADDR=$NS FLOOR_COUNT=$c $floor "$w" 2>/dev/null | tail -1)"
+    echo "r$r floor $w $(NAMESRV_ADDR=$NS FLOOR_COUNT=$c FLOOR_BATCH=$BATCH $floor "$w" 2>/dev/null | tail -1)"
     echo "r$r before $w $($before bench produce -n "$NS" --topic "$topic" --size 1024 $(args "$w") 2>/dev/null | tail -1)"
     echo "r$r after $w $($after bench produce -n "$NS" --topic "$topic" --size 1024 $(args "$w") 2>/dev/null | tail -1)"
     # shellcheck disable=SC2046 # the flags are words on purpose

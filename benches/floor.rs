@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Workloads: `sync1` (ping-pong on one connection), `sync8` and `sync64` (that many
-//! threads, each ping-pong on a connection of its own), `async` (one connection, one
+//! threads, each ping-pong on a connection of its own), `batch64` (the same with one
+//! SEND_BATCH_MESSAGE of `FLOOR_BATCH` (16) messages per call, encoded once; `FLOOR_COUNT`
+//! counts messages), `async` (one connection, one
 //! thread writing while fewer than 1,024 requests are unanswered, one reading; `rmq bench
 //! produce --mode async` keeps the same window), `drain` (the topic's 8 queues filled
 //! with `FLOOR_COUNT` messages, unmeasured, then pulled back, 32 per PULL_MESSAGE, one
@@ -109,19 +111,34 @@ fn main() -> Result<()> {
             run_async(&addr, &topic, &broker_name, count)?;
             continue;
         }
-        let threads: usize = w
-            .strip_prefix("sync")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| {
-                format!("unknown workload {w}: sync1, sync8, sync64, async, drain, drain-sizes")
-            })?;
+        // `syncN`: one message per call; `batchN`: `FLOOR_BATCH` (16) per call.
+        let (threads, batch) = match (w.strip_prefix("sync"), w.strip_prefix("batch")) {
+            (Some(n), _) => (n.parse().ok(), 1),
+            (_, Some(n)) => (n.parse().ok(), floor_batch()),
+            _ => (None, 1),
+        };
+        let threads: usize = threads.filter(|&t| t > 0).ok_or_else(|| {
+            format!(
+                "unknown workload {w}: sync1, sync8, sync64, batch64, async, drain, drain-sizes"
+            )
+        })?;
         let count: usize = std::env::var("FLOOR_COUNT")
             .ok()
             .and_then(|c| c.parse().ok())
             .unwrap_or(if threads == 1 { 10_000 } else { 100_000 });
-        run(w, &addr, &topic, &broker_name, threads, count)?;
+        run(w, &addr, &topic, &broker_name, threads, batch, count)?;
     }
     Ok(())
+}
+
+/// Messages per SEND_BATCH_MESSAGE in the `batchN` workloads (`FLOOR_BATCH`, default 16,
+/// as `benches/compare-java.sh`'s batch row).
+fn floor_batch() -> usize {
+    std::env::var("FLOOR_BATCH")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|&b| b > 0)
+        .unwrap_or(16)
 }
 
 /// Requests in flight at most in the `async` workload.
@@ -139,6 +156,7 @@ fn run_async(addr: &str, topic: &str, broker_name: &str, count: usize) -> Result
     conn.pipeline(count, Some(&mut lat))?;
     report(
         "async",
+        1,
         1,
         t0.elapsed(),
         cpu_seconds().zip(cpu0).map(|(b, a)| b - a),
@@ -453,11 +471,13 @@ fn run(
     topic: &str,
     broker_name: &str,
     threads: usize,
+    batch: usize,
     count: usize,
 ) -> Result<()> {
-    let per = (count / threads).max(1);
+    // Calls per thread: `count` messages in all, `batch` a call.
+    let per = (count / threads / batch).max(1);
     let mut conns = (0..threads)
-        .map(|i| Sender::connect(addr, topic, broker_name, i))
+        .map(|i| Sender::connect_batch(addr, topic, broker_name, i, batch))
         .collect::<Result<Vec<_>>>()?;
     std::thread::scope(|s| -> Result<()> {
         for c in conns.iter_mut() {
@@ -482,24 +502,28 @@ fn run(
     report(
         name,
         threads,
+        batch,
         elapsed,
         cpu,
         lat.into_iter().flatten().collect(),
     )
 }
 
-/// Prints a workload's JSON line from its latencies (µs) and the CPU it took.
+/// Prints a workload's JSON line from its calls' latencies (µs), `batch` messages a call,
+/// and the CPU it took.
 fn report(
     name: &str,
     threads: usize,
+    batch: usize,
     elapsed: Duration,
     cpu: Option<f64>,
     mut all: Vec<u32>,
 ) -> Result<()> {
     all.sort_unstable();
-    let n = all.len();
+    let calls = all.len();
+    let n = calls * batch;
     let pct = |q: f64| {
-        all.get(((n as f64 * q) as usize).min(n.saturating_sub(1)))
+        all.get(((calls as f64 * q) as usize).min(calls.saturating_sub(1)))
             .copied()
     };
     let ms = |us: Option<u32>| us.map_or(0.0, |u| u as f64 / 1000.0);
@@ -515,6 +539,26 @@ fn report(
     Ok(())
 }
 
+/// A SEND_BATCH_MESSAGE body of `n` 1 KiB messages in the layout of Java's
+/// `MessageDecoder.encodeMessages`: TOTALSIZE, MAGICCODE 0, BODYCRC 0, FLAG, the body
+/// and the properties, each with its length.
+fn batch_body(n: usize) -> Vec<u8> {
+    let body = [b'x'; 1024];
+    let props = "WAIT\u{1}true\u{2}UNIQ_KEY\u{1}7F0000010FA018B4AAC2279E5D800000\u{2}";
+    let total = 4 + 4 + 4 + 4 + 4 + body.len() + 2 + props.len();
+    let mut out = Vec::with_capacity(n * total);
+    for _ in 0..n {
+        out.extend_from_slice(&(total as i32).to_be_bytes());
+        out.extend_from_slice(&[0; 8]); // magic code and body CRC
+        out.extend_from_slice(&0i32.to_be_bytes()); // flag
+        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        out.extend_from_slice(props.as_bytes());
+    }
+    out
+}
+
 /// One connection with its pre-encoded frame and a reusable response buffer.
 struct Sender {
     stream: TcpStream,
@@ -525,10 +569,27 @@ struct Sender {
 
 impl Sender {
     fn connect(addr: &str, topic: &str, broker_name: &str, index: usize) -> Result<Sender> {
+        Sender::connect_batch(addr, topic, broker_name, index, 1)
+    }
+
+    /// A connection whose frame is one SEND_MESSAGE_V2 (`batch` 1) or a SEND_BATCH_MESSAGE
+    /// of `batch` messages, each with the properties a producer gives a batched message
+    /// (WAIT and a fixed UNIQ_KEY of the usual length).
+    fn connect_batch(
+        addr: &str,
+        topic: &str,
+        broker_name: &str,
+        index: usize,
+        batch: usize,
+    ) -> Result<Sender> {
         let stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let body = vec![b'x'; 1024];
+        let (code, body) = if batch > 1 {
+            (RequestCode::SEND_BATCH_MESSAGE, batch_body(batch))
+        } else {
+            (RequestCode::SEND_MESSAGE_V2, vec![b'x'; 1024])
+        };
         let header = SendMessageRequestHeaderV2Ref {
             producer_group: "floor_bench_group",
             topic,
@@ -542,13 +603,13 @@ impl Sender {
             reconsume_times: Some(0),
             unit_mode: false,
             max_reconsume_times: None,
-            batch: false,
+            batch: batch > 1,
             broker_name: Some(broker_name),
         };
         let mut frame = Vec::new();
         let marker = 0x7A7B_7C7D;
         RemotingCommand::encode_request(
-            RequestCode::SEND_MESSAGE_V2,
+            code,
             &header,
             marker,
             0,

@@ -41,7 +41,7 @@ def fmt(x, spec):
     return '-' if x is None else format(x, spec)
 
 
-WORKLOADS = ['sync1', 'sync8', 'sync64', 'async', 'drain', 'drain-sizes', 'drain-lite', 'drain-push']
+WORKLOADS = ['sync1', 'sync8', 'sync64', 'batch64', 'async', 'drain', 'drain-sizes', 'drain-lite', 'drain-push']
 whos = sorted({who for (_, who) in rows}, key=lambda x: (['floor', 'before', 'after'] + [x]).index(x))
 for w in WORKLOADS:
     for who in whos:
@@ -64,7 +64,7 @@ def ratio(a, b):
 print()
 print("| workload | figure | floor | ours | best peer | ours ÷ floor | ours ÷ peer |")
 print("|---|---|---:|---:|---:|---:|---:|")
-for w in ['sync1', 'sync8', 'sync64', 'async', 'drain-lite', 'drain-push']:
+for w in ['sync1', 'sync8', 'sync64', 'batch64', 'async', 'drain-lite', 'drain-push']:
     ours = rows.get((w, 'after'))
     if not ours:
         continue

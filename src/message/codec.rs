@@ -689,13 +689,32 @@ pub fn encode_message_ext(m: &MessageExt) -> Result<Vec<u8>, Error> {
 /// FLAG i32, BODY (i32 length + bytes), PROPERTIES (i16 length + property string); the
 /// topic travels in the request header. Fails with `InvalidArgument` when a message's
 /// properties exceed 32767 bytes or a record 2 GiB.
+#[cfg(any(test, feature = "unstable-internals"))]
 pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
-    let size = |m: &Message| BATCH_FIXED_LEN + m.body().len() + properties_len(m.properties());
+    encode_batch_with(messages, |_| [None, None])
+}
+
+/// [`encode_batch`] with up to two properties `extra(i)` added to message `i` as it is
+/// written, each replacing a property of the same name: the producer's UNIQ_KEY and
+/// INSTANCE_ID, without a copy of the message to put them in.
+pub(crate) fn encode_batch_with<'a>(
+    messages: &'a [Message],
+    extra: impl Fn(usize) -> [Option<(&'a str, &'a str)>; 2],
+) -> Result<Vec<u8>, Error> {
+    let props = |i: usize, m: &'a Message| {
+        let extra = extra(i);
+        let replaced = move |name: &str| extra.iter().flatten().any(|(n, _)| *n == name);
+        m.properties()
+            .filter(move |(name, _)| !replaced(name))
+            .chain(extra.into_iter().flatten())
+    };
+    let size =
+        |i: usize, m: &'a Message| BATCH_FIXED_LEN + m.body().len() + properties_len(props(i, m));
     // One allocation for the whole body; the properties are written in place.
-    let mut buf = Vec::with_capacity(messages.iter().map(size).sum());
-    for m in messages {
-        let props_len = props_i16(properties_len(m.properties()))?;
-        let total = size(m);
+    let mut buf = Vec::with_capacity(messages.iter().enumerate().map(|(i, m)| size(i, m)).sum());
+    for (i, m) in messages.iter().enumerate() {
+        let props_len = props_i16(properties_len(props(i, m)))?;
+        let total = size(i, m);
         let total = i32::try_from(total)
             .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
         put_i32(&mut buf, total);
@@ -705,7 +724,7 @@ pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
         put_i32(&mut buf, m.body().len() as i32); // bounded by total
         buf.extend_from_slice(m.body());
         buf.extend_from_slice(&props_len.to_be_bytes());
-        put_properties(&mut buf, m.properties());
+        put_properties(&mut buf, props(i, m));
     }
     Ok(buf)
 }

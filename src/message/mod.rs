@@ -25,18 +25,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::Error;
 
-pub(crate) use codec::decode_messages_shared;
 pub use codec::{
     create_offset_msg_id, decode_messages, decode_messages_lenient, decode_offset_msg_id,
-    encode_batch, properties_to_string, CompressionType, DecodeOptions, SkippedRecord,
-    DEFAULT_MAX_BODY_LEN,
+    properties_to_string, CompressionType, DecodeOptions, SkippedRecord, DEFAULT_MAX_BODY_LEN,
 };
+pub(crate) use codec::{decode_messages_shared, encode_batch_with};
 // What only the internals' users (the `rmq` tool, benches, fuzz targets) and the unit tests
 // call.
 #[cfg(any(test, feature = "unstable-internals"))]
 pub use codec::{
-    compress, decode_batch, decompress, encode_message_ext, string_to_properties, Decoded,
-    DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
+    compress, decode_batch, decompress, encode_batch, encode_message_ext, string_to_properties,
+    Decoded, DEFAULT_COMPRESS_LEVEL, DEFAULT_MAX_TOTAL_BODY_LEN, MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
 };
 use properties::Properties;
 // The queue is a protocol value (admin and route bodies carry it); re-exported here, where

@@ -137,8 +137,8 @@ impl Properties {
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&str> {
-        self.find(name)
-            .ok()
+        // A miss (most lookups on the send path) needs no insertion point.
+        self.position(name)
             .map(|i| self.slice(self.entries[i].value))
     }
 

@@ -94,6 +94,41 @@ fn batch_layout_is_byte_exact() {
 }
 
 #[test]
+fn batch_extra_properties_are_added_or_replace_their_names() {
+    let a = Message::new("T", b"ab".to_vec()).with_tags("t");
+    let mut b = Message::new("T", b"xyz".to_vec());
+    b.put_property(property::UNIQ_KEY, "OLD");
+    b.put_property(property::INSTANCE_ID, "old-ns");
+    let msgs = [a.clone(), b.clone()];
+    let ids = ["ID-A", "ID-B"];
+    let got = encode_batch_with(&msgs, |i| {
+        [
+            Some((property::UNIQ_KEY, ids[i])),
+            Some((property::INSTANCE_ID, "ns")),
+        ]
+    })
+    .unwrap();
+    let back = decode_batch(&got).unwrap();
+    assert_eq!(back.len(), 2);
+    for (i, (m, orig)) in back.iter().zip([&a, &b]).enumerate() {
+        assert_eq!(m.body(), orig.body());
+        assert_eq!(m.property(property::UNIQ_KEY), Some(ids[i]));
+        assert_eq!(m.property(property::INSTANCE_ID), Some("ns"));
+        // Every other property as it was, each name once.
+        let mut expected = orig.properties_map();
+        expected.insert(property::UNIQ_KEY.to_string(), ids[i].to_string());
+        expected.insert(property::INSTANCE_ID.to_string(), "ns".to_string());
+        assert_eq!(m.properties_map(), expected);
+        assert_eq!(m.properties().count(), expected.len());
+    }
+    // Without extras, the same bytes as `encode_batch`.
+    assert_eq!(
+        encode_batch_with(&msgs, |_| [None, None]).unwrap(),
+        encode_batch(&msgs).unwrap()
+    );
+}
+
+#[test]
 fn batch_rejects_oversized_properties() {
     let mut m = Message::new("T", b"x".to_vec());
     m.put_property("big", "v".repeat(40_000));

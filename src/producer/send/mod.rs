@@ -313,6 +313,11 @@ impl ProducerImpl {
 
     fn check_message(&self, msg: &Message) -> Result<()> {
         check_send_topic(msg.topic())?;
+        self.check_message_content(msg)
+    }
+
+    /// What [`check_message`](Self::check_message) checks besides the topic.
+    fn check_message_content(&self, msg: &Message) -> Result<()> {
         msg.check_timer(std::time::SystemTime::now)
             .map_err(|e| e.context(format!("message to {}", msg.topic())))?;
         check_body(msg.body().len(), self.options.max_message_size)
@@ -391,10 +396,11 @@ impl ProducerImpl {
         let Some(first) = msgs.first() else {
             return Err(Error::invalid_argument("the batch is empty"));
         };
-        let mut inner = Vec::with_capacity(msgs.len());
         let mut ids = Vec::with_capacity(msgs.len());
+        // The topic is checked once: every other message must name the same.
+        check_send_topic(first.topic())?;
+        let wait = first.wait_store_msg_ok();
         for m in msgs {
-            self.check_message(m)?;
             if m.topic() != first.topic() {
                 return Err(Error::invalid_argument(format!(
                     "a batch must have one topic; found {} and {}",
@@ -402,7 +408,7 @@ impl ProducerImpl {
                     m.topic()
                 )));
             }
-            if m.wait_store_msg_ok() != first.wait_store_msg_ok() {
+            if m.wait_store_msg_ok() != wait {
                 return Err(Error::invalid_argument(
                     "a batch must have one waitStoreMsgOK value",
                 ));
@@ -417,29 +423,24 @@ impl ProducerImpl {
                     "retry-topic messages cannot be batched",
                 ));
             }
-            let mut m = m.clone();
-            let id = match m.property(property::UNIQ_KEY) {
+            self.check_message_content(m)?;
+            ids.push(match m.property(property::UNIQ_KEY) {
                 Some(id) => id.to_string(),
-                None => {
-                    let id = message::uniq::create_uniq_id();
-                    m.put_property(property::UNIQ_KEY, id.clone());
-                    id
-                }
-            };
-            if let Some(ns) = self.namespace.as_deref() {
-                m.put_property(property::INSTANCE_ID, ns);
-            }
-            ids.push(id);
-            inner.push(m);
+                None => message::uniq::create_uniq_id(),
+            });
         }
-        let body = message::encode_batch(&inner)?;
+        // Each message's id (and the namespace) go into its record as it is encoded, not
+        // into a copy of the message first.
+        let ns = self.namespace.as_deref();
+        let body = message::encode_batch_with(msgs, |i| {
+            [
+                ids.get(i).map(|id| (property::UNIQ_KEY, id.as_str())),
+                ns.map(|ns| (property::INSTANCE_ID, ns)),
+            ]
+        })?;
         check_body(body.len(), self.options.max_message_size)
             .map_err(|e| e.context("encoded batch"))?;
-        let wait = if first.wait_store_msg_ok() {
-            "true"
-        } else {
-            "false"
-        };
+        let wait = if wait { "true" } else { "false" };
         let (topic, user_topic) = self.topics(first.topic());
         Ok(Prepared {
             topic,
