@@ -713,8 +713,9 @@ pub(crate) fn encode_batch_with<'a>(
     // One allocation for the whole body; the properties are written in place.
     let mut buf = Vec::with_capacity(messages.iter().enumerate().map(|(i, m)| size(i, m)).sum());
     for (i, m) in messages.iter().enumerate() {
-        let props_len = props_i16(properties_len(props(i, m)))?;
-        let total = size(i, m);
+        let props_bytes = properties_len(props(i, m));
+        let props_len = props_i16(props_bytes)?;
+        let total = BATCH_FIXED_LEN + m.body().len() + props_bytes;
         let total = i32::try_from(total)
             .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
         put_i32(&mut buf, total);

@@ -1,7 +1,7 @@
 //! The remoting client: connections, request/response matching, and the three ways to
 //! invoke a request (sync, async, oneway). Java: `NettyRemotingClient`.
 //!
-//! One named I/O thread (`io.rs`) owns every socket. Callers encode frames on their own
+//! One named I/O thread (`io/`) owns every socket. Callers encode frames on their own
 //! threads and block on a one-value slot (`oneshot.rs`); async callbacks and broker-initiated
 //! requests run on thread pools, never on the I/O thread.
 //!

@@ -125,7 +125,7 @@ impl<W> PendingTable<W> {
     }
 
     /// How many requests are pending on connection `token`.
-    pub fn count_token(&self, token: Token) -> usize {
+    pub(crate) fn count_token(&self, token: Token) -> usize {
         self.entries.values().filter(|e| e.token == token).count()
     }
 

@@ -3,7 +3,7 @@
 //! read then, not per connection), and the server name of each address.
 //!
 //! rustls is sans-I/O: the I/O thread moves the bytes between the mio socket and the
-//! `rustls::ClientConnection` of each connection (`io.rs`), so the handshake, reads and
+//! `rustls::ClientConnection` of each connection (`io/`), so the handshake, reads and
 //! writes stay non-blocking on that one thread. Only rustls with the ring provider is
 //! used; no OpenSSL.
 //!
