@@ -3,11 +3,13 @@
 //! connection ended ([`CloseReason`], turned into the error each of its waiters gets).
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use mio::Token;
 
+use super::direct::DirectWriter;
 use super::oneshot;
 use super::semaphore::Permit;
 use super::InvokeCallback;
@@ -28,9 +30,18 @@ impl<C: InvokeCallback> BoxedCallback for C {
 /// A callback for an async request; runs on the callback pool.
 pub(crate) type Callback = Box<dyn BoxedCallback>;
 
+/// What ends a sync caller's wait.
+pub(crate) enum SyncReply {
+    /// The response, or why there is none.
+    Done(Result<RemotingCommand, Error>),
+    /// The caller that was reading this connection got its own answer first and hands the
+    /// reading on: the woken caller reads its answer itself (`direct::read_handed`).
+    Read(Arc<DirectWriter>),
+}
+
 /// Who waits for a response.
 pub(crate) enum Waiter {
-    Sync(oneshot::Sender<Result<RemotingCommand, Error>>),
+    Sync(oneshot::Sender<SyncReply>),
     /// Completed exactly once, on the callback pool; `code` names the request in errors.
     Async {
         callback: Callback,

@@ -11,13 +11,13 @@
 //! waiter before the frame leaves, so the loop sees requests in order on every
 //! connection, or it takes the socket out of the loop's poll until its response came.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 #[cfg(unix)]
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::SendError;
 use log::debug;
@@ -27,8 +27,9 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use parking_lot::MutexGuard;
 
-use super::command::{CloseReason, Command, PendingRequest};
+use super::command::{CloseReason, Command, PendingRequest, SyncReply, Waiter};
 use super::frames::{read_frames, ReadBuf, ReadEnd};
+use super::oneshot;
 use super::Shared;
 use crate::error::{Error, ErrorKind, TimeoutPhase};
 use crate::protocol::RemotingCommand;
@@ -56,6 +57,9 @@ pub(crate) struct DirectWriter {
     pub(super) awaiting: AtomicUsize,
     /// A caller read on the socket since the loop last looked: the connection is not idle.
     pub(super) used: AtomicBool,
+    /// The socket is out of the loop's poll: a caller reads it, or is being handed the
+    /// reading by the one before. Written under `state`; the loop reads it without.
+    pub(super) lent: AtomicBool,
 }
 
 #[derive(Default)]
@@ -68,11 +72,40 @@ pub(super) struct DirectState {
     pub(super) closed_why: Option<CloseReason>,
     /// The unwritten end of a frame a caller began: it goes out before anything else.
     pub(super) rest: Option<Vec<u8>>,
-    /// A caller has taken the socket out of the loop's poll to read its own response.
-    pub(super) lent: bool,
+    /// Sync callers that wrote their frames while another caller read the socket, oldest
+    /// first: the reader delivers their answers, or hands the reading to the first.
+    followers: VecDeque<Follower>,
     /// Whether the loop wants writable events (it has bytes the socket did not take):
     /// a caller that gives the socket back registers it with them.
     pub(super) want_write: bool,
+}
+
+/// A sync caller whose answer a reading caller delivers (`DirectState::followers`).
+struct Follower {
+    opaque: i32,
+    deadline: Instant,
+    timeout: Duration,
+    tx: oneshot::Sender<SyncReply>,
+}
+
+impl Follower {
+    /// The registration the loop takes when it gets the socket back first.
+    fn into_pending(self) -> PendingRequest {
+        PendingRequest {
+            opaque: self.opaque,
+            deadline: self.deadline,
+            timeout: self.timeout,
+            waiter: Waiter::Sync(self.tx),
+        }
+    }
+}
+
+/// The request a reading caller waits for.
+pub(crate) struct Own {
+    pub(crate) opaque: i32,
+    pub(crate) deadline: Instant,
+    /// The whole budget, for the timeout message.
+    pub(crate) timeout: Duration,
 }
 
 /// The read side of a shared connection.
@@ -107,6 +140,7 @@ impl DirectWriter {
             read: parking_lot::Mutex::new(ReadSide::default()),
             awaiting: AtomicUsize::new(0),
             used: AtomicBool::new(false),
+            lent: AtomicBool::new(false),
         }))
     }
 
@@ -142,6 +176,10 @@ pub(crate) enum DirectCall {
     Registered,
     /// The caller read its own response off the socket, or failed on the way.
     Answered(Result<RemotingCommand, Error>),
+    /// The frame went out while another caller read the socket: that caller delivers the
+    /// response, or hands the reading to this one ([`SyncReply::Read`]); a caller whose
+    /// deadline passes first leaves with [`leave`].
+    Follow(Arc<DirectWriter>),
     /// Nothing was done: the request goes to the loop as a command.
     Queue(Vec<u8>, PendingRequest),
 }
@@ -157,7 +195,9 @@ const MAX_CALLER_READS: usize = 16;
 /// When no other request waits on the connection, the caller also takes the socket out
 /// of the loop's poll and reads its own response (`RemotingConfig::caller_reads`): one
 /// thread wakes per call, as with a blocking socket, instead of the loop and then the
-/// caller. Otherwise its waiter is registered with the loop before the frame leaves.
+/// caller. When another caller reads the socket already, this one follows it: the reader
+/// delivers its answer or hands it the reading, so the loop stays asleep. Otherwise the
+/// waiter is registered with the loop before the frame leaves.
 ///
 /// Once written, the frame goes out in order whatever happens: what the socket does not
 /// take becomes the connection's `rest`, written by the loop first (which then also reads
@@ -176,28 +216,56 @@ pub(crate) fn call_direct(
     let Some(w) = shared.direct.read().get(addr).cloned() else {
         return DirectCall::Queue(frame, wait);
     };
-    let Some(mut st) = w.state.try_lock() else {
+    // While a caller reads the socket, the lock is held only for a caller's write or a
+    // reader's delivery: waiting for it beats queueing, which brings the loop back in
+    // (its registrations then keep callers from reading for themselves).
+    let st = if w.lent.load(Ordering::SeqCst) {
+        Some(w.state.lock())
+    } else {
+        w.state.try_lock()
+    };
+    let Some(mut st) = st else {
         return DirectCall::Queue(frame, wait);
     };
     if !st.idle || st.closed {
         return DirectCall::Queue(frame, wait);
     }
     let mut lent = None;
-    if shared.config.caller_reads && !st.lent && w.awaiting.load(Ordering::SeqCst) == 0 {
+    let mut wait = Some(wait);
+    let mut follows = None;
+    if shared.config.caller_reads && w.lent.load(Ordering::SeqCst) {
+        // Registered before the frame leaves: the reader cannot read the answer first.
+        match wait.take() {
+            Some(PendingRequest {
+                opaque,
+                deadline,
+                timeout,
+                waiter: Waiter::Sync(tx),
+            }) => {
+                st.followers.push_back(Follower {
+                    opaque,
+                    deadline,
+                    timeout,
+                    tx,
+                });
+                follows = Some(opaque);
+            }
+            other => wait = other,
+        }
+    } else if shared.config.caller_reads && w.awaiting.load(Ordering::SeqCst) == 0 {
         if let Some(mut rs) = w.read.try_lock() {
             if rs.lender.is_none() {
                 rs.lender = lender_for(&w.stream);
             }
             // Out of the loop's poll: the response wakes this thread only.
             if rs.lender.is_some() && lend_out(shared, &w).is_ok() {
-                st.lent = true;
+                w.lent.store(true, Ordering::SeqCst);
                 w.used.store(true, Ordering::Relaxed);
                 lent = Some(rs);
             }
         }
     }
-    let mut wait = Some(wait);
-    if lent.is_none() {
+    if lent.is_none() && follows.is_none() {
         // Registered before the frame leaves: the response cannot come before it.
         if let Some(wait_now) = wait.take() {
             if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
@@ -232,14 +300,19 @@ pub(crate) fn call_direct(
         if let Some(rs) = lent.take() {
             give_back(shared, &w, &mut st, rs, addr);
         }
+        let left = follows.is_some_and(|opaque| st.remove_follower(opaque));
         drop(st);
         shared.submit(Command::Close {
             addr: addr.to_string(),
             why: why.clone(),
         });
-        return match wait {
-            Some(_) => DirectCall::Answered(Err(Error::closed(addr, why))),
-            None => DirectCall::Registered,
+        return match (wait, follows) {
+            (Some(_), _) => DirectCall::Answered(Err(Error::closed(addr, why))),
+            // Still on the list if the reader took it off first: it fails it, or hands
+            // it a socket that fails.
+            (None, Some(_)) if left => DirectCall::Answered(Err(Error::closed(addr, why))),
+            (None, Some(_)) => DirectCall::Follow(Arc::clone(&w)),
+            (None, None) => DirectCall::Registered,
         };
     }
     if written < frame.len() {
@@ -259,14 +332,55 @@ pub(crate) fn call_direct(
         }
         drop(st);
         shared.submit(Command::Flush { token: w.token });
-        return DirectCall::Registered;
+        // A follower's answer comes after the rest: its reader gives the socket (and the
+        // follower) back to the loop, which has bytes to write.
+        return match follows {
+            Some(_) => DirectCall::Follow(Arc::clone(&w)),
+            None => DirectCall::Registered,
+        };
     }
     drop(st);
+    if follows.is_some() {
+        return DirectCall::Follow(Arc::clone(&w));
+    }
     if let (Some(rs), Some(wait)) = (lent, wait) {
-        shared.direct_reads.fetch_add(1, Ordering::Relaxed);
-        return DirectCall::Answered(read_own(shared, &w, rs, addr, &wait));
+        let own = Own {
+            opaque: wait.opaque,
+            deadline: wait.deadline,
+            timeout: wait.timeout,
+        };
+        return DirectCall::Answered(read_own(shared, &w, rs, addr, &own, false));
     }
     DirectCall::Registered
+}
+
+/// Reads the answer to `own` on `w`'s socket, which the caller that read it before handed
+/// to this one ([`SyncReply::Read`]).
+pub(crate) fn read_handed(
+    shared: &Shared,
+    w: &Arc<DirectWriter>,
+    addr: &str,
+    own: &Own,
+) -> Result<RemotingCommand, Error> {
+    // Free: the reader before let go of it before it woke this caller.
+    let rs = w.read.lock();
+    read_own(shared, w, rs, addr, own, true)
+}
+
+/// A follower whose deadline passed takes itself off the list; `false` when it was not on
+/// it any more: its answer, or the reading, was given to it under the lock taken here,
+/// or it went to the loop with the socket (which answers it when the deadline passes).
+pub(crate) fn leave(w: &DirectWriter, opaque: i32) -> bool {
+    w.state.lock().remove_follower(opaque)
+}
+
+impl DirectState {
+    fn remove_follower(&mut self, opaque: i32) -> bool {
+        match self.followers.iter().position(|f| f.opaque == opaque) {
+            Some(i) => self.followers.remove(i).is_some(),
+            None => false,
+        }
+    }
 }
 
 /// A poll of the duplicate socket alone, for callers that read their own responses, and
@@ -317,15 +431,19 @@ fn take_back(_shared: &Shared, _w: &DirectWriter, _interest: Interest) -> io::Re
 /// A caller's read buffer: a send's response is a few hundred bytes.
 const CALLER_READ_CHUNK: usize = 16 * 1024;
 
-/// Waits for the response to `wait` on the socket a caller took out of the loop's poll,
-/// hands whatever else it reads to the loop, and gives the socket back.
+/// Waits for the response to `own` on the socket a caller took out of the loop's poll (or
+/// was handed by the caller that read it before: `handed`, when bytes may be waiting
+/// already), delivers the answers of the callers following it, hands whatever else it
+/// reads to the loop, and passes the socket on ([`pass_on`]).
 fn read_own(
     shared: &Shared,
-    w: &DirectWriter,
+    w: &Arc<DirectWriter>,
     mut rs: MutexGuard<'_, ReadSide>,
     addr: &str,
-    wait: &PendingRequest,
+    own: &Own,
+    handed: bool,
 ) -> Result<RemotingCommand, Error> {
+    shared.direct_reads.fetch_add(1, Ordering::Relaxed);
     let max_frame = shared.config.max_frame;
     let mut frames = Vec::new();
     let mut others = Vec::new();
@@ -336,16 +454,17 @@ fn read_own(
         let ReadSide { buf, lender } = &mut *rs;
         if let Some((poll, scratch)) = lender.as_mut() {
             let mut events = Events::with_capacity(4);
-            // Whether bytes may be waiting without a new edge (a short or capped read).
-            let mut readable = false;
+            // Whether bytes may be waiting without a new edge (a short or capped read, or
+            // a reader before this one that stopped when its own answer came).
+            let mut readable = handed;
             while mine.is_none() && failure.is_none() {
                 if !readable {
                     let now = Instant::now();
-                    if now >= wait.deadline {
+                    if now >= own.deadline {
                         timed_out = true;
                         break;
                     }
-                    match poll.poll(&mut events, Some(wait.deadline - now)) {
+                    match poll.poll(&mut events, Some(own.deadline - now)) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => {
@@ -367,12 +486,14 @@ fn read_own(
                     &mut frames,
                 );
                 for (cmd, len) in frames.drain(..) {
-                    if mine.is_none() && cmd.is_response() && cmd.opaque == wait.opaque {
+                    if mine.is_none() && cmd.is_response() && cmd.opaque == own.opaque {
+                        shared.caller_answers.fetch_add(1, Ordering::Relaxed);
                         mine = Some(cmd);
                     } else {
                         others.push((cmd, len));
                     }
                 }
+                answer_followers(shared, w, &mut others);
                 if mine.is_none() && !others.is_empty() {
                     // Handed over at once, not when our answer comes: the peer may answer
                     // us only after we answered one of its requests (5.x's SEND_REPLY
@@ -394,15 +515,15 @@ fn read_own(
         }
     }
     if !others.is_empty() {
-        // Broker requests and other callers' responses, in the order they came.
+        // Broker requests and responses for the loop's waiters, in the order they came.
         shared.submit(Command::Incoming {
             token: w.token,
             frames: others,
         });
     }
     let mut st = w.state.lock();
-    give_back(shared, w, &mut st, rs, addr);
     let closed_why = st.closed_why.clone();
+    pass_on(shared, w, &mut st, rs, addr, failure.as_deref());
     drop(st);
     if let Some(why) = &failure {
         if closed_why.is_none() {
@@ -417,10 +538,84 @@ fn read_own(
         (None, _, Some(reason)) => Err(reason.to_error(addr)),
         (None, Some(why), None) => Err(Error::closed(addr, why)),
         (None, None, None) if timed_out => {
-            Err(Error::timeout(TimeoutPhase::Response, wait.timeout).with_addr(addr))
+            Err(Error::timeout(TimeoutPhase::Response, own.timeout).with_addr(addr))
         }
         (None, None, None) => Err(Error::state("no response read").with_addr(addr)),
     }
+}
+
+/// Delivers the responses in `frames` that followers wait for, leaving the rest.
+fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(RemotingCommand, usize)>) {
+    if !frames.iter().any(|(cmd, _)| cmd.is_response()) {
+        return;
+    }
+    let mut st = w.state.lock();
+    if st.followers.is_empty() {
+        return;
+    }
+    let mut rest = Vec::with_capacity(frames.len());
+    for (cmd, len) in frames.drain(..) {
+        let at = if cmd.is_response() {
+            st.followers.iter().position(|f| f.opaque == cmd.opaque)
+        } else {
+            None
+        };
+        match at.and_then(|i| st.followers.remove(i)) {
+            Some(f) => {
+                shared.caller_answers.fetch_add(1, Ordering::Relaxed);
+                // Under `state`: a follower that finds itself off the list has its answer.
+                f.tx.send(SyncReply::Done(Ok(cmd)));
+            }
+            None => rest.push((cmd, len)),
+        }
+    }
+    *frames = rest;
+}
+
+/// Where the socket goes when its reader is done: to the first follower when one waits
+/// and the loop has nothing to write (the socket stays out of the loop's poll); otherwise
+/// back to the loop, with the followers' registrations ahead of it. When the connection
+/// failed or closed, the followers fail with it.
+fn pass_on(
+    shared: &Shared,
+    w: &Arc<DirectWriter>,
+    st: &mut DirectState,
+    rs: MutexGuard<'_, ReadSide>,
+    addr: &str,
+    failure: Option<&str>,
+) {
+    if failure.is_some() || st.closed {
+        for f in st.followers.drain(..) {
+            let err = match (&st.closed_why, failure) {
+                (Some(reason), _) => reason.to_error(addr),
+                (None, Some(why)) => Error::closed(addr, why),
+                (None, None) => Error::closed(addr, "the connection closed"),
+            };
+            f.tx.send(SyncReply::Done(Err(err)));
+        }
+    } else if st.idle && !st.want_write {
+        if let Some(next) = st.followers.pop_front() {
+            // Let go first: the next reader takes the read side as it wakes.
+            drop(rs);
+            w.used.store(true, Ordering::Relaxed);
+            next.tx.send(SyncReply::Read(Arc::clone(w)));
+            return;
+        }
+    } else {
+        // The loop has bytes to write and needs the socket's writable events.
+        for f in st.followers.drain(..) {
+            if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
+                token: w.token,
+                wait: f.into_pending(),
+            }) {
+                if let Waiter::Sync(tx) = wait.waiter {
+                    let err = Error::state("the remoting client is shut down").with_addr(addr);
+                    tx.send(SyncReply::Done(Err(err)));
+                }
+            }
+        }
+    }
+    give_back(shared, w, st, rs, addr);
 }
 
 /// Gives a socket a caller read on back to the loop's poll (with the interest the loop
@@ -434,7 +629,7 @@ fn give_back(
     addr: &str,
 ) {
     drop(rs);
-    st.lent = false;
+    w.lent.store(false, Ordering::SeqCst);
     if st.closed {
         return;
     }

@@ -50,9 +50,13 @@ pub use pool::ThreadPool;
 pub use semaphore::{Permit, Semaphore};
 pub use tls::TlsConfig;
 
-use command::{Command, PendingRequest, Waiter};
+use command::{Command, PendingRequest, SyncReply, Waiter};
 use io::IoLoop;
 use namesrv::NamesrvState;
+
+/// How long a follower whose deadline passed waits for what was already given to it (the
+/// loop times out a registration it was handed within a turn of the deadline).
+const FOLLOWER_GRACE: Duration = Duration::from_secs(1);
 
 /// A request on its way to [`RemotingClient`]'s crate-internal entry points.
 pub(crate) enum Outgoing {
@@ -95,8 +99,11 @@ pub(crate) struct Shared {
     /// part (the loop wrote the rest).
     direct_writes: AtomicU64,
     direct_rests: AtomicU64,
-    /// Of the frames callers wrote, those whose response the caller read itself.
+    /// Of the frames callers wrote, those whose response the caller set out to read itself.
     direct_reads: AtomicU64,
+    /// Responses a caller read off the socket and delivered without the loop: its own, or
+    /// a following caller's (`direct::read_own`).
+    caller_answers: AtomicU64,
     /// The I/O thread's poll registry, for callers that take a socket out of it while
     /// they read their own response (`direct::call_direct`).
     registry: mio::Registry,
@@ -225,6 +232,7 @@ impl RemotingClient {
             direct_writes: AtomicU64::new(0),
             direct_rests: AtomicU64::new(0),
             direct_reads: AtomicU64::new(0),
+            caller_answers: AtomicU64::new(0),
             registry,
             connected: RwLock::new(HashSet::new()),
             processors: RwLock::new(HashMap::new()),
@@ -344,12 +352,22 @@ impl RemotingClient {
             timeout,
             waiter: Waiter::Sync(tx),
         };
+        let own = direct::Own {
+            opaque,
+            deadline,
+            timeout,
+        };
         // Written here when the connection is idle: the I/O thread then wakes once, for
         // the response, instead of also for the frame; or not at all, when this thread
-        // reads the response too.
+        // or the one reading the socket already reads the response.
+        let mut follows = None;
         let answered = match direct::call_direct(&self.shared, addr, frame, pending) {
             direct::DirectCall::Answered(result) => Some(result),
             direct::DirectCall::Registered => None,
+            direct::DirectCall::Follow(w) => {
+                follows = Some(w);
+                None
+            }
             direct::DirectCall::Queue(frame, pending) => {
                 self.submit(Command::Send {
                     addr: addr.to_string(),
@@ -363,20 +381,7 @@ impl RemotingClient {
         };
         let result = match answered {
             Some(result) => result,
-            None => match rx.recv_deadline(deadline) {
-                Ok(r) => r,
-                Err(oneshot::RecvError::Timeout) => {
-                    let phase = if self.is_connected(addr) {
-                        TimeoutPhase::Response
-                    } else {
-                        TimeoutPhase::Connect
-                    };
-                    Err(Error::timeout(phase, timeout).with_addr(addr))
-                }
-                Err(oneshot::RecvError::Closed) => {
-                    Err(Error::state("the remoting client is shut down").with_addr(addr))
-                }
-            },
+            None => self.wait_sync(addr, &rx, follows, &own),
         };
         match result {
             Ok(mut response) => {
@@ -391,6 +396,46 @@ impl RemotingClient {
                     self.close_connection(addr, "sync call timed out");
                 }
                 Err(e.context(format!("{code:?}")))
+            }
+        }
+    }
+
+    /// Waits for the answer to a sync request whose frame went out: from the loop, from
+    /// the caller reading the connection, or by reading it here when that caller hands
+    /// the reading on.
+    fn wait_sync(
+        &self,
+        addr: &str,
+        rx: &oneshot::Receiver<SyncReply>,
+        mut follows: Option<Arc<direct::DirectWriter>>,
+        own: &direct::Own,
+    ) -> Result<RemotingCommand> {
+        let mut until = own.deadline;
+        loop {
+            match rx.recv_deadline(until) {
+                Ok(SyncReply::Done(result)) => return result,
+                Ok(SyncReply::Read(w)) => {
+                    return direct::read_handed(&self.shared, &w, addr, own);
+                }
+                Err(oneshot::RecvError::Timeout) => {
+                    if let Some(w) = follows.take() {
+                        if !direct::leave(&w, own.opaque) {
+                            // Off the list already: the answer or the reading is in the
+                            // slot, or the loop has the registration and times it out.
+                            until = Instant::now() + FOLLOWER_GRACE;
+                            continue;
+                        }
+                    }
+                    let phase = if self.is_connected(addr) {
+                        TimeoutPhase::Response
+                    } else {
+                        TimeoutPhase::Connect
+                    };
+                    return Err(Error::timeout(phase, own.timeout).with_addr(addr));
+                }
+                Err(oneshot::RecvError::Closed) => {
+                    return Err(Error::state("the remoting client is shut down").with_addr(addr));
+                }
             }
         }
     }
@@ -668,7 +713,13 @@ impl RemotingClient {
         // accepted async request has had its callback queued by now.
         self.shared.processor_pool.shutdown_until(deadline);
         self.shared.callback_pool.shutdown_until(deadline);
-        debug!("remoting client shut down");
+        debug!(
+            "remoting client shut down ({} frames written by callers, {} of them finished by the loop; {} caller reads, {} answers delivered by callers)",
+            self.shared.direct_writes.load(Ordering::Relaxed),
+            self.shared.direct_rests.load(Ordering::Relaxed),
+            self.shared.direct_reads.load(Ordering::Relaxed),
+            self.shared.caller_answers.load(Ordering::Relaxed),
+        );
     }
 
     fn check_running(&self) -> Result<()> {
@@ -760,6 +811,12 @@ impl RemotingClient {
     #[cfg(test)]
     fn caller_reads(&self) -> u64 {
         self.shared.direct_reads.load(Ordering::SeqCst)
+    }
+
+    /// Responses delivered by the caller that read them, without the loop.
+    #[cfg(test)]
+    fn caller_answers(&self) -> u64 {
+        self.shared.caller_answers.load(Ordering::SeqCst)
     }
 
     /// Waits until the I/O thread has drained the command channel.

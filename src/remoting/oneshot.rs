@@ -69,8 +69,9 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Receiver<T> {
-    /// Waits for the value until `deadline`.
-    pub(crate) fn recv_deadline(self, deadline: Instant) -> Result<T, RecvError> {
+    /// Waits for the value until `deadline` (a value already sent is returned even when
+    /// `deadline` has passed).
+    pub(crate) fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvError> {
         let mut s = self.slot.state.lock();
         loop {
             match std::mem::replace(&mut *s, State::Empty) {

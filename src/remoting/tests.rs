@@ -1101,3 +1101,258 @@ fn shutdown_wakes_a_caller_reading_its_own_response() {
     assert_eq!(e.kind(), ErrorKind::State, "{e}");
     assert!(waited < Duration::from_secs(5), "{waited:?}");
 }
+
+/// Runs `invoke_sync` of `req()` on another thread: the call and how long it took.
+fn call_in_thread(
+    c: &Arc<RemotingClient>,
+    addr: &str,
+    timeout: Duration,
+) -> std::thread::JoinHandle<(Result<RemotingCommand>, Duration)> {
+    let (c, addr) = (c.clone(), addr.to_string());
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let r = c.invoke_sync(&addr, req(), timeout);
+        (r, started.elapsed())
+    })
+}
+
+/// A caller that finds another caller reading the connection follows it: when the
+/// reader's own answer comes first, the reader hands the reading to it, and the follower
+/// reads its answer itself (no trip through the I/O thread).
+#[test]
+fn a_caller_that_comes_while_another_reads_is_handed_the_reading() {
+    let mut held: Option<RemotingCommand> = None;
+    let (addr, _) = scripted_peer(move |s, r, i| match i {
+        0 => answer(s, r, "0".into()),
+        1 => held = Some(r.clone()),
+        _ => {
+            if let Some(first) = held.take() {
+                answer(s, &first, "1".into());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            answer(s, r, i.to_string());
+        }
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    assert_eq!(r.remark.as_deref(), Some("2"));
+    let (first, _) = reader.join().unwrap();
+    assert_eq!(first.unwrap().remark.as_deref(), Some("1"));
+    // Both answers were read by the callers waiting for them.
+    assert_eq!(c.caller_answers(), 2);
+    // The socket is the loop's again: an async request is answered.
+    let (tx, rx) = unbounded();
+    c.invoke_async(&addr, req(), Duration::from_secs(5), move |r| {
+        let _ = tx.send(r.map(|r| r.remark));
+    })
+    .unwrap();
+    let remark = rx.recv_timeout(Duration::from_secs(5)).unwrap().unwrap();
+    assert_eq!(remark.as_deref(), Some("3"));
+    c.shutdown();
+}
+
+/// The answers of a reader and its follower in one read: the reader gives the follower
+/// its answer directly.
+#[test]
+fn a_reader_that_reads_a_followers_answer_delivers_it() {
+    use std::io::Write;
+    let mut held: Option<RemotingCommand> = None;
+    let (addr, _) = scripted_peer(move |s, r, i| match i {
+        0 => answer(s, r, "0".into()),
+        1 => held = Some(r.clone()),
+        _ => {
+            let mut both = Vec::new();
+            if let Some(first) = held.take() {
+                both.extend(
+                    RemotingCommand::response(
+                        ResponseCode::SUCCESS,
+                        first.opaque,
+                        Some("1".into()),
+                    )
+                    .to_frame(),
+                );
+            }
+            both.extend(
+                RemotingCommand::response(ResponseCode::SUCCESS, r.opaque, Some(i.to_string()))
+                    .to_frame(),
+            );
+            let _ = s.write_all(&both);
+        }
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    assert_eq!(r.remark.as_deref(), Some("2"));
+    assert_eq!(
+        reader.join().unwrap().0.unwrap().remark.as_deref(),
+        Some("1")
+    );
+    assert_eq!(c.caller_answers(), 2);
+    c.shutdown();
+}
+
+/// A follower whose deadline passes while the reader still waits leaves on time; the
+/// reader times out on its own deadline; the next call is answered.
+#[test]
+fn a_follower_times_out_on_its_own_deadline_while_the_reader_waits() {
+    let (addr, _) = scripted_peer(move |s, r, i| {
+        if i == 0 || i >= 3 {
+            answer(s, r, i.to_string());
+        }
+    });
+    let c = Arc::new(
+        RemotingClient::new(RemotingConfig {
+            close_socket_if_timeout: false,
+            ..RemotingConfig::default()
+        })
+        .unwrap(),
+    );
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(&c, &addr, Duration::from_millis(1500));
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let started = std::time::Instant::now();
+    let e = c
+        .invoke_sync(&addr, req(), Duration::from_millis(300))
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1200),
+        "{waited:?}"
+    );
+    let (first, waited) = reader.join().unwrap();
+    assert!(first.unwrap_err().is_timeout());
+    assert!(waited < Duration::from_secs(3), "{waited:?}");
+    c.wait_io_idle();
+    let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    assert_eq!(r.remark.as_deref(), Some("3"));
+    c.shutdown();
+}
+
+/// A follower handed the reading whose answer never comes times out on its deadline, and
+/// the late answer is not taken for the next call's.
+#[test]
+fn a_handed_reader_times_out_and_the_next_call_gets_its_own_answer() {
+    // Request 1 is answered once request 2 came; 2 only when request 3 comes.
+    let (mut h1, mut h2): (Option<RemotingCommand>, Option<RemotingCommand>) = (None, None);
+    let (addr, _) = scripted_peer(move |s, r, i| match i {
+        0 => answer(s, r, "0".into()),
+        1 => h1 = Some(r.clone()),
+        2 => {
+            if let Some(first) = h1.take() {
+                answer(s, &first, "1".into());
+            }
+            h2 = Some(r.clone());
+        }
+        _ => {
+            if let Some(late) = h2.take() {
+                answer(s, &late, "late".into());
+            }
+            answer(s, r, i.to_string());
+        }
+    });
+    let c = Arc::new(
+        RemotingClient::new(RemotingConfig {
+            close_socket_if_timeout: false,
+            ..RemotingConfig::default()
+        })
+        .unwrap(),
+    );
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let started = std::time::Instant::now();
+    let e = c
+        .invoke_sync(&addr, req(), Duration::from_millis(400))
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(
+        waited >= Duration::from_millis(400) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
+    assert_eq!(
+        reader.join().unwrap().0.unwrap().remark.as_deref(),
+        Some("1")
+    );
+    // The follower was handed the socket and read for itself until its deadline.
+    assert_eq!(c.caller_reads(), 2);
+    for i in 3..=5 {
+        c.wait_io_idle();
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        assert_eq!(r.remark.as_deref(), Some(&*i.to_string()));
+    }
+    c.shutdown();
+}
+
+/// Many sync callers on one connection each get the answer to their own request.
+#[test]
+fn many_sync_callers_on_one_connection_each_get_their_own_answer() {
+    const THREADS: usize = 8;
+    const CALLS: usize = 300;
+    let (addr, _) = scripted_peer(|s, r, _| {
+        let remark = r.remark.clone().unwrap_or_default();
+        answer(s, r, remark)
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (c, addr) = (c.clone(), addr.clone());
+            std::thread::spawn(move || {
+                let mut wrong = 0;
+                for i in 0..CALLS {
+                    let mut r = req();
+                    let mine = format!("{t}-{i}");
+                    r.remark = Some(mine.clone());
+                    match c.invoke_sync(&addr, r, Duration::from_secs(10)) {
+                        Ok(a) if a.remark.as_deref() == Some(&*mine) => {}
+                        _ => wrong += 1,
+                    }
+                }
+                wrong
+            })
+        })
+        .collect();
+    let wrong: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(wrong, 0);
+    assert!(c.caller_answers() > 0);
+    c.shutdown();
+}
+
+/// Shutdown wakes a reading caller and the caller following it.
+#[test]
+fn shutdown_wakes_a_reader_and_its_follower() {
+    let (addr, _) = scripted_peer(|s, r, i| {
+        if i == 0 {
+            answer(s, r, "0".into());
+        }
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(&c, &addr, Duration::from_secs(30));
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let follower = call_in_thread(&c, &addr, Duration::from_secs(30));
+    assert!(wait_until(Duration::from_secs(5), || c.direct_counts().0 == 2));
+    std::thread::sleep(Duration::from_millis(100));
+    c.shutdown();
+    for t in [reader, follower] {
+        let (r, waited) = t.join().unwrap();
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::State | ErrorKind::ConnectionClosed),
+            "{e}"
+        );
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+    }
+}

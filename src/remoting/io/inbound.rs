@@ -114,6 +114,9 @@ impl IoLoop {
         if let Some(c) = self.conns.get_mut(&token) {
             let mut lent;
             let rb = match c.direct.as_deref() {
+                // Out of the loop's hands while lent, also between two callers reading
+                // in turn (the read side is free for a moment then).
+                Some(d) if d.lent.load(Ordering::SeqCst) => return,
                 Some(d) => match d.read.try_lock() {
                     Some(guard) => {
                         lent = guard;

@@ -41,7 +41,7 @@ use log::{debug, error, info, warn};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
-use super::command::{CloseReason, Command, PendingRequest, Waiter};
+use super::command::{CloseReason, Command, PendingRequest, SyncReply, Waiter};
 use super::direct::{write_rest, DirectAwaits, DirectWriter};
 use super::frames::{parse_frames, read_frames, ReadBuf, ReadEnd};
 use super::pending::{PendingEntry, PendingTable};
@@ -679,7 +679,9 @@ impl IoLoop {
             if let Some(st) = direct_state.as_deref_mut() {
                 st.want_write = want;
             }
-            let lent = direct_state.as_deref().is_some_and(|st| st.lent);
+            let lent = direct
+                .as_deref()
+                .is_some_and(|d| d.lent.load(Ordering::SeqCst));
             let registered = if lent {
                 Ok(())
             } else {
@@ -709,7 +711,7 @@ impl IoLoop {
         match waiter {
             Waiter::Sync(tx) => {
                 // The caller may have given up already; that is fine.
-                tx.send(result);
+                tx.send(SyncReply::Done(result));
             }
             Waiter::Async {
                 callback,
