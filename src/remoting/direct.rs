@@ -60,6 +60,9 @@ pub(crate) struct DirectWriter {
     /// The socket is out of the loop's poll: a caller reads it, or is being handed the
     /// reading by the one before. Written under `state`; the loop reads it without.
     pub(super) lent: AtomicBool,
+    /// How many callers follow the reader (`DirectState::followers`' length, written
+    /// under `state`): a hint for callers deciding whether to wait for the lock.
+    following: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -141,6 +144,7 @@ impl DirectWriter {
             awaiting: AtomicUsize::new(0),
             used: AtomicBool::new(false),
             lent: AtomicBool::new(false),
+            following: AtomicUsize::new(0),
         }))
     }
 
@@ -184,6 +188,12 @@ pub(crate) enum DirectCall {
     Queue(Vec<u8>, PendingRequest),
 }
 
+/// Followers a reading caller takes at most. Beyond, the connection serves many callers at
+/// once and the loop does better: it writes queued frames together and reads for all,
+/// where followers would queue on the writer lock one by one. Callers past the bound
+/// register with the loop, and the reader gives the socket back to it.
+const MAX_FOLLOWERS: usize = 8;
+
 /// Reads a caller makes of the socket before it looks at its deadline again.
 const MAX_CALLER_READS: usize = 16;
 
@@ -219,7 +229,8 @@ pub(crate) fn call_direct(
     // While a caller reads the socket, the lock is held only for a caller's write or a
     // reader's delivery: waiting for it beats queueing, which brings the loop back in
     // (its registrations then keep callers from reading for themselves).
-    let st = if w.lent.load(Ordering::SeqCst) {
+    let st = if w.lent.load(Ordering::SeqCst) && w.following.load(Ordering::Relaxed) < MAX_FOLLOWERS
+    {
         Some(w.state.lock())
     } else {
         w.state.try_lock()
@@ -233,7 +244,10 @@ pub(crate) fn call_direct(
     let mut lent = None;
     let mut wait = Some(wait);
     let mut follows = None;
-    if shared.config.caller_reads && w.lent.load(Ordering::SeqCst) {
+    if shared.config.caller_reads
+        && w.lent.load(Ordering::SeqCst)
+        && st.followers.len() < MAX_FOLLOWERS
+    {
         // Registered before the frame leaves: the reader cannot read the answer first.
         match wait.take() {
             Some(PendingRequest {
@@ -249,6 +263,7 @@ pub(crate) fn call_direct(
                     tx,
                 });
                 follows = Some(opaque);
+                w.following.store(st.followers.len(), Ordering::Relaxed);
             }
             other => wait = other,
         }
@@ -301,6 +316,7 @@ pub(crate) fn call_direct(
             give_back(shared, &w, &mut st, rs, addr);
         }
         let left = follows.is_some_and(|opaque| st.remove_follower(opaque));
+        w.following.store(st.followers.len(), Ordering::Relaxed);
         drop(st);
         shared.submit(Command::Close {
             addr: addr.to_string(),
@@ -371,7 +387,10 @@ pub(crate) fn read_handed(
 /// it any more: its answer, or the reading, was given to it under the lock taken here,
 /// or it went to the loop with the socket (which answers it when the deadline passes).
 pub(crate) fn leave(w: &DirectWriter, opaque: i32) -> bool {
-    w.state.lock().remove_follower(opaque)
+    let mut st = w.state.lock();
+    let r = st.remove_follower(opaque);
+    w.following.store(st.followers.len(), Ordering::Relaxed);
+    r
 }
 
 impl DirectState {
@@ -570,6 +589,7 @@ fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(Remotin
         }
     }
     *frames = rest;
+    w.following.store(st.followers.len(), Ordering::Relaxed);
 }
 
 /// Where the socket goes when its reader is done: to the first follower when one waits
@@ -593,8 +613,9 @@ fn pass_on(
             };
             f.tx.send(SyncReply::Done(Err(err)));
         }
-    } else if st.idle && !st.want_write {
+    } else if st.idle && !st.want_write && w.awaiting.load(Ordering::SeqCst) == 0 {
         if let Some(next) = st.followers.pop_front() {
+            w.following.store(st.followers.len(), Ordering::Relaxed);
             // Let go first: the next reader takes the read side as it wakes.
             drop(rs);
             w.used.store(true, Ordering::Relaxed);
@@ -602,19 +623,31 @@ fn pass_on(
             return;
         }
     } else {
-        // The loop has bytes to write and needs the socket's writable events.
+        // The loop has bytes to write and needs the socket's writable events, or it has
+        // requests of its own waiting on the socket (callers past `MAX_FOLLOWERS`, async
+        // requests): it reads for everyone from here.
+        // With a wake-up: the loop must time these out even if no byte comes.
         for f in st.followers.drain(..) {
-            if let Err(SendError(Command::Await { wait, .. })) = shared.tx.send(Command::Await {
+            if let Err(refused) = shared.try_submit(Command::Await {
                 token: w.token,
                 wait: f.into_pending(),
             }) {
-                if let Waiter::Sync(tx) = wait.waiter {
+                if let Command::Await {
+                    wait:
+                        PendingRequest {
+                            waiter: Waiter::Sync(tx),
+                            ..
+                        },
+                    ..
+                } = *refused
+                {
                     let err = Error::state("the remoting client is shut down").with_addr(addr);
                     tx.send(SyncReply::Done(Err(err)));
                 }
             }
         }
     }
+    w.following.store(st.followers.len(), Ordering::Relaxed);
     give_back(shared, w, st, rs, addr);
 }
 

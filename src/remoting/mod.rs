@@ -135,7 +135,7 @@ pub type ConnectListener = Arc<dyn Fn(&str) + Send + Sync>;
 impl Shared {
     /// Hands a command to the I/O thread, waking it only when it may be asleep; gives the
     /// command back when the I/O thread is gone.
-    fn try_submit(&self, cmd: Command) -> std::result::Result<(), Box<Command>> {
+    pub(super) fn try_submit(&self, cmd: Command) -> std::result::Result<(), Box<Command>> {
         self.tx.send(cmd).map_err(|SendError(cmd)| Box::new(cmd))?;
         if !self.wake_requested.swap(true, Ordering::SeqCst) {
             if let Err(e) = self.waker.wake() {

@@ -1294,10 +1294,17 @@ fn a_handed_reader_times_out_and_the_next_call_gets_its_own_answer() {
     c.shutdown();
 }
 
-/// Many sync callers on one connection each get the answer to their own request.
+/// Many sync callers on one connection each get the answer to their own request: 8
+/// (followers of a reading caller) and 32 (past `MAX_FOLLOWERS`: callers register with
+/// the loop, and readers give it the socket back with their followers).
 #[test]
 fn many_sync_callers_on_one_connection_each_get_their_own_answer() {
-    const THREADS: usize = 8;
+    for threads in [8, 32] {
+        callers_each_get_their_own_answer(threads);
+    }
+}
+
+fn callers_each_get_their_own_answer(threads: usize) {
     const CALLS: usize = 300;
     let (addr, _) = scripted_peer(|s, r, _| {
         let remark = r.remark.clone().unwrap_or_default();
@@ -1305,7 +1312,7 @@ fn many_sync_callers_on_one_connection_each_get_their_own_answer() {
     });
     let c = Arc::new(client());
     c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    let threads: Vec<_> = (0..THREADS)
+    let handles: Vec<_> = (0..threads)
         .map(|t| {
             let (c, addr) = (c.clone(), addr.clone());
             std::thread::spawn(move || {
@@ -1323,8 +1330,8 @@ fn many_sync_callers_on_one_connection_each_get_their_own_answer() {
             })
         })
         .collect();
-    let wrong: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
-    assert_eq!(wrong, 0);
+    let wrong: usize = handles.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(wrong, 0, "{threads} threads");
     assert!(c.caller_answers() > 0);
     c.shutdown();
 }
