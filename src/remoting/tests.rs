@@ -1076,6 +1076,7 @@ fn a_reading_caller_times_out_and_the_connection_serves_the_next_call() {
     c.shutdown();
 }
 
+/// Shutdown wakes a caller reading its own response, and a caller following it.
 #[test]
 fn shutdown_wakes_a_caller_reading_its_own_response() {
     // Answers the first request only.
@@ -1085,21 +1086,54 @@ fn shutdown_wakes_a_caller_reading_its_own_response() {
         }
     });
     let c = Arc::new(client());
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let (c2, addr2) = (c.clone(), addr.clone());
-    let caller = std::thread::spawn(move || {
-        let started = std::time::Instant::now();
-        let r = c2.invoke_sync(&addr2, req(), Duration::from_secs(30));
-        (r.map(|r| r.code), started.elapsed())
-    });
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let reader = start_reader(&c, &addr, Duration::from_secs(30));
+    let follower = call_in_thread(&c, &addr, Duration::from_secs(30));
+    assert!(wait_until(Duration::from_secs(5), || c.direct_counts().0 == 2));
     std::thread::sleep(Duration::from_millis(100));
     c.shutdown();
-    let (r, waited) = caller.join().unwrap();
+    let (r, waited) = reader.join().unwrap();
     let e = r.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::State, "{e}");
     assert!(waited < Duration::from_secs(5), "{waited:?}");
+    // The reader fails its follower with the reason the loop closed the connection.
+    let (r, waited) = follower.join().unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::State, "{e}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+}
+
+/// A client whose timed-out calls leave the connection open.
+fn patient_client() -> Arc<RemotingClient> {
+    Arc::new(
+        RemotingClient::new(RemotingConfig {
+            close_socket_if_timeout: false,
+            ..RemotingConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+/// Connects `c` to `addr` (the peer answers the first request), then starts a call on
+/// another thread and waits until that caller reads the connection itself.
+fn start_reader(
+    c: &Arc<RemotingClient>,
+    addr: &str,
+    timeout: Duration,
+) -> std::thread::JoinHandle<(Result<RemotingCommand>, Duration)> {
+    c.invoke_sync(addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let reader = call_in_thread(c, addr, timeout);
+    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    reader
+}
+
+/// Calls on this thread and checks it times out after `timeout` and before `within`.
+fn times_out(c: &RemotingClient, addr: &str, timeout: Duration, within: Duration) {
+    let started = std::time::Instant::now();
+    let e = c.invoke_sync(addr, req(), timeout).unwrap_err();
+    let waited = started.elapsed();
+    assert!(e.is_timeout(), "{e}");
+    assert!(waited >= timeout && waited < within, "{waited:?}");
 }
 
 /// Runs `invoke_sync` of `req()` on another thread: the call and how long it took.
@@ -1134,10 +1168,7 @@ fn a_caller_that_comes_while_another_reads_is_handed_the_reading() {
         }
     });
     let c = Arc::new(client());
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let reader = start_reader(&c, &addr, Duration::from_secs(5));
     let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
     assert_eq!(r.remark.as_deref(), Some("2"));
     let (first, _) = reader.join().unwrap();
@@ -1184,10 +1215,7 @@ fn a_reader_that_reads_a_followers_answer_delivers_it() {
         }
     });
     let c = Arc::new(client());
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
+    let reader = start_reader(&c, &addr, Duration::from_secs(5));
     let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
     assert_eq!(r.remark.as_deref(), Some("2"));
     assert_eq!(
@@ -1207,26 +1235,13 @@ fn a_follower_times_out_on_its_own_deadline_while_the_reader_waits() {
             answer(s, r, i.to_string());
         }
     });
-    let c = Arc::new(
-        RemotingClient::new(RemotingConfig {
-            close_socket_if_timeout: false,
-            ..RemotingConfig::default()
-        })
-        .unwrap(),
-    );
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let reader = call_in_thread(&c, &addr, Duration::from_millis(1500));
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
-    let started = std::time::Instant::now();
-    let e = c
-        .invoke_sync(&addr, req(), Duration::from_millis(300))
-        .unwrap_err();
-    let waited = started.elapsed();
-    assert!(e.is_timeout(), "{e}");
-    assert!(
-        waited >= Duration::from_millis(300) && waited < Duration::from_millis(1200),
-        "{waited:?}"
+    let c = patient_client();
+    let reader = start_reader(&c, &addr, Duration::from_millis(1500));
+    times_out(
+        &c,
+        &addr,
+        Duration::from_millis(300),
+        Duration::from_millis(1200),
     );
     let (first, waited) = reader.join().unwrap();
     assert!(first.unwrap_err().is_timeout());
@@ -1259,26 +1274,13 @@ fn a_handed_reader_times_out_and_the_next_call_gets_its_own_answer() {
             answer(s, r, i.to_string());
         }
     });
-    let c = Arc::new(
-        RemotingClient::new(RemotingConfig {
-            close_socket_if_timeout: false,
-            ..RemotingConfig::default()
-        })
-        .unwrap(),
-    );
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let reader = call_in_thread(&c, &addr, Duration::from_secs(5));
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
-    let started = std::time::Instant::now();
-    let e = c
-        .invoke_sync(&addr, req(), Duration::from_millis(400))
-        .unwrap_err();
-    let waited = started.elapsed();
-    assert!(e.is_timeout(), "{e}");
-    assert!(
-        waited >= Duration::from_millis(400) && waited < Duration::from_secs(2),
-        "{waited:?}"
+    let c = patient_client();
+    let reader = start_reader(&c, &addr, Duration::from_secs(5));
+    times_out(
+        &c,
+        &addr,
+        Duration::from_millis(400),
+        Duration::from_secs(2),
     );
     assert_eq!(
         reader.join().unwrap().0.unwrap().remark.as_deref(),
@@ -1334,32 +1336,4 @@ fn callers_each_get_their_own_answer(threads: usize) {
     assert_eq!(wrong, 0, "{threads} threads");
     assert!(c.caller_answers() > 0);
     c.shutdown();
-}
-
-/// Shutdown wakes a reading caller and the caller following it.
-#[test]
-fn shutdown_wakes_a_reader_and_its_follower() {
-    let (addr, _) = scripted_peer(|s, r, i| {
-        if i == 0 {
-            answer(s, r, "0".into());
-        }
-    });
-    let c = Arc::new(client());
-    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
-    c.wait_io_idle();
-    let reader = call_in_thread(&c, &addr, Duration::from_secs(30));
-    assert!(wait_until(Duration::from_secs(5), || c.caller_reads() == 1));
-    let follower = call_in_thread(&c, &addr, Duration::from_secs(30));
-    assert!(wait_until(Duration::from_secs(5), || c.direct_counts().0 == 2));
-    std::thread::sleep(Duration::from_millis(100));
-    c.shutdown();
-    for t in [reader, follower] {
-        let (r, waited) = t.join().unwrap();
-        let e = r.unwrap_err();
-        assert!(
-            matches!(e.kind(), ErrorKind::State | ErrorKind::ConnectionClosed),
-            "{e}"
-        );
-        assert!(waited < Duration::from_secs(5), "{waited:?}");
-    }
 }
