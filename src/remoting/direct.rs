@@ -324,9 +324,9 @@ pub(crate) fn call_direct(
         });
         return match (wait, follows) {
             (Some(_), _) => DirectCall::Answered(Err(Error::closed(addr, why))),
-            // Still on the list if the reader took it off first: it fails it, or hands
-            // it a socket that fails.
             (None, Some(_)) if left => DirectCall::Answered(Err(Error::closed(addr, why))),
+            // Off the list already: the reader took it, and fails it or hands it the
+            // reading of a socket that fails.
             (None, Some(_)) => DirectCall::Follow(Arc::clone(&w)),
             (None, None) => DirectCall::Registered,
         };
