@@ -413,6 +413,12 @@ fn send_numbered(topic: &str, n: usize) -> Vec<String> {
 
 /// Runs `rmq consume`; returns the message lines and checks the summary line.
 fn consume(args: &[&str]) -> Vec<Value> {
+    consume_logged(args).0
+}
+
+/// [`consume`], with what `rmq consume` wrote on stderr (its warnings, e.g. a commit
+/// that failed at shutdown), for the messages of later assertions.
+fn consume_logged(args: &[&str]) -> (Vec<Value>, String) {
     let mut all = vec!["consume"];
     all.extend_from_slice(args);
     let out = rmq(&all);
@@ -424,7 +430,7 @@ fn consume(args: &[&str]) -> Vec<Value> {
         serde_json::json!({"consumed": lines.len()}),
         "{lines:?}"
     );
-    lines
+    (lines, stderr(&out))
 }
 
 /// `rmq consume TOPIC --group GROUP` with the whitespace-separated `extra` arguments.
