@@ -49,7 +49,7 @@ impl ThreadPool {
         let waiting = Arc::new(AtomicUsize::new(0));
         let mut workers = Vec::new();
         for i in 0..threads.max(1) {
-            match spawn_worker(name, i, &rx, &waiting) {
+            match spawn_worker(name, i, &rx, &waiting, None) {
                 Ok(w) => workers.push(w),
                 Err(e) => {
                     // Stop the ones already started before reporting.
@@ -71,20 +71,46 @@ impl ThreadPool {
         })
     }
 
-    /// Starts one more worker unless the pool has `max` already or is shut down; true
-    /// when it started one (Java `ThreadPoolExecutor` adding a thread beyond its core
-    /// size when its queue is full).
-    pub fn grow(&self, max: usize) -> bool {
+    /// Starts one more worker, with `job` as its first, unless the pool has `max` workers
+    /// already or is shut down; then the job comes back. Java's `ThreadPoolExecutor` does
+    /// this when its queue is full: the new thread's first task never waits in the queue,
+    /// so the queue stays within its bound.
+    pub fn grow_with<F>(&self, max: usize, job: F) -> Result<(), F>
+    where
+        F: FnOnce() + Send + 'static,
+    {
         let mut workers = self.workers.lock();
         if self.closed.load(Ordering::Acquire) || workers.len() >= max {
-            return false;
+            return Err(job);
         }
-        match spawn_worker(&self.name, workers.len(), &self.receiver, &self.waiting) {
+        // The job goes in a slot the worker empties, so a worker that cannot be started
+        // gives it back.
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let first = {
+            let slot = slot.clone();
+            Box::new(move || {
+                let job = slot.lock().take();
+                if let Some(job) = job {
+                    job();
+                }
+            }) as Job
+        };
+        match spawn_worker(
+            &self.name,
+            workers.len(),
+            &self.receiver,
+            &self.waiting,
+            Some(first),
+        ) {
             Ok(w) => {
                 workers.push(w);
-                true
+                Ok(())
             }
-            Err(_) => false,
+            Err(_) => match slot.lock().take() {
+                Some(job) => Err(job),
+                // Not reachable: a worker that did not start ran nothing.
+                None => Ok(()),
+            },
         }
     }
 
@@ -116,9 +142,14 @@ impl ThreadPool {
         if self.closed.load(Ordering::Acquire) {
             return Err(Refused::Closed);
         }
-        // Reserve a place first, so concurrent callers cannot overshoot the limit.
-        if self.waiting.fetch_add(1, Ordering::AcqRel) >= limit {
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
+        // Reserve a place first, so concurrent callers cannot overshoot the limit; only
+        // below it, so `waiting` never reads more than the limit, even for a moment.
+        let reserved = self
+            .waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            });
+        if reserved.is_err() {
             return Err(Refused::Full);
         }
         if self.sender.send(Msg::Run(Box::new(job))).is_err() {
@@ -159,11 +190,15 @@ fn spawn_worker(
     i: usize,
     rx: &Receiver<Msg>,
     waiting: &Arc<AtomicUsize>,
+    first: Option<Job>,
 ) -> std::io::Result<Worker> {
     let rx = rx.clone();
     let pool = name.to_string();
     let waiting = waiting.clone();
     worker::spawn(format!("{name}-{i}"), move || {
+        if let Some(job) = first {
+            worker::run_caught(format_args!("a job on pool {pool}"), job);
+        }
         while let Ok(Msg::Run(job)) = rx.recv() {
             waiting.fetch_sub(1, Ordering::AcqRel);
             worker::run_caught(format_args!("a job on pool {pool}"), job);
@@ -187,22 +222,105 @@ mod tests {
     fn grow_adds_workers_up_to_the_maximum_only() {
         let pool = ThreadPool::new("t-grow", 1).unwrap();
         assert_eq!(pool.threads(), 1);
-        assert!(pool.grow(3));
-        assert!(pool.grow(3));
-        assert!(!pool.grow(3), "past the maximum");
-        assert_eq!(pool.threads(), 3);
-        // The added workers take jobs: three jobs that wait for each other all run.
+        // Three jobs that wait for each other all run: the grown workers run theirs.
         let barrier = Arc::new(std::sync::Barrier::new(4));
-        for _ in 0..3 {
-            let b = barrier.clone();
-            assert!(pool.execute(move || {
+        let job = |b: Arc<std::sync::Barrier>| {
+            move || {
                 b.wait();
-            }));
-        }
+            }
+        };
+        assert!(pool.execute(job(barrier.clone())));
+        assert!(pool.grow_with(3, job(barrier.clone())).is_ok());
+        assert!(pool.grow_with(3, job(barrier.clone())).is_ok());
+        assert!(pool.grow_with(3, || {}).is_err(), "past the maximum");
+        assert_eq!(pool.threads(), 3);
         barrier.wait();
         pool.shutdown();
-        assert!(!pool.grow(5), "a shut-down pool does not grow");
+        assert!(
+            pool.grow_with(5, || {}).is_err(),
+            "a shut-down pool does not grow"
+        );
         assert_eq!(pool.threads(), 0);
+    }
+
+    #[test]
+    fn a_full_pool_never_shows_more_waiting_jobs_than_its_limit() {
+        // One worker held, two jobs waiting: every further try is refused. A sampler
+        // must never see the refused tries as waiting jobs, however briefly.
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+        let pool = Arc::new(ThreadPool::new("t-limit", 1).unwrap());
+        let (entered_tx, entered_rx) = crossbeam_channel::bounded::<()>(1);
+        assert!(pool.execute(move || {
+            let _ = entered_tx.send(());
+            let _ = release_rx.recv_timeout(std::time::Duration::from_secs(20));
+        }));
+        entered_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        for _ in 0..2 {
+            assert_eq!(pool.try_execute(2, || {}), Ok(()));
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let tries = {
+            let (pool, done) = (pool.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut refused = 0;
+                while !done.load(Ordering::Relaxed) {
+                    if pool.try_execute(2, || {}) == Err(Refused::Full) {
+                        refused += 1;
+                    }
+                }
+                refused
+            })
+        };
+        let mut most = 0;
+        let until = Instant::now() + std::time::Duration::from_millis(300);
+        while Instant::now() < until {
+            most = most.max(pool.waiting());
+        }
+        done.store(true, Ordering::Relaxed);
+        let refused = tries.join().unwrap();
+        let _ = release_tx.send(());
+        pool.shutdown();
+        assert!(refused > 0);
+        assert_eq!(
+            most, 2,
+            "waiting read {most} with a limit of 2 ({refused} refused)"
+        );
+    }
+
+    #[test]
+    fn a_grown_worker_takes_its_first_job_without_queueing_it() {
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+        let pool = ThreadPool::new("t-first", 1).unwrap();
+        let (entered_tx, entered_rx) = crossbeam_channel::bounded::<()>(4);
+        let hold = move |entered: crossbeam_channel::Sender<()>,
+                         release: crossbeam_channel::Receiver<()>| {
+            move || {
+                let _ = entered.send(());
+                let _ = release.recv_timeout(std::time::Duration::from_secs(20));
+            }
+        };
+        assert!(pool.execute(hold(entered_tx.clone(), release_rx.clone())));
+        entered_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(pool.try_execute(1, || {}), Ok(()));
+        // The queue is full: a new worker starts with the job in hand.
+        assert!(pool
+            .grow_with(2, hold(entered_tx.clone(), release_rx.clone()))
+            .is_ok());
+        entered_rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(pool.waiting(), 1, "the first job never waited");
+        assert_eq!(pool.threads(), 2);
+        assert!(pool.grow_with(2, || {}).is_err(), "past the maximum");
+        for _ in 0..2 {
+            let _ = release_tx.send(());
+        }
+        pool.shutdown();
+        assert!(pool.grow_with(3, || {}).is_err(), "shut down");
     }
 
     #[test]
