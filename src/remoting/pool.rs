@@ -106,11 +106,11 @@ impl ThreadPool {
                 workers.push(w);
                 Ok(())
             }
-            Err(_) => match slot.lock().take() {
-                Some(job) => Err(job),
-                // Not reachable: a worker that did not start ran nothing.
-                None => Ok(()),
-            },
+            Err(_) => {
+                let job = slot.lock().take();
+                // A worker that did not start ran nothing: the job is still there.
+                job.map_or(Ok(()), Err)
+            }
         }
     }
 
