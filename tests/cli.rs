@@ -52,13 +52,20 @@ fn unique(prefix: &str) -> String {
 
 /// Runs `rmq` with `NAMESRV_ADDR` pointing at the test cluster.
 fn rmq(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rmq"))
-        .args(args)
+    rmq_logging(args, None)
+}
+
+/// `rmq` with `RUST_LOG` set to `log`, if given (the log goes to stderr).
+fn rmq_logging(args: &[&str], log: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rmq"));
+    cmd.args(args)
         .env("NAMESRV_ADDR", namesrv())
         .env_remove("RUST_LOG")
-        .env_remove("ROCKETMQ_SERIALIZE_TYPE")
-        .output()
-        .expect("run rmq")
+        .env_remove("ROCKETMQ_SERIALIZE_TYPE");
+    if let Some(log) = log {
+        cmd.env("RUST_LOG", log);
+    }
+    cmd.output().expect("run rmq")
 }
 
 fn stdout_lines(out: &Output) -> Vec<Value> {
@@ -413,15 +420,19 @@ fn send_numbered(topic: &str, n: usize) -> Vec<String> {
 
 /// Runs `rmq consume`; returns the message lines and checks the summary line.
 fn consume(args: &[&str]) -> Vec<Value> {
-    consume_logged(args).0
+    consume_with_log(args, None).0
 }
 
-/// [`consume`], with what `rmq consume` wrote on stderr (its warnings, e.g. a commit
-/// that failed at shutdown), for the messages of later assertions.
+/// [`consume`], with what `rmq consume` logged on stderr (warnings, and the consumer's
+/// debug lines: queues taken and dropped, commits), for the messages of later assertions.
 fn consume_logged(args: &[&str]) -> (Vec<Value>, String) {
+    consume_with_log(args, Some("warn,rocketmq_blocking::consumer=debug"))
+}
+
+fn consume_with_log(args: &[&str], log: Option<&str>) -> (Vec<Value>, String) {
     let mut all = vec!["consume"];
     all.extend_from_slice(args);
-    let out = rmq(&all);
+    let out = rmq_logging(&all, log);
     assert!(out.status.success(), "{}", stderr(&out));
     let mut lines = stdout_lines(&out);
     let summary = lines.pop().expect("a summary line");

@@ -201,10 +201,13 @@ impl OffsetStore for RemoteBrokerOffsetStore {
                 .api()
                 .update_consumer_offsets_until(&self.group, &commits, deadline);
         for (r, (_, mq, offset)) in results.into_iter().zip(&commits) {
-            if let Err(e) = r {
-                warn!("{}: committing {offset} for {mq}: {e}", self.group);
-                failed += 1;
-                first.get_or_insert(e);
+            match r {
+                Ok(()) => debug!("{}: committed {offset} for {mq}", self.group),
+                Err(e) => {
+                    warn!("{}: committing {offset} for {mq}: {e}", self.group);
+                    failed += 1;
+                    first.get_or_insert(e);
+                }
             }
         }
         match first {

@@ -694,6 +694,10 @@ impl PushConsumerImpl {
             ack_index,
         } = ctx;
         if pq.is_dropped() {
+            debug!(
+                "{}: {mq} was dropped while its listener ran; nothing recorded",
+                self.group
+            );
             return;
         }
         // How many messages, from the first, count as consumed.
@@ -928,6 +932,11 @@ impl PushConsumerImpl {
         let recording = self.recording.read();
         if *recording {
             self.offset_store.update_offset(mq, offset, increase_only);
+        } else {
+            debug!(
+                "{}: {offset} of {mq} not recorded: shutdown stopped recording",
+                self.group
+            );
         }
     }
 
@@ -947,7 +956,6 @@ impl PushConsumerImpl {
         }
     }
 
-    /// Sync persist of every held queue's offset (shutdown).
     /// Commits the offsets of every held queue, all at once, acknowledged by `deadline`
     /// (shutdown): no lock is held while they are on the way.
     pub(crate) fn persist_offsets_until(&self, deadline: std::time::Instant) {
