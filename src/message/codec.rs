@@ -111,12 +111,18 @@ impl DecodeOptions {
 }
 
 /// Java `messageProperties2String`: `name 0x01 value` joined by `0x02`, no trailing `0x02`.
-pub fn properties_to_string<'a>(
-    properties: impl IntoIterator<Item = (&'a str, &'a str)>,
-) -> String {
+pub fn properties_to_string<'a, I>(properties: I) -> String
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+    I::IntoIter: Clone,
+{
     let properties = properties.into_iter();
-    // Most properties are short: one allocation for the usual message.
-    let mut s = String::with_capacity(properties.size_hint().0 * 32);
+    // Exactly the length: one allocation, no regrowth.
+    let len = properties
+        .clone()
+        .map(|(name, value)| name.len() + value.len() + 2)
+        .sum::<usize>();
+    let mut s = String::with_capacity(len.saturating_sub(1));
     for (name, value) in properties {
         if !s.is_empty() {
             s.push(PROPERTY_SEPARATOR);

@@ -138,9 +138,36 @@ fn format_id(prefix: &str, now: i64, counter: u32) -> String {
     s.push_str(prefix);
     // Java casts the span to int; past 24.8 days it wraps, and readers take the 32 bits
     // as unsigned, so write the low 32 bits.
-    push_hex(&mut s, &((now - month_start(now)) as u32).to_be_bytes());
+    push_hex(
+        &mut s,
+        &((now - month_start_cached(now)) as u32).to_be_bytes(),
+    );
     push_hex(&mut s, &(counter as u16).to_be_bytes());
     s
+}
+
+/// [`month_start`], computed once a month per thread (Java keeps the month's start and
+/// the next one's, too).
+fn month_start_cached(ms: i64) -> i64 {
+    thread_local! {
+        /// The start of the month last asked for, and of the month after it.
+        static MONTH: std::cell::Cell<(i64, i64)> = const { std::cell::Cell::new((0, 0)) };
+    }
+    MONTH.with(|month| {
+        let (start, next) = month.get();
+        if (start..next).contains(&ms) {
+            return start;
+        }
+        let start = month_start(ms);
+        let (y, m, _) = civil_from_days(start.div_euclid(DAY_MS));
+        let next = if m == 12 {
+            days_from_civil(y + 1, 1, 1)
+        } else {
+            days_from_civil(y, m + 1, 1)
+        } * DAY_MS;
+        month.set((start, next));
+        start
+    })
 }
 
 /// Start of the UTC month holding `ms`, in ms since the epoch.
@@ -199,11 +226,18 @@ mod tests {
         }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_782), (2024, 2, 29));
-        let check = |now: i64, start: i64| assert_eq!(month_start(now), start, "{now}");
+        let check = |now: i64, start: i64| {
+            assert_eq!(month_start(now), start, "{now}");
+            assert_eq!(month_start_cached(now), start, "{now} (cached)");
+        };
         check(ms(2024, 3, 31, 23), ms(2024, 3, 1, 0));
         check(ms(2024, 3, 1, 0), ms(2024, 3, 1, 0));
         check(ms(2024, 3, 1, 0) - 1, ms(2024, 2, 1, 0));
         check(-1, ms(1969, 12, 1, 0));
+        // The cached month ends where the next begins, December's too.
+        check(ms(2023, 12, 31, 23), ms(2023, 12, 1, 0));
+        check(ms(2024, 1, 1, 0), ms(2024, 1, 1, 0));
+        check(ms(2024, 1, 1, 0) - 1, ms(2023, 12, 1, 0));
         assert_eq!(previous_month_start(ms(2024, 1, 1, 0)), ms(2023, 12, 1, 0));
         assert_eq!(previous_month_start(ms(2024, 3, 1, 0)), ms(2024, 2, 1, 0));
     }

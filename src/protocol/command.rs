@@ -251,7 +251,13 @@ impl RemotingCommand {
             SerializeType::RocketMq => {
                 BINARY_FIXED_LEN + remark + fields + 6 * self.ext_fields.len()
             }
-            SerializeType::Json => 160 + remark + fields + 16 * self.ext_fields.len(),
+            // The property separators are control characters, escaped in six bytes.
+            SerializeType::Json => {
+                160 + remark
+                    + fields
+                    + 16 * self.ext_fields.len()
+                    + 5 * self.ext_fields.control_chars()
+            }
         }
     }
 

@@ -234,6 +234,11 @@ impl ExtFields {
     pub(crate) fn text_len(&self) -> usize {
         self.text.len()
     }
+
+    /// Control characters in the keys and values (each is six bytes in JSON: `\u0001`).
+    pub(crate) fn control_chars(&self) -> usize {
+        self.text.bytes().filter(|b| *b < 0x20).count()
+    }
 }
 
 /// `push_str`, without a `memcpy` call for the one-letter keys and values that most

@@ -83,12 +83,13 @@ fn special_at(b: &[u8], mut from: usize) -> usize {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let x = u64::from_le_bytes(word);
-        if below(x, 0x20)
+        let found = below(x, 0x20)
             | below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1)
-            != 0
-        {
-            break;
+            | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if found != 0 {
+            // A borrow only runs upwards from a byte that matched, so the lowest flag is
+            // the first such byte (bytes of 0x80 and up are never flagged).
+            return from + (found.trailing_zeros() / 8) as usize;
         }
         from += 8;
     }
@@ -428,6 +429,39 @@ mod tests {
         let fast = decode_fast(header.as_bytes());
         assert!(fast.is_some(), "{header}");
         check(header).unwrap()
+    }
+
+    #[test]
+    fn special_at_finds_the_first_special_byte_in_any_lane() {
+        let naive = |b: &[u8], from: usize| {
+            (from..b.len())
+                .find(|&i| b[i] < 0x20 || b[i] == b'"' || b[i] == b'\\')
+                .unwrap_or(b.len())
+        };
+        // Every special byte after every prefix, with plain, high and special bytes after
+        // it (a borrow must not move the answer).
+        let fillers: [&[u8]; 4] = [
+            b"abcdefghijklmnop",
+            b"\xff\x80\xa2\xdc",
+            b"\"\\\x01",
+            b"\x00\x1f~",
+        ];
+        for len in 0..20 {
+            for special in [b'"', b'\\', 0u8, 0x1f, 0x01] {
+                for filler in fillers {
+                    let mut b: Vec<u8> = (0..len)
+                        .map(|i| [b'x', 0x80, 0xe9, b' ', 0x7f][i % 5])
+                        .collect();
+                    b.push(special);
+                    b.extend_from_slice(filler);
+                    for from in 0..=len.min(9) {
+                        assert_eq!(special_at(&b, from), naive(&b, from), "{b:?} from {from}");
+                    }
+                }
+            }
+            let plain: Vec<u8> = (0..len).map(|i| b"a\xc3\xa9z"[i % 4]).collect();
+            assert_eq!(special_at(&plain, 0), plain.len());
+        }
     }
 
     #[test]

@@ -115,9 +115,19 @@ pub(crate) struct Own {
 #[derive(Default)]
 pub(crate) struct ReadSide {
     pub(super) buf: ReadBuf,
-    /// A caller's poll of this socket alone and its read buffer, made when a caller
-    /// first reads here.
-    lender: Option<(Poll, Box<[u8]>)>,
+    /// A caller's poll of this socket alone and its buffers, made when a caller first
+    /// reads here.
+    lender: Option<Lender>,
+}
+
+/// What a reading caller uses, kept with the connection so that a read allocates nothing.
+pub(crate) struct Lender {
+    poll: Poll,
+    events: Events,
+    /// Bytes off the socket.
+    scratch: Box<[u8]>,
+    /// Frames parsed from a read; empty between reads.
+    frames: Vec<(RemotingCommand, usize)>,
 }
 
 impl DirectWriter {
@@ -406,7 +416,7 @@ impl DirectState {
 /// their read buffer; `None` when the system refuses one (the caller then lets the loop
 /// read).
 #[cfg(unix)]
-fn lender_for(stream: &std::net::TcpStream) -> Option<(Poll, Box<[u8]>)> {
+fn lender_for(stream: &std::net::TcpStream) -> Option<Lender> {
     let poll = Poll::new().ok()?;
     poll.registry()
         .register(
@@ -415,7 +425,12 @@ fn lender_for(stream: &std::net::TcpStream) -> Option<(Poll, Box<[u8]>)> {
             Interest::READABLE,
         )
         .ok()?;
-    Some((poll, vec![0u8; CALLER_READ_CHUNK].into_boxed_slice()))
+    Some(Lender {
+        poll,
+        events: Events::with_capacity(4),
+        scratch: vec![0u8; CALLER_READ_CHUNK].into_boxed_slice(),
+        frames: Vec::with_capacity(4),
+    })
 }
 
 /// Takes the socket out of the loop's poll.
@@ -433,7 +448,7 @@ fn take_back(shared: &Shared, w: &DirectWriter, interest: Interest) -> io::Resul
 }
 
 #[cfg(not(unix))]
-fn lender_for(_stream: &std::net::TcpStream) -> Option<(Poll, Box<[u8]>)> {
+fn lender_for(_stream: &std::net::TcpStream) -> Option<Lender> {
     None
 }
 
@@ -464,15 +479,19 @@ fn read_own(
 ) -> Result<RemotingCommand, Error> {
     shared.direct_reads.fetch_add(1, Ordering::Relaxed);
     let max_frame = shared.config.max_frame;
-    let mut frames = Vec::new();
     let mut others = Vec::new();
     let mut mine = None;
     let mut failure = None;
     let mut timed_out = false;
     {
         let ReadSide { buf, lender } = &mut *rs;
-        if let Some((poll, scratch)) = lender.as_mut() {
-            let mut events = Events::with_capacity(4);
+        if let Some(Lender {
+            poll,
+            events,
+            scratch,
+            frames,
+        }) = lender.as_mut()
+        {
             // Whether bytes may be waiting without a new edge (a short or capped read, or
             // a reader before this one that stopped when its own answer came).
             let mut readable = handed;
@@ -483,7 +502,7 @@ fn read_own(
                         timed_out = true;
                         break;
                     }
-                    match poll.poll(&mut events, Some(own.deadline - now)) {
+                    match poll.poll(events, Some(own.deadline - now)) {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                         Err(e) => {
@@ -502,7 +521,7 @@ fn read_own(
                     max_frame,
                     MAX_CALLER_READS,
                     true,
-                    &mut frames,
+                    frames,
                 );
                 for (cmd, len) in frames.drain(..) {
                     if mine.is_none() && cmd.is_response() && cmd.opaque == own.opaque {
@@ -572,23 +591,24 @@ fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(Remotin
     if st.followers.is_empty() {
         return;
     }
-    let mut rest = Vec::with_capacity(frames.len());
-    for (cmd, len) in frames.drain(..) {
+    // In place: the frames left keep their order, and nothing is allocated.
+    let mut i = 0;
+    while let Some((cmd, _)) = frames.get(i) {
         let at = if cmd.is_response() {
             st.followers.iter().position(|f| f.opaque == cmd.opaque)
         } else {
             None
         };
-        match at.and_then(|i| st.followers.remove(i)) {
+        match at.and_then(|at| st.followers.remove(at)) {
             Some(f) => {
+                let (cmd, _) = frames.remove(i);
                 shared.caller_answers.fetch_add(1, Ordering::Relaxed);
                 // Under `state`: a follower that finds itself off the list has its answer.
                 f.tx.send(SyncReply::Done(Ok(cmd)));
             }
-            None => rest.push((cmd, len)),
+            None => i += 1,
         }
     }
-    *frames = rest;
     w.following.store(st.followers.len(), Ordering::Relaxed);
 }
 

@@ -342,7 +342,6 @@ impl RemotingClient {
     ) -> Result<RemotingCommand> {
         let deadline = Instant::now() + timeout;
         self.check_running()?;
-        let sock = resolve(addr)?;
         // The frame is all that travels; the body must not stay alive for the round trip.
         let (frame, code, opaque) = self.frame_of(addr, request, false)?;
         let (tx, rx) = oneshot::oneshot();
@@ -369,6 +368,9 @@ impl RemotingClient {
                 None
             }
             direct::DirectCall::Queue(frame, pending) => {
+                // Only a connection the loop makes needs the address resolved: a direct
+                // call went to one made before, from the same address.
+                let sock = resolve(addr)?;
                 self.submit(Command::Send {
                     addr: addr.to_string(),
                     sock,

@@ -47,7 +47,7 @@ fn property_strings_are_written_like_java() {
     let m = Message::new("T", Vec::new())
         .with_tags("t")
         .with_keys(["k1", "k2"]);
-    let s = properties_to_string(m.properties());
+    let s = properties_to_string(m.properties().collect::<Vec<_>>());
     assert_eq!(s, "KEYS\u{1}k1 k2\u{2}TAGS\u{1}t\u{2}WAIT\u{1}true");
     assert_eq!(string_to_properties(&s), m.properties_map());
 }

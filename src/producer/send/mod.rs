@@ -336,7 +336,9 @@ impl ProducerImpl {
     fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
         self.check_message(msg)?;
         let (topic, user_topic) = self.topics(msg.topic());
-        let mut props: Vec<(&str, &str)> = msg.properties().collect();
+        // Room for the two the producer may add: no regrowth.
+        let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
+        props.extend(msg.properties());
         let created_id = match msg.property(property::UNIQ_KEY) {
             Some(_) => None,
             None => Some(message::uniq::create_uniq_id()),
