@@ -751,7 +751,7 @@ impl ProducerImpl {
             Mode::Sync => 1 + self.options.retries,
             Mode::Oneway => 1,
         };
-        let mut last_broker: Option<String> = None;
+        let mut last_broker: Option<Arc<str>> = None;
         let mut last_err: Option<Error> = None;
         let mut not_ok: Option<SendResult> = None;
         for _ in 0..attempts {
@@ -765,7 +765,7 @@ impl ProducerImpl {
                 );
                 break;
             }
-            last_broker = Some(mq.broker_name.to_string());
+            last_broker = Some(Arc::clone(&mq.broker_name));
             let started = Instant::now();
             let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed);
             let latency = started.elapsed();
