@@ -225,6 +225,25 @@ fn every_accepted_request_calls_back_once_when_shutdown_races_the_callers() {
 }
 
 #[test]
+fn a_sync_call_to_an_address_that_is_no_address_is_an_invalid_argument() {
+    let c = client();
+    for addr in [
+        "not an address",
+        "127.0.0.1",
+        "300.1.2.3:10911",
+        "host.invalid:10911",
+    ] {
+        let started = std::time::Instant::now();
+        let e = c
+            .invoke_sync(addr, req(), Duration::from_secs(3))
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{addr}: {e}");
+        assert!(started.elapsed() < Duration::from_secs(3), "{addr}: {e}");
+    }
+    c.shutdown();
+}
+
+#[test]
 fn an_empty_name_server_list_is_a_configuration_error() {
     let remoting = RemotingClient::new(RemotingConfig::default()).unwrap();
     let e = remoting
