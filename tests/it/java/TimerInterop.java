@@ -6,8 +6,10 @@
 //       sends "java-at" with setDeliverTimeMs(now + due) and "java-delay" with
 //       setDelayTimeSec(due); prints "SENT <body> <msgId> <wall clock ms before the send>"
 //   TimerInterop consume <namesrv> <topic> <group> <count>
-//       prints "READY" once it holds a queue of the topic, then
-//       "GOT <body> <wall clock ms at arrival>" per distinct message; exits 0 at <count>
+//       prints "READY" once it holds a queue of the topic and the broker has its current
+//       subscription, then
+//       "GOT <body> <wall clock ms at arrival> <store timestamp>" per distinct message (the
+//       store timestamp is when the broker's timer put it into the topic); exits 0 at <count>
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,7 +56,8 @@ public class TimerInterop {
                 long now = System.currentTimeMillis();
                 for (MessageExt m : msgs) {
                     if (seen.add(m.getMsgId())) {
-                        System.out.println("GOT " + new String(m.getBody(), StandardCharsets.UTF_8) + " " + now);
+                        System.out.println("GOT " + new String(m.getBody(), StandardCharsets.UTF_8) + " " + now
+                                + " " + m.getStoreTimestamp());
                         done.countDown();
                     }
                 }
@@ -68,6 +71,17 @@ public class TimerInterop {
                     .stream().noneMatch(mq -> mq.getTopic().equals(topic))) {
                 if (System.currentTimeMillis() > deadline) {
                     System.out.println("NO QUEUE");
+                    System.exit(1);
+                }
+                Thread.sleep(50);
+            }
+            // The client's own heartbeat after its first rebalance can lose a race with the
+            // one start() sent ("lock heartBeat, but failed"): the broker then keeps the old
+            // subscription version, and refuses every pull as "not latest" until the next
+            // rebalance 20 s later. This heartbeat carries the current version.
+            while (!c.getDefaultMQPushConsumerImpl().getmQClientFactory().sendHeartbeatToAllBrokerWithLock()) {
+                if (System.currentTimeMillis() > deadline) {
+                    System.out.println("NO HEARTBEAT");
                     System.exit(1);
                 }
                 Thread.sleep(50);
