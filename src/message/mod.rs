@@ -251,6 +251,12 @@ impl Message {
         self.body.into_vec()
     }
 
+    /// Takes the body out, leaving the message's empty: what [`into_body`](Self::into_body)
+    /// gives, without consuming the message.
+    pub(crate) fn take_body(&mut self) -> Vec<u8> {
+        std::mem::replace(&mut self.body, Body::Owned(Vec::new())).into_vec()
+    }
+
     /// The tag, if set.
     pub fn tags(&self) -> Option<&str> {
         self.property(property::TAGS)

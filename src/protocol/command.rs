@@ -238,7 +238,13 @@ impl RemotingCommand {
 
     /// The encoded frame as a new vector.
     pub fn to_frame(&self) -> Vec<u8> {
-        let mut buf = Vec::with_capacity(8 + self.header_len_hint() + self.body.len());
+        self.to_frame_in(Vec::new())
+    }
+
+    /// [`to_frame`](Self::to_frame) in `buf` (emptied first): its capacity is reused.
+    pub(crate) fn to_frame_in(&self, mut buf: Vec<u8>) -> Vec<u8> {
+        buf.clear();
+        buf.reserve(8 + self.header_len_hint() + self.body.len());
         self.encode(&mut buf);
         buf
     }

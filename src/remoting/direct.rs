@@ -366,6 +366,8 @@ pub(crate) fn call_direct(
         };
     }
     drop(st);
+    // All of it went out: the buffer serves the next frame.
+    shared.frames.give(frame);
     if follows.is_some() {
         return DirectCall::Follow(Arc::clone(&w));
     }

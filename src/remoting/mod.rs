@@ -22,6 +22,7 @@ mod oneshot;
 #[doc(hidden)]
 pub mod pending;
 mod pool;
+mod recycle;
 mod semaphore;
 mod tls;
 
@@ -112,6 +113,8 @@ pub(crate) struct Shared {
     processors: RwLock<HashMap<i32, Arc<dyn RequestProcessor>>>,
     callback_pool: ThreadPool,
     processor_pool: ThreadPool,
+    /// Buffers of written frames, for the next frames encoded.
+    frames: recycle::FramePool,
     /// Bytes of frames queued on connections and not yet wholly written (kept by the I/O
     /// thread; for diagnostics and the bounded-memory tests).
     queued_bytes: AtomicUsize,
@@ -238,6 +241,7 @@ impl RemotingClient {
             processors: RwLock::new(HashMap::new()),
             callback_pool,
             processor_pool,
+            frames: recycle::FramePool::default(),
             queued_bytes: AtomicUsize::new(0),
             processor_queued_bytes: AtomicUsize::new(0),
             tls,
@@ -745,6 +749,13 @@ impl RemotingClient {
         self.shared.config.credentials.is_some() || !self.hooks.read().is_empty()
     }
 
+    /// An empty buffer for a frame a caller encodes ([`Outgoing::Frame`]): one a written
+    /// frame left behind when there is one, so that frames are not allocated on the
+    /// caller's thread and freed on the I/O thread each time.
+    pub(crate) fn frame_buffer(&self) -> Vec<u8> {
+        self.shared.frames.take()
+    }
+
     /// The header encoding of this client's requests.
     pub(crate) fn serialize_type(&self) -> SerializeType {
         self.shared.config.serialize_type
@@ -784,7 +795,7 @@ impl RemotingClient {
             acl::sign(credentials, request)?;
         }
         request.serialize_type = self.shared.config.serialize_type;
-        let frame = request.to_frame();
+        let frame = request.to_frame_in(self.shared.frames.take());
         self.check_frame_size(&frame)?;
         Ok(frame)
     }

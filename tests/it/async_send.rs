@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
-use rocketmq_blocking::{ErrorKind, Message, Producer, SendResult};
+use rocketmq_blocking::{ErrorKind, Message, MessageQueue, Producer, SendResult};
 
 use crate::cluster;
 use rocketmq_blocking::ClientOptions;
@@ -244,6 +244,19 @@ fn a_message_that_is_not_sent_comes_back_unchanged_and_its_callback_never_runs()
 
     let e = p.send_async_future(big.clone()).unwrap_err();
     assert_eq!(e.into_message(), big);
+
+    // Refused after it was prepared for the wire, when the send owns its body: a queue of
+    // a broker the route does not have. The body comes back with the rest.
+    let mut fits = Message::new(&topic, b"secret body ".repeat(50)).with_tags("TagA");
+    fits.put_user_property("user-a", "1").unwrap();
+    let nowhere = MessageQueue::new(&topic, "no_such_broker", 0);
+    let e = p
+        .send_async_to_queue(fits.clone(), &nowhere, cb())
+        .unwrap_err();
+    assert_eq!(e.error().kind(), ErrorKind::NoRoute, "{e}");
+    let back = e.into_message();
+    assert_eq!(back.body(), fits.body());
+    assert_eq!(back, fits);
 
     // Shut down: a state error, the message back.
     let small = Message::new(&topic, "small");

@@ -58,9 +58,20 @@ struct Prepared<'a> {
 }
 
 impl Prepared<'_> {
-    fn into_owned(self) -> Prepared<'static> {
+    fn into_owned(mut self) -> Prepared<'static> {
+        let body = std::mem::take(&mut self.body).into_owned();
+        self.with_body(body)
+    }
+
+    /// Whether the body is the message's own (not compressed): then the message can give
+    /// it up instead of it being copied.
+    fn borrows_body(&self) -> bool {
+        matches!(self.body, Cow::Borrowed(_))
+    }
+
+    fn with_body(self, body: Vec<u8>) -> Prepared<'static> {
         Prepared {
-            body: Cow::Owned(self.body.into_owned()),
+            body: Cow::Owned(body),
             topic: self.topic,
             user_topic: self.user_topic,
             properties: self.properties,
@@ -659,7 +670,7 @@ impl ProducerImpl {
         }
         let opaque = next_opaque();
         let flag = if oneway { ONEWAY_FLAG } else { 0 };
-        let mut frame = Vec::new();
+        let mut frame = remoting.frame_buffer();
         let ty = remoting.serialize_type();
         RemotingCommand::encode_request(code, &header, opaque, flag, &p.body, ty, &mut frame);
         Outgoing::Frame {
@@ -959,7 +970,7 @@ impl ProducerImpl {
                 callback(r)
             })
         };
-        match self.queue_async(&msg, queue, timeout, observed) {
+        match self.queue_async(&mut msg, queue, timeout, observed) {
             Ok(()) => Ok(()),
             Err(error) => {
                 // Not queued: the wrapped callback was dropped unrun.
@@ -973,9 +984,12 @@ impl ProducerImpl {
         }
     }
 
+    ///
+    /// The message's body moves into the send (the attempts keep it for their re-sends),
+    /// unless it is compressed; it comes back into `msg` when the send is not queued.
     fn queue_async(
         self: &Arc<Self>,
-        msg: &Message,
+        msg: &mut Message,
         queue: Option<&MessageQueue>,
         timeout: Duration,
         callback: SendCallback,
@@ -988,9 +1002,34 @@ impl ProducerImpl {
             Err(callback) => callback,
         };
         self.instance()?;
-        let p = Arc::new(self.prepare(msg)?.into_owned());
-        self.queue_prepared(p, queue, timeout, callback)
-            .map_err(|(e, _callback)| e)
+        let prepared = self.prepare(msg)?;
+        let moved = prepared.borrows_body();
+        let p = if moved {
+            // No copy: the send owns the body from here on.
+            let p = prepared.with_body(Vec::new());
+            p.with_body(msg.take_body())
+        } else {
+            prepared.into_owned()
+        };
+        let p = Arc::new(p);
+        let kept = moved.then(|| Arc::clone(&p));
+        match self.queue_prepared(p, queue, timeout, callback) {
+            Ok(()) => Ok(()),
+            Err((e, callback)) => {
+                drop(callback);
+                // Not queued: the body goes back to the message, which the caller gets
+                // back unchanged (and the hooks' `after_send` sees). Nothing else holds
+                // the send now; were it otherwise, the body is copied back.
+                if let Some(p) = kept {
+                    let body = match Arc::try_unwrap(p) {
+                        Ok(p) => p.body.into_owned(),
+                        Err(p) => p.body.to_vec(),
+                    };
+                    msg.set_body(body);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Queues the async send of a prepared message (or batch). On `Ok`, `callback` runs

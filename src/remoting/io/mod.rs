@@ -140,6 +140,8 @@ pub(super) struct IoLoop {
     /// them: responses read before them, why their connection closed.
     direct_awaits: DirectAwaits,
     turn: u64,
+    /// Frames a flush wrote, given back to the frame pool at its end, under one lock.
+    spent: Vec<Vec<u8>>,
 }
 
 impl IoLoop {
@@ -158,6 +160,7 @@ impl IoLoop {
             read_to_end: false,
             direct_awaits: DirectAwaits::default(),
             turn: 0,
+            spent: Vec::new(),
         }
     }
 
@@ -630,10 +633,11 @@ impl IoLoop {
                                 if done.reply {
                                     c.reply_bytes -= done.frame.len();
                                 }
-                                // Dropping it releases a oneway permit.
                                 self.shared
                                     .queued_bytes
                                     .fetch_sub(done.frame.len(), Ordering::Relaxed);
+                                // Dropping the rest releases a oneway permit.
+                                self.spent.push(done.frame);
                             }
                         } else {
                             c.woff += n;
@@ -653,6 +657,7 @@ impl IoLoop {
             st.idle = connected && st.rest.is_none() && c.wq.is_empty();
         }
         drop(direct_state);
+        self.shared.frames.give_all(&mut self.spent);
         if let Some(reason) = failure {
             // A TLS connection that fails before its handshake ended failed the handshake.
             let reason = match reason {
