@@ -984,9 +984,9 @@ impl ProducerImpl {
         }
     }
 
-    ///
-    /// The message's body moves into the send (the attempts keep it for their re-sends),
-    /// unless it is compressed; it comes back into `msg` when the send is not queued.
+    /// Prepares and queues `msg` (or hands it to its open batch). The body moves into the
+    /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
+    /// `msg` when the send is not queued.
     fn queue_async(
         self: &Arc<Self>,
         msg: &mut Message,
