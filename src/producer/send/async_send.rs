@@ -8,6 +8,156 @@ use std::time::{Duration, Instant};
 use super::*;
 
 impl ProducerImpl {
+    /// Queues an async send. On `Ok`, `callback` runs exactly once; on `Err`, it has not
+    /// run, never will, and `msg` comes back with the error. With `queue`, every attempt goes
+    /// to that queue (Java `send(msg, mq, callback)` re-sends to the same broker).
+    pub(in crate::producer) fn send_async(
+        self: &Arc<Self>,
+        msg: Message,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> std::result::Result<(), SendAsyncError> {
+        let started = Instant::now();
+        let mut msg = msg;
+        let hooks = self.observer.hooks();
+        if let Some(hooks) = &hooks {
+            hooks.before(&self.group, SendMode::Async, &mut msg);
+        }
+        let counters = self.observer.counters.clone();
+        // Shared by the callback and the error path below: one allocation.
+        let topic: Arc<str> = Arc::from(msg.topic());
+        let bytes = msg.body().len() as u64;
+        // The message as sent, for the hooks' `after_send` (a copy only when hooked).
+        let hooked = hooks.map(|h| (h, msg.clone(), self.group.clone()));
+        counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
+        let observed: SendCallback = {
+            let counters = counters.clone();
+            let topic = topic.clone();
+            Box::new(move |r: Result<SendResult>| {
+                // Counted before the user's callback runs: a caller that waits for its
+                // callbacks then sees them in the stats.
+                counters.record(&topic, 1, bytes, &r, started.elapsed());
+                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+                if let Some((hooks, mut msg, group)) = hooked {
+                    hooks.after(&group, SendMode::Async, &mut msg, r.as_ref().map(Some));
+                }
+                callback(r)
+            })
+        };
+        match self.queue_async(&mut msg, queue, timeout, observed) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                // Not queued: the wrapped callback was dropped unrun.
+                counters.failed(&topic, 1, &error);
+                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+                if let Some(hooks) = self.observer.hooks() {
+                    hooks.after(&self.group, SendMode::Async, &mut msg, Err(&error));
+                }
+                Err(SendAsyncError::new(error, msg))
+            }
+        }
+    }
+
+    /// Prepares and queues `msg` (or hands it to its open batch). The body moves into the
+    /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
+    /// `msg` when the send is not queued.
+    fn queue_async(
+        self: &Arc<Self>,
+        msg: &mut Message,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> Result<()> {
+        if let Some(mq) = queue {
+            check_queue_topic(msg.topic(), mq)?;
+        }
+        let callback = match self.send_async_auto_batched(msg, queue, timeout, callback) {
+            Ok(queued) => return queued,
+            Err(callback) => callback,
+        };
+        self.instance()?;
+        let prepared = self.prepare(msg)?;
+        let moved = prepared.borrows_body();
+        let p = if moved {
+            // No copy: the send owns the body from here on.
+            let mut p = prepared.with_body(Vec::new());
+            p.body = Cow::Owned(msg.take_body());
+            p
+        } else {
+            prepared.into_owned()
+        };
+        let p = Arc::new(p);
+        let kept = moved.then(|| Arc::clone(&p));
+        match self.queue_prepared(p, queue, timeout, callback) {
+            Ok(()) => Ok(()),
+            Err((e, callback)) => {
+                drop(callback);
+                // Not queued: the body goes back to the message, which the caller gets
+                // back unchanged (and the hooks' `after_send` sees). Nothing else holds
+                // the send now; were it otherwise, the body is copied back.
+                if let Some(p) = kept {
+                    let body = match Arc::try_unwrap(p) {
+                        Ok(p) => p.body.into_owned(),
+                        Err(p) => p.body.to_vec(),
+                    };
+                    msg.set_body(body);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Queues the async send of a prepared message (or batch). On `Ok`, `callback` runs
+    /// exactly once; on `Err`, it comes back unrun.
+    pub(super) fn queue_prepared(
+        self: &Arc<Self>,
+        p: Arc<Prepared<'static>>,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        callback: SendCallback,
+    ) -> std::result::Result<(), (Error, SendCallback)> {
+        let begin = Instant::now();
+        let instance = match self.instance() {
+            Ok(i) => i,
+            Err(e) => return Err((e, callback)),
+        };
+        let info = match self.find_publish_info(&instance, &p.topic) {
+            Ok(i) => i,
+            Err(e) => return Err((e, callback)),
+        };
+        let pinned = queue.map(|mq| {
+            let mut mq = mq.clone();
+            mq.topic = p.topic.clone();
+            mq
+        });
+        let mq = match &pinned {
+            Some(mq) => mq.clone(),
+            None => match self.fault.select(&info, None) {
+                Some(mq) => mq,
+                None => {
+                    let e = Error::new(
+                        ErrorKind::NoRoute,
+                        format!("no writable queue of topic {}", p.user_topic),
+                    );
+                    return Err((e, callback));
+                }
+            },
+        };
+        let attempt = AsyncAttempt {
+            producer: self.clone(),
+            instance,
+            p,
+            info,
+            begin,
+            timeout,
+            retries_left: self.options.async_retries,
+            pinned: pinned.is_some(),
+        };
+        // Not queued: the callback comes back unrun.
+        attempt.send(mq, callback)
+    }
+
     /// An async send of one batch (`SEND_BATCH_MESSAGE`): the contract of `send_async`,
     /// the batch checked and encoded on the caller's thread; an error here means nothing
     /// was queued and `callback` was dropped unrun. Counted and hooked as one send of
