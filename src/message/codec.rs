@@ -111,6 +111,9 @@ impl DecodeOptions {
 }
 
 /// Java `messageProperties2String`: `name 0x01 value` joined by `0x02`, no trailing `0x02`.
+///
+/// The iterator is cloned once to measure the text: give it one that borrows (a `Vec`'s
+/// own iterator copies the vector when cloned).
 pub fn properties_to_string<'a, I>(properties: I) -> String
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,

@@ -11,24 +11,72 @@ use mio::Token;
 
 use super::direct::DirectWriter;
 use super::oneshot;
+use super::pool::{Job, Task};
 use super::semaphore::Permit;
 use super::InvokeCallback;
 use crate::error::{Error, ErrorKind, TimeoutPhase};
 use crate::protocol::{RemotingCommand, RequestCode};
 
-/// An [`InvokeCallback`] behind a pointer: one allocation per async request.
-pub(crate) trait BoxedCallback: Send {
-    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>);
+/// An async request's callback with its request code and in-flight permit, boxed once
+/// when the request is queued. The same box takes the result and runs on the callback
+/// pool: completing a request allocates nothing more.
+pub(crate) struct Completion<C> {
+    callback: C,
+    code: RequestCode,
+    /// Released after the callback ran.
+    permit: Permit,
+    /// Set by [`AsyncCompletion::with_result`] before the box goes to the pool.
+    result: Option<Result<RemotingCommand, Error>>,
 }
 
-impl<C: InvokeCallback> BoxedCallback for C {
-    fn call(self: Box<Self>, result: Result<RemotingCommand, Error>) {
-        (*self).operation_complete(result)
+impl<C: InvokeCallback> Completion<C> {
+    pub(crate) fn boxed(callback: C, code: RequestCode, permit: Permit) -> Callback {
+        Box::new(Completion {
+            callback,
+            code,
+            permit,
+            result: None,
+        })
+    }
+}
+
+/// A [`Completion`] of any callback type.
+pub(crate) trait AsyncCompletion: Send {
+    /// The request code, for logs.
+    fn code(&self) -> RequestCode;
+
+    /// The pool job that calls the callback with `result`, then releases the permit.
+    fn with_result(self: Box<Self>, result: Result<RemotingCommand, Error>) -> Job;
+}
+
+impl<C: InvokeCallback> AsyncCompletion for Completion<C> {
+    fn code(&self) -> RequestCode {
+        self.code
+    }
+
+    fn with_result(mut self: Box<Self>, result: Result<RemotingCommand, Error>) -> Job {
+        self.result = Some(result);
+        self
+    }
+}
+
+impl<C: InvokeCallback> Task for Completion<C> {
+    fn run(self: Box<Self>) {
+        let Completion {
+            callback,
+            code,
+            permit,
+            result,
+        } = *self;
+        // Always set: only `with_result` makes the job.
+        let result = result.unwrap_or_else(|| Err(Error::state("no result")));
+        callback.operation_complete(result.map_err(|e| e.context(format!("{code:?}"))));
+        drop(permit);
     }
 }
 
 /// A callback for an async request; runs on the callback pool.
-pub(crate) type Callback = Box<dyn BoxedCallback>;
+pub(crate) type Callback = Box<dyn AsyncCompletion>;
 
 /// What ends a sync caller's wait.
 pub(crate) enum SyncReply {
@@ -42,12 +90,8 @@ pub(crate) enum SyncReply {
 /// Who waits for a response.
 pub(crate) enum Waiter {
     Sync(oneshot::Sender<SyncReply>),
-    /// Completed exactly once, on the callback pool; `code` names the request in errors.
-    Async {
-        callback: Callback,
-        code: RequestCode,
-        permit: Permit,
-    },
+    /// Completed exactly once, on the callback pool.
+    Async(Callback),
 }
 
 /// A request waiting for its response.
@@ -69,7 +113,8 @@ pub(crate) enum Command {
     },
     /// Queue a frame to `addr`, connecting first if needed; register the waiter under `opaque`.
     Send {
-        addr: String,
+        /// Shared with the sender's own copy (a producer's broker address).
+        addr: Arc<str>,
         sock: SocketAddr,
         frame: Vec<u8>,
         wait: Option<PendingRequest>,

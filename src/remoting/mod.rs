@@ -19,6 +19,7 @@ mod invoke;
 mod io;
 mod namesrv;
 mod oneshot;
+mod parsed;
 #[doc(hidden)]
 pub mod pending;
 mod pool;
@@ -161,26 +162,18 @@ impl Shared {
     }
 
     /// Runs an async request's callback on the callback pool, then releases its permit.
-    fn run_callback(
-        &self,
-        callback: command::Callback,
-        code: RequestCode,
-        permit: Permit,
-        result: Result<RemotingCommand>,
-    ) {
-        let queued = self.callback_pool.execute(move || {
-            callback.call(result.map_err(|e| e.context(format!("{code:?}"))));
-            drop(permit);
-        });
-        if !queued {
+    fn run_callback(&self, callback: command::Callback, result: Result<RemotingCommand>) {
+        let code = callback.code();
+        if !self
+            .callback_pool
+            .execute_boxed(callback.with_result(result))
+        {
             // The pool stops only after the I/O thread has ended and failed everything.
             warn!("callback of {code:?} dropped: the callback pool is shut down");
         }
     }
 }
 
-/// What runs when an async request completes (Java `InvokeCallback`).
-///
 /// The remoting client (Java `NettyRemotingClient`).
 ///
 /// Cheap to share behind an `Arc`; every method takes `&self`. Dropping the last handle
@@ -376,7 +369,7 @@ impl RemotingClient {
                 // call went to one made before, from the same address.
                 let sock = resolve(addr)?;
                 self.submit(Command::Send {
-                    addr: addr.to_string(),
+                    addr: Arc::from(addr),
                     sock,
                     frame,
                     wait: Some(pending),
@@ -477,20 +470,25 @@ impl RemotingClient {
         timeout: Duration,
         callback: C,
     ) -> std::result::Result<(), InvokeAsyncError<C>> {
-        self.invoke_async_outgoing(addr, Outgoing::Command(request), timeout, callback)
+        self.invoke_async_outgoing(
+            Arc::from(addr),
+            Outgoing::Command(request),
+            timeout,
+            callback,
+        )
     }
 
     /// [`invoke_async_with`](Self::invoke_async_with) of a command or of a frame the
     /// caller encoded.
     pub(crate) fn invoke_async_outgoing<C: InvokeCallback>(
         &self,
-        addr: &str,
+        addr: Arc<str>,
         request: Outgoing,
         timeout: Duration,
         callback: C,
     ) -> std::result::Result<(), InvokeAsyncError<C>> {
         let deadline = Instant::now() + timeout;
-        let (sock, permit, frame, code, opaque) = match self.prepare_async(addr, request, deadline)
+        let (sock, permit, frame, code, opaque) = match self.prepare_async(&addr, request, deadline)
         {
             Ok(p) => p,
             Err(e) => return Err(InvokeAsyncError::new(e, callback)),
@@ -501,23 +499,19 @@ impl RemotingClient {
         if !self.shared.accepting.load(Ordering::Acquire) {
             drop(gate);
             return Err(InvokeAsyncError::new(
-                Error::state("the remoting client is shut down").with_addr(addr),
+                Error::state("the remoting client is shut down").with_addr(&addr),
                 callback,
             ));
         }
         let cmd = Command::Send {
-            addr: addr.to_string(),
+            addr: addr.clone(),
             sock,
             frame,
             wait: Some(PendingRequest {
                 opaque,
                 deadline,
                 timeout,
-                waiter: Waiter::Async {
-                    callback: Box::new(callback),
-                    code,
-                    permit,
-                },
+                waiter: Waiter::Async(command::Completion::boxed(callback, code, permit)),
             }),
             permit: None,
         };
@@ -527,19 +521,14 @@ impl RemotingClient {
         if let Some(Command::Send {
             wait:
                 Some(PendingRequest {
-                    waiter:
-                        Waiter::Async {
-                            callback,
-                            code,
-                            permit,
-                        },
+                    waiter: Waiter::Async(callback),
                     ..
                 }),
             ..
         }) = refused
         {
-            let e = Error::state("the remoting client is shut down").with_addr(addr);
-            self.shared.run_callback(callback, code, permit, Err(e));
+            let e = Error::state("the remoting client is shut down").with_addr(&addr);
+            self.shared.run_callback(callback, Err(e));
         }
         drop(gate);
         Ok(())
@@ -602,7 +591,7 @@ impl RemotingClient {
         })?;
         let (frame, _, _) = self.frame_of(addr, request, true)?;
         self.submit(Command::Send {
-            addr: addr.to_string(),
+            addr: Arc::from(addr),
             sock,
             frame,
             wait: None,
@@ -861,7 +850,7 @@ impl Drop for RemotingClient {
 /// whichever thread sends: the caller's, the client timer, and for a broker known by
 /// name also the callback pool (async re-sends) and the pull thread.
 fn resolve(addr: &str) -> Result<SocketAddr> {
-    if let Ok(sock) = addr.parse::<SocketAddr>() {
+    if let Some(sock) = parsed::literal(addr) {
         return Ok(sock);
     }
     addr.to_socket_addrs()

@@ -27,9 +27,10 @@ pub struct PendingEntry<W> {
     pub waiter: W,
 }
 
-/// Opaques (and the consumer's batch ids) are consecutive small integers: a multiply
-/// spreads them over the hash's high bits (which the table's control bytes use) at a
-/// fraction of SipHash's cost.
+/// Opaques (and the consumer's batch ids, and the I/O loop's connection tokens) are
+/// consecutive small integers the client picks, never the peer: a multiply spreads them
+/// over the hash's high bits (which the table's control bytes use) at a fraction of
+/// SipHash's cost.
 #[derive(Default)]
 pub struct OpaqueHasher(u64);
 
@@ -51,11 +52,18 @@ impl Hasher for OpaqueHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }
+
+/// A map keyed by client-chosen integers (opaques, tokens), hashed by [`OpaqueHasher`].
+pub(crate) type OpaqueMap<K, V> = HashMap<K, V, BuildHasherDefault<OpaqueHasher>>;
 
 /// Requests in flight, by opaque, and their deadlines in time order.
 pub struct PendingTable<W> {
-    entries: HashMap<i32, PendingEntry<W>, BuildHasherDefault<OpaqueHasher>>,
+    entries: OpaqueMap<i32, PendingEntry<W>>,
     deadlines: BinaryHeap<Reverse<(Instant, i32)>>,
 }
 
@@ -282,6 +290,14 @@ mod tests {
             h.finish() >> 57
         };
         let distinct: std::collections::HashSet<u64> = (0..128).map(high).collect();
+        assert!(distinct.len() > 64, "{}", distinct.len());
+        // Tokens hash through `write_usize`: spread the same way.
+        let token = |n: usize| {
+            let mut h = OpaqueHasher::default();
+            std::hash::Hash::hash(&mio::Token(n), &mut h);
+            h.finish() >> 57
+        };
+        let distinct: std::collections::HashSet<u64> = (0..128).map(token).collect();
         assert!(distinct.len() > 64, "{}", distinct.len());
     }
 }

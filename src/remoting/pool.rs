@@ -14,7 +14,19 @@ use parking_lot::Mutex;
 
 use crate::util::worker::{self, Worker, JOIN_TIMEOUT};
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// Work for a pool thread: any `FnOnce()`, or a boxed value that runs itself (an async
+/// request's completion reuses its box instead of boxing a closure around it).
+pub(crate) trait Task: Send + 'static {
+    fn run(self: Box<Self>);
+}
+
+impl<F: FnOnce() + Send + 'static> Task for F {
+    fn run(self: Box<Self>) {
+        (*self)()
+    }
+}
+
+pub(crate) type Job = Box<dyn Task>;
 
 enum Msg {
     Run(Job),
@@ -122,11 +134,16 @@ impl ThreadPool {
 
     /// Queues a job. Returns false (and drops the job) when the pool is shut down.
     pub fn execute(&self, job: impl FnOnce() + Send + 'static) -> bool {
+        self.execute_boxed(Box::new(job))
+    }
+
+    /// [`execute`](Self::execute) for a job already boxed.
+    pub(crate) fn execute_boxed(&self, job: Job) -> bool {
         if self.closed.load(Ordering::Acquire) {
             return false;
         }
         self.waiting.fetch_add(1, Ordering::AcqRel);
-        if self.sender.send(Msg::Run(Box::new(job))).is_err() {
+        if self.sender.send(Msg::Run(job)).is_err() {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             return false;
         }
@@ -197,11 +214,11 @@ fn spawn_worker(
     let waiting = waiting.clone();
     worker::spawn(format!("{name}-{i}"), move || {
         if let Some(job) = first {
-            worker::run_caught(format_args!("a job on pool {pool}"), job);
+            worker::run_caught(format_args!("a job on pool {pool}"), || job.run());
         }
         while let Ok(Msg::Run(job)) = rx.recv() {
             waiting.fetch_sub(1, Ordering::AcqRel);
-            worker::run_caught(format_args!("a job on pool {pool}"), job);
+            worker::run_caught(format_args!("a job on pool {pool}"), || job.run());
         }
     })
 }

@@ -72,6 +72,39 @@ fn a_refused_connection_calls_back_once_on_the_callback_pool() {
     assert!(rx.try_recv().is_err(), "no second call");
 }
 
+#[test]
+fn an_async_permit_comes_back_after_the_callback_ran_and_the_error_names_the_request() {
+    let c = RemotingClient::new(RemotingConfig {
+        async_permits: 1,
+        ..RemotingConfig::default()
+    })
+    .unwrap();
+    let addr = dead_addr();
+    let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(0);
+    let (error_tx, error_rx) = unbounded();
+    c.invoke_async(&addr, req(), Duration::from_secs(5), move |r| {
+        let _ = error_tx.send(r.err().map(|e| e.to_string()));
+        let _ = release_rx.recv_timeout(Duration::from_secs(20));
+    })
+    .unwrap();
+    let error = error_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let error = error.expect("a refused connection is an error");
+    assert!(error.contains("HEART_BEAT"), "{error}");
+    // The callback is still running: its permit is held, so a second request waits for
+    // one and is refused.
+    let e = c
+        .invoke_async(&addr, req(), Duration::from_millis(100), |_| {})
+        .unwrap_err();
+    assert_eq!(e.error().kind(), ErrorKind::Overloaded, "{e}");
+    assert_eq!(c.async_permits.available(), 0);
+    release_tx.send(()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || c.async_permits.available() == 1),
+        "the permit came back once the callback returned"
+    );
+    c.shutdown();
+}
+
 /// A callback with state the caller wants back when the request is not queued.
 struct Keep {
     id: u32,

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use log::{debug, info, warn};
@@ -38,7 +39,7 @@ impl MQClientInstance {
         let mut table = self.broker_addr_table.write();
         table.retain(|name, addrs| {
             addrs.retain(|id, addr| {
-                let keep = live.contains(addr);
+                let keep = live.contains(&**addr);
                 if !keep {
                     info!("broker {name} id {id} at {addr} is offline; removed");
                 }
@@ -117,7 +118,7 @@ impl MQClientInstance {
         };
         let times = self.heartbeat_times.fetch_add(1, Ordering::Relaxed);
         crate::stats::ClientCounters::bump(&self.counters.heartbeats);
-        let targets: Vec<(String, u64, String)> = self
+        let targets: Vec<(String, u64, Arc<str>)> = self
             .broker_addr_table
             .read()
             .iter()
@@ -141,7 +142,7 @@ impl MQClientInstance {
                         .write()
                         .entry(name.clone())
                         .or_default()
-                        .insert(addr.clone(), version);
+                        .insert(addr.to_string(), version);
                     if times.is_multiple_of(20) {
                         info!("heartbeat to broker {name} {addr} ok (broker version {version})");
                     }
@@ -201,7 +202,7 @@ impl MQClientInstance {
                 .broker_addr_table
                 .read()
                 .values()
-                .any(|m| m.values().any(|a| a == addr));
+                .any(|m| m.values().any(|a| **a == *addr));
             if !is_broker {
                 return;
             }

@@ -264,7 +264,7 @@ impl MQClientInstance {
             .broker_addr_table
             .read()
             .values()
-            .flat_map(|m| m.values().cloned())
+            .flat_map(|m| m.values().map(|a| a.to_string()))
             .collect();
         for addr in addrs {
             let mut timeout = self.config.mq_client_api_timeout;

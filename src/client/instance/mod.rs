@@ -137,7 +137,7 @@ pub struct MQClientInstance {
     consumers: RwLock<HashMap<String, Arc<dyn ConsumerInner>>>,
     route_table: RwLock<HashMap<String, TopicRouteData>>,
     /// Broker name → broker id → address.
-    broker_addr_table: RwLock<HashMap<String, BTreeMap<u64, String>>>,
+    broker_addr_table: RwLock<HashMap<String, BTreeMap<u64, Arc<str>>>>,
     /// Broker name → address → version reported in the heartbeat response.
     broker_version_table: RwLock<HashMap<String, HashMap<String, i32>>>,
     namesrv_lock: Mutex<()>,

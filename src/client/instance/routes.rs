@@ -238,12 +238,16 @@ impl MQClientInstance {
             // Only for a broker name already known: a first route is followed by the
             // heartbeat of whoever starts, and a new name by the rebalance that adds its
             // queues.
-            let known = |addr: &String| brokers.values().any(|m| m.values().any(|a| a == addr));
+            let known = |addr: &String| brokers.values().any(|m| m.values().any(|a| **a == **addr));
             let new_addr = route.broker_datas.iter().any(|bd| {
                 brokers.contains_key(&bd.broker_name) && bd.broker_addrs.values().any(|a| !known(a))
             });
             for bd in &route.broker_datas {
-                brokers.insert(bd.broker_name.clone(), bd.broker_addrs.clone());
+                let addrs = bd
+                    .broker_addrs
+                    .iter()
+                    .map(|(id, a)| (*id, Arc::from(a.as_str())));
+                brokers.insert(bd.broker_name.clone(), addrs.collect());
             }
             new_addr
         };
@@ -397,14 +401,14 @@ impl MQClientInstance {
         let map = table.get(broker_name)?;
         if let Some(a) = map.get(&broker_id) {
             return Some(FindBrokerResult {
-                addr: a.clone(),
+                addr: a.to_string(),
                 slave: broker_id != 0,
             });
         }
         if broker_id != 0 {
             if let Some(a) = map.get(&(broker_id + 1)) {
                 return Some(FindBrokerResult {
-                    addr: a.clone(),
+                    addr: a.to_string(),
                     slave: true,
                 });
             }
@@ -413,7 +417,7 @@ impl MQClientInstance {
             return None;
         }
         map.iter().next().map(|(id, a)| FindBrokerResult {
-            addr: a.clone(),
+            addr: a.to_string(),
             slave: *id != 0,
         })
     }
@@ -453,13 +457,28 @@ impl MQClientInstance {
         self.broker_addr_table
             .read()
             .get(broker_name)
+            .and_then(|m| m.get(&0).map(|a| a.to_string()))
+    }
+
+    /// [`find_broker_address_in_publish`](Self::find_broker_address_in_publish), shared
+    /// with the table: a send copies no text.
+    pub(crate) fn publish_address(&self, broker_name: &str) -> Option<Arc<str>> {
+        self.broker_addr_table
+            .read()
+            .get(broker_name)
             .and_then(|m| m.get(&0).cloned())
     }
 
     /// Broker names and their addresses, as known now.
     #[cfg(feature = "unstable-internals")]
     pub fn broker_addresses(&self) -> HashMap<String, BTreeMap<u64, String>> {
-        self.broker_addr_table.read().clone()
+        let table = self.broker_addr_table.read();
+        let text =
+            |m: &BTreeMap<u64, Arc<str>>| m.iter().map(|(id, a)| (*id, a.to_string())).collect();
+        table
+            .iter()
+            .map(|(name, m)| (name.clone(), text(m)))
+            .collect()
     }
 
     /// Whether `addr` is in the broker table.
@@ -468,7 +487,7 @@ impl MQClientInstance {
         self.broker_addr_table
             .read()
             .values()
-            .any(|m| m.values().any(|a| a == addr))
+            .any(|m| m.values().any(|a| **a == *addr))
     }
 
     /// True when a route error means the topic does not exist.

@@ -45,7 +45,7 @@ impl ProducerImpl {
                 callback(r)
             })
         };
-        match self.queue_async(&mut msg, queue, timeout, observed) {
+        match self.queue_async(&mut msg, &topic, queue, timeout, observed) {
             Ok(()) => Ok(()),
             Err(error) => {
                 // Not queued: the wrapped callback was dropped unrun.
@@ -61,10 +61,11 @@ impl ProducerImpl {
 
     /// Prepares and queues `msg` (or hands it to its open batch). The body moves into the
     /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
-    /// `msg` when the send is not queued.
+    /// `msg` when the send is not queued. `topic` is `msg.topic()`, shared.
     fn queue_async(
         self: &Arc<Self>,
         msg: &mut Message,
+        topic: &Arc<str>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
         callback: SendCallback,
@@ -77,7 +78,7 @@ impl ProducerImpl {
             Err(callback) => callback,
         };
         self.instance()?;
-        let prepared = self.prepare(msg)?;
+        let prepared = self.prepare_named(msg, topic.clone())?;
         let moved = prepared.borrows_body();
         let p = if moved {
             // No copy: the send owns the body from here on.
@@ -273,10 +274,7 @@ impl AsyncAttempt {
     /// there. `callback` runs exactly once.
     fn resend(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
         let instance = self.instance.clone();
-        if instance
-            .find_broker_address_in_publish(&mq.broker_name)
-            .is_some()
-        {
+        if instance.publish_address(&mq.broker_name).is_some() {
             return self.resend_now(mq, callback, cause);
         }
         let topic = self.p.topic.clone();
@@ -288,10 +286,7 @@ impl AsyncAttempt {
 
     /// Re-sends to `mq` with the broker address cached now, if any.
     fn resend_now(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
-        let Some(addr) = self
-            .instance
-            .find_broker_address_in_publish(&mq.broker_name)
-        else {
+        let Some(addr) = self.instance.publish_address(&mq.broker_name) else {
             let e = Error::new(
                 ErrorKind::NoRoute,
                 format!("the broker {} does not exist", mq.broker_name),
@@ -310,7 +305,7 @@ impl AsyncAttempt {
     fn send_to(
         self,
         mq: MessageQueue,
-        addr: String,
+        addr: Arc<str>,
         callback: SendCallback,
     ) -> std::result::Result<(), (Error, SendCallback)> {
         let left = match self.time_left() {
@@ -328,7 +323,7 @@ impl AsyncAttempt {
         };
         let target = in_flight.addr.clone();
         remoting
-            .invoke_async_outgoing(&target, request, left, in_flight)
+            .invoke_async_outgoing(target, request, left, in_flight)
             .map_err(|e| {
                 let (e, in_flight) = e.into_parts();
                 (e, in_flight.callback)
@@ -341,7 +336,7 @@ impl AsyncAttempt {
 struct InFlight {
     attempt: AsyncAttempt,
     mq: MessageQueue,
-    addr: String,
+    addr: Arc<str>,
     started: Instant,
     callback: SendCallback,
 }

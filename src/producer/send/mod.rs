@@ -334,18 +334,23 @@ impl ProducerImpl {
             .map_err(|e| e.context(format!("message to {}", msg.topic())))
     }
 
-    /// The topic as sent and as the user named it (one allocation without a namespace).
-    fn topics(&self, user_topic: &str) -> (Arc<str>, Arc<str>) {
-        let user: Arc<str> = Arc::from(user_topic);
+    /// The topic as sent and as the user named it (no allocation without a namespace).
+    fn topics(&self, user: Arc<str>) -> (Arc<str>, Arc<str>) {
         match self.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-            Some(ns) => (Arc::from(namespace::wrap(Some(ns), user_topic)), user),
+            Some(ns) => (Arc::from(namespace::wrap(Some(ns), &user)), user),
             None => (user.clone(), user),
         }
     }
 
     fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
+        self.prepare_named(msg, Arc::from(msg.topic()))
+    }
+
+    /// [`prepare`](Self::prepare) with the message's topic already shared (`user_topic`
+    /// is `msg.topic()`).
+    fn prepare_named<'a>(&self, msg: &'a Message, user_topic: Arc<str>) -> Result<Prepared<'a>> {
         self.check_message(msg)?;
-        let (topic, user_topic) = self.topics(msg.topic());
+        let (topic, user_topic) = self.topics(user_topic);
         // Room for the two the producer may add: no regrowth.
         let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
         props.extend(msg.properties());
@@ -380,7 +385,9 @@ impl ProducerImpl {
         {
             flag_bits |= sys_flag::TRANSACTION_PREPARED;
         }
-        let properties = message::properties_to_string(props);
+        // Borrowed: the length pass clones the iterator, and a `Vec`'s own iterator
+        // clones its elements into a new allocation.
+        let properties = message::properties_to_string(props.iter().copied());
         // The id made here moves in once the properties no longer borrow it.
         let msg_id = match created_id {
             Some(id) => id,
@@ -453,7 +460,7 @@ impl ProducerImpl {
         check_body(body.len(), self.options.max_message_size)
             .map_err(|e| e.context("encoded batch"))?;
         let wait = if wait { "true" } else { "false" };
-        let (topic, user_topic) = self.topics(first.topic());
+        let (topic, user_topic) = self.topics(Arc::from(first.topic()));
         Ok(Prepared {
             topic,
             user_topic,
@@ -579,13 +586,13 @@ impl ProducerImpl {
         instance: &MQClientInstance,
         topic: &str,
         broker: &str,
-    ) -> Result<String> {
-        if let Some(a) = instance.find_broker_address_in_publish(broker) {
+    ) -> Result<Arc<str>> {
+        if let Some(a) = instance.publish_address(broker) {
             return Ok(self.vip(a));
         }
         let _ = self.find_publish_info(instance, topic);
         instance
-            .find_broker_address_in_publish(broker)
+            .publish_address(broker)
             .map(|a| self.vip(a))
             .ok_or_else(|| {
                 Error::new(
@@ -596,7 +603,7 @@ impl ProducerImpl {
     }
 
     /// Java `MixAll.brokerVIPChannel`: the broker's fast port is `port - 2`.
-    fn vip(&self, addr: String) -> String {
+    fn vip(&self, addr: Arc<str>) -> Arc<str> {
         if !self.config.vip_channel_enabled {
             return addr;
         }
@@ -604,7 +611,7 @@ impl ProducerImpl {
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
         {
-            Some((host, port)) if port > 2 => format!("{host}:{}", port - 2),
+            Some((host, port)) if port > 2 => Arc::from(format!("{host}:{}", port - 2)),
             _ => addr,
         }
     }

@@ -44,7 +44,7 @@ use mio::{Events, Interest, Poll, Token};
 use super::command::{CloseReason, Command, PendingRequest, SyncReply, Waiter};
 use super::direct::{write_rest, DirectAwaits, DirectWriter};
 use super::frames::{parse_frames, read_frames, ReadBuf, ReadEnd};
-use super::pending::{PendingEntry, PendingTable};
+use super::pending::{OpaqueMap, PendingEntry, PendingTable};
 use super::pool::Refused;
 
 /// Broker-initiated requests refused because the processor queue was full (for logging).
@@ -124,7 +124,8 @@ pub(super) struct IoLoop {
     poll: Poll,
     shared: Arc<Shared>,
     rx: Receiver<Command>,
-    conns: HashMap<Token, Conn>,
+    /// Tokens are ours, never the peer's: hashed cheaply.
+    conns: OpaqueMap<Token, Conn>,
     by_addr: HashMap<String, Token>,
     pending: PendingTable<Waiter>,
     next_token: usize,
@@ -150,7 +151,7 @@ impl IoLoop {
             poll,
             shared,
             rx,
-            conns: HashMap::new(),
+            conns: OpaqueMap::default(),
             by_addr: HashMap::new(),
             pending: PendingTable::new(),
             next_token: 1,
@@ -718,11 +719,7 @@ impl IoLoop {
                 // The caller may have given up already; that is fine.
                 tx.send(SyncReply::Done(result));
             }
-            Waiter::Async {
-                callback,
-                code,
-                permit,
-            } => self.shared.run_callback(callback, code, permit, result),
+            Waiter::Async(callback) => self.shared.run_callback(callback, result),
         }
     }
 
