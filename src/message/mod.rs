@@ -510,6 +510,12 @@ impl Message {
         self.properties.iter()
     }
 
+    /// [`properties`](Self::properties), cloneable (the producer measures the property
+    /// string before writing it).
+    pub(crate) fn property_pairs(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + Clone {
+        self.properties.iter()
+    }
+
     /// Sets any property, reserved names included (for the producer and the decoders).
     pub(crate) fn put_property(&mut self, name: impl AsRef<str>, value: impl AsRef<str>) {
         self.properties.insert(name.as_ref(), value.as_ref());

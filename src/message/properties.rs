@@ -143,7 +143,7 @@ impl Properties {
     }
 
     /// Names and values, sorted by name.
-    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + Clone {
         self.entries
             .iter()
             .map(|e| (self.slice(e.name), self.slice(e.value)))

@@ -94,6 +94,39 @@ fn async_sends_to_the_real_broker_call_back_once_each_with_the_result() {
     assert!(rx.try_recv().is_err());
 }
 
+/// The I/O thread remembers the connection of the last address a send named; a send
+/// after that connection closed must open a new one, not write to the closed one.
+#[test]
+fn async_sends_after_their_broker_connection_closed_reconnect_and_succeed() {
+    let topic = cluster::topic("acb_reconnect", 4);
+    let p = Producer::builder(cluster::unique("apg"))
+        .client_options(cluster::options())
+        .start()
+        .unwrap();
+    let instance = p.client_instance().unwrap();
+    let rounds = 3;
+    let per_round = 20;
+    let (tracker, rx) = Tracker::new(rounds * per_round);
+    for round in 0..rounds {
+        for i in round * per_round..(round + 1) * per_round {
+            p.send_async(Message::new(&topic, format!("m{i}")), tracker.callback(i))
+                .unwrap_or_else(|e| panic!("send {i} not queued: {e}"));
+        }
+        for _ in 0..per_round {
+            let (i, r) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            r.unwrap_or_else(|k| panic!("round {round}, send {i}: {k:?}"));
+        }
+        // Every broker connection closes; the next round's sends name the same addresses.
+        for (_, addrs) in instance.broker_addresses() {
+            for addr in addrs.values() {
+                instance.remoting().close_connection(addr, "test");
+            }
+        }
+    }
+    p.shutdown();
+    assert!((0..rounds * per_round).all(|i| tracker.runs(i) == 1));
+}
+
 #[test]
 fn a_refused_connection_calls_back_once_with_a_connect_error() {
     let dead = {

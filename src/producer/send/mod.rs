@@ -352,25 +352,33 @@ impl ProducerImpl {
         self.check_message(msg)?;
         let (topic, user_topic) = self.topics(user_topic);
         // Room for the two the producer may add: no regrowth.
-        let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
-        props.extend(msg.properties());
         let created_id = match msg.property(property::UNIQ_KEY) {
             Some(_) => None,
             None => Some(message::uniq::create_uniq_id()),
         };
-        if let Some(id) = &created_id {
-            props.push((property::UNIQ_KEY, id.as_str()));
-        }
-        if let Some(ns) = self.namespace.as_deref() {
-            props.retain(|(k, _)| *k != property::INSTANCE_ID);
-            props.push((property::INSTANCE_ID, ns));
-        }
+        let made_id = created_id.as_deref().map(|id| (property::UNIQ_KEY, id));
         let (mut reconsume_times, mut max_reconsume_times) = (None, None);
-        if is_retry_topic(&topic) {
-            // Java moves these two properties into the header for retry-topic sends.
-            reconsume_times = take_int(&mut props, property::RECONSUME_TIME);
-            max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
-        }
+        let retry = is_retry_topic(&topic);
+        let properties = if self.namespace.is_none() && !retry {
+            // The usual send changes nothing but the id: straight into the string.
+            message::properties_to_string(msg.property_pairs().chain(made_id))
+        } else {
+            let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
+            props.extend(msg.properties());
+            props.extend(made_id);
+            if let Some(ns) = self.namespace.as_deref() {
+                props.retain(|(k, _)| *k != property::INSTANCE_ID);
+                props.push((property::INSTANCE_ID, ns));
+            }
+            if retry {
+                // Java moves these two properties into the header for retry-topic sends.
+                reconsume_times = take_int(&mut props, property::RECONSUME_TIME);
+                max_reconsume_times = take_int(&mut props, property::MAX_RECONSUME_TIMES);
+            }
+            // Borrowed: the length pass clones the iterator, and a `Vec`'s own iterator
+            // clones its elements into a new allocation.
+            message::properties_to_string(props.iter().copied())
+        };
         let mut flag_bits = 0;
         let body: Cow<'a, [u8]> = if msg.body().len() >= self.options.compress_over {
             let kind = self.options.compress_type;
@@ -385,9 +393,6 @@ impl ProducerImpl {
         {
             flag_bits |= sys_flag::TRANSACTION_PREPARED;
         }
-        // Borrowed: the length pass clones the iterator, and a `Vec`'s own iterator
-        // clones its elements into a new allocation.
-        let properties = message::properties_to_string(props.iter().copied());
         // The id made here moves in once the properties no longer borrow it.
         let msg_id = match created_id {
             Some(id) => id,

@@ -127,6 +127,9 @@ pub(super) struct IoLoop {
     /// Tokens are ours, never the peer's: hashed cheaply.
     conns: OpaqueMap<Token, Conn>,
     by_addr: HashMap<String, Token>,
+    /// The address of the last `Send` and its connection: a producer sends its frames to
+    /// one broker address (the same `Arc`) again and again, and this spares the lookup.
+    last_send: Option<(Arc<str>, Token)>,
     pending: PendingTable<Waiter>,
     next_token: usize,
     scratch: Box<[u8]>,
@@ -153,6 +156,7 @@ impl IoLoop {
             rx,
             conns: OpaqueMap::default(),
             by_addr: HashMap::new(),
+            last_send: None,
             pending: PendingTable::new(),
             next_token: 1,
             scratch: vec![0u8; READ_CHUNK].into_boxed_slice(),
@@ -284,14 +288,20 @@ impl IoLoop {
                 wait,
                 permit,
             } => {
-                let token = match self.conn_for(&addr, sock) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        if let Some(p) = wait {
-                            self.complete(p.waiter, Err(e));
+                let token = match self.last_send_conn(&addr) {
+                    Some(t) => t,
+                    None => match self.conn_for(&addr, sock) {
+                        Ok(t) => {
+                            self.last_send = Some((addr, t));
+                            t
                         }
-                        return;
-                    }
+                        Err(e) => {
+                            if let Some(p) = wait {
+                                self.complete(p.waiter, Err(e));
+                            }
+                            return;
+                        }
+                    },
                 };
                 let opaque = wait.as_ref().map(|p| p.opaque);
                 if let Some(p) = wait {
@@ -382,6 +392,14 @@ impl IoLoop {
                 .awaiting
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         }
+    }
+
+    /// The connection of the last `Send`, when `addr` is the same `Arc` and the connection
+    /// is still open (tokens are never reused, and a closed one leaves `conns`).
+    fn last_send_conn(&self, addr: &Arc<str>) -> Option<Token> {
+        let (last, token) = self.last_send.as_ref()?;
+        let open = self.conns.get(token).is_some_and(|c| *c.addr == **addr);
+        (Arc::ptr_eq(last, addr) && open).then_some(*token)
     }
 
     /// The connection to `addr`, opening a non-blocking connect when there is none.
