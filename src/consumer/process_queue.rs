@@ -7,7 +7,7 @@
 //! (concurrently, lite pull) and keeps the messages themselves only where it hands them out
 //! (orderly).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 
 use crate::message::{property, MessageExt};
 use crate::protocol::consumer_admin::ProcessQueueInfo;
+use crate::remoting::pending::OpaqueMap;
 
 /// A queue held longer than this without a pull is dropped and re-created by rebalance.
 pub const PULL_MAX_IDLE_TIME: Duration = Duration::from_secs(120);
@@ -24,8 +25,6 @@ pub const REBALANCE_LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(30);
 
 /// A concurrent batch in its listener: when it started, and its messages.
 type InFlight = (Instant, Arc<Vec<MessageExt>>);
-
-type BatchIds = std::hash::BuildHasherDefault<crate::remoting::pending::OpaqueHasher>;
 
 /// One pulled message not yet consumed.
 struct Cached {
@@ -78,7 +77,7 @@ pub struct ProcessQueue {
     /// started and the messages, for the consume timeout (Java `cleanExpiredMsg`). Ids
     /// are consecutive: a multiplicative hash, not SipHash (a push consumer inserts and
     /// removes one per message at the default batch size of 1).
-    in_flight: Mutex<HashMap<u64, InFlight, BatchIds>>,
+    in_flight: Mutex<OpaqueMap<u64, InFlight>>,
     next_batch: AtomicU64,
 }
 
@@ -93,7 +92,7 @@ impl Default for ProcessQueue {
             consume_lock: Mutex::new(()),
             try_unlock_times: AtomicI64::new(0),
             last_consume_millis: AtomicI64::new(0),
-            in_flight: Mutex::new(HashMap::default()),
+            in_flight: Mutex::new(OpaqueMap::default()),
             next_batch: AtomicU64::new(0),
         }
     }

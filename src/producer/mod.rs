@@ -68,7 +68,8 @@ pub struct SendResult {
     pub(crate) message_queue: MessageQueue,
     pub(crate) queue_offset: i64,
     pub(crate) transaction_id: Option<String>,
-    pub(crate) region_id: String,
+    /// Borrowed for the default region: no allocation per send.
+    pub(crate) region_id: std::borrow::Cow<'static, str>,
     pub(crate) trace_on: bool,
 }
 

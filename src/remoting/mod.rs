@@ -40,8 +40,8 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Error, ErrorKind, Result, TimeoutPhase};
 use crate::protocol::{RemotingCommand, RequestCode, SerializeType};
-use crate::util;
 use crate::util::worker::{self, Worker};
+use crate::util::{self, NameMap};
 
 pub use acl::Credentials;
 pub use config::{RemotingConfig, RequestProcessor, RpcHook};
@@ -96,7 +96,7 @@ pub(crate) struct Shared {
     draining: AtomicBool,
     /// The established plain connections whose socket sync callers may write on, by
     /// address (kept by the I/O thread).
-    direct: RwLock<HashMap<String, Arc<direct::DirectWriter>>>,
+    direct: RwLock<NameMap<String, Arc<direct::DirectWriter>>>,
     /// Frames callers wrote themselves, and of those the ones the socket took only in
     /// part (the loop wrote the rest).
     direct_writes: AtomicU64,
@@ -224,7 +224,7 @@ impl RemotingClient {
             waker,
             wake_requested: AtomicBool::new(false),
             draining: AtomicBool::new(false),
-            direct: RwLock::new(HashMap::new()),
+            direct: RwLock::new(NameMap::default()),
             direct_writes: AtomicU64::new(0),
             direct_rests: AtomicU64::new(0),
             direct_reads: AtomicU64::new(0),

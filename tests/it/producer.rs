@@ -57,6 +57,9 @@ fn a_sent_message_is_stored_byte_exact() {
     assert_eq!(r.send_status(), SendStatus::Ok);
     assert_eq!(r.message_queue().topic(), topic);
     assert_eq!(r.msg_id().len(), 32, "UNIQ_KEY of an IPv4 client");
+    // The broker answers with its `regionId`, by default the one Java reports.
+    assert_eq!(r.region_id(), "DefaultRegion");
+    assert!(r.trace_on());
     let m = stored(r.offset_msg_id());
     assert_eq!(m.topic(), topic);
     assert_eq!(m.body(), body.as_slice());

@@ -44,6 +44,7 @@ use crate::protocol::transaction::CheckTransactionStateRequestHeader;
 use crate::protocol::TopicRouteData;
 use crate::remoting::RemotingClient;
 use crate::scheduler::ScheduledExecutor;
+use crate::util::NameMap;
 use routes::RouteRequests;
 use services::ConsumerServices;
 
@@ -137,7 +138,7 @@ pub struct MQClientInstance {
     consumers: RwLock<HashMap<String, Arc<dyn ConsumerInner>>>,
     route_table: RwLock<HashMap<String, TopicRouteData>>,
     /// Broker name → broker id → address.
-    broker_addr_table: RwLock<HashMap<String, BTreeMap<u64, Arc<str>>>>,
+    broker_addr_table: RwLock<NameMap<String, BTreeMap<u64, Arc<str>>>>,
     /// Broker name → address → version reported in the heartbeat response.
     broker_version_table: RwLock<HashMap<String, HashMap<String, i32>>>,
     namesrv_lock: Mutex<()>,
@@ -195,7 +196,7 @@ impl MQClientInstance {
             producers: RwLock::new(HashMap::new()),
             consumers: RwLock::new(HashMap::new()),
             route_table: RwLock::new(HashMap::new()),
-            broker_addr_table: RwLock::new(HashMap::new()),
+            broker_addr_table: RwLock::new(NameMap::default()),
             broker_version_table: RwLock::new(HashMap::new()),
             namesrv_lock: Mutex::new(()),
             heartbeat_lock: Mutex::new(()),

@@ -5,6 +5,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::producer::observe::Hooks;
+use crate::stats::SendCounters;
+
 use super::*;
 
 impl ProducerImpl {
@@ -25,30 +28,25 @@ impl ProducerImpl {
             hooks.before(&self.group, SendMode::Async, &mut msg);
         }
         let counters = self.observer.counters.clone();
-        // Shared by the callback and the error path below: one allocation.
+        // Shared by the send, its stats and the error path below: one allocation.
         let topic: Arc<str> = Arc::from(msg.topic());
-        let bytes = msg.body().len() as u64;
-        // The message as sent, for the hooks' `after_send` (a copy only when hooked).
-        let hooked = hooks.map(|h| (h, msg.clone(), self.group.clone()));
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
-        let observed: SendCallback = {
-            let counters = counters.clone();
-            let topic = topic.clone();
-            Box::new(move |r: Result<SendResult>| {
-                // Counted before the user's callback runs: a caller that waits for its
-                // callbacks then sees them in the stats.
-                counters.record(&topic, 1, bytes, &r, started.elapsed());
-                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
-                if let Some((hooks, mut msg, group)) = hooked {
-                    hooks.after(&group, SendMode::Async, &mut msg, r.as_ref().map(Some));
-                }
-                callback(r)
-            })
+        let done = Done {
+            observed: Some(Observed {
+                counters: counters.clone(),
+                topic: topic.clone(),
+                count: 1,
+                bytes: msg.body().len() as u64,
+                started,
+                // The message as sent, for the hooks' `after_send` (a copy only when hooked).
+                hooked: hooks.map(|h| (h, vec![msg.clone()], self.group.clone())),
+            }),
+            callback,
         };
-        match self.queue_async(&mut msg, &topic, queue, timeout, observed) {
+        match self.queue_async(&mut msg, &topic, queue, timeout, done) {
             Ok(()) => Ok(()),
             Err(error) => {
-                // Not queued: the wrapped callback was dropped unrun.
+                // Not queued: the observed callback was dropped unrun.
                 counters.failed(&topic, 1, &error);
                 counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
                 if let Some(hooks) = self.observer.hooks() {
@@ -68,14 +66,18 @@ impl ProducerImpl {
         topic: &Arc<str>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: SendCallback,
+        done: Done,
     ) -> Result<()> {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
         }
-        let callback = match self.send_async_auto_batched(msg, queue, timeout, callback) {
-            Ok(queued) => return queued,
-            Err(callback) => callback,
+        let done = match self.batcher.as_ref() {
+            // The batcher keeps its callers' callbacks boxed.
+            Some(_) => match self.send_async_auto_batched(msg, queue, timeout, done.boxed()) {
+                Ok(queued) => return queued,
+                Err(callback) => Done::plain(callback),
+            },
+            None => done,
         };
         self.instance()?;
         let prepared = self.prepare_named(msg, topic.clone())?;
@@ -88,44 +90,36 @@ impl ProducerImpl {
         } else {
             prepared.into_owned()
         };
-        let p = Arc::new(p);
-        let kept = moved.then(|| Arc::clone(&p));
-        match self.queue_prepared(p, queue, timeout, callback) {
+        match self.queue_prepared(p, queue, timeout, done) {
             Ok(()) => Ok(()),
-            Err((e, callback)) => {
-                drop(callback);
+            Err(unqueued) => {
                 // Not queued: the body goes back to the message, which the caller gets
-                // back unchanged (and the hooks' `after_send` sees). Nothing else holds
-                // the send now; were it otherwise, the body is copied back.
-                if let Some(p) = kept {
-                    let body = match Arc::try_unwrap(p) {
-                        Ok(p) => p.body.into_owned(),
-                        Err(p) => p.body.to_vec(),
-                    };
-                    msg.set_body(body);
+                // back unchanged (and the hooks' `after_send` sees).
+                if moved {
+                    msg.set_body(unqueued.p.body.into_owned());
                 }
-                Err(e)
+                Err(unqueued.error)
             }
         }
     }
 
-    /// Queues the async send of a prepared message (or batch). On `Ok`, `callback` runs
-    /// exactly once; on `Err`, it comes back unrun.
+    /// Queues the async send of a prepared message (or batch). On `Ok`, `done` runs
+    /// exactly once; on `Err`, it comes back unrun, with the send.
     pub(super) fn queue_prepared(
         self: &Arc<Self>,
-        p: Arc<Prepared<'static>>,
+        p: Prepared<'static>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: SendCallback,
-    ) -> std::result::Result<(), (Error, SendCallback)> {
+        done: Done,
+    ) -> std::result::Result<(), Box<Unqueued>> {
         let begin = Instant::now();
         let instance = match self.instance() {
             Ok(i) => i,
-            Err(e) => return Err((e, callback)),
+            Err(error) => return Err(Unqueued::new(error, p, done)),
         };
         let info = match self.find_publish_info(&instance, &p.topic) {
             Ok(i) => i,
-            Err(e) => return Err((e, callback)),
+            Err(error) => return Err(Unqueued::new(error, p, done)),
         };
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
@@ -137,11 +131,11 @@ impl ProducerImpl {
             None => match self.fault.select(&info, None) {
                 Some(mq) => mq,
                 None => {
-                    let e = Error::new(
+                    let error = Error::new(
                         ErrorKind::NoRoute,
                         format!("no writable queue of topic {}", p.user_topic),
                     );
-                    return Err((e, callback));
+                    return Err(Unqueued::new(error, p, done));
                 }
             },
         };
@@ -155,8 +149,8 @@ impl ProducerImpl {
             retries_left: self.options.async_retries,
             pinned: pinned.is_some(),
         };
-        // Not queued: the callback comes back unrun.
-        attempt.send(mq, callback)
+        // Not queued: `done` comes back unrun.
+        attempt.send(mq, done)
     }
 
     /// An async send of one batch (`SEND_BATCH_MESSAGE`): the contract of `send_async`,
@@ -184,32 +178,32 @@ impl ProducerImpl {
         if let Some(mq) = queue {
             check_queue_topic(&topic, mq)?;
         }
-        let p = Arc::new(self.prepare_batch(&msgs)?);
+        let p = self.prepare_batch(&msgs)?;
         let count = msgs.len() as u64;
-        let bytes: u64 = msgs.iter().map(|m| m.body().len() as u64).sum();
         let counters = self.observer.counters.clone();
-        // The batch as sent, for the hooks' `after_send` (a copy only when hooked).
-        let hooked = hooks.map(|h| (h, msgs.into_owned(), self.group.clone()));
-        // A second copy for `after_send` if the batch is not queued (only when hooked).
-        let unqueued = hooked.as_ref().map(|(_, m, _)| m.clone());
+        let topic: Arc<str> = Arc::from(topic);
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
-        let observed: SendCallback = {
-            let counters = counters.clone();
-            let topic = topic.clone();
-            Box::new(move |r: Result<SendResult>| {
-                counters.record(&topic, count, bytes, &r, started.elapsed());
-                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
-                if let Some((h, mut msgs, group)) = hooked {
-                    for m in &mut msgs {
-                        h.after(&group, SendMode::Async, m, r.as_ref().map(Some));
-                    }
-                }
-                callback(r)
-            })
+        let done = Done {
+            observed: Some(Observed {
+                counters: counters.clone(),
+                topic: topic.clone(),
+                count,
+                bytes: msgs.iter().map(|m| m.body().len() as u64).sum(),
+                started,
+                // The batch as sent, for the hooks' `after_send` (a copy only when hooked).
+                hooked: hooks.map(|h| (h, msgs.to_vec(), self.group.clone())),
+            }),
+            callback,
         };
+        // The batch for `after_send` if it is not queued (only when hooked).
+        let unqueued = done
+            .observed
+            .as_ref()
+            .and_then(|o| o.hooked.as_ref())
+            .map(|_| msgs.into_owned());
         let queued = self
-            .queue_prepared(p, queue, timeout, observed)
-            .map_err(|(e, _callback)| e);
+            .queue_prepared(p, queue, timeout, done)
+            .map_err(|u| u.error);
         if let Err(e) = &queued {
             counters.failed(&topic, count, e);
             counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -228,7 +222,7 @@ impl ProducerImpl {
 pub(super) struct AsyncAttempt {
     pub(super) producer: Arc<ProducerImpl>,
     pub(super) instance: Arc<MQClientInstance>,
-    pub(super) p: Arc<Prepared<'static>>,
+    pub(super) p: Prepared<'static>,
     pub(super) info: Arc<TopicPublishInfo>,
     pub(super) begin: Instant,
     pub(super) timeout: Duration,
@@ -239,23 +233,23 @@ pub(super) struct AsyncAttempt {
 
 impl AsyncAttempt {
     /// Queues the first attempt to `mq`, on the caller's thread (which may look the
-    /// route up). On `Ok`, `callback` runs exactly once; on `Err`, it comes back unrun.
+    /// route up). On `Ok`, `done` runs exactly once; on `Err`, it comes back unrun.
     pub(super) fn send(
         self,
         mq: MessageQueue,
-        callback: SendCallback,
-    ) -> std::result::Result<(), (Error, SendCallback)> {
-        if let Err(e) = self.time_left() {
-            return Err((e, callback));
+        done: Done,
+    ) -> std::result::Result<(), Box<Unqueued>> {
+        if let Err(error) = self.time_left() {
+            return Err(Unqueued::new(error, self.p, done));
         }
         let addr = match self
             .producer
             .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
         {
             Ok(a) => a,
-            Err(e) => return Err((e, callback)),
+            Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
-        self.send_to(mq, addr, callback)
+        self.send_to(mq, addr, done)
     }
 
     /// The budget left, or the timeout error when none is.
@@ -271,46 +265,47 @@ impl AsyncAttempt {
     /// Re-sends to `mq` after `cause`, from the callback pool, where nothing waits for the
     /// name server: a broker whose address is not cached has its route fetched on the
     /// client timer (`MQClientInstance::request_route`) and the re-send goes on from
-    /// there. `callback` runs exactly once.
-    fn resend(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+    /// there. `done` runs exactly once.
+    fn resend(self, mq: MessageQueue, done: Done, cause: Error) {
         let instance = self.instance.clone();
         if instance.publish_address(&mq.broker_name).is_some() {
-            return self.resend_now(mq, callback, cause);
+            return self.resend_now(mq, done, cause);
         }
         let topic = self.p.topic.clone();
         instance.request_route(
             &topic,
-            Some(Box::new(move || self.resend_now(mq, callback, cause))),
+            Some(Box::new(move || self.resend_now(mq, done, cause))),
         );
     }
 
     /// Re-sends to `mq` with the broker address cached now, if any.
-    fn resend_now(self, mq: MessageQueue, callback: SendCallback, cause: Error) {
+    fn resend_now(self, mq: MessageQueue, done: Done, cause: Error) {
         let Some(addr) = self.instance.publish_address(&mq.broker_name) else {
             let e = Error::new(
                 ErrorKind::NoRoute,
                 format!("the broker {} does not exist", mq.broker_name),
             );
-            return callback(Err(e.context(format!("after {cause}"))));
+            return done.complete(Err(e.context(format!("after {cause}"))));
         };
         let addr = self.producer.vip(addr);
-        // Queued, the re-send owns the callback; not queued, it comes back here.
-        if let Err((e, callback)) = self.send_to(mq, addr, callback) {
-            callback(Err(e.context(format!("after {cause}"))));
+        // Queued, the re-send owns `done`; not queued, it comes back here.
+        if let Err(unqueued) = self.send_to(mq, addr, done) {
+            let Unqueued { error, done, .. } = *unqueued;
+            done.complete(Err(error.context(format!("after {cause}"))));
         }
     }
 
-    /// Queues one attempt to `mq` at `addr`. On `Ok`, `callback` runs exactly once; on
+    /// Queues one attempt to `mq` at `addr`. On `Ok`, `done` runs exactly once; on
     /// `Err`, it comes back unrun.
     fn send_to(
         self,
         mq: MessageQueue,
         addr: Arc<str>,
-        callback: SendCallback,
-    ) -> std::result::Result<(), (Error, SendCallback)> {
+        done: Done,
+    ) -> std::result::Result<(), Box<Unqueued>> {
         let left = match self.time_left() {
             Ok(left) => left,
-            Err(e) => return Err((e, callback)),
+            Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
         let remoting = self.instance.remoting().clone();
         let request = self.producer.request(&remoting, &self.p, &mq, false);
@@ -319,26 +314,94 @@ impl AsyncAttempt {
             mq,
             addr,
             started: Instant::now(),
-            callback,
+            done,
         };
         let target = in_flight.addr.clone();
         remoting
             .invoke_async_outgoing(target, request, left, in_flight)
             .map_err(|e| {
-                let (e, in_flight) = e.into_parts();
-                (e, in_flight.callback)
+                let (error, in_flight) = e.into_parts();
+                Unqueued::new(error, in_flight.attempt.p, in_flight.done)
             })
     }
 }
 
-/// An attempt on the wire: the remoting callback of an async send, which owns the user's
-/// callback and gets it back when the request cannot be queued.
+/// A send that was not queued: why, the send, and what would have run on its completion.
+pub(super) struct Unqueued {
+    pub(super) error: Error,
+    pub(super) p: Prepared<'static>,
+    pub(super) done: Done,
+}
+
+impl Unqueued {
+    /// Boxed: the error path alone pays for carrying the send back.
+    fn new(error: Error, p: Prepared<'static>, done: Done) -> Box<Unqueued> {
+        Box::new(Unqueued { error, p, done })
+    }
+}
+
+/// What runs when an async send completes: its stats and hooks (for a send the caller
+/// made), then the callback. Carried inside the attempt, so the caller's callback is the
+/// only box an async send adds.
+pub(super) struct Done {
+    observed: Option<Observed>,
+    callback: SendCallback,
+}
+
+/// The stats and hooks of one async send of `count` messages.
+struct Observed {
+    counters: Arc<SendCounters>,
+    topic: Arc<str>,
+    count: u64,
+    bytes: u64,
+    started: Instant,
+    /// The hooks, the messages as sent and the group, for `after_send`.
+    hooked: Option<(Hooks, Vec<Message>, String)>,
+}
+
+impl Done {
+    /// A callback with nothing to count (the auto-batcher's, which counts its callers).
+    pub(super) fn plain(callback: SendCallback) -> Done {
+        Done {
+            observed: None,
+            callback,
+        }
+    }
+
+    /// Counts the result, runs the hooks' `after_send`, then the callback. Counted before
+    /// the callback runs: a caller that waits for its callbacks then sees them in the
+    /// stats.
+    pub(super) fn complete(self, r: Result<SendResult>) {
+        if let Some(o) = self.observed {
+            o.counters
+                .record(&o.topic, o.count, o.bytes, &r, o.started.elapsed());
+            o.counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+            if let Some((hooks, mut msgs, group)) = o.hooked {
+                for m in &mut msgs {
+                    hooks.after(&group, SendMode::Async, m, r.as_ref().map(Some));
+                }
+            }
+        }
+        (self.callback)(r)
+    }
+
+    /// The whole of it as one callback, for the auto-batcher, which keeps its callers'.
+    fn boxed(self) -> SendCallback {
+        match self.observed {
+            None => self.callback,
+            Some(_) => Box::new(move |r| self.complete(r)),
+        }
+    }
+}
+
+/// An attempt on the wire: the remoting callback of an async send, which owns what runs
+/// on its completion and gives it back when the request cannot be queued.
 struct InFlight {
     attempt: AsyncAttempt,
     mq: MessageQueue,
     addr: Arc<str>,
     started: Instant,
-    callback: SendCallback,
+    done: Done,
 }
 
 impl InvokeCallback for InFlight {
@@ -348,7 +411,7 @@ impl InvokeCallback for InFlight {
             mq,
             addr,
             started,
-            callback,
+            done,
         } = self;
         let latency = started.elapsed();
         let producer = &attempt.producer;
@@ -357,7 +420,7 @@ impl InvokeCallback for InFlight {
             Ok(res) => {
                 producer.fault.update(&mq.broker_name, latency, false);
                 producer.trace_send(&attempt.p, &addr, &res, started);
-                callback(Ok(res));
+                done.complete(Ok(res));
             }
             Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
                 producer.fault.update(&mq.broker_name, latency, true);
@@ -367,7 +430,7 @@ impl InvokeCallback for InFlight {
                     producer.fault.select(&attempt.info, Some(&mq.broker_name))
                 };
                 let Some(next) = next else {
-                    callback(Err(e));
+                    done.complete(Err(e));
                     return;
                 };
                 debug!("async send to {mq} failed ({e}); re-sending to {next}");
@@ -375,13 +438,13 @@ impl InvokeCallback for InFlight {
                     retries_left: attempt.retries_left - 1,
                     ..attempt
                 };
-                retry.resend(next, callback, e);
+                retry.resend(next, done, e);
             }
             Err(e) => {
                 if e.is_retriable() {
                     producer.fault.update(&mq.broker_name, latency, true);
                 }
-                callback(Err(e));
+                done.complete(Err(e));
             }
         }
     }

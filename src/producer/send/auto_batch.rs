@@ -471,10 +471,10 @@ impl ProducerImpl {
                 }
                 answer(callers, r);
             });
-            if let Err((e, done)) =
-                this.queue_prepared(std::sync::Arc::new(p), key.queue.as_ref(), timeout, done)
-            {
-                done(Err(e));
+            let done = super::async_send::Done::plain(done);
+            if let Err(unqueued) = this.queue_prepared(p, key.queue.as_ref(), timeout, done) {
+                let super::async_send::Unqueued { error, done, .. } = *unqueued;
+                done.complete(Err(error));
             }
             return;
         }

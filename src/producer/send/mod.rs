@@ -6,7 +6,6 @@ mod auto_batch;
 mod producer_inner;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,10 +31,15 @@ use crate::protocol::{next_opaque, RemotingCommand, RequestCode, ResponseCode, O
 use crate::remoting::{InvokeCallback, Outgoing, RemotingClient};
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 use crate::util;
+use crate::util::NameMap;
 
 pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
 
 use crate::client::validators::is_retry_topic;
+
+/// The region of a send whose response names none or an empty one (Java
+/// `MixAll.DEFAULT_TRACE_REGION_ID`, `processSendResponse`).
+const DEFAULT_REGION: &str = "DefaultRegion";
 
 /// A message made ready for the wire once, reused by every attempt.
 struct Prepared<'a> {
@@ -102,7 +106,7 @@ pub(super) struct ProducerImpl {
     options: ProducerOptions,
     state: Mutex<ServiceState>,
     instance: RwLock<Option<Arc<MQClientInstance>>>,
-    publish_table: RwLock<HashMap<String, PublishEntry>>,
+    publish_table: RwLock<NameMap<String, PublishEntry>>,
     fault: FaultStrategy,
     /// The trace of every send, with `enable_msg_trace`.
     trace: RwLock<Option<Arc<TraceDispatcher>>>,
@@ -182,7 +186,7 @@ impl ProducerImpl {
             options,
             state: Mutex::new(ServiceState::CreateJust),
             instance: RwLock::new(None),
-            publish_table: RwLock::new(HashMap::new()),
+            publish_table: RwLock::new(NameMap::default()),
             trace: RwLock::new(None),
             transaction,
             observer: Observer::default(),
@@ -517,7 +521,7 @@ impl ProducerImpl {
             record.msg_type = 1;
         }
         if !r.region_id.is_empty() {
-            record.region_id = r.region_id.clone();
+            record.region_id = r.region_id.to_string();
         }
         trace.record(record);
     }
@@ -722,11 +726,10 @@ impl ProducerImpl {
             },
             queue_offset: h.queue_offset,
             transaction_id: h.transaction_id,
-            region_id: resp
-                .ext_fields
-                .get(property::MSG_REGION)
-                .unwrap_or("DefaultRegion")
-                .to_string(),
+            region_id: match resp.ext_fields.get(property::MSG_REGION) {
+                None | Some("" | DEFAULT_REGION) => Cow::Borrowed(DEFAULT_REGION),
+                Some(region) => Cow::Owned(region.to_string()),
+            },
             trace_on: resp.ext_fields.get(property::TRACE_ON) != Some("false"),
         })
     }
@@ -780,7 +783,9 @@ impl ProducerImpl {
             let Some(mq) = self.fault.select(&info, last_broker.as_deref()) else {
                 break;
             };
-            let elapsed = begin.elapsed();
+            // One clock read serves the budget, the attempt's latency and its trace.
+            let started = Instant::now();
+            let elapsed = started.saturating_duration_since(begin);
             if elapsed >= timeout {
                 last_err = Some(
                     Error::timeout(crate::TimeoutPhase::Response, timeout).context("send call"),
@@ -788,8 +793,7 @@ impl ProducerImpl {
                 break;
             }
             last_broker = Some(Arc::clone(&mq.broker_name));
-            let started = Instant::now();
-            let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed);
+            let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed, started);
             let latency = started.elapsed();
             match result {
                 Ok(r) => {
@@ -839,7 +843,7 @@ impl ProducerImpl {
             )))
     }
 
-    /// One attempt to one queue (Java `sendKernelImpl`).
+    /// One attempt to one queue (Java `sendKernelImpl`), begun at `started`.
     fn send_kernel(
         &self,
         instance: &MQClientInstance,
@@ -847,13 +851,13 @@ impl ProducerImpl {
         mq: &MessageQueue,
         mode: Mode,
         timeout: Duration,
+        started: Instant,
     ) -> Result<Option<SendResult>> {
         let addr = self.broker_addr(instance, &p.topic, &mq.broker_name)?;
         let remoting = instance.remoting();
         let request = self.request(remoting, p, mq, mode == Mode::Oneway);
         match mode {
             Mode::Sync => {
-                let started = Instant::now();
                 let resp = remoting.invoke_sync_outgoing(&addr, request, timeout)?;
                 let r = self.process_response(p, mq, &addr, resp)?;
                 self.trace_send(p, &addr, &r, started);
@@ -919,7 +923,7 @@ impl ProducerImpl {
         let instance = self.instance()?;
         let mut target = mq.clone();
         target.topic = p.topic.clone();
-        self.send_kernel(&instance, p, &target, mode, timeout)
+        self.send_kernel(&instance, p, &target, mode, timeout, Instant::now())
     }
 
     /// The queue `select` picks among the topic's queues (topic without namespace).

@@ -398,8 +398,7 @@ impl IoLoop {
     /// is still open (tokens are never reused, and a closed one leaves `conns`).
     fn last_send_conn(&self, addr: &Arc<str>) -> Option<Token> {
         let (last, token) = self.last_send.as_ref()?;
-        let open = self.conns.get(token).is_some_and(|c| *c.addr == **addr);
-        (Arc::ptr_eq(last, addr) && open).then_some(*token)
+        (Arc::ptr_eq(last, addr) && self.conns.contains_key(token)).then_some(*token)
     }
 
     /// The connection to `addr`, opening a non-blocking connect when there is none.
