@@ -834,6 +834,15 @@ pub(super) fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Writes the uppercase hex of `bytes` into `out`, two characters a byte, as far as `out`
+/// reaches.
+pub(super) fn write_hex<'b>(out: &mut [u8], bytes: impl IntoIterator<Item = &'b u8>) {
+    for (pair, &b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX_UPPER[usize::from(b >> 4)];
+        pair[1] = HEX_UPPER[usize::from(b & 0xF)];
+    }
+}
+
 /// Parses hex of either case into `out`; `None` for an odd length or a non-hex digit.
 pub(super) fn parse_hex(s: &str, out: &mut Vec<u8>) -> Option<()> {
     let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);

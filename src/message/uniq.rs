@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use super::codec::{parse_hex, push_hex};
+use super::codec::{parse_hex, push_hex, write_hex};
 use super::{property, Message};
 use crate::util;
 
@@ -70,9 +70,40 @@ fn is_internal_v6(ip: &Ipv6Addr) -> bool {
 
 /// A new id.
 pub fn create_uniq_id() -> String {
+    new_uniq_id().to_string()
+}
+
+/// A new id, made on the stack: a send puts it into its property string and its result
+/// without a string of its own.
+pub(crate) fn new_uniq_id() -> UniqId {
     let prefix = PREFIX.get_or_init(|| build_prefix(&fake_ip(util::now_millis())));
     let counter = COUNTER.fetch_add(1, Ordering::Relaxed);
     format_id(prefix, util::now_millis(), counter)
+}
+
+/// The longest id: an IPv6 address, pid, random bytes, time and counter, in hex.
+const ID_MAX: usize = 2 * (16 + 2 + 4 + 4 + 2);
+
+/// An id held inline (32 or 56 uppercase hex characters).
+#[derive(Clone, Copy)]
+pub(crate) struct UniqId {
+    len: u8,
+    text: [u8; ID_MAX],
+}
+
+impl std::ops::Deref for UniqId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only ASCII hex digits are ever written, so this never falls back.
+        std::str::from_utf8(&self.text[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for UniqId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
 }
 
 /// Sets `UNIQ_KEY` unless the message has one (Java `setUniqID`); returns the id.
@@ -133,17 +164,21 @@ fn build_prefix(ip: &[u8]) -> String {
     s
 }
 
-fn format_id(prefix: &str, now: i64, counter: u32) -> String {
-    let mut s = String::with_capacity(prefix.len() + 12);
-    s.push_str(prefix);
+fn format_id(prefix: &str, now: i64, counter: u32) -> UniqId {
+    let mut id = UniqId {
+        len: 0,
+        text: [0; ID_MAX],
+    };
+    // A prefix is 20 or 44 characters (an IPv4 or IPv6 address): it always fits.
+    let n = prefix.len().min(ID_MAX - 12);
+    id.text[..n].copy_from_slice(&prefix.as_bytes()[..n]);
     // Java casts the span to int; past 24.8 days it wraps, and readers take the 32 bits
     // as unsigned, so write the low 32 bits.
-    push_hex(
-        &mut s,
-        &((now - month_start_cached(now)) as u32).to_be_bytes(),
-    );
-    push_hex(&mut s, &(counter as u16).to_be_bytes());
-    s
+    let span = ((now - month_start_cached(now)) as u32).to_be_bytes();
+    let count = (counter as u16).to_be_bytes();
+    write_hex(&mut id.text[n..], span.iter().chain(&count));
+    id.len = (n + 12) as u8;
+    id
 }
 
 /// [`month_start`], computed once a month per thread (Java keeps the month's start and

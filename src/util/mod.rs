@@ -46,6 +46,25 @@ impl<T: ?Sized> std::fmt::Debug for Hooks<T> {
     }
 }
 
+/// `name` as a shared string, the last one kept per thread: a thread that sends to the
+/// same topic again and again shares one string instead of allocating one per send (which
+/// another thread, the callback pool's, would free).
+pub(crate) fn shared_name(name: &str) -> std::sync::Arc<str> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<std::sync::Arc<str>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let kept = LAST.try_with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some(kept) if **kept == *name => kept.clone(),
+            _ => last.insert(std::sync::Arc::from(name)).clone(),
+        }
+    });
+    // Only while the thread's locals are being torn down: a string of its own.
+    kept.unwrap_or_else(|_| std::sync::Arc::from(name))
+}
+
 /// A random number good enough for start indexes and shuffles (not for cryptography).
 pub(crate) fn random_u64() -> u64 {
     // Each RandomState carries fresh keys; mixing in the clock varies it across processes.
@@ -94,6 +113,26 @@ pub(crate) fn now_millis() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_thread_shares_its_last_name_and_only_that() {
+        let a = shared_name("TopicA");
+        let again = shared_name("TopicA");
+        assert!(std::sync::Arc::ptr_eq(&a, &again), "the kept string");
+        let b = shared_name("TopicB");
+        assert_eq!(&*b, "TopicB");
+        assert!(!std::sync::Arc::ptr_eq(&a, &b));
+        // Only the last is kept: going back makes a new string, equal in text.
+        let a2 = shared_name("TopicA");
+        assert_eq!(a2, a);
+        assert!(!std::sync::Arc::ptr_eq(&a, &a2));
+        // A prefix or extension of the kept name is another name.
+        assert_eq!(&*shared_name("TopicA2"), "TopicA2");
+        assert_eq!(&*shared_name("Topic"), "Topic");
+        // Another thread keeps its own.
+        let other = std::thread::spawn(|| shared_name("Topic")).join().unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&other, &shared_name("Topic")));
+    }
 
     #[test]
     fn shuffle_keeps_every_element() {

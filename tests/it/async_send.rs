@@ -2,13 +2,14 @@
 //! timeout, connection error or shutdown); `Err` means it never runs and the message comes
 //! back. Against the real broker, and against fault peers for what it never does.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use rocketmq_blocking::testkit::fault_peer::{Fault, FaultPeer};
-use rocketmq_blocking::{ErrorKind, Message, MessageQueue, Producer, SendResult};
+use rocketmq_blocking::{Admin, ErrorKind, Message, MessageQueue, Producer, SendResult};
 
 use crate::cluster;
 use rocketmq_blocking::ClientOptions;
@@ -83,10 +84,24 @@ fn async_sends_to_the_real_broker_call_back_once_each_with_the_result() {
     let n = 200;
     let (tracker, rx) = Tracker::new(n);
     send_all(&p, &topic, &tracker, n);
+    let mut results = Vec::new();
     for _ in 0..n {
         let (i, r) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
         let r = r.unwrap_or_else(|k| panic!("send {i}: {k:?}"));
         assert_eq!(r.message_queue().topic(), topic);
+        results.push(r);
+    }
+    // Each result reports the id its message was stored with (`UNIQ_KEY`), all distinct.
+    let ids: HashSet<&str> = results.iter().map(SendResult::msg_id).collect();
+    assert_eq!(ids.len(), n);
+    let admin = Admin::builder()
+        .client_options(cluster::options())
+        .start()
+        .unwrap();
+    for r in results.iter().step_by(50) {
+        let stored = admin.view_message(r.offset_msg_id()).unwrap();
+        assert_eq!(stored.msg_id(), r.msg_id());
+        assert_eq!(r.msg_id().len(), 32, "{}", r.msg_id());
     }
     // Shutdown joins the callback pool: a second call would have happened by now.
     p.shutdown();

@@ -29,7 +29,7 @@ impl ProducerImpl {
         }
         let counters = self.observer.counters.clone();
         // Shared by the send, its stats and the error path below: one allocation.
-        let topic: Arc<str> = Arc::from(msg.topic());
+        let topic = crate::util::shared_name(msg.topic());
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
         let done = Done {
             observed: Some(Observed {

@@ -52,7 +52,7 @@ struct Prepared<'a> {
     properties: String,
     sys_flag: i32,
     flag: i32,
-    msg_id: String,
+    msg_id: SendId,
     batch: bool,
     /// A reply to a request (`SEND_REPLY_MESSAGE_V2`).
     reply: bool,
@@ -60,7 +60,27 @@ struct Prepared<'a> {
     max_reconsume_times: Option<i32>,
 }
 
+/// The id a send reports (`UNIQ_KEY`).
+enum SendId {
+    /// Made for this send and written last into its properties: the id is the property
+    /// string's last `len` bytes (no string of its own until the result).
+    Tail(usize),
+    /// The message's own, or a batch's ids joined by `,`.
+    Given(String),
+}
+
 impl Prepared<'_> {
+    /// The id the send reports.
+    fn msg_id(&self) -> &str {
+        match &self.msg_id {
+            SendId::Tail(len) => {
+                let from = self.properties.len().saturating_sub(*len);
+                self.properties.get(from..).unwrap_or_default()
+            }
+            SendId::Given(id) => id,
+        }
+    }
+
     fn into_owned(mut self) -> Prepared<'static> {
         let body = std::mem::take(&mut self.body).into_owned();
         self.with_body(body)
@@ -347,7 +367,7 @@ impl ProducerImpl {
     }
 
     fn prepare<'a>(&self, msg: &'a Message) -> Result<Prepared<'a>> {
-        self.prepare_named(msg, Arc::from(msg.topic()))
+        self.prepare_named(msg, util::shared_name(msg.topic()))
     }
 
     /// [`prepare`](Self::prepare) with the message's topic already shared (`user_topic`
@@ -358,12 +378,14 @@ impl ProducerImpl {
         // Room for the two the producer may add: no regrowth.
         let created_id = match msg.property(property::UNIQ_KEY) {
             Some(_) => None,
-            None => Some(message::uniq::create_uniq_id()),
+            None => Some(message::uniq::new_uniq_id()),
         };
-        let made_id = created_id.as_deref().map(|id| (property::UNIQ_KEY, id));
+        let created_id = created_id.as_deref();
+        let made_id = created_id.map(|id| (property::UNIQ_KEY, id));
         let (mut reconsume_times, mut max_reconsume_times) = (None, None);
         let retry = is_retry_topic(&topic);
-        let properties = if self.namespace.is_none() && !retry {
+        let plain = self.namespace.is_none() && !retry;
+        let properties = if plain {
             // The usual send changes nothing but the id: straight into the string.
             message::properties_to_string(msg.property_pairs().chain(made_id))
         } else {
@@ -399,11 +421,14 @@ impl ProducerImpl {
         }
         // The id made here moves in once the properties no longer borrow it.
         let msg_id = match created_id {
-            Some(id) => id,
-            None => msg
-                .property(property::UNIQ_KEY)
-                .unwrap_or_default()
-                .to_string(),
+            // The usual send wrote its made id last.
+            Some(id) if plain => SendId::Tail(id.len()),
+            Some(id) => SendId::Given(id.to_string()),
+            None => SendId::Given(
+                msg.property(property::UNIQ_KEY)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
         };
         Ok(Prepared {
             user_topic,
@@ -477,7 +502,7 @@ impl ProducerImpl {
             properties: message::properties_to_string([(property::WAIT, wait)]),
             sys_flag: 0,
             flag: 0,
-            msg_id: ids.join(","),
+            msg_id: SendId::Given(ids.join(",")),
             batch: true,
             reply: false,
             reconsume_times: None,
@@ -716,7 +741,7 @@ impl ProducerImpl {
         let h: SendMessageResponseHeader = resp.decode_header()?;
         Ok(SendResult {
             send_status: status,
-            msg_id: p.msg_id.clone(),
+            msg_id: p.msg_id().to_string(),
             offset_msg_id: h.msg_id,
             // Shares the topic and broker name: no allocation.
             message_queue: MessageQueue {
