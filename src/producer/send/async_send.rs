@@ -415,7 +415,8 @@ impl InvokeCallback for InFlight {
         } = self;
         let latency = started.elapsed();
         let producer = &attempt.producer;
-        let result = r.and_then(|resp| producer.process_response(&attempt.p, &mq, &addr, resp));
+        let result =
+            r.and_then(|resp| ProducerImpl::process_response(&attempt.p, &mq, &addr, resp));
         match result {
             Ok(res) => {
                 producer.fault.update(&mq.broker_name, latency, false);

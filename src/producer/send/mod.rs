@@ -26,7 +26,7 @@ use crate::client::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageQueue};
-use crate::protocol::header::{SendMessageRequestHeaderV2Ref, SendMessageResponseHeader};
+use crate::protocol::header::{ExtValue, SendMessageRequestHeaderV2Ref};
 use crate::protocol::{next_opaque, RemotingCommand, RequestCode, ResponseCode, ONEWAY_FLAG};
 use crate::remoting::{InvokeCallback, Outgoing, RemotingClient};
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
@@ -721,7 +721,6 @@ impl ProducerImpl {
     }
 
     fn process_response(
-        &self,
         p: &Prepared<'_>,
         mq: &MessageQueue,
         addr: &str,
@@ -738,24 +737,39 @@ impl ProducerImpl {
                     .context(format!("send to {mq}")))
             }
         };
-        let h: SendMessageResponseHeader = resp.decode_header()?;
+        // One pass over the fields for the response header (`SendMessageResponseHeader`'s
+        // keys) and the two properties Java reads beside it, instead of three.
+        let mut fields: [Option<&str>; 6] = [None; 6];
+        for (key, value) in resp.ext_fields.iter() {
+            let at = match key {
+                "msgId" => 0,
+                "queueId" => 1,
+                "queueOffset" => 2,
+                "transactionId" => 3,
+                property::MSG_REGION => 4,
+                property::TRACE_ON => 5,
+                _ => continue,
+            };
+            fields[at] = Some(value);
+        }
+        let [offset_msg_id, queue_id, queue_offset, transaction_id, region, trace_on] = fields;
         Ok(SendResult {
             send_status: status,
             msg_id: p.msg_id().to_string(),
-            offset_msg_id: h.msg_id,
+            offset_msg_id: ExtValue::from_ext(offset_msg_id, "msgId")?,
             // Shares the topic and broker name: no allocation.
             message_queue: MessageQueue {
                 topic: p.user_topic.clone(),
                 broker_name: mq.broker_name.clone(),
-                queue_id: h.queue_id,
+                queue_id: ExtValue::from_ext(queue_id, "queueId")?,
             },
-            queue_offset: h.queue_offset,
-            transaction_id: h.transaction_id,
-            region_id: match resp.ext_fields.get(property::MSG_REGION) {
+            queue_offset: ExtValue::from_ext(queue_offset, "queueOffset")?,
+            transaction_id: ExtValue::from_ext(transaction_id, "transactionId")?,
+            region_id: match region {
                 None | Some("" | DEFAULT_REGION) => Cow::Borrowed(DEFAULT_REGION),
                 Some(region) => Cow::Owned(region.to_string()),
             },
-            trace_on: resp.ext_fields.get(property::TRACE_ON) != Some("false"),
+            trace_on: trace_on != Some("false"),
         })
     }
 
@@ -884,7 +898,7 @@ impl ProducerImpl {
         match mode {
             Mode::Sync => {
                 let resp = remoting.invoke_sync_outgoing(&addr, request, timeout)?;
-                let r = self.process_response(p, mq, &addr, resp)?;
+                let r = Self::process_response(p, mq, &addr, resp)?;
                 self.trace_send(p, &addr, &r, started);
                 Ok(Some(r))
             }

@@ -203,3 +203,88 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
         "producer b's callback waited {took:?} behind a route lookup"
     );
 }
+
+/// A prepared send whose id is the tail of its properties, as the usual send's is.
+fn prepared_with_made_id(id: &str) -> Prepared<'static> {
+    Prepared {
+        topic: Arc::from("T"),
+        user_topic: Arc::from("T"),
+        body: Cow::Owned(b"x".to_vec()),
+        properties: message::properties_to_string([
+            (property::WAIT, "true"),
+            (property::UNIQ_KEY, id),
+        ]),
+        sys_flag: 0,
+        flag: 0,
+        msg_id: SendId::Tail(id.len()),
+        batch: false,
+        reply: false,
+        reconsume_times: None,
+        max_reconsume_times: None,
+    }
+}
+
+fn send_response(fields: &[(&str, &str)]) -> RemotingCommand {
+    let mut resp = RemotingCommand::response(ResponseCode::SUCCESS, 7, None);
+    for (k, v) in fields {
+        resp.ext_fields.insert(k, v);
+    }
+    resp
+}
+
+#[test]
+fn a_send_response_is_read_in_one_pass_with_javas_defaults() {
+    let id = "7F00000100002A9F0000000000000001";
+    let p = prepared_with_made_id(id);
+    let mq = MessageQueue::new("T", "broker-a", 0);
+    let header = [
+        ("msgId", "7F00000100002A9F00000000000004D2"),
+        ("queueId", "3"),
+        ("queueOffset", "42"),
+        ("transactionId", id),
+    ];
+    // What a 5.x broker sends: its region and the trace switch beside the header.
+    let mut fields = header.to_vec();
+    fields.extend([
+        (property::MSG_REGION, "DefaultRegion"),
+        (property::TRACE_ON, "true"),
+    ]);
+    let r = ProducerImpl::process_response(&p, &mq, "b:1", send_response(&fields)).unwrap();
+    assert_eq!(r.msg_id(), id, "the id from the tail of the properties");
+    assert_eq!(r.offset_msg_id(), "7F00000100002A9F00000000000004D2");
+    assert_eq!(r.message_queue().queue_id(), 3);
+    assert_eq!(r.message_queue().broker_name(), "broker-a");
+    assert_eq!(r.queue_offset(), 42);
+    assert_eq!(r.transaction_id(), Some(id));
+    assert_eq!((r.region_id(), r.trace_on()), ("DefaultRegion", true));
+    assert!(matches!(r.region_id, Cow::Borrowed(_)), "no allocation");
+
+    // No region or an empty one is Java's default; another is kept; "false" turns trace off.
+    for (region, expected) in [
+        (None, "DefaultRegion"),
+        (Some(""), "DefaultRegion"),
+        (Some("eu"), "eu"),
+    ] {
+        let mut fields = header.to_vec();
+        fields.extend(region.map(|r| (property::MSG_REGION, r)));
+        fields.push((property::TRACE_ON, "false"));
+        let r = ProducerImpl::process_response(&p, &mq, "b:1", send_response(&fields)).unwrap();
+        assert_eq!((r.region_id(), r.trace_on()), (expected, false));
+    }
+
+    // A header field missing or malformed is a decode error, not a panic or a zero.
+    for bad in ["queueId", "queueOffset", "msgId"] {
+        let fields: Vec<_> = header.iter().copied().filter(|(k, _)| *k != bad).collect();
+        let e =
+            ProducerImpl::process_response(&p, &mq, "b:1", send_response(&fields)).expect_err(bad);
+        assert!(e.to_string().contains(bad), "{e}");
+    }
+    let mut fields = header.to_vec();
+    fields[1] = ("queueId", "three");
+    assert!(ProducerImpl::process_response(&p, &mq, "b:1", send_response(&fields)).is_err());
+
+    // A refusal names its code and the queue.
+    let refused = RemotingCommand::response(ResponseCode::SYSTEM_BUSY, 7, Some("busy".into()));
+    let e = ProducerImpl::process_response(&p, &mq, "b:1", refused).unwrap_err();
+    assert!(e.to_string().contains("busy"), "{e}");
+}
