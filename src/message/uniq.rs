@@ -4,7 +4,8 @@
 //! per process (Java: the class loader's hash code), milliseconds since the start of the
 //! current month as 32 bits, and a wrapping 16-bit counter: 32 characters with an IPv4
 //! address, 56 with IPv6. Everything before the time is fixed per process and computed
-//! once, so making an id costs a clock read, an atomic increment and one small string.
+//! once, so making an id costs a clock read and an atomic increment; a send writes it from
+//! the stack into its property string ([`create_uniq_id`] makes a `String` of it).
 //!
 //! Three deliberate differences from Java: the month starts in UTC, not local time (std
 //! has no time zones; Java readers use the field only for [`nearly_time_from_id`]); the

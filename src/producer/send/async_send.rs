@@ -28,7 +28,8 @@ impl ProducerImpl {
             hooks.before(&self.group, SendMode::Async, &mut msg);
         }
         let counters = self.observer.counters.clone();
-        // Shared by the send, its stats and the error path below: one allocation.
+        // For the send, its stats and the error path below: the thread's shared string
+        // when it sent to this topic last, else one allocation.
         let topic = crate::util::shared_name(msg.topic());
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
         let done = Done {

@@ -375,7 +375,6 @@ impl ProducerImpl {
     fn prepare_named<'a>(&self, msg: &'a Message, user_topic: Arc<str>) -> Result<Prepared<'a>> {
         self.check_message(msg)?;
         let (topic, user_topic) = self.topics(user_topic);
-        // Room for the two the producer may add: no regrowth.
         let created_id = match msg.property(property::UNIQ_KEY) {
             Some(_) => None,
             None => Some(message::uniq::new_uniq_id()),
@@ -389,6 +388,7 @@ impl ProducerImpl {
             // The usual send changes nothing but the id: straight into the string.
             message::properties_to_string(msg.property_pairs().chain(made_id))
         } else {
+            // Room for the two the producer may add: no regrowth.
             let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
             props.extend(msg.properties());
             props.extend(made_id);
@@ -419,7 +419,6 @@ impl ProducerImpl {
         {
             flag_bits |= sys_flag::TRANSACTION_PREPARED;
         }
-        // The id made here moves in once the properties no longer borrow it.
         let msg_id = match created_id {
             // The usual send wrote its made id last.
             Some(id) if plain => SendId::Tail(id.len()),
