@@ -505,14 +505,9 @@ impl Message {
         self.properties.get(name)
     }
 
-    /// All properties, sorted by name.
-    pub fn properties(&self) -> impl ExactSizeIterator<Item = (&str, &str)> {
-        self.properties.iter()
-    }
-
-    /// [`properties`](Self::properties), cloneable (the producer measures the property
-    /// string before writing it).
-    pub(crate) fn property_pairs(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + Clone {
+    /// All properties, sorted by name. The iterator borrows and clones cheaply (the
+    /// producer measures the property string with a clone before writing it).
+    pub fn properties(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + Clone {
         self.properties.iter()
     }
 

@@ -454,10 +454,7 @@ impl MQClientInstance {
 
     /// The master address of `broker_name` (Java `findBrokerAddressInPublish`).
     pub fn find_broker_address_in_publish(&self, broker_name: &str) -> Option<String> {
-        self.broker_addr_table
-            .read()
-            .get(broker_name)
-            .and_then(|m| m.get(&0).map(|a| a.to_string()))
+        self.publish_address(broker_name).map(|a| a.to_string())
     }
 
     /// [`find_broker_address_in_publish`](Self::find_broker_address_in_publish), shared

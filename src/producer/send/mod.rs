@@ -386,7 +386,7 @@ impl ProducerImpl {
         let plain = self.namespace.is_none() && !retry;
         let properties = if plain {
             // The usual send changes nothing but the id: straight into the string.
-            message::properties_to_string(msg.property_pairs().chain(made_id))
+            message::properties_to_string(msg.properties().chain(made_id))
         } else {
             // Room for the two the producer may add: no regrowth.
             let mut props: Vec<(&str, &str)> = Vec::with_capacity(msg.properties().len() + 2);
