@@ -71,15 +71,16 @@ fn is_internal_v6(ip: &Ipv6Addr) -> bool {
 
 /// A new id.
 pub fn create_uniq_id() -> String {
-    new_uniq_id().to_string()
+    new_uniq_id(util::now_millis()).to_string()
 }
 
-/// A new id, made on the stack: a send puts it into its property string and its result
-/// without a string of its own.
-pub(crate) fn new_uniq_id() -> UniqId {
-    let prefix = PREFIX.get_or_init(|| build_prefix(&fake_ip(util::now_millis())));
+/// A new id made at `now_ms` (Unix milliseconds, which the caller read for the send's
+/// other uses), made on the stack: a send puts it into its property string and its
+/// result without a string of its own.
+pub(crate) fn new_uniq_id(now_ms: i64) -> UniqId {
+    let prefix = PREFIX.get_or_init(|| build_prefix(&fake_ip(now_ms)));
     let counter = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format_id(prefix, util::now_millis(), counter)
+    format_id(prefix, now_ms, counter)
 }
 
 /// The longest id: an IPv6 address, pid, random bytes, time and counter, in hex.

@@ -176,16 +176,18 @@ impl Observer {
     }
 
     /// Runs the sync or oneway send of `msg` by `send`, counted, with the hooks around it.
+    /// `send` gets the instant the send began, which it may use instead of reading the
+    /// clock again.
     pub(super) fn one<T: Answer>(
         &self,
         group: &str,
         mode: SendMode,
         msg: &Message,
-        send: impl FnOnce(&Message) -> Result<T>,
+        send: impl FnOnce(&Message, Instant) -> Result<T>,
     ) -> Result<T> {
         let started = Instant::now();
         let Some(hooks) = self.hooks() else {
-            let r = send(msg);
+            let r = send(msg, started);
             let bytes = msg.body().len() as u64;
             self.counters
                 .record(msg.topic(), 1, bytes, &r, started.elapsed());
@@ -193,7 +195,7 @@ impl Observer {
         };
         let mut msg = msg.clone();
         hooks.before(group, mode, &mut msg);
-        let r = send(&msg);
+        let r = send(&msg, started);
         let bytes = msg.body().len() as u64;
         self.counters
             .record(msg.topic(), 1, bytes, &r, started.elapsed());
@@ -202,19 +204,19 @@ impl Observer {
     }
 
     /// Runs the sync send of the batch `msgs` by `send`, counted, with the hooks around
-    /// each message.
+    /// each message; `send` gets the instant the send began, as with [`one`](Self::one).
     pub(super) fn batch(
         &self,
         group: &str,
         msgs: &[Message],
-        send: impl FnOnce(&[Message]) -> Result<SendResult>,
+        send: impl FnOnce(&[Message], Instant) -> Result<SendResult>,
     ) -> Result<SendResult> {
         let started = Instant::now();
         let topic = msgs.first().map_or("", |m| m.topic());
         let count = msgs.len() as u64;
         let bytes: u64 = msgs.iter().map(|m| m.body().len() as u64).sum();
         let Some(hooks) = self.hooks() else {
-            let r = send(msgs);
+            let r = send(msgs, started);
             self.counters
                 .record(topic, count, bytes, &r, started.elapsed());
             return r;
@@ -223,7 +225,7 @@ impl Observer {
         for m in &mut msgs {
             hooks.before(group, SendMode::Sync, m);
         }
-        let r = send(&msgs);
+        let r = send(&msgs, started);
         let bytes: u64 = msgs.iter().map(|m| m.body().len() as u64).sum();
         self.counters
             .record(topic, count, bytes, &r, started.elapsed());

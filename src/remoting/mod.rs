@@ -327,17 +327,19 @@ impl RemotingClient {
         request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
-        self.invoke_sync_outgoing(addr, Outgoing::Command(request), timeout)
+        self.invoke_sync_outgoing(addr, Outgoing::Command(request), Instant::now(), timeout)
     }
 
-    /// [`invoke_sync`](Self::invoke_sync) of a command or of a frame the caller encoded.
+    /// [`invoke_sync`](Self::invoke_sync) of a command or of a frame the caller encoded,
+    /// with `timeout` from `now` (the caller's clock read, not read again here).
     pub(crate) fn invoke_sync_outgoing(
         &self,
         addr: &str,
         request: Outgoing,
+        now: Instant,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
-        let deadline = Instant::now() + timeout;
+        let deadline = now + timeout;
         self.check_running()?;
         // The frame is all that travels; the body must not stay alive for the round trip.
         let (frame, code, opaque) = self.frame_of(addr, request, false)?;
@@ -473,21 +475,23 @@ impl RemotingClient {
         self.invoke_async_outgoing(
             Arc::from(addr),
             Outgoing::Command(request),
+            Instant::now(),
             timeout,
             callback,
         )
     }
 
     /// [`invoke_async_with`](Self::invoke_async_with) of a command or of a frame the
-    /// caller encoded.
+    /// caller encoded, with `timeout` from `now` (the caller's clock read).
     pub(crate) fn invoke_async_outgoing<C: InvokeCallback>(
         &self,
         addr: Arc<str>,
         request: Outgoing,
+        now: Instant,
         timeout: Duration,
         callback: C,
     ) -> std::result::Result<(), InvokeAsyncError<C>> {
-        let deadline = Instant::now() + timeout;
+        let deadline = now + timeout;
         let (sock, permit, frame, code, opaque) = match self.prepare_async(&addr, request, deadline)
         {
             Ok(p) => p,

@@ -77,6 +77,60 @@ fn a_sent_message_is_stored_byte_exact() {
     );
 }
 
+/// The born timestamp is read once per send, when it begins, and serves its first attempt
+/// (sync, async and batch): the stored time lies between the clock before and after.
+#[test]
+fn each_send_is_stored_with_the_time_it_was_sent() {
+    let topic = cluster::topic("born", 2);
+    let p = producer();
+    let ms = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    };
+    let within = |label: &str, before: u128, offset_msg_id: &str, after: u128| {
+        let born = ms(stored(offset_msg_id).born_timestamp());
+        assert!(
+            before <= born && born <= after,
+            "{label}: born at {born}, sent between {before} and {after}"
+        );
+    };
+    // Apart in time, so that a stale clock read would show.
+    for round in 0..2 {
+        std::thread::sleep(Duration::from_millis(30));
+        let before = ms(std::time::SystemTime::now());
+        let r = p.send(&Message::new(&topic, "sync")).unwrap();
+        within(
+            &format!("sync {round}"),
+            before,
+            r.offset_msg_id(),
+            ms(std::time::SystemTime::now()),
+        );
+
+        std::thread::sleep(Duration::from_millis(30));
+        let before = ms(std::time::SystemTime::now());
+        let r = p
+            .send_async_future(Message::new(&topic, "async"))
+            .unwrap()
+            .wait()
+            .unwrap();
+        within(
+            &format!("async {round}"),
+            before,
+            r.offset_msg_id(),
+            ms(std::time::SystemTime::now()),
+        );
+
+        std::thread::sleep(Duration::from_millis(30));
+        let before = ms(std::time::SystemTime::now());
+        let batch = [Message::new(&topic, "b0"), Message::new(&topic, "b1")];
+        let r = p.send_batch(&batch).unwrap();
+        let after = ms(std::time::SystemTime::now());
+        for off in r.offset_msg_id().split(',') {
+            within(&format!("batch {round}"), before, off, after);
+        }
+    }
+}
+
 #[test]
 fn a_large_body_is_stored_compressed_and_reads_back_identical() {
     let topic = cluster::topic("compressed", 2);

@@ -44,7 +44,7 @@ impl ProducerImpl {
             }),
             callback,
         };
-        match self.queue_async(&mut msg, &topic, queue, timeout, done) {
+        match self.queue_async(&mut msg, &topic, queue, timeout, done, started) {
             Ok(()) => Ok(()),
             Err(error) => {
                 // Not queued: the observed callback was dropped unrun.
@@ -60,7 +60,8 @@ impl ProducerImpl {
 
     /// Prepares and queues `msg` (or hands it to its open batch). The body moves into the
     /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
-    /// `msg` when the send is not queued. `topic` is `msg.topic()`, shared.
+    /// `msg` when the send is not queued. `topic` is `msg.topic()`, shared; the send
+    /// began at `begin`.
     fn queue_async(
         self: &Arc<Self>,
         msg: &mut Message,
@@ -68,6 +69,7 @@ impl ProducerImpl {
         queue: Option<&MessageQueue>,
         timeout: Duration,
         done: Done,
+        begin: Instant,
     ) -> Result<()> {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
@@ -91,7 +93,7 @@ impl ProducerImpl {
         } else {
             prepared.into_owned()
         };
-        match self.queue_prepared(p, queue, timeout, done) {
+        match self.queue_prepared(p, queue, timeout, done, begin) {
             Ok(()) => Ok(()),
             Err(unqueued) => {
                 // Not queued: the body goes back to the message, which the caller gets
@@ -104,16 +106,17 @@ impl ProducerImpl {
         }
     }
 
-    /// Queues the async send of a prepared message (or batch). On `Ok`, `done` runs
-    /// exactly once; on `Err`, it comes back unrun, with the send.
+    /// Queues the async send of a prepared message (or batch), begun at `begin` with
+    /// `timeout` for all its attempts. On `Ok`, `done` runs exactly once; on `Err`, it
+    /// comes back unrun, with the send.
     pub(super) fn queue_prepared(
         self: &Arc<Self>,
         p: Prepared<'static>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
         done: Done,
+        begin: Instant,
     ) -> std::result::Result<(), Box<Unqueued>> {
-        let begin = Instant::now();
         let instance = match self.instance() {
             Ok(i) => i,
             Err(error) => return Err(Unqueued::new(error, p, done)),
@@ -203,7 +206,7 @@ impl ProducerImpl {
             .and_then(|o| o.hooked.as_ref())
             .map(|_| msgs.into_owned());
         let queued = self
-            .queue_prepared(p, queue, timeout, done)
+            .queue_prepared(p, queue, timeout, done, started)
             .map_err(|u| u.error);
         if let Err(e) = &queued {
             counters.failed(&topic, count, e);
@@ -240,9 +243,6 @@ impl AsyncAttempt {
         mq: MessageQueue,
         done: Done,
     ) -> std::result::Result<(), Box<Unqueued>> {
-        if let Err(error) = self.time_left() {
-            return Err(Unqueued::new(error, self.p, done));
-        }
         let addr = match self
             .producer
             .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
@@ -250,12 +250,16 @@ impl AsyncAttempt {
             Ok(a) => a,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
-        self.send_to(mq, addr, done)
+        // The send's own clocks, read when it began: none read again for it here.
+        let begun = Begun::first(&self.p, self.begin);
+        self.send_to(mq, addr, done, begun)
     }
 
-    /// The budget left, or the timeout error when none is.
-    fn time_left(&self) -> Result<Duration> {
-        let left = self.timeout.saturating_sub(self.begin.elapsed());
+    /// The budget left at `now`, or the timeout error when none is.
+    fn time_left(&self, now: Instant) -> Result<Duration> {
+        let left = self
+            .timeout
+            .saturating_sub(now.saturating_duration_since(self.begin));
         if left.is_zero() {
             return Err(Error::timeout(crate::TimeoutPhase::Response, self.timeout)
                 .context("async send call"));
@@ -290,36 +294,39 @@ impl AsyncAttempt {
         };
         let addr = self.producer.vip(addr);
         // Queued, the re-send owns `done`; not queued, it comes back here.
-        if let Err(unqueued) = self.send_to(mq, addr, done) {
+        if let Err(unqueued) = self.send_to(mq, addr, done, Begun::now()) {
             let Unqueued { error, done, .. } = *unqueued;
             done.complete(Err(error.context(format!("after {cause}"))));
         }
     }
 
-    /// Queues one attempt to `mq` at `addr`. On `Ok`, `done` runs exactly once; on
-    /// `Err`, it comes back unrun.
+    /// Queues one attempt to `mq` at `addr`, `begun` now. On `Ok`, `done` runs exactly
+    /// once; on `Err`, it comes back unrun.
     fn send_to(
         self,
         mq: MessageQueue,
         addr: Arc<str>,
         done: Done,
+        begun: Begun,
     ) -> std::result::Result<(), Box<Unqueued>> {
-        let left = match self.time_left() {
+        let left = match self.time_left(begun.at) {
             Ok(left) => left,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
         let remoting = self.instance.remoting().clone();
-        let request = self.producer.request(&remoting, &self.p, &mq, false);
+        let request = self
+            .producer
+            .request(&remoting, &self.p, &mq, false, begun.born_ms);
         let in_flight = InFlight {
             attempt: self,
             mq,
             addr,
-            started: Instant::now(),
+            started: begun.at,
             done,
         };
         let target = in_flight.addr.clone();
         remoting
-            .invoke_async_outgoing(target, request, left, in_flight)
+            .invoke_async_outgoing(target, request, begun.at, left, in_flight)
             .map_err(|e| {
                 let (error, in_flight) = e.into_parts();
                 Unqueued::new(error, in_flight.attempt.p, in_flight.done)
@@ -373,9 +380,14 @@ impl Done {
     /// the callback runs: a caller that waits for its callbacks then sees them in the
     /// stats.
     pub(super) fn complete(self, r: Result<SendResult>) {
+        self.complete_at(r, Instant::now());
+    }
+
+    /// [`complete`](Self::complete) with the clock read `now` by the caller.
+    fn complete_at(self, r: Result<SendResult>, now: Instant) {
         if let Some(o) = self.observed {
-            o.counters
-                .record(&o.topic, o.count, o.bytes, &r, o.started.elapsed());
+            let latency = now.saturating_duration_since(o.started);
+            o.counters.record(&o.topic, o.count, o.bytes, &r, latency);
             o.counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
             if let Some((hooks, mut msgs, group)) = o.hooked {
                 for m in &mut msgs {
@@ -414,7 +426,9 @@ impl InvokeCallback for InFlight {
             started,
             done,
         } = self;
-        let latency = started.elapsed();
+        // One clock read for the broker's latency and the send's.
+        let now = Instant::now();
+        let latency = now.saturating_duration_since(started);
         let producer = &attempt.producer;
         let result =
             r.and_then(|resp| ProducerImpl::process_response(&attempt.p, &mq, &addr, resp));
@@ -422,7 +436,7 @@ impl InvokeCallback for InFlight {
             Ok(res) => {
                 producer.fault.update(&mq.broker_name, latency, false);
                 producer.trace_send(&attempt.p, &addr, &res, started);
-                done.complete(Ok(res));
+                done.complete_at(Ok(res), now);
             }
             Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
                 producer.fault.update(&mq.broker_name, latency, true);
@@ -446,7 +460,7 @@ impl InvokeCallback for InFlight {
                 if e.is_retriable() {
                     producer.fault.update(&mq.broker_name, latency, true);
                 }
-                done.complete(Err(e));
+                done.complete_at(Err(e), now);
             }
         }
     }

@@ -472,15 +472,17 @@ impl ProducerImpl {
                 answer(callers, r);
             });
             let done = super::async_send::Done::plain(done);
-            if let Err(unqueued) = this.queue_prepared(p, key.queue.as_ref(), timeout, done) {
+            let queue = key.queue.as_ref();
+            if let Err(unqueued) = this.queue_prepared(p, queue, timeout, done, Instant::now()) {
                 let super::async_send::Unqueued { error, done, .. } = *unqueued;
                 done.complete(Err(error));
             }
             return;
         }
+        let begin = Instant::now();
         let r = match &key.queue {
-            None => self.send_default(&p, Mode::Sync, timeout),
-            Some(mq) => self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout),
+            None => self.send_default(&p, Mode::Sync, timeout, begin),
+            Some(mq) => self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout, begin),
         }
         .and_then(|r| r.ok_or_else(|| Error::state("sync send returned no result")));
         acc.release(bytes);

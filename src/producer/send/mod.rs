@@ -58,6 +58,35 @@ struct Prepared<'a> {
     reply: bool,
     reconsume_times: Option<i32>,
     max_reconsume_times: Option<i32>,
+    /// When it was prepared (Unix milliseconds): its made id's time and the first
+    /// attempt's born timestamp, from one clock read.
+    born_ms: i64,
+}
+
+/// When an attempt began, for its budget, latency and trace, and its born timestamp:
+/// the first attempt's are the send's own, read once when it began.
+#[derive(Clone, Copy)]
+struct Begun {
+    at: Instant,
+    born_ms: i64,
+}
+
+impl Begun {
+    /// The first attempt of a send that began at `begin` (`p` prepared then).
+    fn first(p: &Prepared<'_>, begin: Instant) -> Begun {
+        Begun {
+            at: begin,
+            born_ms: p.born_ms,
+        }
+    }
+
+    /// A re-send, beginning now.
+    fn now() -> Begun {
+        Begun {
+            at: Instant::now(),
+            born_ms: util::now_millis(),
+        }
+    }
 }
 
 /// The id a send reports (`UNIQ_KEY`).
@@ -105,6 +134,7 @@ impl Prepared<'_> {
             reply: self.reply,
             reconsume_times: self.reconsume_times,
             max_reconsume_times: self.max_reconsume_times,
+            born_ms: self.born_ms,
         }
     }
 }
@@ -375,9 +405,10 @@ impl ProducerImpl {
     fn prepare_named<'a>(&self, msg: &'a Message, user_topic: Arc<str>) -> Result<Prepared<'a>> {
         self.check_message(msg)?;
         let (topic, user_topic) = self.topics(user_topic);
+        let born_ms = util::now_millis();
         let created_id = match msg.property(property::UNIQ_KEY) {
             Some(_) => None,
-            None => Some(message::uniq::new_uniq_id()),
+            None => Some(message::uniq::new_uniq_id(born_ms)),
         };
         let created_id = created_id.as_deref();
         let made_id = created_id.map(|id| (property::UNIQ_KEY, id));
@@ -441,6 +472,7 @@ impl ProducerImpl {
             reply: super::request::is_reply(msg),
             reconsume_times,
             max_reconsume_times,
+            born_ms,
         })
     }
 
@@ -449,6 +481,7 @@ impl ProducerImpl {
             return Err(Error::invalid_argument("the batch is empty"));
         };
         let mut ids = Vec::with_capacity(msgs.len());
+        let born_ms = util::now_millis();
         // The topic is checked once: every other message must name the same.
         check_send_topic(first.topic())?;
         let wait = first.wait_store_msg_ok();
@@ -478,7 +511,7 @@ impl ProducerImpl {
             self.check_message_content(m)?;
             ids.push(match m.property(property::UNIQ_KEY) {
                 Some(id) => id.to_string(),
-                None => message::uniq::create_uniq_id(),
+                None => message::uniq::new_uniq_id(born_ms).to_string(),
             });
         }
         // Each message's id (and the namespace) go into its record as it is encoded, not
@@ -506,6 +539,7 @@ impl ProducerImpl {
             reply: false,
             reconsume_times: None,
             max_reconsume_times: None,
+            born_ms,
         })
     }
 
@@ -676,6 +710,7 @@ impl ProducerImpl {
         p: &Prepared<'_>,
         mq: &MessageQueue,
         oneway: bool,
+        born_ms: i64,
     ) -> Outgoing {
         let header = SendMessageRequestHeaderV2Ref {
             producer_group: &self.group,
@@ -685,7 +720,7 @@ impl ProducerImpl {
                 .unwrap_or(i32::MAX),
             queue_id: mq.queue_id,
             sys_flag: p.sys_flag,
-            born_timestamp: util::now_millis(),
+            born_timestamp: born_ms,
             flag: p.flag,
             properties: Some(&p.properties),
             reconsume_times: Some(p.reconsume_times.unwrap_or(0)),
@@ -773,29 +808,30 @@ impl ProducerImpl {
     }
 
     pub(super) fn send_sync(&self, msg: &Message, timeout: Duration) -> Result<SendResult> {
-        self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
-            if let Some(r) = self.send_auto_batched(msg, None, timeout) {
-                return r;
-            }
-            let p = self.prepare(msg)?;
-            self.send_default(&p, Mode::Sync, timeout)?
-                .ok_or_else(|| Error::state("sync send returned no result"))
-        })
+        self.observer
+            .one(&self.group, SendMode::Sync, msg, |msg, begin| {
+                if let Some(r) = self.send_auto_batched(msg, None, timeout) {
+                    return r;
+                }
+                let p = self.prepare(msg)?;
+                self.send_default(&p, Mode::Sync, timeout, begin)?
+                    .ok_or_else(|| Error::state("sync send returned no result"))
+            })
     }
 
     pub(super) fn send_oneway(&self, msg: &Message) -> Result<()> {
         self.observer
-            .one(&self.group, SendMode::Oneway, msg, |msg| {
+            .one(&self.group, SendMode::Oneway, msg, |msg, begin| {
                 let p = self.prepare(msg)?;
-                self.send_default(&p, Mode::Oneway, self.options.send_timeout)
+                self.send_default(&p, Mode::Oneway, self.options.send_timeout, begin)
                     .map(|_| ())
             })
     }
 
     pub(super) fn send_batch(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
-        self.observer.batch(&self.group, msgs, |msgs| {
+        self.observer.batch(&self.group, msgs, |msgs, begin| {
             let p = self.prepare_batch(msgs)?;
-            self.send_default(&p, Mode::Sync, timeout)?
+            self.send_default(&p, Mode::Sync, timeout, begin)?
                 .ok_or_else(|| Error::state("sync send returned no result"))
         })
     }
@@ -806,9 +842,9 @@ impl ProducerImpl {
         p: &Prepared<'_>,
         mode: Mode,
         timeout: Duration,
+        begin: Instant,
     ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
-        let begin = Instant::now();
         let info = self.find_publish_info(&instance, &p.topic)?;
         let attempts = match mode {
             Mode::Sync => 1 + self.options.retries,
@@ -817,12 +853,18 @@ impl ProducerImpl {
         let mut last_broker: Option<Arc<str>> = None;
         let mut last_err: Option<Error> = None;
         let mut not_ok: Option<SendResult> = None;
-        for _ in 0..attempts {
+        for attempt in 0..attempts {
             let Some(mq) = self.fault.select(&info, last_broker.as_deref()) else {
                 break;
             };
-            // One clock read serves the budget, the attempt's latency and its trace.
-            let started = Instant::now();
+            // The first attempt begins with the send (its clocks were read then); a
+            // re-send reads them again, once for the budget, latency and trace.
+            let begun = if attempt == 0 {
+                Begun::first(p, begin)
+            } else {
+                Begun::now()
+            };
+            let started = begun.at;
             let elapsed = started.saturating_duration_since(begin);
             if elapsed >= timeout {
                 last_err = Some(
@@ -831,7 +873,7 @@ impl ProducerImpl {
                 break;
             }
             last_broker = Some(Arc::clone(&mq.broker_name));
-            let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed, started);
+            let result = self.send_kernel(&instance, p, &mq, mode, timeout - elapsed, begun);
             let latency = started.elapsed();
             match result {
                 Ok(r) => {
@@ -881,7 +923,7 @@ impl ProducerImpl {
             )))
     }
 
-    /// One attempt to one queue (Java `sendKernelImpl`), begun at `started`.
+    /// One attempt to one queue (Java `sendKernelImpl`), `begun` then with `timeout` left.
     fn send_kernel(
         &self,
         instance: &MQClientInstance,
@@ -889,16 +931,16 @@ impl ProducerImpl {
         mq: &MessageQueue,
         mode: Mode,
         timeout: Duration,
-        started: Instant,
+        begun: Begun,
     ) -> Result<Option<SendResult>> {
         let addr = self.broker_addr(instance, &p.topic, &mq.broker_name)?;
         let remoting = instance.remoting();
-        let request = self.request(remoting, p, mq, mode == Mode::Oneway);
+        let request = self.request(remoting, p, mq, mode == Mode::Oneway, begun.born_ms);
         match mode {
             Mode::Sync => {
-                let resp = remoting.invoke_sync_outgoing(&addr, request, timeout)?;
+                let resp = remoting.invoke_sync_outgoing(&addr, request, begun.at, timeout)?;
                 let r = Self::process_response(p, mq, &addr, resp)?;
-                self.trace_send(p, &addr, &r, started);
+                self.trace_send(p, &addr, &r, begun.at);
                 Ok(Some(r))
             }
             Mode::Oneway => remoting
@@ -914,24 +956,26 @@ impl ProducerImpl {
         mq: &MessageQueue,
         timeout: Duration,
     ) -> Result<SendResult> {
-        self.observer.one(&self.group, SendMode::Sync, msg, |msg| {
-            check_queue_topic(msg.topic(), mq)?;
-            if let Some(r) = self.send_auto_batched(msg, Some(mq), timeout) {
-                return r;
-            }
-            let p = self.prepare(msg)?;
-            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
-                .ok_or_else(|| Error::state("sync send returned no result"))
-        })
+        self.observer
+            .one(&self.group, SendMode::Sync, msg, |msg, begin| {
+                check_queue_topic(msg.topic(), mq)?;
+                if let Some(r) = self.send_auto_batched(msg, Some(mq), timeout) {
+                    return r;
+                }
+                let p = self.prepare(msg)?;
+                self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout, begin)?
+                    .ok_or_else(|| Error::state("sync send returned no result"))
+            })
     }
 
     /// Sends to `mq` once, expecting no answer (Java `sendOneway(msg, mq)`).
     pub(super) fn send_oneway_to_queue(&self, msg: &Message, mq: &MessageQueue) -> Result<()> {
         self.observer
-            .one(&self.group, SendMode::Oneway, msg, |msg| {
+            .one(&self.group, SendMode::Oneway, msg, |msg, begin| {
                 check_queue_topic(msg.topic(), mq)?;
                 let p = self.prepare(msg)?;
-                self.send_prepared_to_queue(&p, mq, Mode::Oneway, self.options.send_timeout)
+                let timeout = self.options.send_timeout;
+                self.send_prepared_to_queue(&p, mq, Mode::Oneway, timeout, begin)
                     .map(|_| ())
             })
     }
@@ -943,25 +987,27 @@ impl ProducerImpl {
         mq: &MessageQueue,
         timeout: Duration,
     ) -> Result<SendResult> {
-        self.observer.batch(&self.group, msgs, |msgs| {
+        self.observer.batch(&self.group, msgs, |msgs, begin| {
             let p = self.prepare_batch(msgs)?;
             check_queue_topic(&p.user_topic, mq)?;
-            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout)?
+            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout, begin)?
                 .ok_or_else(|| Error::state("sync send returned no result"))
         })
     }
 
+    /// One attempt to `mq`, for a send that began at `begin`.
     fn send_prepared_to_queue(
         &self,
         p: &Prepared<'_>,
         mq: &MessageQueue,
         mode: Mode,
         timeout: Duration,
+        begin: Instant,
     ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
         let mut target = mq.clone();
         target.topic = p.topic.clone();
-        self.send_kernel(&instance, p, &target, mode, timeout, Instant::now())
+        self.send_kernel(&instance, p, &target, mode, timeout, Begun::first(p, begin))
     }
 
     /// The queue `select` picks among the topic's queues (topic without namespace).

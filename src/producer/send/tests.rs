@@ -221,6 +221,7 @@ fn prepared_with_made_id(id: &str) -> Prepared<'static> {
         reply: false,
         reconsume_times: None,
         max_reconsume_times: None,
+        born_ms: 0,
     }
 }
 
