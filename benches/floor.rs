@@ -293,7 +293,7 @@ fn run_drain(name: &str, addr: &str, topic: &str, broker_name: &str, decode: boo
         "{{\"workload\":\"{name}\",\"topic\":\"{topic}\",\"messages\":{got},\"elapsedMs\":{:.1},\"tps\":{:.1},\"cpuUsPerMsg\":{},\"peakRssKiB\":{}}}",
         elapsed.as_secs_f64() * 1000.0,
         got as f64 / elapsed.as_secs_f64().max(1e-9),
-        cpu.map_or("null".into(), |c| format!("{:.1}", c * 1e6 / got.max(1) as f64)),
+        cpu.map_or("null".into(), |c| format!("{:.2}", c * 1e6 / got.max(1) as f64)),
         peak_rss_kib().map_or("null".into(), |k| k.to_string()),
     );
     Ok(())
@@ -533,7 +533,7 @@ fn report(
         n as f64 / elapsed.as_secs_f64().max(1e-9),
         ms(pct(0.5)),
         ms(pct(0.99)),
-        cpu.map_or("null".into(), |c| format!("{:.1}", c * 1e6 / n.max(1) as f64)),
+        cpu.map_or("null".into(), |c| format!("{:.2}", c * 1e6 / n.max(1) as f64)),
         peak_rss_kib().map_or("null".into(), |k| k.to_string()),
     );
     Ok(())

@@ -249,7 +249,7 @@ pub(crate) fn produce(namesrv_arg: &Option<String>, args: ProduceArgs) -> CliRes
         measured_cpu_seconds: measured_cpu.map(CpuSeconds::from),
         cpu_us_per_msg: measured_cpu
             .filter(|_| recorder.acked() > 0)
-            .map(|c| round(c.total() * 1e6 / recorder.acked() as f64, 1)),
+            .map(|c| round(c.total() * 1e6 / recorder.acked() as f64, 2)),
         cpu_seconds: cpu.map(CpuSeconds::from),
         peak_rss_kib: rss,
         first_ack_ms: first_ack.map(|d| round(d.as_secs_f64() * 1000.0, 1)),
