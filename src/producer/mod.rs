@@ -35,6 +35,7 @@ use crate::client::{ClientConfig, ClientOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{CompressionType, Message, MessageExt, MessageQueue};
 use crate::protocol::heartbeat::java_string_hash;
+use crate::util::ShortText;
 
 pub use observe::{SendContext, SendHook, SendMode};
 pub use request::{create_reply_message, reply_topic};
@@ -63,11 +64,12 @@ pub enum SendStatus {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendResult {
     pub(crate) send_status: SendStatus,
-    pub(crate) msg_id: String,
-    pub(crate) offset_msg_id: String,
+    /// The ids inline (no allocation) unless a batch's are joined.
+    pub(crate) msg_id: ShortText,
+    pub(crate) offset_msg_id: ShortText,
     pub(crate) message_queue: MessageQueue,
     pub(crate) queue_offset: i64,
-    pub(crate) transaction_id: Option<String>,
+    pub(crate) transaction_id: Option<ShortText>,
     /// Borrowed for the default region: no allocation per send.
     pub(crate) region_id: std::borrow::Cow<'static, str>,
     pub(crate) trace_on: bool,
@@ -542,8 +544,7 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> Result<()> {
         let timeout = self.inner.options().send_timeout;
-        self.inner
-            .send_batch_async(msgs, None, timeout, Box::new(callback))
+        self.inner.send_batch_async(msgs, None, timeout, callback)
     }
 
     /// [`send_batch_async`](Self::send_batch_async) to one queue of the batch's topic;
@@ -556,7 +557,7 @@ impl Producer {
     ) -> Result<()> {
         let timeout = self.inner.options().send_timeout;
         self.inner
-            .send_batch_async(msgs, Some(mq), timeout, Box::new(callback))
+            .send_batch_async(msgs, Some(mq), timeout, callback)
     }
 
     /// Sends without waiting; `callback` runs on the callback pool with the result.
@@ -579,8 +580,7 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> std::result::Result<(), SendAsyncError> {
         let timeout = self.inner.options().send_timeout;
-        self.inner
-            .send_async(msg, None, timeout, Box::new(callback))
+        self.inner.send_async(msg, None, timeout, callback)
     }
 
     /// [`send_async`](Self::send_async) to one queue: the same contract, and re-sends after
@@ -592,8 +592,7 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> std::result::Result<(), SendAsyncError> {
         let timeout = self.inner.options().send_timeout;
-        self.inner
-            .send_async(msg, Some(mq), timeout, Box::new(callback))
+        self.inner.send_async(msg, Some(mq), timeout, callback)
     }
 
     /// [`send_async`](Self::send_async) to the queue `selector` picks (ordered messages);
@@ -623,14 +622,9 @@ impl Producer {
     ) -> std::result::Result<SendFuture, SendAsyncError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let timeout = self.inner.options().send_timeout;
-        self.inner.send_async(
-            msg,
-            None,
-            timeout,
-            Box::new(move |r| {
-                let _ = tx.send(r);
-            }),
-        )?;
+        self.inner.send_async(msg, None, timeout, move |r| {
+            let _ = tx.send(r);
+        })?;
         Ok(SendFuture { rx })
     }
 

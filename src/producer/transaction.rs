@@ -620,8 +620,8 @@ impl TransactionProducer {
             commit_log_offset,
             commit_or_rollback: state.wire(),
             from_transaction_check: false,
-            msg_id: sent.msg_id.clone(),
-            transaction_id: sent.transaction_id.clone(),
+            msg_id: sent.msg_id.to_string(),
+            transaction_id: sent.transaction_id.as_deref().map(str::to_string),
             broker_name: Some(broker.to_string()),
         };
         if let Some(trace) = inner.tracer() {

@@ -129,6 +129,18 @@ impl ExtValue for String {
     }
 }
 
+impl ToExt for crate::util::ShortText {
+    fn to_ext(&self) -> Option<ExtText<'_>> {
+        Some(ExtText::Str(self))
+    }
+}
+
+impl ExtValue for crate::util::ShortText {
+    fn from_ext(raw: Option<&str>, key: &str) -> Result<Self, DecodeError> {
+        required(raw, key).map(crate::util::ShortText::new)
+    }
+}
+
 /// An optional sign and 1 to 18 ASCII digits (which cannot overflow an i64); `None` for
 /// anything else.
 #[inline]

@@ -65,6 +65,82 @@ pub(crate) fn shared_name(name: &str) -> std::sync::Arc<str> {
     kept.unwrap_or_else(|_| std::sync::Arc::from(name))
 }
 
+/// The longest [`ShortText`] kept inline: a message id of an IPv6 host (56 hex digits).
+const SHORT_TEXT_INLINE: usize = 56;
+
+/// A short text (a message id: 32 or 56 hex digits) kept inline, or a longer one (a
+/// batch's ids joined) on the heap: a send result then allocates nothing for its ids.
+#[derive(Clone)]
+pub(crate) enum ShortText {
+    Inline {
+        len: u8,
+        bytes: [u8; SHORT_TEXT_INLINE],
+    },
+    Heap(String),
+}
+
+impl ShortText {
+    pub(crate) fn new(text: &str) -> ShortText {
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= SHORT_TEXT_INLINE => {
+                let mut bytes = [0u8; SHORT_TEXT_INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                ShortText::Inline { len, bytes }
+            }
+            _ => ShortText::Heap(text.to_string()),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // Whole characters of a `str` were copied, so this never falls back.
+            ShortText::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            ShortText::Heap(s) => s,
+        }
+    }
+}
+
+impl From<&str> for ShortText {
+    fn from(text: &str) -> ShortText {
+        ShortText::new(text)
+    }
+}
+
+impl std::ops::Deref for ShortText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for ShortText {
+    fn eq(&self, other: &ShortText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ShortText {}
+
+impl AsRef<str> for ShortText {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for ShortText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for ShortText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// A random number good enough for start indexes and shuffles (not for cryptography).
 pub(crate) fn random_u64() -> u64 {
     // Each RandomState carries fresh keys; mixing in the clock varies it across processes.
@@ -132,6 +208,33 @@ mod tests {
         // Another thread keeps its own.
         let other = std::thread::spawn(|| shared_name("Topic")).join().unwrap();
         assert!(!std::sync::Arc::ptr_eq(&other, &shared_name("Topic")));
+    }
+
+    #[test]
+    fn short_text_keeps_any_text_whole_inline_or_not() {
+        for text in [
+            String::new(),
+            "7F00000100002A9F00000000000004D2".to_string(),
+            // 56 bytes of two-byte characters: inline.
+            "é".repeat(28),
+            // One byte past the inline room.
+            "x".repeat(57),
+            // A batch's ids.
+            "A,B".repeat(100),
+        ] {
+            let short = ShortText::new(&text);
+            assert_eq!(short.as_str(), text);
+            assert_eq!(
+                matches!(short, ShortText::Inline { .. }),
+                text.len() <= SHORT_TEXT_INLINE,
+                "{text}"
+            );
+            assert_eq!(&*short, text.as_str());
+            assert_eq!(short.clone(), short);
+            assert_eq!(short.to_string(), text);
+            assert_eq!(format!("{short:?}"), format!("{text:?}"));
+        }
+        assert_ne!(ShortText::new("a"), ShortText::new("b"));
     }
 
     #[test]

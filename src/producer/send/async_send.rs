@@ -14,12 +14,12 @@ impl ProducerImpl {
     /// Queues an async send. On `Ok`, `callback` runs exactly once; on `Err`, it has not
     /// run, never will, and `msg` comes back with the error. With `queue`, every attempt goes
     /// to that queue (Java `send(msg, mq, callback)` re-sends to the same broker).
-    pub(in crate::producer) fn send_async(
+    pub(in crate::producer) fn send_async<F: Callback>(
         self: &Arc<Self>,
         msg: Message,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: SendCallback,
+        callback: F,
     ) -> std::result::Result<(), SendAsyncError> {
         let started = Instant::now();
         let mut msg = msg;
@@ -62,26 +62,40 @@ impl ProducerImpl {
     /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
     /// `msg` when the send is not queued. `topic` is `msg.topic()`, shared; the send
     /// began at `begin`.
-    fn queue_async(
+    fn queue_async<F: Callback>(
         self: &Arc<Self>,
         msg: &mut Message,
         topic: &Arc<str>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        done: Done,
+        done: Done<F>,
         begin: Instant,
     ) -> Result<()> {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
         }
-        let done = match self.batcher.as_ref() {
-            // The batcher keeps its callers' callbacks boxed.
-            Some(_) => match self.send_async_auto_batched(msg, queue, timeout, done.boxed()) {
-                Ok(queued) => return queued,
-                Err(callback) => Done::plain(callback),
-            },
-            None => done,
-        };
+        if self.batcher.is_none() {
+            return self.queue_one(msg, topic, queue, timeout, done, begin);
+        }
+        // The batcher keeps its callers' callbacks boxed.
+        match self.send_async_auto_batched(msg, queue, timeout, done.boxed()) {
+            Ok(queued) => queued,
+            Err(callback) => {
+                self.queue_one(msg, topic, queue, timeout, Done::plain(callback), begin)
+            }
+        }
+    }
+
+    /// [`queue_async`](Self::queue_async) of a message sent alone.
+    fn queue_one<F: Callback>(
+        self: &Arc<Self>,
+        msg: &mut Message,
+        topic: &Arc<str>,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        done: Done<F>,
+        begin: Instant,
+    ) -> Result<()> {
         self.instance()?;
         let prepared = self.prepare_named(msg, topic.clone())?;
         let moved = prepared.borrows_body();
@@ -109,14 +123,14 @@ impl ProducerImpl {
     /// Queues the async send of a prepared message (or batch), begun at `begin` with
     /// `timeout` for all its attempts. On `Ok`, `done` runs exactly once; on `Err`, it
     /// comes back unrun, with the send.
-    pub(super) fn queue_prepared(
+    pub(super) fn queue_prepared<F: Callback>(
         self: &Arc<Self>,
         p: Prepared<'static>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        done: Done,
+        done: Done<F>,
         begin: Instant,
-    ) -> std::result::Result<(), Box<Unqueued>> {
+    ) -> std::result::Result<(), Box<Unqueued<F>>> {
         let instance = match self.instance() {
             Ok(i) => i,
             Err(error) => return Err(Unqueued::new(error, p, done)),
@@ -161,12 +175,12 @@ impl ProducerImpl {
     /// the batch checked and encoded on the caller's thread; an error here means nothing
     /// was queued and `callback` was dropped unrun. Counted and hooked as one send of
     /// `msgs.len()` messages, as the sync batch is.
-    pub(in crate::producer) fn send_batch_async(
+    pub(in crate::producer) fn send_batch_async<F: Callback>(
         self: &Arc<Self>,
         msgs: &[Message],
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: SendCallback,
+        callback: F,
     ) -> Result<()> {
         let started = Instant::now();
         let hooks = self.observer.hooks();
@@ -176,16 +190,14 @@ impl ProducerImpl {
                 h.before(&self.group, SendMode::Async, m);
             }
         }
-        let topic = msgs
-            .first()
-            .map_or(String::new(), |m| m.topic().to_string());
+        // The thread's shared string when it sent to this topic last.
+        let topic = crate::util::shared_name(msgs.first().map_or("", |m| m.topic()));
         if let Some(mq) = queue {
             check_queue_topic(&topic, mq)?;
         }
         let p = self.prepare_batch(&msgs)?;
         let count = msgs.len() as u64;
         let counters = self.observer.counters.clone();
-        let topic: Arc<str> = Arc::from(topic);
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
         let done = Done {
             observed: Some(Observed {
@@ -238,11 +250,11 @@ pub(super) struct AsyncAttempt {
 impl AsyncAttempt {
     /// Queues the first attempt to `mq`, on the caller's thread (which may look the
     /// route up). On `Ok`, `done` runs exactly once; on `Err`, it comes back unrun.
-    pub(super) fn send(
+    pub(super) fn send<F: Callback>(
         self,
         mq: MessageQueue,
-        done: Done,
-    ) -> std::result::Result<(), Box<Unqueued>> {
+        done: Done<F>,
+    ) -> std::result::Result<(), Box<Unqueued<F>>> {
         let addr = match self
             .producer
             .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
@@ -271,7 +283,7 @@ impl AsyncAttempt {
     /// name server: a broker whose address is not cached has its route fetched on the
     /// client timer (`MQClientInstance::request_route`) and the re-send goes on from
     /// there. `done` runs exactly once.
-    fn resend(self, mq: MessageQueue, done: Done, cause: Error) {
+    fn resend<F: Callback>(self, mq: MessageQueue, done: Done<F>, cause: Error) {
         let instance = self.instance.clone();
         if instance.publish_address(&mq.broker_name).is_some() {
             return self.resend_now(mq, done, cause);
@@ -284,7 +296,7 @@ impl AsyncAttempt {
     }
 
     /// Re-sends to `mq` with the broker address cached now, if any.
-    fn resend_now(self, mq: MessageQueue, done: Done, cause: Error) {
+    fn resend_now<F: Callback>(self, mq: MessageQueue, done: Done<F>, cause: Error) {
         let Some(addr) = self.instance.publish_address(&mq.broker_name) else {
             let e = Error::new(
                 ErrorKind::NoRoute,
@@ -302,13 +314,13 @@ impl AsyncAttempt {
 
     /// Queues one attempt to `mq` at `addr`, `begun` now. On `Ok`, `done` runs exactly
     /// once; on `Err`, it comes back unrun.
-    fn send_to(
+    fn send_to<F: Callback>(
         self,
         mq: MessageQueue,
         addr: Arc<str>,
-        done: Done,
+        done: Done<F>,
         begun: Begun,
-    ) -> std::result::Result<(), Box<Unqueued>> {
+    ) -> std::result::Result<(), Box<Unqueued<F>>> {
         let left = match self.time_left(begun.at) {
             Ok(left) => left,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
@@ -335,25 +347,33 @@ impl AsyncAttempt {
 }
 
 /// A send that was not queued: why, the send, and what would have run on its completion.
-pub(super) struct Unqueued {
+pub(super) struct Unqueued<F> {
     pub(super) error: Error,
     pub(super) p: Prepared<'static>,
-    pub(super) done: Done,
+    pub(super) done: Done<F>,
 }
 
-impl Unqueued {
+impl<F> Unqueued<F> {
     /// Boxed: the error path alone pays for carrying the send back.
-    fn new(error: Error, p: Prepared<'static>, done: Done) -> Box<Unqueued> {
+    fn new(error: Error, p: Prepared<'static>, done: Done<F>) -> Box<Unqueued<F>> {
         Box::new(Unqueued { error, p, done })
     }
 }
 
+/// What an async send's caller gives to run with its result.
+pub(in crate::producer) trait Callback:
+    FnOnce(Result<SendResult>) + Send + 'static
+{
+}
+
+impl<F: FnOnce(Result<SendResult>) + Send + 'static> Callback for F {}
+
 /// What runs when an async send completes: its stats and hooks (for a send the caller
-/// made), then the callback. Carried inside the attempt, so the caller's callback is the
-/// only box an async send adds.
-pub(super) struct Done {
+/// made), then the callback. Carried inside the attempt, with the caller's callback by
+/// value: an async send adds no box of its own around it.
+pub(super) struct Done<F> {
     observed: Option<Observed>,
-    callback: SendCallback,
+    callback: F,
 }
 
 /// The stats and hooks of one async send of `count` messages.
@@ -367,9 +387,9 @@ struct Observed {
     hooked: Option<(Hooks, Vec<Message>, String)>,
 }
 
-impl Done {
+impl<F: Callback> Done<F> {
     /// A callback with nothing to count (the auto-batcher's, which counts its callers).
-    pub(super) fn plain(callback: SendCallback) -> Done {
+    pub(super) fn plain(callback: F) -> Done<F> {
         Done {
             observed: None,
             callback,
@@ -400,24 +420,21 @@ impl Done {
 
     /// The whole of it as one callback, for the auto-batcher, which keeps its callers'.
     fn boxed(self) -> SendCallback {
-        match self.observed {
-            None => self.callback,
-            Some(_) => Box::new(move |r| self.complete(r)),
-        }
+        Box::new(move |r| self.complete(r))
     }
 }
 
 /// An attempt on the wire: the remoting callback of an async send, which owns what runs
 /// on its completion and gives it back when the request cannot be queued.
-struct InFlight {
+struct InFlight<F> {
     attempt: AsyncAttempt,
     mq: MessageQueue,
     addr: Arc<str>,
     started: Instant,
-    done: Done,
+    done: Done<F>,
 }
 
-impl InvokeCallback for InFlight {
+impl<F: Callback> InvokeCallback for InFlight<F> {
     fn operation_complete(self, r: Result<RemotingCommand>) {
         let InFlight {
             attempt,

@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::message::{property, Message, MessageQueue};
 use crate::producer::{ProducerOptions, SendResult};
 use crate::scheduler::ScheduledExecutor;
+use crate::util::ShortText;
 
 /// What messages share a batch (Java `AggregateKey`, without the tag: each message of a
 /// batch keeps its own tags).
@@ -259,8 +260,8 @@ fn split(r: &SendResult, n: usize) -> Result<Vec<SendResult>> {
         .zip(&offset_ids)
         .enumerate()
         .map(|(i, (id, offset_id))| SendResult {
-            msg_id: (*id).to_string(),
-            offset_msg_id: (*offset_id).to_string(),
+            msg_id: ShortText::new(id),
+            offset_msg_id: ShortText::new(offset_id),
             queue_offset: r.queue_offset.saturating_add(i as i64),
             ..r.clone()
         })

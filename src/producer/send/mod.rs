@@ -31,7 +31,7 @@ use crate::protocol::{next_opaque, RemotingCommand, RequestCode, ResponseCode, O
 use crate::remoting::{InvokeCallback, Outgoing, RemotingClient};
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 use crate::util;
-use crate::util::NameMap;
+use crate::util::{NameMap, ShortText};
 
 pub(super) type SendCallback = Box<dyn FnOnce(Result<SendResult>) + Send + 'static>;
 
@@ -526,7 +526,7 @@ impl ProducerImpl {
         check_body(body.len(), self.options.max_message_size)
             .map_err(|e| e.context("encoded batch"))?;
         let wait = if wait { "true" } else { "false" };
-        let (topic, user_topic) = self.topics(Arc::from(first.topic()));
+        let (topic, user_topic) = self.topics(util::shared_name(first.topic()));
         Ok(Prepared {
             topic,
             user_topic,
@@ -571,8 +571,8 @@ impl ProducerImpl {
         record.timestamp = crate::util::now_millis() - started.elapsed().as_millis() as i64;
         record.cost_ms = started.elapsed().as_millis() as i64;
         record.body_len = p.body.len();
-        record.msg_id = r.msg_id.clone();
-        record.offset_msg_id = r.offset_msg_id.clone();
+        record.msg_id = r.msg_id.to_string();
+        record.offset_msg_id = r.offset_msg_id.to_string();
         record.store_host = addr.to_string();
         record.success = r.send_status == SendStatus::Ok;
         if p.sys_flag & sys_flag::TRANSACTION_PREPARED != 0 {
@@ -789,7 +789,7 @@ impl ProducerImpl {
         let [offset_msg_id, queue_id, queue_offset, transaction_id, region, trace_on] = fields;
         Ok(SendResult {
             send_status: status,
-            msg_id: p.msg_id().to_string(),
+            msg_id: ShortText::new(p.msg_id()),
             offset_msg_id: ExtValue::from_ext(offset_msg_id, "msgId")?,
             // Shares the topic and broker name: no allocation.
             message_queue: MessageQueue {
