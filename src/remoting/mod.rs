@@ -507,16 +507,25 @@ impl RemotingClient {
                 callback,
             ));
         }
+        let wait = PendingRequest {
+            opaque,
+            deadline,
+            timeout,
+            waiter: Waiter::Async(command::Completion::boxed(callback, code, permit)),
+        };
+        self.submit_async(addr, sock, frame, wait);
+        drop(gate);
+        Ok(())
+    }
+
+    /// Hands an async request, its callback boxed, to the I/O thread (under the gate the
+    /// caller holds). Apart from the callback's type: the generic caller stays small.
+    fn submit_async(&self, addr: Arc<str>, sock: SocketAddr, frame: Vec<u8>, wait: PendingRequest) {
         let cmd = Command::Send {
             addr: addr.clone(),
             sock,
             frame,
-            wait: Some(PendingRequest {
-                opaque,
-                deadline,
-                timeout,
-                waiter: Waiter::Async(command::Completion::boxed(callback, code, permit)),
-            }),
+            wait: Some(wait),
             permit: None,
         };
         let refused = self.shared.try_submit(cmd).err().map(|cmd| *cmd);
@@ -534,8 +543,6 @@ impl RemotingClient {
             let e = Error::state("the remoting client is shut down").with_addr(&addr);
             self.shared.run_callback(callback, Err(e));
         }
-        drop(gate);
-        Ok(())
     }
 
     /// The fallible part of [`invoke_async`](Self::invoke_async), before anything is queued.

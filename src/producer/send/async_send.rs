@@ -21,41 +21,52 @@ impl ProducerImpl {
         timeout: Duration,
         callback: F,
     ) -> std::result::Result<(), SendAsyncError> {
-        let started = Instant::now();
+        // The generic functions here only carry the callback; what they do is in plain
+        // ones beside them, so that each callback type adds little code.
         let mut msg = msg;
-        let hooks = self.observer.hooks();
-        if let Some(hooks) = &hooks {
-            hooks.before(&self.group, SendMode::Async, &mut msg);
-        }
-        let counters = self.observer.counters.clone();
-        // For the send, its stats and the error path below: the thread's shared string
-        // when it sent to this topic last, else one allocation.
-        let topic = crate::util::shared_name(msg.topic());
-        counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
+        let observed = self.observe_async(&mut msg);
+        let (topic, begin) = (observed.topic.clone(), observed.started);
         let done = Done {
-            observed: Some(Observed {
-                counters: counters.clone(),
-                topic: topic.clone(),
-                count: 1,
-                bytes: msg.body().len() as u64,
-                started,
-                // The message as sent, for the hooks' `after_send` (a copy only when hooked).
-                hooked: hooks.map(|h| (h, vec![msg.clone()], self.group.clone())),
-            }),
+            observed: Some(observed),
             callback,
         };
-        match self.queue_async(&mut msg, &topic, queue, timeout, done, started) {
-            Ok(()) => Ok(()),
-            Err(error) => {
-                // Not queued: the observed callback was dropped unrun.
-                counters.failed(&topic, 1, &error);
-                counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
-                if let Some(hooks) = self.observer.hooks() {
-                    hooks.after(&self.group, SendMode::Async, &mut msg, Err(&error));
-                }
-                Err(SendAsyncError::new(error, msg))
-            }
+        self.queue_async(&mut msg, &topic, queue, timeout, done, begin)
+            .map_err(|error| self.not_queued(error, msg, &topic))
+    }
+
+    /// The start of an async send of `msg`: the hooks' `before_send`, the in-flight count,
+    /// and what its completion counts.
+    fn observe_async(&self, msg: &mut Message) -> Observed {
+        let started = Instant::now();
+        let hooks = self.observer.hooks();
+        if let Some(hooks) = &hooks {
+            hooks.before(&self.group, SendMode::Async, msg);
         }
+        let counters = self.observer.counters.clone();
+        counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
+        Observed {
+            counters,
+            // For the send, its stats and the error path: the thread's shared string when
+            // it sent to this topic last, else one allocation.
+            topic: crate::util::shared_name(msg.topic()),
+            count: 1,
+            bytes: msg.body().len() as u64,
+            started,
+            // The message as sent, for the hooks' `after_send` (a copy only when hooked).
+            hooked: hooks.map(|h| (h, vec![msg.clone()], self.group.clone())),
+        }
+    }
+
+    /// An async send of `msg` that was not queued (its observed callback was dropped
+    /// unrun): counted as failed, seen by the hooks' `after_send`, and given back.
+    fn not_queued(&self, error: Error, mut msg: Message, topic: &str) -> SendAsyncError {
+        let counters = &self.observer.counters;
+        counters.failed(topic, 1, &error);
+        counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let Some(hooks) = self.observer.hooks() {
+            hooks.after(&self.group, SendMode::Async, &mut msg, Err(&error));
+        }
+        SendAsyncError::new(error, msg)
     }
 
     /// Prepares and queues `msg` (or hands it to its open batch). The body moves into the
@@ -96,28 +107,34 @@ impl ProducerImpl {
         done: Done<F>,
         begin: Instant,
     ) -> Result<()> {
-        self.instance()?;
-        let prepared = self.prepare_named(msg, topic.clone())?;
-        let moved = prepared.borrows_body();
-        let p = if moved {
-            // No copy: the send owns the body from here on.
-            let mut p = prepared.with_body(Vec::new());
-            p.body = Cow::Owned(msg.take_body());
-            p
-        } else {
-            prepared.into_owned()
-        };
-        match self.queue_prepared(p, queue, timeout, done, begin) {
-            Ok(()) => Ok(()),
-            Err(unqueued) => {
+        let (p, moved) = self.prepare_async(msg, topic)?;
+        self.queue_prepared(p, queue, timeout, done, begin)
+            .map_err(|unqueued| {
                 // Not queued: the body goes back to the message, which the caller gets
                 // back unchanged (and the hooks' `after_send` sees).
                 if moved {
                     msg.set_body(unqueued.p.body.into_owned());
                 }
-                Err(unqueued.error)
-            }
+                unqueued.error
+            })
+    }
+
+    /// `msg` prepared for an async send, which owns what it sends: the message's body,
+    /// moved out (then `true`), or its compressed copy.
+    fn prepare_async(
+        &self,
+        msg: &mut Message,
+        topic: &Arc<str>,
+    ) -> Result<(Prepared<'static>, bool)> {
+        self.instance()?;
+        let prepared = self.prepare_named(msg, topic.clone())?;
+        if !prepared.borrows_body() {
+            return Ok((prepared.into_owned(), false));
         }
+        // No copy: the send owns the body from here on.
+        let mut p = prepared.with_body(Vec::new());
+        p.body = Cow::Owned(msg.take_body());
+        Ok((p, true))
     }
 
     /// Queues the async send of a prepared message (or batch), begun at `begin` with
@@ -131,13 +148,32 @@ impl ProducerImpl {
         done: Done<F>,
         begin: Instant,
     ) -> std::result::Result<(), Box<Unqueued<F>>> {
+        match self.first_attempt(p, queue, timeout, begin) {
+            // Not queued: `done` comes back unrun.
+            Ok((attempt, mq)) => attempt.send(mq, done),
+            Err(failed) => {
+                let (error, p) = *failed;
+                Err(Unqueued::new(error, p, done))
+            }
+        }
+    }
+
+    /// The first attempt of an async send and its queue; the send back on an error.
+    #[allow(clippy::type_complexity)]
+    fn first_attempt(
+        self: &Arc<Self>,
+        p: Prepared<'static>,
+        queue: Option<&MessageQueue>,
+        timeout: Duration,
+        begin: Instant,
+    ) -> std::result::Result<(AsyncAttempt, MessageQueue), Box<(Error, Prepared<'static>)>> {
         let instance = match self.instance() {
             Ok(i) => i,
-            Err(error) => return Err(Unqueued::new(error, p, done)),
+            Err(error) => return Err(Box::new((error, p))),
         };
         let info = match self.find_publish_info(&instance, &p.topic) {
             Ok(i) => i,
-            Err(error) => return Err(Unqueued::new(error, p, done)),
+            Err(error) => return Err(Box::new((error, p))),
         };
         let pinned = queue.map(|mq| {
             let mut mq = mq.clone();
@@ -153,7 +189,7 @@ impl ProducerImpl {
                         ErrorKind::NoRoute,
                         format!("no writable queue of topic {}", p.user_topic),
                     );
-                    return Err(Unqueued::new(error, p, done));
+                    return Err(Box::new((error, p)));
                 }
             },
         };
@@ -167,8 +203,7 @@ impl ProducerImpl {
             retries_left: self.options.async_retries,
             pinned: pinned.is_some(),
         };
-        // Not queued: `done` comes back unrun.
-        attempt.send(mq, done)
+        Ok((attempt, mq))
     }
 
     /// An async send of one batch (`SEND_BATCH_MESSAGE`): the contract of `send_async`,
@@ -182,6 +217,29 @@ impl ProducerImpl {
         timeout: Duration,
         callback: F,
     ) -> Result<()> {
+        let (p, observed, unqueued) = self.prepare_batch_async(msgs, queue)?;
+        let (topic, count, begin) = (observed.topic.clone(), observed.count, observed.started);
+        let done = Done {
+            observed: Some(observed),
+            callback,
+        };
+        let queued = self
+            .queue_prepared(p, queue, timeout, done, begin)
+            .map_err(|u| u.error);
+        if let Err(e) = &queued {
+            self.batch_not_queued(e, &topic, count, unqueued);
+        }
+        queued
+    }
+
+    /// The start of an async batch send: the hooks' `before_send`, the checked and encoded
+    /// batch, what its completion counts, and (only when hooked) the batch for
+    /// `after_send` if it is not queued.
+    fn prepare_batch_async(
+        &self,
+        msgs: &[Message],
+        queue: Option<&MessageQueue>,
+    ) -> Result<(Prepared<'static>, Observed, Option<Vec<Message>>)> {
         let started = Instant::now();
         let hooks = self.observer.hooks();
         let mut msgs = Cow::Borrowed(msgs);
@@ -196,40 +254,32 @@ impl ProducerImpl {
             check_queue_topic(&topic, mq)?;
         }
         let p = self.prepare_batch(&msgs)?;
-        let count = msgs.len() as u64;
         let counters = self.observer.counters.clone();
         counters.async_in_flight.fetch_add(1, Ordering::Relaxed);
-        let done = Done {
-            observed: Some(Observed {
-                counters: counters.clone(),
-                topic: topic.clone(),
-                count,
-                bytes: msgs.iter().map(|m| m.body().len() as u64).sum(),
-                started,
-                // The batch as sent, for the hooks' `after_send` (a copy only when hooked).
-                hooked: hooks.map(|h| (h, msgs.to_vec(), self.group.clone())),
-            }),
-            callback,
+        let observed = Observed {
+            counters,
+            topic,
+            count: msgs.len() as u64,
+            bytes: msgs.iter().map(|m| m.body().len() as u64).sum(),
+            started,
+            // The batch as sent, for the hooks' `after_send` (a copy only when hooked).
+            hooked: hooks.map(|h| (h, msgs.to_vec(), self.group.clone())),
         };
-        // The batch for `after_send` if it is not queued (only when hooked).
-        let unqueued = done
-            .observed
-            .as_ref()
-            .and_then(|o| o.hooked.as_ref())
-            .map(|_| msgs.into_owned());
-        let queued = self
-            .queue_prepared(p, queue, timeout, done, started)
-            .map_err(|u| u.error);
-        if let Err(e) = &queued {
-            counters.failed(&topic, count, e);
-            counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
-            if let (Some(h), Some(mut msgs)) = (self.observer.hooks(), unqueued) {
-                for m in &mut msgs {
-                    h.after(&self.group, SendMode::Async, m, Err(e));
-                }
+        let unqueued = observed.hooked.as_ref().map(|_| msgs.into_owned());
+        Ok((p, observed, unqueued))
+    }
+
+    /// An async batch that was not queued: counted as failed, and seen by the hooks'
+    /// `after_send` (`msgs`, kept only when hooked).
+    fn batch_not_queued(&self, e: &Error, topic: &str, count: u64, msgs: Option<Vec<Message>>) {
+        let counters = &self.observer.counters;
+        counters.failed(topic, count, e);
+        counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
+        if let (Some(h), Some(mut msgs)) = (self.observer.hooks(), msgs) {
+            for m in &mut msgs {
+                h.after(&self.group, SendMode::Async, m, Err(e));
             }
         }
-        queued
     }
 }
 
@@ -265,6 +315,21 @@ impl AsyncAttempt {
         // The send's own clocks, read when it began: none read again for it here.
         let begun = Begun::first(&self.p, self.begin);
         self.send_to(mq, addr, done, begun)
+    }
+
+    /// The request of an attempt to `mq` `begun` now, the client to send it with, and
+    /// the budget left; the timeout error when none is.
+    fn request(
+        &self,
+        mq: &MessageQueue,
+        begun: Begun,
+    ) -> Result<(Arc<RemotingClient>, Outgoing, Duration)> {
+        let left = self.time_left(begun.at)?;
+        let remoting = self.instance.remoting().clone();
+        let request = self
+            .producer
+            .request(&remoting, &self.p, mq, false, begun.born_ms);
+        Ok((remoting, request, left))
     }
 
     /// The budget left at `now`, or the timeout error when none is.
@@ -321,14 +386,10 @@ impl AsyncAttempt {
         done: Done<F>,
         begun: Begun,
     ) -> std::result::Result<(), Box<Unqueued<F>>> {
-        let left = match self.time_left(begun.at) {
-            Ok(left) => left,
+        let (remoting, request, left) = match self.request(&mq, begun) {
+            Ok(r) => r,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
-        let remoting = self.instance.remoting().clone();
-        let request = self
-            .producer
-            .request(&remoting, &self.p, &mq, false, begun.born_ms);
         let in_flight = InFlight {
             attempt: self,
             mq,
@@ -387,6 +448,23 @@ struct Observed {
     hooked: Option<(Hooks, Vec<Message>, String)>,
 }
 
+impl Observed {
+    /// Counts the send's result `r`, come at `now`, and runs the hooks' `after_send`.
+    fn finish(self, r: &Result<SendResult>, now: Instant) {
+        let latency = now.saturating_duration_since(self.started);
+        self.counters
+            .record(&self.topic, self.count, self.bytes, r, latency);
+        self.counters
+            .async_in_flight
+            .fetch_sub(1, Ordering::Relaxed);
+        if let Some((hooks, mut msgs, group)) = self.hooked {
+            for m in &mut msgs {
+                hooks.after(&group, SendMode::Async, m, r.as_ref().map(Some));
+            }
+        }
+    }
+}
+
 impl<F: Callback> Done<F> {
     /// A callback with nothing to count (the auto-batcher's, which counts its callers).
     pub(super) fn plain(callback: F) -> Done<F> {
@@ -406,14 +484,7 @@ impl<F: Callback> Done<F> {
     /// [`complete`](Self::complete) with the clock read `now` by the caller.
     fn complete_at(self, r: Result<SendResult>, now: Instant) {
         if let Some(o) = self.observed {
-            let latency = now.saturating_duration_since(o.started);
-            o.counters.record(&o.topic, o.count, o.bytes, &r, latency);
-            o.counters.async_in_flight.fetch_sub(1, Ordering::Relaxed);
-            if let Some((hooks, mut msgs, group)) = o.hooked {
-                for m in &mut msgs {
-                    hooks.after(&group, SendMode::Async, m, r.as_ref().map(Some));
-                }
-            }
+            o.finish(&r, now);
         }
         (self.callback)(r)
     }
@@ -445,39 +516,63 @@ impl<F: Callback> InvokeCallback for InFlight<F> {
         } = self;
         // One clock read for the broker's latency and the send's.
         let now = Instant::now();
+        match attempt.settle(mq, &addr, started, now, r) {
+            Settled::Done(result) => done.complete_at(result, now),
+            Settled::Resend(retry, next, e) => retry.resend(next, done, e),
+        }
+    }
+}
+
+/// What an attempt's answer settles: the send's result, or a re-send to another queue
+/// after a transport failure.
+enum Settled {
+    Done(Result<SendResult>),
+    Resend(AsyncAttempt, MessageQueue, Error),
+}
+
+impl AsyncAttempt {
+    /// Reads the answer `r` of this attempt to `mq` at `addr`, begun at `started`, come at
+    /// `now`: the result (with the broker's latency and the trace recorded), or the
+    /// re-send that Java's `onExceptionImpl` makes.
+    fn settle(
+        self,
+        mq: MessageQueue,
+        addr: &str,
+        started: Instant,
+        now: Instant,
+        r: Result<RemotingCommand>,
+    ) -> Settled {
         let latency = now.saturating_duration_since(started);
-        let producer = &attempt.producer;
-        let result =
-            r.and_then(|resp| ProducerImpl::process_response(&attempt.p, &mq, &addr, resp));
+        let producer = &self.producer;
+        let result = r.and_then(|resp| ProducerImpl::process_response(&self.p, &mq, addr, resp));
         match result {
             Ok(res) => {
                 producer.fault.update(&mq.broker_name, latency, false);
-                producer.trace_send(&attempt.p, &addr, &res, started);
-                done.complete_at(Ok(res), now);
+                producer.trace_send(&self.p, addr, &res, started);
+                Settled::Done(Ok(res))
             }
-            Err(e) if e.kind().is_transport() && attempt.retries_left > 0 => {
+            Err(e) if e.kind().is_transport() && self.retries_left > 0 => {
                 producer.fault.update(&mq.broker_name, latency, true);
-                let next = if attempt.pinned {
+                let next = if self.pinned {
                     Some(mq.clone())
                 } else {
-                    producer.fault.select(&attempt.info, Some(&mq.broker_name))
+                    producer.fault.select(&self.info, Some(&mq.broker_name))
                 };
                 let Some(next) = next else {
-                    done.complete(Err(e));
-                    return;
+                    return Settled::Done(Err(e));
                 };
                 debug!("async send to {mq} failed ({e}); re-sending to {next}");
                 let retry = AsyncAttempt {
-                    retries_left: attempt.retries_left - 1,
-                    ..attempt
+                    retries_left: self.retries_left - 1,
+                    ..self
                 };
-                retry.resend(next, done, e);
+                Settled::Resend(retry, next, e)
             }
             Err(e) => {
                 if e.is_retriable() {
                     producer.fault.update(&mq.broker_name, latency, true);
                 }
-                done.complete_at(Err(e), now);
+                Settled::Done(Err(e))
             }
         }
     }
