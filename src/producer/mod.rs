@@ -544,7 +544,8 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> Result<()> {
         let timeout = self.inner.options().send_timeout;
-        self.inner.send_batch_async(msgs, None, timeout, callback)
+        self.inner
+            .send_batch_async(msgs, None, timeout, Box::new(callback))
     }
 
     /// [`send_batch_async`](Self::send_batch_async) to one queue of the batch's topic;
@@ -557,7 +558,7 @@ impl Producer {
     ) -> Result<()> {
         let timeout = self.inner.options().send_timeout;
         self.inner
-            .send_batch_async(msgs, Some(mq), timeout, callback)
+            .send_batch_async(msgs, Some(mq), timeout, Box::new(callback))
     }
 
     /// Sends without waiting; `callback` runs on the callback pool with the result.
@@ -580,7 +581,8 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> std::result::Result<(), SendAsyncError> {
         let timeout = self.inner.options().send_timeout;
-        self.inner.send_async(msg, None, timeout, callback)
+        self.inner
+            .send_async(msg, None, timeout, Box::new(callback))
     }
 
     /// [`send_async`](Self::send_async) to one queue: the same contract, and re-sends after
@@ -592,7 +594,8 @@ impl Producer {
         callback: impl FnOnce(Result<SendResult>) + Send + 'static,
     ) -> std::result::Result<(), SendAsyncError> {
         let timeout = self.inner.options().send_timeout;
-        self.inner.send_async(msg, Some(mq), timeout, callback)
+        self.inner
+            .send_async(msg, Some(mq), timeout, Box::new(callback))
     }
 
     /// [`send_async`](Self::send_async) to the queue `selector` picks (ordered messages);
@@ -622,9 +625,14 @@ impl Producer {
     ) -> std::result::Result<SendFuture, SendAsyncError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let timeout = self.inner.options().send_timeout;
-        self.inner.send_async(msg, None, timeout, move |r| {
-            let _ = tx.send(r);
-        })?;
+        self.inner.send_async(
+            msg,
+            None,
+            timeout,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        )?;
         Ok(SendFuture { rx })
     }
 

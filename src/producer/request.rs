@@ -145,7 +145,7 @@ impl ProducerImpl {
             request,
             None,
             timeout,
-            move |r: Result<crate::SendResult>| {
+            Box::new(move |r| {
                 let Err(e) = r else { return };
                 let Some(instance) = weak.upgrade() else {
                     return;
@@ -153,7 +153,7 @@ impl ProducerImpl {
                 if let Some(Waiter::Async(callback)) = instance.replies().take(&sent_id) {
                     callback(Err(e.context(format!("request to {topic}"))));
                 }
-            },
+            }),
         );
         if let Err(e) = queued {
             // Not sent: the callback goes with the entry, unrun.

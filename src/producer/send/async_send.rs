@@ -14,15 +14,13 @@ impl ProducerImpl {
     /// Queues an async send. On `Ok`, `callback` runs exactly once; on `Err`, it has not
     /// run, never will, and `msg` comes back with the error. With `queue`, every attempt goes
     /// to that queue (Java `send(msg, mq, callback)` re-sends to the same broker).
-    pub(in crate::producer) fn send_async<F: Callback>(
+    pub(in crate::producer) fn send_async(
         self: &Arc<Self>,
         msg: Message,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: F,
+        callback: SendCallback,
     ) -> std::result::Result<(), SendAsyncError> {
-        // The generic functions here only carry the callback; what they do is in plain
-        // ones beside them, so that each callback type adds little code.
         let mut msg = msg;
         let observed = self.observe_async(&mut msg);
         let (topic, begin) = (observed.topic.clone(), observed.started);
@@ -73,13 +71,13 @@ impl ProducerImpl {
     /// send, which keeps it for its re-sends, unless it is compressed; it comes back into
     /// `msg` when the send is not queued. `topic` is `msg.topic()`, shared; the send
     /// began at `begin`.
-    fn queue_async<F: Callback>(
+    fn queue_async(
         self: &Arc<Self>,
         msg: &mut Message,
         topic: &Arc<str>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        done: Done<F>,
+        done: Done,
         begin: Instant,
     ) -> Result<()> {
         if let Some(mq) = queue {
@@ -98,13 +96,13 @@ impl ProducerImpl {
     }
 
     /// [`queue_async`](Self::queue_async) of a message sent alone.
-    fn queue_one<F: Callback>(
+    fn queue_one(
         self: &Arc<Self>,
         msg: &mut Message,
         topic: &Arc<str>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        done: Done<F>,
+        done: Done,
         begin: Instant,
     ) -> Result<()> {
         let (p, moved) = self.prepare_async(msg, topic)?;
@@ -140,14 +138,14 @@ impl ProducerImpl {
     /// Queues the async send of a prepared message (or batch), begun at `begin` with
     /// `timeout` for all its attempts. On `Ok`, `done` runs exactly once; on `Err`, it
     /// comes back unrun, with the send.
-    pub(super) fn queue_prepared<F: Callback>(
+    pub(super) fn queue_prepared(
         self: &Arc<Self>,
         p: Prepared<'static>,
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        done: Done<F>,
+        done: Done,
         begin: Instant,
-    ) -> std::result::Result<(), Box<Unqueued<F>>> {
+    ) -> std::result::Result<(), Box<Unqueued>> {
         match self.first_attempt(p, queue, timeout, begin) {
             // Not queued: `done` comes back unrun.
             Ok((attempt, mq)) => attempt.send(mq, done),
@@ -210,12 +208,12 @@ impl ProducerImpl {
     /// the batch checked and encoded on the caller's thread; an error here means nothing
     /// was queued and `callback` was dropped unrun. Counted and hooked as one send of
     /// `msgs.len()` messages, as the sync batch is.
-    pub(in crate::producer) fn send_batch_async<F: Callback>(
+    pub(in crate::producer) fn send_batch_async(
         self: &Arc<Self>,
         msgs: &[Message],
         queue: Option<&MessageQueue>,
         timeout: Duration,
-        callback: F,
+        callback: SendCallback,
     ) -> Result<()> {
         let (p, observed, unqueued) = self.prepare_batch_async(msgs, queue)?;
         let (topic, count, begin) = (observed.topic.clone(), observed.count, observed.started);
@@ -300,11 +298,11 @@ pub(super) struct AsyncAttempt {
 impl AsyncAttempt {
     /// Queues the first attempt to `mq`, on the caller's thread (which may look the
     /// route up). On `Ok`, `done` runs exactly once; on `Err`, it comes back unrun.
-    pub(super) fn send<F: Callback>(
+    pub(super) fn send(
         self,
         mq: MessageQueue,
-        done: Done<F>,
-    ) -> std::result::Result<(), Box<Unqueued<F>>> {
+        done: Done,
+    ) -> std::result::Result<(), Box<Unqueued>> {
         let addr = match self
             .producer
             .broker_addr(&self.instance, &self.p.topic, &mq.broker_name)
@@ -348,7 +346,7 @@ impl AsyncAttempt {
     /// name server: a broker whose address is not cached has its route fetched on the
     /// client timer (`MQClientInstance::request_route`) and the re-send goes on from
     /// there. `done` runs exactly once.
-    fn resend<F: Callback>(self, mq: MessageQueue, done: Done<F>, cause: Error) {
+    fn resend(self, mq: MessageQueue, done: Done, cause: Error) {
         let instance = self.instance.clone();
         if instance.publish_address(&mq.broker_name).is_some() {
             return self.resend_now(mq, done, cause);
@@ -361,7 +359,7 @@ impl AsyncAttempt {
     }
 
     /// Re-sends to `mq` with the broker address cached now, if any.
-    fn resend_now<F: Callback>(self, mq: MessageQueue, done: Done<F>, cause: Error) {
+    fn resend_now(self, mq: MessageQueue, done: Done, cause: Error) {
         let Some(addr) = self.instance.publish_address(&mq.broker_name) else {
             let e = Error::new(
                 ErrorKind::NoRoute,
@@ -379,13 +377,13 @@ impl AsyncAttempt {
 
     /// Queues one attempt to `mq` at `addr`, `begun` now. On `Ok`, `done` runs exactly
     /// once; on `Err`, it comes back unrun.
-    fn send_to<F: Callback>(
+    fn send_to(
         self,
         mq: MessageQueue,
         addr: Arc<str>,
-        done: Done<F>,
+        done: Done,
         begun: Begun,
-    ) -> std::result::Result<(), Box<Unqueued<F>>> {
+    ) -> std::result::Result<(), Box<Unqueued>> {
         let (remoting, request, left) = match self.request(&mq, begun) {
             Ok(r) => r,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
@@ -408,33 +406,26 @@ impl AsyncAttempt {
 }
 
 /// A send that was not queued: why, the send, and what would have run on its completion.
-pub(super) struct Unqueued<F> {
+pub(super) struct Unqueued {
     pub(super) error: Error,
     pub(super) p: Prepared<'static>,
-    pub(super) done: Done<F>,
+    pub(super) done: Done,
 }
 
-impl<F> Unqueued<F> {
+impl Unqueued {
     /// Boxed: the error path alone pays for carrying the send back.
-    fn new(error: Error, p: Prepared<'static>, done: Done<F>) -> Box<Unqueued<F>> {
+    fn new(error: Error, p: Prepared<'static>, done: Done) -> Box<Unqueued> {
         Box::new(Unqueued { error, p, done })
     }
 }
 
-/// What an async send's caller gives to run with its result.
-pub(in crate::producer) trait Callback:
-    FnOnce(Result<SendResult>) + Send + 'static
-{
-}
-
-impl<F: FnOnce(Result<SendResult>) + Send + 'static> Callback for F {}
-
 /// What runs when an async send completes: its stats and hooks (for a send the caller
-/// made), then the callback. Carried inside the attempt, with the caller's callback by
-/// value: an async send adds no box of its own around it.
-pub(super) struct Done<F> {
+/// made), then the callback. Carried inside the attempt, so the caller's callback is the
+/// only box an async send adds. (Carried by value, in a generic attempt, it saved that
+/// box but no time, and each callback type's copy of the path cost resident code pages.)
+pub(super) struct Done {
     observed: Option<Observed>,
-    callback: F,
+    callback: SendCallback,
 }
 
 /// The stats and hooks of one async send of `count` messages.
@@ -465,9 +456,9 @@ impl Observed {
     }
 }
 
-impl<F: Callback> Done<F> {
+impl Done {
     /// A callback with nothing to count (the auto-batcher's, which counts its callers).
-    pub(super) fn plain(callback: F) -> Done<F> {
+    pub(super) fn plain(callback: SendCallback) -> Done {
         Done {
             observed: None,
             callback,
@@ -491,21 +482,24 @@ impl<F: Callback> Done<F> {
 
     /// The whole of it as one callback, for the auto-batcher, which keeps its callers'.
     fn boxed(self) -> SendCallback {
-        Box::new(move |r| self.complete(r))
+        match self.observed {
+            None => self.callback,
+            Some(_) => Box::new(move |r| self.complete(r)),
+        }
     }
 }
 
 /// An attempt on the wire: the remoting callback of an async send, which owns what runs
 /// on its completion and gives it back when the request cannot be queued.
-struct InFlight<F> {
+struct InFlight {
     attempt: AsyncAttempt,
     mq: MessageQueue,
     addr: Arc<str>,
     started: Instant,
-    done: Done<F>,
+    done: Done,
 }
 
-impl<F: Callback> InvokeCallback for InFlight<F> {
+impl InvokeCallback for InFlight {
     fn operation_complete(self, r: Result<RemotingCommand>) {
         let InFlight {
             attempt,

@@ -144,9 +144,9 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
             Message::new("TB", b"b".to_vec()),
             None,
             Duration::from_secs(10),
-            move |r: Result<SendResult>| {
+            Box::new(move |r| {
                 let _ = tx.send((sent.elapsed(), r.map(|_| ())));
-            },
+            }),
         )
         .unwrap();
         rx
@@ -161,9 +161,9 @@ fn an_async_retry_that_needs_a_route_does_not_hold_up_other_producers_callbacks(
         Message::new("TA", b"a".to_vec()),
         None,
         Duration::from_secs(15),
-        move |r: Result<SendResult>| {
+        Box::new(move |r| {
             let _ = a_tx.send(r.map(|_| ()));
-        },
+        }),
     )
     .unwrap();
     got_send.recv_timeout(Duration::from_secs(10)).unwrap();
