@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rocketmq_blocking::message::{property, sys_flag, MessageExt};
+use rocketmq_blocking::testkit::proxy::TcpProxy;
 use rocketmq_blocking::Admin;
 use rocketmq_blocking::SelectMessageQueueByHash;
 use rocketmq_blocking::{ErrorKind, Message, Producer, SendStatus};
@@ -129,6 +130,60 @@ fn each_send_is_stored_with_the_time_it_was_sent() {
             within(&format!("batch {round}"), before, off, after);
         }
     }
+}
+
+/// The first attempt begins with the send, but a route lookup that outlasts the send's
+/// timeout ends it before anything is sent (Java `sendDefaultImpl` checks the time spent
+/// before every attempt): sync and async, the caller gets a timeout and the broker stores
+/// nothing.
+#[test]
+fn a_send_whose_route_lookup_outlasts_its_timeout_sends_nothing() {
+    let topic = cluster::topic("slowroute", 1);
+    let upstream = cluster::namesrv().parse().unwrap();
+    // Each way of the route lookup waits 300 ms at the name server's door.
+    let mut namesrv = TcpProxy::start("127.0.0.1:0".parse().unwrap(), upstream).unwrap();
+    namesrv.set_delay(Duration::from_millis(300));
+    let warm = cluster::topic("slowroute_warm", 1);
+    let slow = |group: &str| {
+        let p = Producer::builder(cluster::unique(group))
+            .client_options(
+                ClientOptions::new()
+                    .namesrv_addr(namesrv.listen_addr().to_string())
+                    .api_timeout(Duration::from_secs(5)),
+            )
+            .send_timeout(Duration::from_millis(250))
+            .start()
+            .unwrap();
+        // Connected to the broker already: a frame would leave at once.
+        p.send_timeout(&Message::new(&warm, "warm"), Duration::from_secs(10))
+            .unwrap();
+        p
+    };
+    let p = slow("slowroute_sync");
+    let e = p.send(&Message::new(&topic, "sync")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    p.shutdown();
+    let p = slow("slowroute_async");
+    let e = match p.send_async_future(Message::new(&topic, "async")) {
+        Err(refused) => refused.into_parts().0,
+        Ok(future) => future.wait().unwrap_err(),
+    };
+    assert_eq!(e.kind(), ErrorKind::Timeout, "{e}");
+    p.shutdown();
+    namesrv.shutdown();
+    // Nothing reached the broker, a second after the sends.
+    std::thread::sleep(Duration::from_secs(1));
+    let mq = producer()
+        .fetch_publish_message_queues(&topic)
+        .unwrap()
+        .into_iter()
+        .next()
+        .unwrap();
+    assert_eq!(
+        admin().max_offset(&mq).unwrap(),
+        0,
+        "messages stored in {mq}"
+    );
 }
 
 #[test]

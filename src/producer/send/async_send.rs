@@ -148,7 +148,7 @@ impl ProducerImpl {
     ) -> std::result::Result<(), Box<Unqueued>> {
         match self.first_attempt(p, queue, timeout, begin) {
             // Not queued: `done` comes back unrun.
-            Ok((attempt, mq)) => attempt.send(mq, done),
+            Ok((attempt, mq, begun)) => attempt.send(mq, done, begun),
             Err(failed) => {
                 let (error, p) = *failed;
                 Err(Unqueued::new(error, p, done))
@@ -156,7 +156,8 @@ impl ProducerImpl {
         }
     }
 
-    /// The first attempt of an async send and its queue; the send back on an error.
+    /// The first attempt of an async send, its queue and when it begins (see
+    /// `publish_info_for`); the send back on an error.
     #[allow(clippy::type_complexity)]
     fn first_attempt(
         self: &Arc<Self>,
@@ -164,13 +165,14 @@ impl ProducerImpl {
         queue: Option<&MessageQueue>,
         timeout: Duration,
         begin: Instant,
-    ) -> std::result::Result<(AsyncAttempt, MessageQueue), Box<(Error, Prepared<'static>)>> {
+    ) -> std::result::Result<(AsyncAttempt, MessageQueue, Begun), Box<(Error, Prepared<'static>)>>
+    {
         let instance = match self.instance() {
             Ok(i) => i,
             Err(error) => return Err(Box::new((error, p))),
         };
-        let info = match self.find_publish_info(&instance, &p.topic) {
-            Ok(i) => i,
+        let (info, begun) = match self.publish_info_for(&instance, &p, begin) {
+            Ok(found) => found,
             Err(error) => return Err(Box::new((error, p))),
         };
         let pinned = queue.map(|mq| {
@@ -201,7 +203,7 @@ impl ProducerImpl {
             retries_left: self.options.async_retries,
             pinned: pinned.is_some(),
         };
-        Ok((attempt, mq))
+        Ok((attempt, mq, begun))
     }
 
     /// An async send of one batch (`SEND_BATCH_MESSAGE`): the contract of `send_async`,
@@ -296,12 +298,14 @@ pub(super) struct AsyncAttempt {
 }
 
 impl AsyncAttempt {
-    /// Queues the first attempt to `mq`, on the caller's thread (which may look the
-    /// route up). On `Ok`, `done` runs exactly once; on `Err`, it comes back unrun.
+    /// Queues the first attempt to `mq`, `begun` then, on the caller's thread (which may
+    /// look the route up). On `Ok`, `done` runs exactly once; on `Err`, it comes back
+    /// unrun.
     pub(super) fn send(
         self,
         mq: MessageQueue,
         done: Done,
+        begun: Begun,
     ) -> std::result::Result<(), Box<Unqueued>> {
         let addr = match self
             .producer
@@ -310,8 +314,6 @@ impl AsyncAttempt {
             Ok(a) => a,
             Err(error) => return Err(Unqueued::new(error, self.p, done)),
         };
-        // The send's own clocks, read when it began: none read again for it here.
-        let begun = Begun::first(&self.p, self.begin);
         self.send_to(mq, addr, done, begun)
     }
 

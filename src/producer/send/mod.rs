@@ -598,6 +598,31 @@ impl ProducerImpl {
         Ok(!known)
     }
 
+    /// [`find_publish_info`](Self::find_publish_info) for the send of `p` begun at
+    /// `begin`, and when its first attempt begins: then, when the route was cached (no
+    /// clock read), else after the lookup (Java reads the clock before every attempt, so
+    /// a lookup that outlasts the timeout ends the send before anything is sent).
+    fn publish_info_for(
+        &self,
+        instance: &MQClientInstance,
+        p: &Prepared<'_>,
+        begin: Instant,
+    ) -> Result<(Arc<TopicPublishInfo>, Begun)> {
+        if let Some(info) = self.cached_publish_info(&p.topic) {
+            return Ok((info, Begun::first(p, begin)));
+        }
+        let info = self.find_publish_info(instance, &p.topic)?;
+        Ok((info, Begun::now()))
+    }
+
+    /// The cached publish info of `topic`, when it has queues.
+    fn cached_publish_info(&self, topic: &str) -> Option<Arc<TopicPublishInfo>> {
+        let table = self.publish_table.read();
+        let e = table.get(topic)?;
+        e.mark_used();
+        e.info.ok().then(|| e.info.clone())
+    }
+
     /// Java `tryToFindTopicPublishInfo`: the cached info, else the topic's route, else the
     /// auto-create topic's route (the broker then creates the topic on first send).
     fn find_publish_info(
@@ -605,11 +630,8 @@ impl ProducerImpl {
         instance: &MQClientInstance,
         topic: &str,
     ) -> Result<Arc<TopicPublishInfo>> {
-        if let Some(e) = self.publish_table.read().get(topic) {
-            e.mark_used();
-            if e.info.ok() {
-                return Ok(e.info.clone());
-            }
+        if let Some(info) = self.cached_publish_info(topic) {
+            return Ok(info);
         }
         self.publish_table
             .write()
@@ -845,7 +867,7 @@ impl ProducerImpl {
         begin: Instant,
     ) -> Result<Option<SendResult>> {
         let instance = self.instance()?;
-        let info = self.find_publish_info(&instance, &p.topic)?;
+        let (info, first) = self.publish_info_for(&instance, p, begin)?;
         let attempts = match mode {
             Mode::Sync => 1 + self.options.retries,
             Mode::Oneway => 1,
@@ -857,13 +879,9 @@ impl ProducerImpl {
             let Some(mq) = self.fault.select(&info, last_broker.as_deref()) else {
                 break;
             };
-            // The first attempt begins with the send (its clocks were read then); a
-            // re-send reads them again, once for the budget, latency and trace.
-            let begun = if attempt == 0 {
-                Begun::first(p, begin)
-            } else {
-                Begun::now()
-            };
+            // The first attempt's clocks were read with the send or after its route
+            // lookup; a re-send reads them again, once for the budget, latency and trace.
+            let begun = if attempt == 0 { first } else { Begun::now() };
             let started = begun.at;
             let elapsed = started.saturating_duration_since(begin);
             if elapsed >= timeout {
