@@ -519,7 +519,7 @@ impl RemotingClient {
     }
 
     /// Hands an async request, its callback boxed, to the I/O thread (under the gate the
-    /// caller holds). Apart from the callback's type: the generic caller stays small.
+    /// caller holds). Not generic, so each callback type's copy of the caller stays small.
     fn submit_async(&self, addr: Arc<str>, sock: SocketAddr, frame: Vec<u8>, wait: PendingRequest) {
         let cmd = Command::Send {
             addr: addr.clone(),

@@ -58,13 +58,14 @@ struct Prepared<'a> {
     reply: bool,
     reconsume_times: Option<i32>,
     max_reconsume_times: Option<i32>,
-    /// When it was prepared (Unix milliseconds): its made id's time and the first
-    /// attempt's born timestamp, from one clock read.
+    /// When it was prepared (Unix milliseconds), from one clock read: its made id's
+    /// time, and its first attempt's born timestamp when the route was cached.
     born_ms: i64,
 }
 
 /// When an attempt began, for its budget, latency and trace, and its born timestamp:
-/// the first attempt's are the send's own, read once when it began.
+/// the first attempt's are the send's own, read once when it began (or after its route
+/// lookup: `publish_info_for`).
 #[derive(Clone, Copy)]
 struct Begun {
     at: Instant,
