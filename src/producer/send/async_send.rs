@@ -83,28 +83,14 @@ impl ProducerImpl {
         if let Some(mq) = queue {
             check_queue_topic(msg.topic(), mq)?;
         }
-        if self.batcher.is_none() {
-            return self.queue_one(msg, topic, queue, timeout, done, begin);
-        }
-        // The batcher keeps its callers' callbacks boxed.
-        match self.send_async_auto_batched(msg, queue, timeout, done.boxed()) {
-            Ok(queued) => queued,
-            Err(callback) => {
-                self.queue_one(msg, topic, queue, timeout, Done::plain(callback), begin)
-            }
-        }
-    }
-
-    /// [`queue_async`](Self::queue_async) of a message sent alone.
-    fn queue_one(
-        self: &Arc<Self>,
-        msg: &mut Message,
-        topic: &Arc<str>,
-        queue: Option<&MessageQueue>,
-        timeout: Duration,
-        done: Done,
-        begin: Instant,
-    ) -> Result<()> {
+        let done = match self.batcher.as_ref() {
+            None => done,
+            // The batcher keeps its callers' callbacks boxed.
+            Some(_) => match self.send_async_auto_batched(msg, queue, timeout, done.boxed()) {
+                Ok(queued) => return queued,
+                Err(callback) => Done::plain(callback),
+            },
+        };
         let (p, moved) = self.prepare_async(msg, topic)?;
         self.queue_prepared(p, queue, timeout, done, begin)
             .map_err(|unqueued| {
