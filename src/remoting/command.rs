@@ -126,6 +126,8 @@ pub(crate) enum Command {
     /// Write what a caller's own write left over (`DirectState::rest`) on `token`'s
     /// connection.
     Flush { token: Token },
+    /// Read `token`'s connection: the loop was woken for it while a caller held it.
+    Read { token: Token },
     /// Frames a sync caller read off `token`'s connection while it waited for its own
     /// response there (other requests' responses, broker requests), to dispatch.
     Incoming {

@@ -10,6 +10,12 @@
 //! command channel, the loop not draining it). Either it queues the registration of its
 //! waiter before the frame leaves, so the loop sees requests in order on every
 //! connection, or it takes the socket out of the loop's poll until its response came.
+//!
+//! On Linux the socket never leaves the loop's poll ([`DirectWriter::shares_wakeups`]):
+//! the caller's poll and the loop's both register it with `EPOLLEXCLUSIVE`, the caller's
+//! first, so the kernel wakes a caller waiting in its poll and the loop only when no
+//! caller waits. Lending the socket then costs no system call (elsewhere: two
+//! `epoll_ctl`, out and back in).
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
@@ -24,7 +30,7 @@ use log::debug;
 use mio::net::TcpStream;
 #[cfg(unix)]
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 use parking_lot::MutexGuard;
 
 use super::command::{CloseReason, Command, PendingRequest, SyncReply, Waiter};
@@ -60,6 +66,13 @@ pub(crate) struct DirectWriter {
     /// The socket is out of the loop's poll: a caller reads it, or is being handed the
     /// reading by the one before. Written under `state`; the loop reads it without.
     pub(super) lent: AtomicBool,
+    /// The socket stays in the loop's poll while lent (Linux, see the module docs): the
+    /// loop may then be woken for bytes a caller reads, and leaves them to it.
+    pub(super) shares_wakeups: bool,
+    /// The loop was woken for the socket while a caller held it (with `shares_wakeups`):
+    /// bytes may have come after the caller's last read, with no new wake-up for the
+    /// loop, so the caller that gives the socket back asks the loop to read it.
+    pub(super) missed: AtomicBool,
     /// How many callers follow the reader (`DirectState::followers`' length, written
     /// under `state`): a hint for callers deciding whether to wait for the lock.
     following: AtomicUsize,
@@ -81,6 +94,15 @@ pub(super) struct DirectState {
     /// Whether the loop wants writable events (it has bytes the socket did not take):
     /// a caller that gives the socket back registers it with them.
     pub(super) want_write: bool,
+    /// A socket that shares its wake-ups is out of the loop's poll for now: a reader took
+    /// followers ([`leave_loop_poll`]); the last of them puts it back.
+    out_of_poll: bool,
+    /// The loan under way took followers; `followed` is the last loan's. A loan that
+    /// comes after a followed one takes the socket out of the loop's poll at once: with
+    /// several callers on the connection its reader is seldom the only one, and the
+    /// loop's wake-ups for bytes the reader reads cost more than the two system calls.
+    followers_seen: bool,
+    followed: bool,
 }
 
 /// A sync caller whose answer a reading caller delivers (`DirectState::followers`).
@@ -131,41 +153,72 @@ pub(crate) struct Lender {
 }
 
 impl DirectWriter {
-    /// Shares the socket of a connection just established (plain TCP only).
+    /// Shares the socket of a connection just established (plain TCP only), which the
+    /// loop registered in `registry`. An error when the socket's registration was lost on
+    /// the way (the connection is then unusable).
     #[cfg(unix)]
     pub(super) fn new(
         token: Token,
         stream: &TcpStream,
+        registry: &Registry,
         idle: bool,
         want_write: bool,
-    ) -> Option<Arc<DirectWriter>> {
+    ) -> io::Result<Option<Arc<DirectWriter>>> {
         use std::os::fd::AsFd;
-        let fd = stream.as_fd().try_clone_to_owned().ok()?;
-        Some(Arc::new(DirectWriter {
+        let Ok(fd) = stream.as_fd().try_clone_to_owned() else {
+            return Ok(None);
+        };
+        let dup = std::net::TcpStream::from(fd);
+        let lender = share_wakeups(token, stream, &dup, registry)?;
+        Ok(Some(Arc::new(DirectWriter {
             token,
-            stream: std::net::TcpStream::from(fd),
+            stream: dup,
             loop_fd: stream.as_raw_fd(),
             state: parking_lot::Mutex::new(DirectState {
                 idle,
                 want_write,
                 ..DirectState::default()
             }),
-            read: parking_lot::Mutex::new(ReadSide::default()),
+            shares_wakeups: lender.is_some(),
+            read: parking_lot::Mutex::new(ReadSide {
+                buf: ReadBuf::default(),
+                lender,
+            }),
             awaiting: AtomicUsize::new(0),
             used: AtomicBool::new(false),
             lent: AtomicBool::new(false),
+            missed: AtomicBool::new(false),
             following: AtomicUsize::new(0),
-        }))
+        })))
     }
 
     #[cfg(not(unix))]
     pub(super) fn new(
         _token: Token,
         _stream: &TcpStream,
+        _registry: &Registry,
         _idle: bool,
         _want_write: bool,
-    ) -> Option<Arc<DirectWriter>> {
-        None
+    ) -> io::Result<Option<Arc<DirectWriter>>> {
+        Ok(None)
+    }
+
+    /// The loop was woken for the socket and is about to look at it: noted before it
+    /// looks whether a caller holds the socket, so that a caller letting go after that
+    /// look sees the note ([`give_back`]).
+    pub(super) fn note_loop_woken(&self) {
+        if self.shares_wakeups {
+            self.missed.store(true, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+        }
+    }
+
+    /// The loop reads the socket itself now, to its end: nothing is left for a caller to
+    /// hand back.
+    pub(super) fn loop_reads(&self) {
+        if self.shares_wakeups {
+            self.missed.store(false, Ordering::SeqCst);
+        }
     }
 
     /// The connection closed: no caller writes on the duplicate after this, and it is
@@ -175,6 +228,11 @@ impl DirectWriter {
             let mut st = self.state.lock();
             st.closed = true;
             st.closed_why = Some(why.clone());
+        }
+        #[cfg(target_os = "linux")]
+        if self.shares_wakeups {
+            // Registered by the duplicate's descriptor, which outlives the loop's.
+            let _ = rustix::event::epoll::delete(&shared.registry, &self.stream);
         }
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         let mut direct = shared.direct.write();
@@ -202,7 +260,7 @@ pub(crate) enum DirectCall {
 /// once and the loop does better: it writes queued frames together and reads for all,
 /// where followers would queue on the writer lock one by one. Callers past the bound
 /// register with the loop, and the reader gives the socket back to it.
-const MAX_FOLLOWERS: usize = 8;
+pub(super) const MAX_FOLLOWERS: usize = 8;
 
 /// Reads a caller makes of the socket before it looks at its deadline again.
 const MAX_CALLER_READS: usize = 16;
@@ -274,16 +332,36 @@ pub(crate) fn call_direct(
                 });
                 follows = Some(opaque);
                 w.following.store(st.followers.len(), Ordering::Relaxed);
+                st.followers_seen = true;
+                if w.shares_wakeups && !st.out_of_poll && leave_loop_poll(shared, &w).is_ok() {
+                    st.out_of_poll = true;
+                }
             }
             other => wait = other,
         }
-    } else if shared.config.caller_reads && w.awaiting.load(Ordering::SeqCst) == 0 {
+    } else if shared.config.caller_reads
+        // Not while lent, even with the read side free: a reader hands it to its first
+        // follower through that moment, and a caller taking it then would read that
+        // follower's answer (off the list by then) and pass it to the loop, which has no
+        // waiter for it.
+        && !w.lent.load(Ordering::SeqCst)
+        && w.awaiting.load(Ordering::SeqCst) == 0
+    {
         if let Some(mut rs) = w.read.try_lock() {
             if rs.lender.is_none() {
                 rs.lender = lender_for(&w.stream);
             }
             // Out of the loop's poll: the response wakes this thread only.
-            if rs.lender.is_some() && lend_out(shared, &w).is_ok() {
+            let out = if w.shares_wakeups {
+                // Left in the loop's poll unless the last loan had followers.
+                if st.followed && !st.out_of_poll && leave_loop_poll(shared, &w).is_ok() {
+                    st.out_of_poll = true;
+                }
+                true
+            } else {
+                rs.lender.is_some() && lend_out(shared, &w).is_ok()
+            };
+            if rs.lender.is_some() && out {
                 w.lent.store(true, Ordering::SeqCst);
                 w.used.store(true, Ordering::Relaxed);
                 lent = Some(rs);
@@ -414,6 +492,113 @@ impl DirectState {
     }
 }
 
+/// On Linux: a poll of the duplicate socket alone, for callers that read their own
+/// responses, registered so that the socket need not leave the loop's poll while a
+/// caller reads it. Both registrations are `EPOLLEXCLUSIVE` and edge-triggered, the
+/// caller's ahead of the loop's in the socket's wait queue (exclusive entries are woken
+/// in the order they were added, and the first one with a thread waiting in its poll
+/// ends the wake-up): bytes that come while a caller waits wake that caller alone, and
+/// bytes that come while none waits wake the loop. Exclusive registrations cannot carry
+/// `EPOLLRDHUP`, so the loop reads such a socket to its end (a FIN that came with the
+/// last bytes is then seen), and cannot be modified, so the loop's keeps asking for
+/// writable events (they come only after a write filled the socket).
+///
+/// `Ok(None)` when the system refuses the caller's poll (callers then take the socket
+/// out of the loop's poll as elsewhere); an error when the loop's registration could
+/// not be made again.
+#[cfg(target_os = "linux")]
+fn share_wakeups(
+    token: Token,
+    stream: &TcpStream,
+    dup: &std::net::TcpStream,
+    registry: &Registry,
+) -> io::Result<Option<Lender>> {
+    use rustix::event::epoll::{self, EventData, EventFlags};
+    let Ok(poll) = Poll::new() else {
+        return Ok(None);
+    };
+    let callers = EventFlags::IN | EventFlags::ET | EventFlags::EXCLUSIVE;
+    if epoll::add(poll.registry(), dup, EventData::new_u64(0), callers).is_err() {
+        return Ok(None);
+    }
+    // The loop's registration goes behind the caller's, and is made by the duplicate's
+    // descriptor from now on (followers take it out and put it back, and `close` takes it
+    // out, all through the duplicate). mio's record of the first one (debug builds)
+    // stays; the loop's own deregistration of it at close then finds nothing.
+    registry.deregister(&mut SourceFd(&stream.as_raw_fd()))?;
+    match epoll::add(
+        registry,
+        dup,
+        EventData::new_u64(token.0 as u64),
+        LOOP_FLAGS,
+    ) {
+        Ok(()) => Ok(Some(lender_with(poll))),
+        Err(_) => {
+            registry.register(
+                &mut SourceFd(&stream.as_raw_fd()),
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// The loop's registration of a socket that shares its wake-ups.
+#[cfg(target_os = "linux")]
+const LOOP_FLAGS: rustix::event::epoll::EventFlags = rustix::event::epoll::EventFlags::IN
+    .union(rustix::event::epoll::EventFlags::OUT)
+    .union(rustix::event::epoll::EventFlags::ET)
+    .union(rustix::event::epoll::EventFlags::EXCLUSIVE);
+
+/// Takes a socket that shares its wake-ups out of the loop's poll, for a reader with
+/// followers: it is often busy delivering their answers, not waiting in its poll, and
+/// each byte that came then would wake the loop for nothing.
+#[cfg(target_os = "linux")]
+fn leave_loop_poll(shared: &Shared, w: &DirectWriter) -> io::Result<()> {
+    Ok(rustix::event::epoll::delete(&shared.registry, &w.stream)?)
+}
+
+/// Puts it back, behind the callers' registration (exclusive ones are appended); the
+/// kernel looks at the socket as it adds it, so bytes that came meanwhile wake the loop.
+#[cfg(target_os = "linux")]
+fn rejoin_loop_poll(shared: &Shared, w: &DirectWriter) -> io::Result<()> {
+    use rustix::event::epoll::{self, EventData};
+    let data = EventData::new_u64(w.token.0 as u64);
+    Ok(epoll::add(&shared.registry, &w.stream, data, LOOP_FLAGS)?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn leave_loop_poll(_shared: &Shared, _w: &DirectWriter) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn rejoin_loop_poll(_shared: &Shared, _w: &DirectWriter) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn share_wakeups(
+    _token: Token,
+    _stream: &TcpStream,
+    _dup: &std::net::TcpStream,
+    _registry: &Registry,
+) -> io::Result<Option<Lender>> {
+    Ok(None)
+}
+
+/// A caller's read buffers around `poll`, which watches the duplicate socket.
+#[cfg(unix)]
+fn lender_with(poll: Poll) -> Lender {
+    Lender {
+        poll,
+        events: Events::with_capacity(4),
+        scratch: vec![0u8; CALLER_READ_CHUNK].into_boxed_slice(),
+        frames: Vec::with_capacity(4),
+    }
+}
+
 /// A poll of the duplicate socket alone, for callers that read their own responses, and
 /// their read buffer; `None` when the system refuses one (the caller then lets the loop
 /// read).
@@ -427,12 +612,7 @@ fn lender_for(stream: &std::net::TcpStream) -> Option<Lender> {
             Interest::READABLE,
         )
         .ok()?;
-    Some(Lender {
-        poll,
-        events: Events::with_capacity(4),
-        scratch: vec![0u8; CALLER_READ_CHUNK].into_boxed_slice(),
-        frames: Vec::with_capacity(4),
-    })
+    Some(lender_with(poll))
 }
 
 /// Takes the socket out of the loop's poll.
@@ -618,7 +798,7 @@ fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(Remotin
 /// and the loop has nothing to write (the socket stays out of the loop's poll); otherwise
 /// back to the loop, with the followers' registrations ahead of it. When the connection
 /// failed or closed, the followers fail with it.
-fn pass_on(
+pub(super) fn pass_on(
     shared: &Shared,
     w: &Arc<DirectWriter>,
     st: &mut DirectState,
@@ -673,10 +853,10 @@ fn pass_on(
     give_back(shared, w, st, rs, addr);
 }
 
-/// Gives a socket a caller read on back to the loop's poll (with the interest the loop
-/// wants now). The read side is released first: the registration may wake the loop at
-/// once for bytes that are waiting, and it must find the read side free.
-fn give_back(
+/// Gives a socket a caller read on back to the loop: to its poll (with the interest the
+/// loop wants now), or, when it never left it, by asking the loop to read when it was
+/// woken meanwhile. The read side is released first: the loop must find it free.
+pub(super) fn give_back(
     shared: &Shared,
     w: &DirectWriter,
     st: &mut DirectState,
@@ -685,7 +865,31 @@ fn give_back(
 ) {
     drop(rs);
     w.lent.store(false, Ordering::SeqCst);
+    st.followed = std::mem::take(&mut st.followers_seen);
     if st.closed {
+        return;
+    }
+    if w.shares_wakeups && st.out_of_poll {
+        // A reader with followers took it out.
+        st.out_of_poll = false;
+        if let Err(e) = rejoin_loop_poll(shared, w) {
+            st.idle = false;
+            shared.submit(Command::Close {
+                addr: addr.to_string(),
+                why: format!("registering the socket again failed: {e}"),
+            });
+            return;
+        }
+    }
+    if w.shares_wakeups {
+        // Still in the loop's poll. Bytes the loop was woken for while this caller held
+        // the socket, and that came after its last read, raise no new wake-up: the loop
+        // is asked to read. (Pairs with `note_loop_woken`: the note is made before the
+        // loop looks, this check after the socket was let go.)
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if w.missed.swap(false, Ordering::SeqCst) {
+            shared.submit(Command::Read { token: w.token });
+        }
         return;
     }
     let interest = if st.want_write {

@@ -94,6 +94,9 @@ pub(crate) struct Shared {
     /// Raised by the I/O thread while it drains the command channel: no caller writes
     /// its own frame meanwhile (`direct::call_direct`).
     draining: AtomicBool,
+    /// Turns the loop ended (tests: `wait_io_idle`).
+    #[cfg(test)]
+    turns: AtomicU64,
     /// The established plain connections whose socket sync callers may write on, by
     /// address (kept by the I/O thread).
     direct: RwLock<NameMap<String, Arc<direct::DirectWriter>>>,
@@ -224,6 +227,8 @@ impl RemotingClient {
             waker,
             wake_requested: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            #[cfg(test)]
+            turns: AtomicU64::new(0),
             direct: RwLock::new(NameMap::default()),
             direct_writes: AtomicU64::new(0),
             direct_rests: AtomicU64::new(0),
@@ -832,11 +837,21 @@ impl RemotingClient {
         self.shared.caller_answers.load(Ordering::SeqCst)
     }
 
-    /// Waits until the I/O thread has drained the command channel.
+    /// Waits until the I/O thread has drained the command channel and is asleep: no
+    /// turn of its ended for 20 ms. (It may be woken for a response a caller read, when
+    /// the caller was not yet waiting in its poll, and then turns once or twice more.)
     #[cfg(test)]
     fn wait_io_idle(&self) {
-        while !self.shared.tx.is_empty() || self.shared.draining.load(Ordering::SeqCst) {
-            std::thread::yield_now();
+        let busy = || !self.shared.tx.is_empty() || self.shared.draining.load(Ordering::SeqCst);
+        loop {
+            while busy() {
+                std::thread::yield_now();
+            }
+            let turns = self.shared.turns.load(Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            if !busy() && self.shared.turns.load(Ordering::SeqCst) == turns {
+                return;
+            }
         }
     }
 

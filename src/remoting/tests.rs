@@ -1076,6 +1076,168 @@ fn a_peer_request_that_holds_up_a_reading_callers_answer_is_served_meanwhile() {
     c.shutdown();
 }
 
+/// The opaques of the peer's requests of `code` as the client's processor serves them
+/// (without an answer).
+fn requests_served(c: &RemotingClient, code: i32) -> crossbeam_channel::Receiver<i32> {
+    let (tx, rx) = unbounded();
+    c.register_processor(
+        RequestCode(code),
+        Arc::new(move |_: &str, r: RemotingCommand| {
+            let _ = tx.send(r.opaque);
+            None
+        }),
+    );
+    rx
+}
+
+/// A peer request that comes right behind a reading caller's answer, while that caller
+/// still holds the socket, is served though no call follows: the loop, woken for it and
+/// finding the socket held, is asked to read once the caller lets go. (On Linux the
+/// socket stays in the loop's poll while a caller reads it, and such bytes raise no
+/// second wake-up.)
+#[test]
+fn a_peer_request_right_behind_a_reading_callers_answer_is_served_without_another_call() {
+    use std::io::Write;
+    const NOTIFY: i32 = 9_996;
+    const CALLS: i32 = 300;
+    let (addr, _) = scripted_peer(move |s, r, i| {
+        if r.is_response() {
+            return;
+        }
+        // The request right behind the answer, not when the answer's ACK comes.
+        let _ = s.set_nodelay(true);
+        answer(s, r, i.to_string());
+        if i > 0 {
+            // 0 to 300 µs behind it: some land while the caller handles its answer.
+            let behind = std::time::Instant::now() + Duration::from_micros(i as u64 * 7 % 301);
+            while std::time::Instant::now() < behind {
+                std::hint::spin_loop();
+            }
+            let mut notify = RemotingCommand::request(RequestCode(NOTIFY));
+            notify.opaque = 300_000 + i as i32;
+            let _ = s.write_all(&notify.to_frame());
+        }
+    });
+    let c = client();
+    let seen = requests_served(&c, NOTIFY);
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    let mut stranded = Vec::new();
+    for _ in 0..CALLS {
+        c.wait_io_idle();
+        let r = c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+        let i: i32 = r.remark.as_deref().unwrap_or("").parse().unwrap();
+        // Nothing else goes over the connection until the peer's request was served.
+        match seen.recv_timeout(Duration::from_secs(2)) {
+            Ok(opaque) => assert_eq!(opaque, 300_000 + i),
+            Err(_) => stranded.push(i),
+        }
+    }
+    assert!(stranded.is_empty(), "never served: {stranded:?}");
+    assert!(c.caller_reads() >= 1, "no caller read its own response");
+    c.shutdown();
+}
+
+/// The interleaving the test above can only hope to hit, forced: the loop is woken for a
+/// peer's request while a caller holds the socket, and leaves it; the caller lets go
+/// with no further read, and the request is still served.
+#[cfg(target_os = "linux")]
+#[test]
+fn bytes_the_loop_left_to_a_caller_holding_the_socket_are_read_when_it_lets_go() {
+    use std::io::Write;
+    const NOTIFY: i32 = 9_995;
+    let (go_tx, go) = crossbeam_channel::bounded::<()>(1);
+    let (addr, _) = scripted_peer(move |s, r, i| {
+        if r.is_response() {
+            return;
+        }
+        answer(s, r, "0".into());
+        if i == 0 && go.recv_timeout(Duration::from_secs(10)).is_ok() {
+            let mut notify = RemotingCommand::request(RequestCode(NOTIFY));
+            notify.opaque = 400_000;
+            let _ = s.write_all(&notify.to_frame());
+        }
+    });
+    let c = client();
+    let seen = requests_served(&c, NOTIFY);
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let w = c.shared.direct.read().get(&addr).cloned().unwrap();
+    assert!(
+        w.shares_wakeups,
+        "the socket left the loop's poll to be lent"
+    );
+    // As a caller reading its own response does: the read side held, the socket lent.
+    let rs = w.read.lock();
+    w.lent.store(true, Ordering::SeqCst);
+    go_tx.send(()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(5), || w.missed.load(Ordering::SeqCst)),
+        "the loop was not woken for the peer's request"
+    );
+    assert!(seen.try_recv().is_err(), "served while the socket was held");
+    {
+        let mut st = w.state.lock();
+        direct::give_back(&c.shared, &w, &mut st, rs, &addr);
+    }
+    assert_eq!(seen.recv_timeout(Duration::from_secs(5)), Ok(400_000));
+    c.shutdown();
+}
+
+/// A reader hands the socket to its first follower: it lets go of the read side, and the
+/// follower, off the list now, takes it as it wakes. A caller coming in that moment, with
+/// the list full, must not take the read side: it would read the follower's answer and
+/// hand it to the loop, which has no waiter for it (CI saw the follower time out).
+#[test]
+fn a_caller_does_not_take_the_socket_a_reader_is_handing_to_its_follower() {
+    let (addr, _) = scripted_peer(|s, r, _| {
+        let remark = r.remark.clone().unwrap_or_default();
+        answer(s, r, remark)
+    });
+    let c = Arc::new(client());
+    c.invoke_sync(&addr, req(), Duration::from_secs(5)).unwrap();
+    c.wait_io_idle();
+    let w = c.shared.direct.read().get(&addr).cloned().unwrap();
+    // The hand-off under way: the socket lent, the read side free for a moment.
+    w.lent.store(true, Ordering::SeqCst);
+    let writes = |c: &RemotingClient| c.shared.direct_writes.load(Ordering::SeqCst);
+    let (writes0, reads0) = (writes(&c), c.shared.direct_reads.load(Ordering::SeqCst));
+    let call = |n: usize| {
+        let (c, addr) = (c.clone(), addr.clone());
+        std::thread::spawn(move || {
+            let mut r = req();
+            r.remark = Some(format!("call-{n}"));
+            let got = c.invoke_sync(&addr, r, Duration::from_secs(10));
+            got.map(|a| a.remark)
+        })
+    };
+    // Followers fill the list (they write their frames and wait) ...
+    let mut calls: Vec<_> = (0..direct::MAX_FOLLOWERS).map(call).collect();
+    assert!(wait_until(Duration::from_secs(5), || writes(&c)
+        == writes0 + direct::MAX_FOLLOWERS as u64));
+    // ... and one more caller writes its frame.
+    calls.push(call(direct::MAX_FOLLOWERS));
+    assert!(wait_until(Duration::from_secs(5), || writes(&c)
+        == writes0 + direct::MAX_FOLLOWERS as u64 + 1));
+    let read_meanwhile = wait_until(Duration::from_millis(300), || {
+        c.shared.direct_reads.load(Ordering::SeqCst) != reads0
+    });
+    assert!(
+        !read_meanwhile,
+        "a caller read the socket during the hand-off"
+    );
+    // The reader that took the socket is done, and passes it on.
+    {
+        let rs = w.read.lock();
+        let mut st = w.state.lock();
+        direct::pass_on(&c.shared, &w, &mut st, rs, &addr, None);
+    }
+    for (n, t) in calls.into_iter().enumerate() {
+        let got = t.join().unwrap();
+        assert_eq!(got.ok().flatten(), Some(format!("call-{n}")), "call {n}");
+    }
+    c.shutdown();
+}
+
 #[test]
 fn a_reading_caller_times_out_and_the_connection_serves_the_next_call() {
     // The peer answers request 1 only once request 2 came, then answers 2 (and the rest).

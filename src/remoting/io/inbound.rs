@@ -113,12 +113,19 @@ impl IoLoop {
         let mut failure = None;
         if let Some(c) = self.conns.get_mut(&token) {
             let mut lent;
+            let mut to_end = self.read_to_end;
+            if let Some(d) = c.direct.as_deref() {
+                d.note_loop_woken();
+            }
             let rb = match c.direct.as_deref() {
                 // Out of the loop's hands while lent, also between two callers reading
                 // in turn (the read side is free for a moment then).
                 Some(d) if d.lent.load(Ordering::SeqCst) => return,
                 Some(d) => match d.read.try_lock() {
                     Some(guard) => {
+                        d.loop_reads();
+                        // Its events carry no EPOLLRDHUP (see `direct::share_wakeups`).
+                        to_end |= d.shares_wakeups;
                         lent = guard;
                         &mut lent.buf
                     }
@@ -131,7 +138,7 @@ impl IoLoop {
             };
             // A short read proves the socket drained (bytes that arrive later raise a new
             // edge), so the `recv` that would only return WouldBlock is skipped.
-            let stop_short = SHORT_READ_DRAINS && !self.read_to_end;
+            let stop_short = SHORT_READ_DRAINS && !to_end;
             let (end, bytes) = read_frames(
                 &mut c.stream,
                 &mut self.scratch,

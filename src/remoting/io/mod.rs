@@ -240,6 +240,8 @@ impl IoLoop {
             let turn = self.turn;
             self.turn += 1;
             self.direct_awaits.end_turn(turn);
+            #[cfg(test)]
+            self.shared.turns.fetch_add(1, Ordering::SeqCst);
             if shutdown {
                 break;
             }
@@ -326,6 +328,11 @@ impl IoLoop {
                         c.flush_pending = true;
                         self.to_flush.push(token);
                     }
+                }
+            }
+            Command::Read { token } => {
+                if self.conns.contains_key(&token) && !self.still_readable.contains(&token) {
+                    self.still_readable.push(token);
                 }
             }
             Command::Incoming { token, frames } => {
@@ -526,7 +533,9 @@ impl IoLoop {
         if readable || error {
             self.read(token);
         }
-        if writable && self.conns.contains_key(&token) {
+        // Only when the loop has bytes waiting: a socket that shares its wake-ups reports
+        // writable with every event (its registration keeps both interests).
+        if writable && self.conns.get(&token).is_some_and(|c| c.writable_interest) {
             self.flush(token);
         }
     }
@@ -540,7 +549,21 @@ impl IoLoop {
         c.state = ConnState::Connected;
         debug!("connection to {} established", c.addr);
         if c.tls.is_none() {
-            c.direct = DirectWriter::new(token, &c.stream, c.wq.is_empty(), c.writable_interest);
+            let registry = self.poll.registry();
+            match DirectWriter::new(
+                token,
+                &c.stream,
+                registry,
+                c.wq.is_empty(),
+                c.writable_interest,
+            ) {
+                Ok(d) => c.direct = d,
+                Err(e) => {
+                    let why = format!("registering the socket again failed: {e}");
+                    self.close(token, CloseReason::Closed(why));
+                    return;
+                }
+            }
             if let Some(d) = &c.direct {
                 // Requests queued while the connection was being made wait on it already.
                 d.awaiting
@@ -702,9 +725,11 @@ impl IoLoop {
             if let Some(st) = direct_state.as_deref_mut() {
                 st.want_write = want;
             }
+            // A socket that shares its wake-ups keeps both interests (its registration
+            // cannot be modified).
             let lent = direct
                 .as_deref()
-                .is_some_and(|d| d.lent.load(Ordering::SeqCst));
+                .is_some_and(|d| d.shares_wakeups || d.lent.load(Ordering::SeqCst));
             let registered = if lent {
                 Ok(())
             } else {
