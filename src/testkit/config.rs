@@ -137,7 +137,7 @@ pub(crate) fn broker_conf(
     let advertised_ip = advertised
         .rsplit_once(':')
         .map_or("127.0.0.1", |(ip, _)| ip);
-    let defaults: [(&str, &str); 19] = [
+    let defaults: [(&str, &str); 20] = [
         ("brokerClusterName", "DefaultCluster"),
         ("brokerName", name),
         ("brokerId", "0"),
@@ -161,6 +161,9 @@ pub(crate) fn broker_conf(
         ("autoCreateTopicEnable", "true"),
         ("autoCreateSubscriptionGroup", "true"),
         ("flushDiskType", "ASYNC_FLUSH"),
+        // On a disk past 85% used the broker would otherwise delete commit-log files
+        // that are not yet expired, taking messages a test still reads with them.
+        ("cleanFileForciblyEnable", "false"),
         ("brokerRole", "ASYNC_MASTER"),
     ];
     for (k, v) in defaults {
@@ -187,6 +190,21 @@ pub(crate) fn broker_conf(
         prop(&mut s, k, v);
     }
     s
+}
+
+/// JVM properties of brokers only.
+///
+/// A broker refuses every write once its store's disk is more than 90% used. A test
+/// machine's disk fills with build output, not with messages, so 4.9.x brokers are let
+/// write up to 98%. (5.x caps both ratios at their defaults, 90% and 85%.)
+pub(crate) fn broker_jvm_properties() -> Vec<OsString> {
+    [
+        "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98",
+        "-Drocketmq.broker.diskSpaceCleanForciblyRatio=0.97",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect()
 }
 
 /// JVM options common to name servers and brokers.

@@ -993,6 +993,9 @@ impl Cluster {
         let log_file = self.log_file(&name);
         let out_file = self.out_file(&name);
         let mut args = config::jvm_options(heap, max_heap, &self.run_dir, &self.home, &log_file);
+        if role == Role::Broker {
+            args.extend(config::broker_jvm_properties());
+        }
         if let Some(tls) = &self.tls {
             // After the defaults: the last `-D` of a key wins.
             args.extend(tls.jvm_properties());
