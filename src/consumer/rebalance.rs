@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use log::{error, info, warn};
-use parking_lot::RwLock;
+use parking_lot::{ReentrantMutex, RwLock};
 
 use super::allocate::AllocateStrategy;
 use super::process_queue::{PopProcessQueue, ProcessQueue};
@@ -98,9 +98,9 @@ pub(crate) trait RebalanceHooks: Send + Sync {
 
 /// Rebalance state of one consumer group in this process.
 ///
-/// Lock order: `subscriptions` → `topic_subscribe_info` (read together in
-/// `is_subscribe_topic_need_update`); `process_queues` is taken alone. No lock is held
-/// across a broker call or a call into [`RebalanceHooks`].
+/// Lock order: `round` first, then `subscriptions` → `topic_subscribe_info` (read
+/// together in `is_subscribe_topic_need_update`); `process_queues` is taken alone. Only
+/// `round` is held across a broker call or a call into [`RebalanceHooks`].
 pub(crate) struct RebalanceImpl {
     pub(crate) group: String,
     pub(crate) model: MessageModel,
@@ -114,6 +114,12 @@ pub(crate) struct RebalanceImpl {
     /// Brokers that answered QUERY_ASSIGNMENT "not supported" (4.x), by address: not
     /// asked again while this consumer runs, so a 4.x cluster costs one round trip.
     assignment_unsupported: RwLock<HashSet<String>>,
+    /// Held for a whole round, and by [`remove_subscription`](Self::remove_subscription):
+    /// a round reads the topics when it begins and takes queues from broker calls later,
+    /// so without it a round begun before an unsubscribe took that topic's queues back
+    /// after the unsubscribe had dropped them. Reentrant, for an allocation listener
+    /// that unsubscribes from inside a round.
+    round: ReentrantMutex<()>,
 }
 
 impl RebalanceImpl {
@@ -133,6 +139,7 @@ impl RebalanceImpl {
             process_queues: RwLock::new(HashMap::new()),
             pop_process_queues: RwLock::new(HashMap::new()),
             assignment_unsupported: RwLock::new(HashSet::new()),
+            round: ReentrantMutex::new(()),
         }
     }
 
@@ -195,6 +202,35 @@ impl RebalanceImpl {
         topics
     }
 
+    /// Stops following `topic` now (the lite pull consumer's `unsubscribe`): its
+    /// subscription and its held queues go, each queue handed to `drop_queue`. False if
+    /// the topic was not subscribed. Waits for a round in progress to end.
+    pub(crate) fn remove_subscription(
+        &self,
+        topic: &str,
+        mut drop_queue: impl FnMut(&MessageQueue),
+    ) -> bool {
+        let _round = self.round.lock();
+        if self.subscriptions.write().remove(topic).is_none() {
+            return false;
+        }
+        let held: Vec<MessageQueue> = self
+            .process_queues
+            .read()
+            .keys()
+            .filter(|mq| *mq.topic == *topic)
+            .cloned()
+            .collect();
+        for mq in held {
+            let removed = self.process_queues.write().remove(&mq);
+            if let Some(pq) = removed {
+                pq.set_dropped(true);
+            }
+            drop_queue(&mq);
+        }
+        true
+    }
+
     /// One round over every subscribed topic. The heartbeat that tells the brokers of
     /// changed allocations goes out once for the round, after every topic, and the new
     /// queues' pulls after it. Java sends one heartbeat per changed topic, each carrying
@@ -202,6 +238,7 @@ impl RebalanceImpl {
     /// N heartbeats of N subscriptions each (5,000 topics: about 5,000 × 0.7 MB, more than
     /// minutes of heartbeats before the last queue was pulled).
     pub(crate) fn do_rebalance(&self, hooks: &dyn RebalanceHooks, is_order: bool) {
+        let _round = self.round.lock();
         let topics = self.subscribed_topics();
         let mut requests = Vec::new();
         let mut pops = Vec::new();
@@ -212,6 +249,8 @@ impl RebalanceImpl {
         if changed {
             hooks.allocation_changed();
         }
+        // A queue an allocation listener's unsubscribe dropped during the round.
+        requests.retain(|(_, pq, _)| !pq.is_dropped());
         hooks.dispatch_pull_requests(requests);
         hooks.dispatch_pop_requests(pops);
         self.pop_process_queues.write().retain(|mq, pq| {
@@ -765,6 +804,152 @@ mod tests {
             *hooks.events.lock(),
             ["changed T7 3", "heartbeat", "pulls 1"]
         );
+    }
+
+    /// Hooks that hold a round inside its first start-offset lookup of `T1` until
+    /// released, and record what was pulled.
+    struct HeldRound {
+        entered: crossbeam_channel::Sender<()>,
+        release: crossbeam_channel::Receiver<()>,
+        held: std::sync::atomic::AtomicBool,
+        events: Mutex<Vec<String>>,
+    }
+
+    impl RebalanceHooks for HeldRound {
+        fn message_queue_changed(
+            &self,
+            _: &str,
+            _: &HashSet<MessageQueue>,
+            _: &HashSet<MessageQueue>,
+        ) {
+        }
+        fn allocation_changed(&self) {}
+        fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, _: &ProcessQueue) -> bool {
+            self.events.lock().push(format!("drop {mq}"));
+            true
+        }
+        fn remove_dirty_offset(&self, _: &MessageQueue) {}
+        fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
+            if &*mq.topic == "T1" && !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                let _ = self.entered.send(());
+                let _ = self.release.recv_timeout(Duration::from_secs(10));
+            }
+            Some(0)
+        }
+        fn dispatch_pull_requests(&self, requests: Vec<PullStart>) {
+            let mut events = self.events.lock();
+            events.extend(requests.iter().map(|(mq, _, _)| format!("pull {mq}")));
+        }
+        fn drops_idle_queues(&self) -> bool {
+            false
+        }
+    }
+
+    /// A round that began before a topic was unsubscribed must not take its queues back
+    /// after the unsubscribe dropped them: every queue of it that the round pulls is
+    /// dropped after, and none is held at the end.
+    #[test]
+    fn an_unsubscribe_during_a_round_is_not_undone_by_the_round() {
+        let r = rebalance_of(2);
+        let (entered_tx, entered_rx) = crossbeam_channel::bounded(1);
+        let (release_tx, release_rx) = crossbeam_channel::bounded(1);
+        let hooks = HeldRound {
+            entered: entered_tx,
+            release: release_rx,
+            held: Default::default(),
+            events: Mutex::new(Vec::new()),
+        };
+        std::thread::scope(|s| {
+            let round = s.spawn(|| r.do_rebalance(&hooks, false));
+            entered_rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the round reaches T1");
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            let (r, hooks) = (&r, &hooks);
+            let remove = s.spawn(move || {
+                let removed = r.remove_subscription("T1", |mq| {
+                    hooks.events.lock().push(format!("drop {mq}"));
+                });
+                let _ = done_tx.send(());
+                removed
+            });
+            // The unsubscribe either finishes now or waits for the round; either way the
+            // round is let go after this.
+            let _ = done_rx.recv_timeout(Duration::from_millis(300));
+            let _ = release_tx.send(());
+            round.join().unwrap();
+            assert!(remove.join().unwrap());
+        });
+        let held: Vec<String> = r
+            .process_queues
+            .read()
+            .keys()
+            .filter(|mq| &*mq.topic == "T1")
+            .map(|mq| mq.to_string())
+            .collect();
+        assert!(held.is_empty(), "still held: {held:?}");
+        let events = hooks.events.lock();
+        for q in 0..2 {
+            let mq = MessageQueue::new("T1", "b", q).to_string();
+            let last = events.iter().rev().find(|e| e.ends_with(&mq));
+            assert!(
+                last.is_none_or(|e| e.starts_with("drop")),
+                "{mq} was pulled after it was dropped: {events:?}"
+            );
+        }
+        assert!(!r.subscriptions.read().contains_key("T1"));
+        assert!(r.process_queues.read().keys().any(|mq| &*mq.topic == "T0"));
+    }
+
+    /// Hooks whose allocation listener unsubscribes `T1` from inside the round, as a
+    /// user's `MessageQueueListener` may.
+    struct UnsubscribingListener<'a> {
+        r: &'a RebalanceImpl,
+        pulled: Mutex<Vec<MessageQueue>>,
+    }
+
+    impl RebalanceHooks for UnsubscribingListener<'_> {
+        fn message_queue_changed(
+            &self,
+            topic: &str,
+            _: &HashSet<MessageQueue>,
+            _: &HashSet<MessageQueue>,
+        ) {
+            if topic == "T1" {
+                assert!(self.r.remove_subscription("T1", |_| {}));
+            }
+        }
+        fn allocation_changed(&self) {}
+        fn remove_unnecessary_message_queue(&self, _: &MessageQueue, _: &ProcessQueue) -> bool {
+            true
+        }
+        fn remove_dirty_offset(&self, _: &MessageQueue) {}
+        fn compute_pull_from_where(&self, _: &MessageQueue) -> Option<i64> {
+            Some(0)
+        }
+        fn dispatch_pull_requests(&self, requests: Vec<PullStart>) {
+            let mut pulled = self.pulled.lock();
+            pulled.extend(requests.into_iter().map(|(mq, _, _)| mq));
+        }
+        fn drops_idle_queues(&self) -> bool {
+            false
+        }
+    }
+
+    /// An unsubscribe from inside the round (on the round's own thread) neither waits
+    /// for the round forever nor has the round pull the queues it dropped.
+    #[test]
+    fn an_allocation_listener_may_unsubscribe_inside_the_round() {
+        let r = rebalance_of(2);
+        let hooks = UnsubscribingListener {
+            r: &r,
+            pulled: Mutex::new(Vec::new()),
+        };
+        r.do_rebalance(&hooks, false);
+        let pulled = hooks.pulled.lock();
+        assert!(pulled.iter().all(|mq| &*mq.topic == "T0"), "{pulled:?}");
+        assert_eq!(pulled.len(), 2);
+        assert!(r.process_queues.read().keys().all(|mq| &*mq.topic == "T0"));
     }
 
     #[test]

@@ -75,31 +75,24 @@ impl LitePullConsumer {
 
     /// Stops consuming `topic` (Java `unsubscribe`): its queues are dropped now, with their
     /// committed offsets written through, and `poll` returns none of its messages after
-    /// this; an error if the consumer does not subscribe to it.
+    /// this; an error if the consumer does not subscribe to it. A rebalance round in
+    /// progress (broker calls of up to a few seconds each) ends first.
     pub fn unsubscribe(&self, topic: &str) -> Result<()> {
         check_topic(topic)?;
         let c = &self.inner;
         c.check_running()?;
         let wrapped = namespace::wrap(c.namespace.as_deref(), topic);
-        if *c.mode.lock() != Some(Mode::Subscribe)
-            || c.rebalance.subscriptions.write().remove(&wrapped).is_none()
+        // The mode's lock is not held across the removal, which may wait for a round.
+        let subscribes = *c.mode.lock() == Some(Mode::Subscribe);
+        if !subscribes
+            || !c
+                .rebalance
+                .remove_subscription(&wrapped, |mq| c.drop_queue(mq))
         {
             return Err(Error::invalid_argument(format!(
                 "the consumer {} does not subscribe to {topic}",
                 c.group
             )));
-        }
-        let held: Vec<MessageQueue> = c
-            .rebalance
-            .process_queues
-            .read()
-            .keys()
-            .filter(|mq| *mq.topic == *wrapped)
-            .cloned()
-            .collect();
-        for mq in held {
-            c.rebalance.process_queues.write().remove(&mq);
-            c.drop_queue(&mq);
         }
         c.instance.send_heartbeat_to_all_brokers_with_lock();
         c.instance.rebalance_immediately();
