@@ -118,20 +118,23 @@ impl LitePullConsumer {
                 }
             }
         }
-        for (mq, offset) in &wrapped {
-            c.store.update_offset(mq, *offset, false);
-        }
-        if persist && !wrapped.is_empty() {
-            let mqs: HashSet<MessageQueue> = wrapped.into_iter().map(|(mq, _)| mq).collect();
-            let deadline = Instant::now() + crate::consumer::offset_store::BROKER_TIMEOUT;
-            if let Err((failed, e)) = c.store.persist_until(&mqs, deadline) {
-                return Err(Error::new(
-                    e.kind(),
-                    format!("{failed} of {} offsets were not written: {e}", mqs.len()),
-                ));
+        if !persist {
+            for (mq, offset) in &wrapped {
+                c.store.update_offset(mq, *offset, false);
             }
+            return Ok(());
         }
-        Ok(())
+        let deadline = Instant::now() + crate::consumer::offset_store::BROKER_TIMEOUT;
+        match c.store.commit_until(&wrapped, deadline) {
+            Ok(()) => Ok(()),
+            Err((failed, e)) => Err(Error::new(
+                e.kind(),
+                format!(
+                    "{failed} of {} offsets were not written: {e}",
+                    wrapped.len()
+                ),
+            )),
+        }
     }
 }
 
@@ -189,7 +192,7 @@ impl LitePullImpl {
     }
 
     /// Commits every queue's confirmed offset (Java `commitAll`): the offset store takes
-    /// it, and with `until` writes every held queue's through at once, waiting until that
+    /// it, and with `until` writes these offsets through at once, waiting until that
     /// deadline, else a persist of every held queue sends it. Called by `commit_sync`, by
     /// the auto-commit at the start of `poll` (the batches earlier polls returned are
     /// processed then) and by shutdown.
@@ -204,16 +207,18 @@ impl LitePullImpl {
                 .collect();
             (q.keys().cloned().collect(), offsets)
         };
-        for (mq, off) in &offsets {
-            self.store.update_offset(mq, *off, false);
-        }
         match until {
             Some(deadline) => {
-                if let Err((failed, e)) = self.store.persist_until(&held, deadline) {
+                if let Err((failed, e)) = self.store.commit_until(&offsets, deadline) {
                     warn!("{}: {failed} offsets not committed ({e})", self.group);
                 }
             }
-            None => self.store.persist_all(&held),
+            None => {
+                for (mq, off) in &offsets {
+                    self.store.update_offset(mq, *off, false);
+                }
+                self.store.persist_all(&held);
+            }
         }
     }
 }

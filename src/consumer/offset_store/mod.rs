@@ -69,6 +69,15 @@ pub(crate) trait OffsetStore: Send + Sync {
         self.persist_all(mqs);
         Ok(())
     }
+    /// Sets the offsets of a commit and writes exactly these through, as
+    /// [`persist_until`](Self::persist_until) waits for them.
+    fn commit_until(&self, offsets: &[(MessageQueue, i64)], deadline: Instant) -> Written {
+        for (mq, offset) in offsets {
+            self.update_offset(mq, *offset, false);
+        }
+        let mqs: HashSet<MessageQueue> = offsets.iter().map(|(mq, _)| mq.clone()).collect();
+        self.persist_until(&mqs, deadline)
+    }
     fn persist(&self, mq: &MessageQueue);
     fn remove_offset(&self, mq: &MessageQueue);
     /// Sync write of one offset to where it lives (used by seek/commit of lite pull).

@@ -111,29 +111,37 @@ impl RemoteBrokerOffsetStore {
         )
     }
 
-    /// What `table` holds for `mqs`, and the queues it holds an offset for besides.
-    fn snapshot(
-        &self,
-        mqs: &HashSet<MessageQueue>,
-    ) -> (Vec<(MessageQueue, i64)>, Vec<MessageQueue>) {
+    /// What `table` holds for `mqs`.
+    fn snapshot(&self, mqs: &HashSet<MessageQueue>) -> Vec<(MessageQueue, i64)> {
         let t = self.table.lock();
-        let snapshot = t
-            .iter()
+        t.iter()
             .filter(|(mq, _)| mqs.contains(*mq))
             .map(|(mq, o)| (mq.clone(), *o))
-            .collect();
-        let unused = t.keys().filter(|mq| !mqs.contains(*mq)).cloned().collect();
-        (snapshot, unused)
+            .collect()
     }
 
-    fn forget(&self, unused: Vec<MessageQueue>) {
-        if unused.is_empty() {
-            return;
+    /// Writes `offsets` to their brokers all at once and waits for the answers until
+    /// `deadline`; the caller holds `writes`, and job 4's writes were answered.
+    fn write_until(&self, offsets: Vec<(MessageQueue, i64)>, deadline: Instant) -> Written {
+        let (mut failed, mut first) = (0, None);
+        let commits = self.addresses(offsets, deadline, &mut failed, &mut first);
+        let results =
+            self.instance
+                .api()
+                .update_consumer_offsets_until(&self.group, &commits, deadline);
+        for (r, (_, mq, offset)) in results.into_iter().zip(&commits) {
+            match r {
+                Ok(()) => debug!("{}: committed {offset} for {mq}", self.group),
+                Err(e) => {
+                    warn!("{}: committing {offset} for {mq}: {e}", self.group);
+                    failed += 1;
+                    first.get_or_insert(e);
+                }
+            }
         }
-        let mut t = self.table.lock();
-        for mq in unused {
-            t.remove(&mq);
-            debug!("forgot the offset of {mq}: no longer assigned");
+        match first {
+            Some(e) => Err((failed, e)),
+            None => Ok(()),
         }
     }
 
@@ -193,27 +201,23 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         let _writing = self.writes.lock();
         // Job 4's older offsets land before these.
         self.in_flight.wait_idle(deadline);
-        let (snapshot, _) = self.snapshot(mqs);
-        let (mut failed, mut first) = (0, None);
-        let commits = self.addresses(snapshot, deadline, &mut failed, &mut first);
-        let results =
-            self.instance
-                .api()
-                .update_consumer_offsets_until(&self.group, &commits, deadline);
-        for (r, (_, mq, offset)) in results.into_iter().zip(&commits) {
-            match r {
-                Ok(()) => debug!("{}: committed {offset} for {mq}", self.group),
-                Err(e) => {
-                    warn!("{}: committing {offset} for {mq}: {e}", self.group);
-                    failed += 1;
-                    first.get_or_insert(e);
-                }
+        let snapshot = self.snapshot(mqs);
+        self.write_until(snapshot, deadline)
+    }
+
+    /// The table takes the offsets under `writes`, and exactly these are sent: nothing
+    /// that changes the table meanwhile (a queue dropped and taken again resets its
+    /// entry) can leave one out of a commit that then reports success.
+    fn commit_until(&self, offsets: &[(MessageQueue, i64)], deadline: Instant) -> Written {
+        let _writing = self.writes.lock();
+        {
+            let mut t = self.table.lock();
+            for (mq, offset) in offsets {
+                t.insert(mq.clone(), *offset);
             }
         }
-        match first {
-            Some(e) => Err((failed, e)),
-            None => Ok(()),
-        }
+        self.in_flight.wait_idle(deadline);
+        self.write_until(offsets.to_vec(), deadline)
     }
 
     fn update_offset(&self, mq: &MessageQueue, offset: i64, increase_only: bool) {
@@ -252,9 +256,10 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         }
     }
 
-    /// Writes the offsets of `mqs` and forgets those of other queues. An empty set does
-    /// nothing, as in Java: a consumer holding no queue for a moment (every queue dropped,
-    /// a rebalance in between) must not wipe the offsets it still has to persist.
+    /// Writes the offsets of `mqs`. Java's `persistAll` also forgets the offsets of the
+    /// queues not in `mqs`; here a queue's offset goes when its consumer drops the queue
+    /// (`remove_offset`), because `mqs` is read before this takes `writes`, so a queue
+    /// taken meanwhile would lose the offset just committed for it.
     ///
     /// Java sends these oneway. Here the broker answers each, on the callback pool, so
     /// that a commit written through can wait for them (see `writes`); a round whose
@@ -278,7 +283,7 @@ impl OffsetStore for RemoteBrokerOffsetStore {
             );
             return;
         }
-        let (snapshot, unused) = self.snapshot(mqs);
+        let snapshot = self.snapshot(mqs);
         let (mut failed, mut first) = (0, None);
         let deadline = Instant::now() + BROKER_TIMEOUT;
         let commits = self.addresses(snapshot, deadline, &mut failed, &mut first);
@@ -310,7 +315,6 @@ impl OffsetStore for RemoteBrokerOffsetStore {
         if let Some(e) = first {
             warn!("{}: {failed} offsets were not persisted ({e})", self.group);
         }
-        self.forget(unused);
     }
 
     fn persist(&self, mq: &MessageQueue) {
