@@ -101,10 +101,14 @@ int main(int argc, char **argv) {
   }
   rmq_producer_free(p);
 
-  /* Consume them; freeing the consumer commits its offsets. */
+  /* Consume them; freeing the consumer commits its offsets. The listener counts a
+   * message before it returns, so the loop below can see the last count while that
+   * listener is still running: shutdown waits for it (by default it would not, as in Java,
+   * and that message would stay uncommitted). */
   rmq_push_consumer_builder *cb;
   CHECK(rmq_push_consumer_builder_new(STR(group), &cb));
   CHECK(rmq_push_consumer_builder_client_options(cb, options));
+  CHECK(rmq_push_consumer_builder_await_termination_ms(cb, 10000));
   rmq_client_options_free(options);
   CHECK(rmq_push_consumer_builder_subscribe(cb, STR(topic), STR("*")));
   CHECK(rmq_push_consumer_builder_consume_from(cb, RMQ_CONSUME_FROM_FIRST_OFFSET, 0));
