@@ -806,22 +806,35 @@ mod tests {
         );
     }
 
-    /// Hooks that hold a round inside its first start-offset lookup of `T1` until
-    /// released, and record what was pulled.
-    struct HeldRound {
-        entered: crossbeam_channel::Sender<()>,
-        release: crossbeam_channel::Receiver<()>,
-        held: std::sync::atomic::AtomicBool,
+    /// Hooks whose allocation listener and start-offset lookup run the given closures,
+    /// and that record each queue dropped ("drop <mq>") and pulled ("pull <mq>").
+    struct Scripted<'a> {
+        on_changed: Box<dyn Fn(&str) + Send + Sync + 'a>,
+        on_lookup: Box<dyn Fn(&MessageQueue) + Send + Sync + 'a>,
         events: Mutex<Vec<String>>,
     }
 
-    impl RebalanceHooks for HeldRound {
+    impl<'a> Scripted<'a> {
+        fn new(
+            on_changed: impl Fn(&str) + Send + Sync + 'a,
+            on_lookup: impl Fn(&MessageQueue) + Send + Sync + 'a,
+        ) -> Self {
+            Scripted {
+                on_changed: Box::new(on_changed),
+                on_lookup: Box::new(on_lookup),
+                events: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    impl RebalanceHooks for Scripted<'_> {
         fn message_queue_changed(
             &self,
-            _: &str,
+            topic: &str,
             _: &HashSet<MessageQueue>,
             _: &HashSet<MessageQueue>,
         ) {
+            (self.on_changed)(topic);
         }
         fn allocation_changed(&self) {}
         fn remove_unnecessary_message_queue(&self, mq: &MessageQueue, _: &ProcessQueue) -> bool {
@@ -830,10 +843,7 @@ mod tests {
         }
         fn remove_dirty_offset(&self, _: &MessageQueue) {}
         fn compute_pull_from_where(&self, mq: &MessageQueue) -> Option<i64> {
-            if &*mq.topic == "T1" && !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                let _ = self.entered.send(());
-                let _ = self.release.recv_timeout(Duration::from_secs(10));
-            }
+            (self.on_lookup)(mq);
             Some(0)
         }
         fn dispatch_pull_requests(&self, requests: Vec<PullStart>) {
@@ -852,13 +862,18 @@ mod tests {
     fn an_unsubscribe_during_a_round_is_not_undone_by_the_round() {
         let r = rebalance_of(2);
         let (entered_tx, entered_rx) = crossbeam_channel::bounded(1);
-        let (release_tx, release_rx) = crossbeam_channel::bounded(1);
-        let hooks = HeldRound {
-            entered: entered_tx,
-            release: release_rx,
-            held: Default::default(),
-            events: Mutex::new(Vec::new()),
-        };
+        let (release_tx, release_rx) = crossbeam_channel::bounded::<()>(1);
+        let held = std::sync::atomic::AtomicBool::new(false);
+        // The round stops inside its first start-offset lookup of T1 until released.
+        let hooks = Scripted::new(
+            |_| {},
+            |mq| {
+                if &*mq.topic == "T1" && !held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    let _ = entered_tx.send(());
+                    let _ = release_rx.recv_timeout(Duration::from_secs(10));
+                }
+            },
+        );
         std::thread::scope(|s| {
             let round = s.spawn(|| r.do_rebalance(&hooks, false));
             entered_rx
@@ -901,54 +916,25 @@ mod tests {
         assert!(r.process_queues.read().keys().any(|mq| &*mq.topic == "T0"));
     }
 
-    /// Hooks whose allocation listener unsubscribes `T1` from inside the round, as a
-    /// user's `MessageQueueListener` may.
-    struct UnsubscribingListener<'a> {
-        r: &'a RebalanceImpl,
-        pulled: Mutex<Vec<MessageQueue>>,
-    }
-
-    impl RebalanceHooks for UnsubscribingListener<'_> {
-        fn message_queue_changed(
-            &self,
-            topic: &str,
-            _: &HashSet<MessageQueue>,
-            _: &HashSet<MessageQueue>,
-        ) {
-            if topic == "T1" {
-                assert!(self.r.remove_subscription("T1", |_| {}));
-            }
-        }
-        fn allocation_changed(&self) {}
-        fn remove_unnecessary_message_queue(&self, _: &MessageQueue, _: &ProcessQueue) -> bool {
-            true
-        }
-        fn remove_dirty_offset(&self, _: &MessageQueue) {}
-        fn compute_pull_from_where(&self, _: &MessageQueue) -> Option<i64> {
-            Some(0)
-        }
-        fn dispatch_pull_requests(&self, requests: Vec<PullStart>) {
-            let mut pulled = self.pulled.lock();
-            pulled.extend(requests.into_iter().map(|(mq, _, _)| mq));
-        }
-        fn drops_idle_queues(&self) -> bool {
-            false
-        }
-    }
-
-    /// An unsubscribe from inside the round (on the round's own thread) neither waits
-    /// for the round forever nor has the round pull the queues it dropped.
+    /// An unsubscribe from inside the round (on the round's own thread, as a user's
+    /// `MessageQueueListener` may) neither waits for the round forever nor has the round
+    /// pull the queues it dropped.
     #[test]
     fn an_allocation_listener_may_unsubscribe_inside_the_round() {
         let r = rebalance_of(2);
-        let hooks = UnsubscribingListener {
-            r: &r,
-            pulled: Mutex::new(Vec::new()),
-        };
+        let hooks = Scripted::new(
+            |topic| {
+                if topic == "T1" {
+                    assert!(r.remove_subscription("T1", |_| {}));
+                }
+            },
+            |_| {},
+        );
         r.do_rebalance(&hooks, false);
-        let pulled = hooks.pulled.lock();
-        assert!(pulled.iter().all(|mq| &*mq.topic == "T0"), "{pulled:?}");
-        assert_eq!(pulled.len(), 2);
+        let events = hooks.events.lock();
+        let pulled: Vec<&String> = events.iter().filter(|e| e.starts_with("pull")).collect();
+        assert!(pulled.iter().all(|e| e.contains("topic=T0,")), "{events:?}");
+        assert_eq!(pulled.len(), 2, "{events:?}");
         assert!(r.process_queues.read().keys().all(|mq| &*mq.topic == "T0"));
     }
 
