@@ -705,38 +705,78 @@ pub fn encode_batch(messages: &[Message]) -> Result<Vec<u8>, Error> {
 
 /// [`encode_batch`] with up to two properties `extra(i)` added to message `i` as it is
 /// written, each replacing a property of the same name: the producer's UNIQ_KEY and
-/// INSTANCE_ID, without a copy of the message to put them in.
+/// INSTANCE_ID, without a copy of the message to put them in. (The producer writes the
+/// records straight into its frame: [`encode_batch_into`].)
+#[cfg(any(test, feature = "unstable-internals"))]
 pub(crate) fn encode_batch_with<'a>(
     messages: &'a [Message],
     extra: impl Fn(usize) -> [Option<(&'a str, &'a str)>; 2],
 ) -> Result<Vec<u8>, Error> {
-    let props = |i: usize, m: &'a Message| {
-        let extra = extra(i);
-        let replaced = move |name: &str| extra.iter().flatten().any(|(n, _)| *n == name);
-        m.properties()
-            .filter(move |(name, _)| !replaced(name))
-            .chain(extra.into_iter().flatten())
-    };
-    let size =
-        |i: usize, m: &'a Message| BATCH_FIXED_LEN + m.body().len() + properties_len(props(i, m));
     // One allocation for the whole body; the properties are written in place.
-    let mut buf = Vec::with_capacity(messages.iter().enumerate().map(|(i, m)| size(i, m)).sum());
+    let mut buf = Vec::with_capacity(batch_len_with(messages, &extra)?);
+    encode_batch_into(messages, extra, &mut buf)?;
+    Ok(buf)
+}
+
+/// Message `i`'s properties with `extra(i)` put in (see [`encode_batch_with`]).
+fn batch_properties<'a>(
+    m: &'a Message,
+    extra: [Option<(&'a str, &'a str)>; 2],
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    let replaced = move |name: &str| extra.iter().flatten().any(|(n, _)| *n == name);
+    m.properties()
+        .filter(move |(name, _)| !replaced(name))
+        .chain(extra.into_iter().flatten())
+}
+
+/// The length of the batch body [`encode_batch_with`] makes of the same arguments, or the
+/// error it would return: a record whose properties or whole length its fields cannot
+/// carry.
+pub(crate) fn batch_len_with<'a>(
+    messages: &'a [Message],
+    extra: impl Fn(usize) -> [Option<(&'a str, &'a str)>; 2],
+) -> Result<usize, Error> {
+    let mut len = 0usize;
     for (i, m) in messages.iter().enumerate() {
-        let props_bytes = properties_len(props(i, m));
-        let props_len = props_i16(props_bytes)?;
+        let props_bytes = properties_len(batch_properties(m, extra(i)));
+        props_i16(props_bytes)?;
         let total = BATCH_FIXED_LEN + m.body().len() + props_bytes;
+        i32::try_from(total)
+            .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
+        len += total;
+    }
+    Ok(len)
+}
+
+/// Appends the batch body of [`encode_batch_with`] to `buf` (a request frame being
+/// written, so that the body is not copied into one afterwards). On an error `buf` holds
+/// part of a body.
+pub(crate) fn encode_batch_into<'a>(
+    messages: &'a [Message],
+    extra: impl Fn(usize) -> [Option<(&'a str, &'a str)>; 2],
+    buf: &mut Vec<u8>,
+) -> Result<(), Error> {
+    for (i, m) in messages.iter().enumerate() {
+        // The record's length and its properties' length are back-filled: the properties
+        // are gone over once.
+        let at = buf.len();
+        put_i32(buf, 0);
+        put_i32(buf, 0);
+        put_i32(buf, 0);
+        put_i32(buf, m.flag());
+        put_i32(buf, m.body().len() as i32); // bounded by the record's length, checked below
+        buf.extend_from_slice(m.body());
+        let props_at = buf.len();
+        buf.extend_from_slice(&[0, 0]);
+        put_properties(buf, batch_properties(m, extra(i)));
+        let props_len = props_i16(buf.len() - props_at - 2)?;
+        let total = buf.len() - at;
         let total = i32::try_from(total)
             .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
-        put_i32(&mut buf, total);
-        put_i32(&mut buf, 0);
-        put_i32(&mut buf, 0);
-        put_i32(&mut buf, m.flag());
-        put_i32(&mut buf, m.body().len() as i32); // bounded by total
-        buf.extend_from_slice(m.body());
-        buf.extend_from_slice(&props_len.to_be_bytes());
-        put_properties(&mut buf, props(i, m));
+        buf[at..at + 4].copy_from_slice(&total.to_be_bytes());
+        buf[props_at..props_at + 2].copy_from_slice(&props_len.to_be_bytes());
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// Decodes a batch body (Java `MessageDecoder.decodeMessages`); the messages have no topic.

@@ -25,11 +25,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::Error;
 
+pub(crate) use codec::{batch_len_with, decode_messages_shared, encode_batch_into};
 pub use codec::{
     create_offset_msg_id, decode_messages, decode_messages_lenient, decode_offset_msg_id,
     properties_to_string, CompressionType, DecodeOptions, SkippedRecord, DEFAULT_MAX_BODY_LEN,
 };
-pub(crate) use codec::{decode_messages_shared, encode_batch_with};
 // What only the internals' users (the `rmq` tool, benches, fuzz targets) and the unit tests
 // call.
 #[cfg(any(test, feature = "unstable-internals"))]

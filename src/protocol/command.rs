@@ -166,6 +166,20 @@ impl RemotingCommand {
 
     /// [`encode`](Self::encode) with `body` in place of `self.body`.
     fn encode_with_body(&self, body: &[u8], buf: &mut Vec<u8>) {
+        let written: Result<(), std::convert::Infallible> =
+            self.encode_with_body_from(buf, |buf| {
+                buf.extend_from_slice(body);
+                Ok(())
+            });
+        let Ok(()) = written;
+    }
+
+    /// [`encode`](Self::encode) with the body `write_body` appends in place of `self.body`.
+    fn encode_with_body_from<E>(
+        &self,
+        buf: &mut Vec<u8>,
+        write_body: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let start = buf.len();
         buf.extend_from_slice(&[0u8; 8]); // length + header mark, back-filled
         let ty = match self.serialize_type {
@@ -178,7 +192,7 @@ impl RemotingCommand {
                 SerializeType::Json
             }
         };
-        finish_frame(buf, start, ty, body);
+        finish_frame(buf, start, ty, write_body)
     }
 
     /// Appends a request frame (length prefix included) straight from a typed header: the
@@ -194,14 +208,55 @@ impl RemotingCommand {
         ty: SerializeType,
         buf: &mut Vec<u8>,
     ) {
-        let Ok(code16) = i16::try_from(code.0).map(|c| c.to_be_bytes()) else {
-            return Self::encode_request_via_fields(code, header, opaque, flag, body, buf);
+        let written: Result<(), std::convert::Infallible> = Self::encode_request_from(
+            RequestHead {
+                code,
+                opaque,
+                flag,
+                ty,
+            },
+            header,
+            body.len(),
+            buf,
+            |buf| {
+                buf.extend_from_slice(body);
+                Ok(())
+            },
+        );
+        let Ok(()) = written;
+    }
+
+    /// [`encode_request`](Self::encode_request) with the body `write_body` appends to the
+    /// frame, `body_len` bytes, instead of one copied in: a batch is encoded straight
+    /// into its frame. On an error `buf` holds part of a frame.
+    pub(crate) fn encode_request_from<E>(
+        head: RequestHead,
+        header: &impl WriteHeader,
+        body_len: usize,
+        buf: &mut Vec<u8>,
+        write_body: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let RequestHead {
+            code,
+            opaque,
+            flag,
+            ty,
+        } = head;
+        let code16 = match (i16::try_from(code.0), ty) {
+            (Ok(c), SerializeType::RocketMq) => c.to_be_bytes(),
+            // The JSON header (and codes beyond i16) through the fields and the usual
+            // writer.
+            _ => {
+                let mut cmd = RemotingCommand::request_with_header(code, header);
+                cmd.opaque = opaque;
+                cmd.flag = flag;
+                cmd.serialize_type = SerializeType::Json;
+                buf.reserve(8 + cmd.header_len_hint() + body_len);
+                return cmd.encode_with_body_from(buf, write_body);
+            }
         };
-        if ty != SerializeType::RocketMq {
-            return Self::encode_request_via_fields(code, header, opaque, flag, body, buf);
-        }
         let start = buf.len();
-        buf.reserve(8 + BINARY_FIXED_LEN + header.binary_ext_len_hint() + body.len());
+        buf.reserve(8 + BINARY_FIXED_LEN + header.binary_ext_len_hint() + body_len);
         buf.extend_from_slice(&[0u8; 8]); // length + header mark, back-filled
         let [c0, c1] = code16;
         let [v0, v1] = (CURRENT_VERSION as i16).to_be_bytes();
@@ -216,24 +271,7 @@ impl RemotingCommand {
         header.write_binary_ext(buf);
         let ext_len = (buf.len() - ext_at) as u32;
         buf[ext_at - 4..ext_at].copy_from_slice(&ext_len.to_be_bytes());
-        finish_frame(buf, start, SerializeType::RocketMq, body);
-    }
-
-    /// The JSON header (and codes beyond i16) through the fields and the usual writer.
-    fn encode_request_via_fields(
-        code: RequestCode,
-        header: &impl WriteHeader,
-        opaque: i32,
-        flag: i32,
-        body: &[u8],
-        buf: &mut Vec<u8>,
-    ) {
-        let mut cmd = RemotingCommand::request_with_header(code, header);
-        cmd.opaque = opaque;
-        cmd.flag = flag;
-        cmd.serialize_type = SerializeType::Json;
-        buf.reserve(8 + cmd.header_len_hint() + body.len());
-        cmd.encode_with_body(body, buf);
+        finish_frame(buf, start, SerializeType::RocketMq, write_body)
     }
 
     /// The encoded frame as a new vector.
@@ -303,18 +341,35 @@ impl RemotingCommand {
     }
 }
 
-/// Back-fills the length prefix and header mark of the frame begun at `start` with a
-/// placeholder for them, whose header ends the buffer, and appends `body`.
+/// What a request frame carries besides its header and body
+/// ([`RemotingCommand::encode_request_from`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestHead {
+    pub(crate) code: RequestCode,
+    pub(crate) opaque: i32,
+    pub(crate) flag: i32,
+    pub(crate) ty: SerializeType,
+}
+
+/// Appends the body `write_body` writes to the frame begun at `start` (with a placeholder
+/// for its length prefix and header mark, its header ending the buffer), then back-fills
+/// those two.
 #[inline]
-fn finish_frame(buf: &mut Vec<u8>, start: usize, ty: SerializeType, body: &[u8]) {
+fn finish_frame<E>(
+    buf: &mut Vec<u8>,
+    start: usize,
+    ty: SerializeType,
+    write_body: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<(), E> {
     let header_len = buf.len() - start - 8;
-    buf.extend_from_slice(body);
+    write_body(buf)?;
     let total = buf.len() - start - 4;
     // Lengths that do not fit are the caller's bug; the peer would reject the frame,
     // and the I/O layer checks frame size before queueing.
     let mark = (u32::from(ty.code()) << 24) | (header_len as u32 & MAX_HEADER_LEN as u32);
     buf[start..start + 4].copy_from_slice(&(total as u32).to_be_bytes());
     buf[start + 4..start + 8].copy_from_slice(&mark.to_be_bytes());
+    Ok(())
 }
 
 /// One binary `extFields` entry: `[key len i16][key][value len i32][value]`.
@@ -801,6 +856,50 @@ mod tests {
                         expected(&|| RemotingCommand::request_with_header(code, &route)),
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_written_into_the_frame_is_the_frame_of_that_body_and_its_error_ends_it() {
+        let route = crate::protocol::header::GetRouteInfoRequestHeader {
+            topic: "T".into(),
+            accept_standard_json_only: None,
+        };
+        let body = [9u8; 5000];
+        for ty in [SerializeType::RocketMq, SerializeType::Json] {
+            for code in [
+                RequestCode::SEND_BATCH_MESSAGE,
+                RequestCode(i32::from(i16::MAX) + 1),
+            ] {
+                let mut expected = Vec::new();
+                RemotingCommand::encode_request(code, &route, 5, 0, &body, ty, &mut expected);
+                let head = RequestHead {
+                    code,
+                    opaque: 5,
+                    flag: 0,
+                    ty,
+                };
+                // The length is a hint for the buffer: a wrong one changes no byte.
+                for hint in [body.len(), 0] {
+                    let mut got = b"xy".to_vec();
+                    let written: Result<(), &str> =
+                        RemotingCommand::encode_request_from(head, &route, hint, &mut got, |b| {
+                            b.extend_from_slice(&body[..1000]);
+                            b.extend_from_slice(&body[1000..]);
+                            Ok(())
+                        });
+                    assert_eq!(written, Ok(()));
+                    assert_eq!(&got[2..], &expected[..], "{ty:?} {code:?} hint {hint}");
+                }
+                let failed = RemotingCommand::encode_request_from(
+                    head,
+                    &route,
+                    body.len(),
+                    &mut Vec::new(),
+                    |_| Err("record 2 too big"),
+                );
+                assert_eq!(failed, Err("record 2 too big"));
             }
         }
     }

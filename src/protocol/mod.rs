@@ -29,7 +29,7 @@ pub use codes::{Perm, RequestCode, ResponseCode, SerializeType};
 #[doc(hidden)]
 pub use command::write_binary_text;
 pub use command::{frame_len, next_opaque, RemotingCommand, CURRENT_VERSION, DEFAULT_MAX_FRAME};
-pub(crate) use command::{Reader, ONEWAY_FLAG};
+pub(crate) use command::{Reader, RequestHead, ONEWAY_FLAG};
 pub(crate) use ext::int_bytes;
 pub use ext::ExtFields;
 #[cfg(feature = "unstable-internals")]

@@ -129,6 +129,48 @@ fn batch_extra_properties_are_added_or_replace_their_names() {
 }
 
 #[test]
+fn a_batch_written_after_other_bytes_is_the_same_body_and_its_length_is_known_first() {
+    let a = Message::new("T", b"ab".to_vec()).with_tags("t");
+    let mut b = Message::new("T", vec![7u8; 3000]);
+    b.put_property(property::UNIQ_KEY, "OLD");
+    let msgs = [a, b, Message::new("T", Vec::new())];
+    let ids = ["ID-A", "ID-B", "ID-C"];
+    let extra = |i: usize| {
+        [
+            Some((property::UNIQ_KEY, ids[i])),
+            (i == 1).then_some((property::INSTANCE_ID, "ns")),
+        ]
+    };
+    let body = encode_batch_with(&msgs, extra).unwrap();
+    let len = batch_len_with(&msgs, extra).unwrap();
+    assert_eq!(len, body.len());
+    // Appended after a frame's header: the records start there, not at 0.
+    let mut frame = b"header".to_vec();
+    encode_batch_into(&msgs, extra, &mut frame).unwrap();
+    assert_eq!(&frame[..6], b"header");
+    assert_eq!(&frame[6..], &body[..]);
+    let back = decode_batch(&frame[6..]).unwrap();
+    assert_eq!(back.len(), 3);
+    assert_eq!(back[1].property(property::UNIQ_KEY), Some("ID-B"));
+    assert_eq!(back[1].body(), &[7u8; 3000][..]);
+    assert_eq!(back[2].property(property::INSTANCE_ID), None);
+}
+
+#[test]
+fn a_batch_too_big_for_its_fields_is_refused_by_its_length_before_it_is_written() {
+    let mut m = Message::new("T", b"x".to_vec());
+    m.put_property("big", "v".repeat(40_000));
+    let msgs = [Message::new("T", b"ok".to_vec()), m];
+    let e = batch_len_with(&msgs, |_| [None, None]).unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("40014 bytes"), "{e}");
+    // Written anyway, it stops at the same record with the same error.
+    let mut buf = Vec::new();
+    let e = encode_batch_into(&msgs, |_| [None, None], &mut buf).unwrap_err();
+    assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+}
+
+#[test]
 fn batch_rejects_oversized_properties() {
     let mut m = Message::new("T", b"x".to_vec());
     m.put_property("big", "v".repeat(40_000));

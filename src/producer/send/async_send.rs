@@ -113,7 +113,7 @@ impl ProducerImpl {
         self.instance()?;
         let prepared = self.prepare_named(msg, topic.clone())?;
         if !prepared.borrows_body() {
-            return Ok((prepared.into_owned(), false));
+            return Ok((prepared.into_owned()?, false));
         }
         // No copy: the send owns the body from here on.
         let mut p = prepared.with_body(Vec::new());
@@ -314,7 +314,7 @@ impl AsyncAttempt {
         let remoting = self.instance.remoting().clone();
         let request = self
             .producer
-            .request(&remoting, &self.p, mq, false, begun.born_ms);
+            .request(&remoting, &self.p, mq, false, begun.born_ms)?;
         Ok((remoting, request, left))
     }
 

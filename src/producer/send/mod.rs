@@ -27,7 +27,9 @@ use crate::client::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::{self, property, sys_flag, Message, MessageQueue};
 use crate::protocol::header::{ExtValue, SendMessageRequestHeaderV2Ref};
-use crate::protocol::{next_opaque, RemotingCommand, RequestCode, ResponseCode, ONEWAY_FLAG};
+use crate::protocol::{
+    next_opaque, RemotingCommand, RequestCode, RequestHead, ResponseCode, ONEWAY_FLAG,
+};
 use crate::remoting::{InvokeCallback, Outgoing, RemotingClient};
 use crate::trace::{TraceDispatcher, TraceRecord, TraceType};
 use crate::util;
@@ -49,6 +51,9 @@ struct Prepared<'a> {
     /// that the result's queue shares it.
     user_topic: Arc<str>,
     body: Cow<'a, [u8]>,
+    /// A sync batch's messages, encoded straight into each attempt's frame; `body` is
+    /// then empty.
+    records: Option<Records<'a>>,
     properties: String,
     sys_flag: i32,
     flag: i32,
@@ -90,6 +95,37 @@ impl Begun {
     }
 }
 
+/// A batch whose body is written into each attempt's frame rather than built apart and
+/// copied in (a 16-message batch of 1 KiB bodies spent a tenth of its CPU on that copy).
+struct Records<'a> {
+    msgs: &'a [Message],
+    /// Each message's id (`UNIQ_KEY`), put into its record as it is written.
+    ids: Vec<String>,
+    namespace: Option<&'a str>,
+    /// The encoded body's length.
+    len: usize,
+}
+
+impl Records<'_> {
+    /// Message `i`'s id and the namespace, for its record.
+    fn extra(&self, i: usize) -> [Option<(&str, &str)>; 2] {
+        [
+            self.ids.get(i).map(|id| (property::UNIQ_KEY, id.as_str())),
+            self.namespace.map(|ns| (property::INSTANCE_ID, ns)),
+        ]
+    }
+
+    fn encode_into(&self, buf: &mut Vec<u8>) -> Result<()> {
+        message::encode_batch_into(self.msgs, |i| self.extra(i), buf)
+    }
+
+    fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut body = Vec::with_capacity(self.len);
+        self.encode_into(&mut body)?;
+        Ok(body)
+    }
+}
+
 /// The id a send reports (`UNIQ_KEY`).
 enum SendId {
     /// Made for this send and written last into its properties: the id is the property
@@ -111,9 +147,17 @@ impl Prepared<'_> {
         }
     }
 
-    fn into_owned(mut self) -> Prepared<'static> {
-        let body = std::mem::take(&mut self.body).into_owned();
-        self.with_body(body)
+    fn into_owned(mut self) -> Result<Prepared<'static>> {
+        let body = match self.records.take() {
+            Some(records) => records.to_vec()?,
+            None => std::mem::take(&mut self.body).into_owned(),
+        };
+        Ok(self.with_body(body))
+    }
+
+    /// The body's length as sent.
+    fn body_len(&self) -> usize {
+        self.records.as_ref().map_or(self.body.len(), |r| r.len)
     }
 
     /// Whether the body is the message's own (not compressed): then the message can give
@@ -122,9 +166,11 @@ impl Prepared<'_> {
         matches!(self.body, Cow::Borrowed(_))
     }
 
+    /// The same send with `body` (and no records) as its body.
     fn with_body(self, body: Vec<u8>) -> Prepared<'static> {
         Prepared {
             body: Cow::Owned(body),
+            records: None,
             topic: self.topic,
             user_topic: self.user_topic,
             properties: self.properties,
@@ -465,6 +511,7 @@ impl ProducerImpl {
             user_topic,
             topic,
             body,
+            records: None,
             properties,
             sys_flag: flag_bits,
             flag: msg.flag(),
@@ -477,7 +524,14 @@ impl ProducerImpl {
         })
     }
 
+    /// A batch prepared for an async send, which owns its body.
     fn prepare_batch(&self, msgs: &[Message]) -> Result<Prepared<'static>> {
+        self.prepare_batch_records(msgs)?.into_owned()
+    }
+
+    /// A batch prepared for a sync send: its messages are encoded into each attempt's
+    /// frame.
+    fn prepare_batch_records<'a>(&'a self, msgs: &'a [Message]) -> Result<Prepared<'a>> {
         let Some(first) = msgs.first() else {
             return Err(Error::invalid_argument("the batch is empty"));
         };
@@ -516,26 +570,28 @@ impl ProducerImpl {
             });
         }
         // Each message's id (and the namespace) go into its record as it is encoded, not
-        // into a copy of the message first.
-        let ns = self.namespace.as_deref();
-        let body = message::encode_batch_with(msgs, |i| {
-            [
-                ids.get(i).map(|id| (property::UNIQ_KEY, id.as_str())),
-                ns.map(|ns| (property::INSTANCE_ID, ns)),
-            ]
-        })?;
-        check_body(body.len(), self.options.max_message_size)
+        // into a copy of the message first. Checked here, before anything is sent.
+        let msg_id = SendId::Given(ids.join(","));
+        let mut records = Records {
+            msgs,
+            ids,
+            namespace: self.namespace.as_deref(),
+            len: 0,
+        };
+        records.len = message::batch_len_with(msgs, |i| records.extra(i))?;
+        check_body(records.len, self.options.max_message_size)
             .map_err(|e| e.context("encoded batch"))?;
         let wait = if wait { "true" } else { "false" };
         let (topic, user_topic) = self.topics(util::shared_name(first.topic()));
         Ok(Prepared {
             topic,
             user_topic,
-            body: Cow::Owned(body),
+            body: Cow::Borrowed(&[]),
+            records: Some(records),
             properties: message::properties_to_string([(property::WAIT, wait)]),
             sys_flag: 0,
             flag: 0,
-            msg_id: SendId::Given(ids.join(",")),
+            msg_id,
             batch: true,
             reply: false,
             reconsume_times: None,
@@ -571,7 +627,7 @@ impl ProducerImpl {
         let mut record = TraceRecord::new(TraceType::Pub, &self.group, &p.user_topic, &msg);
         record.timestamp = crate::util::now_millis() - started.elapsed().as_millis() as i64;
         record.cost_ms = started.elapsed().as_millis() as i64;
-        record.body_len = p.body.len();
+        record.body_len = p.body_len();
         record.msg_id = r.msg_id.to_string();
         record.offset_msg_id = r.offset_msg_id.to_string();
         record.store_host = addr.to_string();
@@ -734,7 +790,7 @@ impl ProducerImpl {
         mq: &MessageQueue,
         oneway: bool,
         born_ms: i64,
-    ) -> Outgoing {
+    ) -> Result<Outgoing> {
         let header = SendMessageRequestHeaderV2Ref {
             producer_group: &self.group,
             topic: &p.topic,
@@ -761,20 +817,38 @@ impl ProducerImpl {
         };
         if remoting.rewrites_requests() {
             // The oneway entry marks a command itself; only a frame needs the flag here.
-            let cmd =
-                RemotingCommand::request_with_header(code, &header).with_body(p.body.to_vec());
-            return Outgoing::Command(cmd);
+            let body = match &p.records {
+                Some(records) => records.to_vec()?,
+                None => p.body.to_vec(),
+            };
+            let cmd = RemotingCommand::request_with_header(code, &header).with_body(body);
+            return Ok(Outgoing::Command(cmd));
         }
         let opaque = next_opaque();
         let flag = if oneway { ONEWAY_FLAG } else { 0 };
         let mut frame = remoting.frame_buffer();
         let ty = remoting.serialize_type();
-        RemotingCommand::encode_request(code, &header, opaque, flag, &p.body, ty, &mut frame);
-        Outgoing::Frame {
+        let head = RequestHead {
+            code,
+            opaque,
+            flag,
+            ty,
+        };
+        match &p.records {
+            Some(records) => {
+                RemotingCommand::encode_request_from(head, &header, records.len, &mut frame, |b| {
+                    records.encode_into(b)
+                })?
+            }
+            None => RemotingCommand::encode_request(
+                code, &header, opaque, flag, &p.body, ty, &mut frame,
+            ),
+        }
+        Ok(Outgoing::Frame {
             code,
             opaque,
             frame,
-        }
+        })
     }
 
     fn process_response(
@@ -853,7 +927,7 @@ impl ProducerImpl {
 
     pub(super) fn send_batch(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
         self.observer.batch(&self.group, msgs, |msgs, begin| {
-            let p = self.prepare_batch(msgs)?;
+            let p = self.prepare_batch_records(msgs)?;
             self.send_default(&p, Mode::Sync, timeout, begin)?
                 .ok_or_else(|| Error::state("sync send returned no result"))
         })
@@ -954,7 +1028,7 @@ impl ProducerImpl {
     ) -> Result<Option<SendResult>> {
         let addr = self.broker_addr(instance, &p.topic, &mq.broker_name)?;
         let remoting = instance.remoting();
-        let request = self.request(remoting, p, mq, mode == Mode::Oneway, begun.born_ms);
+        let request = self.request(remoting, p, mq, mode == Mode::Oneway, begun.born_ms)?;
         match mode {
             Mode::Sync => {
                 let resp = remoting.invoke_sync_outgoing(&addr, request, begun.at, timeout)?;
@@ -1007,7 +1081,7 @@ impl ProducerImpl {
         timeout: Duration,
     ) -> Result<SendResult> {
         self.observer.batch(&self.group, msgs, |msgs, begin| {
-            let p = self.prepare_batch(msgs)?;
+            let p = self.prepare_batch_records(msgs)?;
             check_queue_topic(&p.user_topic, mq)?;
             self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout, begin)?
                 .ok_or_else(|| Error::state("sync send returned no result"))

@@ -210,6 +210,7 @@ fn prepared_with_made_id(id: &str) -> Prepared<'static> {
         topic: Arc::from("T"),
         user_topic: Arc::from("T"),
         body: Cow::Owned(b"x".to_vec()),
+        records: None,
         properties: message::properties_to_string([
             (property::WAIT, "true"),
             (property::UNIQ_KEY, id),
