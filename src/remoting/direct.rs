@@ -51,8 +51,9 @@ pub(crate) struct DirectWriter {
     #[cfg(unix)]
     loop_fd: std::os::fd::RawFd,
     /// Held by whoever writes on the socket: a caller for its write, the loop for a
-    /// flush. Callers only try it and queue their frame when it is held.
-    pub(super) state: parking_lot::Mutex<DirectState>,
+    /// flush. Callers only try it and queue their frame when it is held, except while a
+    /// caller reads the socket: then they wait for it and follow that reader.
+    pub(super) state: StateLock,
     /// Held by whoever reads the socket: the loop for a turn's reads, or a sync caller
     /// waiting for its own response. The loop only tries it and leaves the socket alone
     /// when a caller holds it.
@@ -76,6 +77,36 @@ pub(crate) struct DirectWriter {
     /// How many callers follow the reader (`DirectState::followers`' length, written
     /// under `state`): a hint for callers deciding whether to wait for the lock.
     following: AtomicUsize,
+}
+
+/// The lock of a shared connection's [`DirectState`]: the standard library's mutex, not
+/// `parking_lot`'s like every other lock here. Callers wait for it while a caller writes
+/// (a system call made under it), and `parking_lot`'s lock spins by yielding the CPU up
+/// to seven times before it parks. At 8 senders that was 0.23 `sched_yield` per message,
+/// half the sending threads' involuntary context switches. The standard mutex spins
+/// without yielding and then sleeps on a futex, which costs less CPU per message at 8
+/// and 64 senders (BENCHMARKS.md, sixteenth round). A panic while it is held is no
+/// reason to refuse it to others, as with `parking_lot`: poisoning is ignored.
+pub(super) struct StateLock(std::sync::Mutex<DirectState>);
+
+impl StateLock {
+    fn new(state: DirectState) -> Self {
+        StateLock(std::sync::Mutex::new(state))
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, DirectState> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(super) fn try_lock(&self) -> Option<std::sync::MutexGuard<'_, DirectState>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -174,7 +205,7 @@ impl DirectWriter {
             token,
             stream: dup,
             loop_fd: stream.as_raw_fd(),
-            state: parking_lot::Mutex::new(DirectState {
+            state: StateLock::new(DirectState {
                 idle,
                 want_write,
                 ..DirectState::default()
