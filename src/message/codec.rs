@@ -741,8 +741,7 @@ pub(crate) fn batch_len_with<'a>(
         let props_bytes = properties_len(batch_properties(m, extra(i)));
         props_i16(props_bytes)?;
         let total = BATCH_FIXED_LEN + m.body().len() + props_bytes;
-        i32::try_from(total)
-            .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
+        batch_total_size(total)?;
         len += total;
     }
     Ok(len)
@@ -770,9 +769,7 @@ pub(crate) fn encode_batch_into<'a>(
         buf.extend_from_slice(&[0, 0]);
         put_properties(buf, batch_properties(m, extra(i)));
         let props_len = props_i16(buf.len() - props_at - 2)?;
-        let total = buf.len() - at;
-        let total = i32::try_from(total)
-            .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))?;
+        let total = batch_total_size(buf.len() - at)?;
         buf[at..at + 4].copy_from_slice(&total.to_be_bytes());
         buf[props_at..props_at + 2].copy_from_slice(&props_len.to_be_bytes());
     }
@@ -840,6 +837,12 @@ fn put_properties<'a>(buf: &mut Vec<u8>, properties: impl Iterator<Item = (&'a s
         buf.push(NAME_VALUE_SEPARATOR as u8);
         buf.extend_from_slice(value.as_bytes());
     }
+}
+
+/// A batch record's TOTALSIZE field.
+fn batch_total_size(total: usize) -> Result<i32, Error> {
+    i32::try_from(total)
+        .map_err(|_| Error::invalid_argument(format!("batch record of {total} bytes")))
 }
 
 fn props_i16(len: usize) -> Result<i16, Error> {

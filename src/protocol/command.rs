@@ -166,12 +166,7 @@ impl RemotingCommand {
 
     /// [`encode`](Self::encode) with `body` in place of `self.body`.
     fn encode_with_body(&self, body: &[u8], buf: &mut Vec<u8>) {
-        let written: Result<(), std::convert::Infallible> =
-            self.encode_with_body_from(buf, |buf| {
-                buf.extend_from_slice(body);
-                Ok(())
-            });
-        let Ok(()) = written;
+        let Ok(()) = self.encode_with_body_from(buf, append(body));
     }
 
     /// [`encode`](Self::encode) with the body `write_body` appends in place of `self.body`.
@@ -208,22 +203,13 @@ impl RemotingCommand {
         ty: SerializeType,
         buf: &mut Vec<u8>,
     ) {
-        let written: Result<(), std::convert::Infallible> = Self::encode_request_from(
-            RequestHead {
-                code,
-                opaque,
-                flag,
-                ty,
-            },
-            header,
-            body.len(),
-            buf,
-            |buf| {
-                buf.extend_from_slice(body);
-                Ok(())
-            },
-        );
-        let Ok(()) = written;
+        let head = RequestHead {
+            code,
+            opaque,
+            flag,
+            ty,
+        };
+        let Ok(()) = Self::encode_request_from(head, header, body.len(), buf, append(body));
     }
 
     /// [`encode_request`](Self::encode_request) with the body `write_body` appends to the
@@ -338,6 +324,14 @@ impl RemotingCommand {
         cmd.serialize_type = ty;
         cmd.body = body.to_vec();
         Ok(cmd)
+    }
+}
+
+/// A body writer for [`finish_frame`] that copies `body` in.
+fn append(body: &[u8]) -> impl FnOnce(&mut Vec<u8>) -> Result<(), std::convert::Infallible> + '_ {
+    move |buf| {
+        buf.extend_from_slice(body);
+        Ok(())
     }
 }
 

@@ -80,12 +80,12 @@ pub(crate) struct DirectWriter {
 }
 
 /// The lock of a shared connection's [`DirectState`]: the standard library's mutex, not
-/// `parking_lot`'s like every other lock here. Callers wait for it while a caller writes
+/// `parking_lot`'s like the client's other locks. Callers wait for it while a caller writes
 /// (a system call made under it), and `parking_lot`'s lock spins by yielding the CPU up
 /// to seven times before it parks. At 8 senders that was 0.23 `sched_yield` per message,
 /// half the sending threads' involuntary context switches. The standard mutex spins
-/// without yielding and then sleeps on a futex, which costs less CPU per message at 8
-/// and 64 senders (BENCHMARKS.md, sixteenth round). A panic while it is held is no
+/// without yielding and then sleeps on a futex: at 8 senders that halved those switches
+/// and cost less CPU per message (BENCHMARKS.md, sixteenth round). A panic while it is held is no
 /// reason to refuse it to others, as with `parking_lot`: poisoning is ignored.
 pub(super) struct StateLock(std::sync::Mutex<DirectState>);
 
