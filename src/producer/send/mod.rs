@@ -3,6 +3,7 @@
 
 mod async_send;
 mod auto_batch;
+mod batch;
 mod producer_inner;
 
 use std::borrow::Cow;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use log::{debug, warn};
 use parking_lot::{Mutex, RwLock};
 
+use self::batch::Records;
 use super::latency_fault::FaultStrategy;
 use super::observe::{Observer, SendMode};
 use super::transaction::TransactionEnv;
@@ -92,37 +94,6 @@ impl Begun {
             at: Instant::now(),
             born_ms: util::now_millis(),
         }
-    }
-}
-
-/// A batch whose body is written into each attempt's frame rather than built apart and
-/// copied in (a 16-message batch of 1 KiB bodies spent a tenth of its CPU on that copy).
-struct Records<'a> {
-    msgs: &'a [Message],
-    /// Each message's id (`UNIQ_KEY`), put into its record as it is written.
-    ids: Vec<String>,
-    namespace: Option<&'a str>,
-    /// The encoded body's length.
-    len: usize,
-}
-
-impl Records<'_> {
-    /// Message `i`'s id and the namespace, for its record.
-    fn extra(&self, i: usize) -> [Option<(&str, &str)>; 2] {
-        [
-            self.ids.get(i).map(|id| (property::UNIQ_KEY, id.as_str())),
-            self.namespace.map(|ns| (property::INSTANCE_ID, ns)),
-        ]
-    }
-
-    fn encode_into(&self, buf: &mut Vec<u8>) -> Result<()> {
-        message::encode_batch_into(self.msgs, |i| self.extra(i), buf)
-    }
-
-    fn to_vec(&self) -> Result<Vec<u8>> {
-        let mut body = Vec::with_capacity(self.len);
-        self.encode_into(&mut body)?;
-        Ok(body)
     }
 }
 
@@ -524,82 +495,6 @@ impl ProducerImpl {
         })
     }
 
-    /// A batch prepared for an async send, which owns its body.
-    fn prepare_batch(&self, msgs: &[Message]) -> Result<Prepared<'static>> {
-        self.prepare_batch_records(msgs)?.into_owned()
-    }
-
-    /// A batch prepared for a sync send: its messages are encoded into each attempt's
-    /// frame.
-    fn prepare_batch_records<'a>(&'a self, msgs: &'a [Message]) -> Result<Prepared<'a>> {
-        let Some(first) = msgs.first() else {
-            return Err(Error::invalid_argument("the batch is empty"));
-        };
-        let mut ids = Vec::with_capacity(msgs.len());
-        let born_ms = util::now_millis();
-        // The topic is checked once: every other message must name the same.
-        check_send_topic(first.topic())?;
-        let wait = first.wait_store_msg_ok();
-        for m in msgs {
-            if m.topic() != first.topic() {
-                return Err(Error::invalid_argument(format!(
-                    "a batch must have one topic; found {} and {}",
-                    first.topic(),
-                    m.topic()
-                )));
-            }
-            if m.wait_store_msg_ok() != wait {
-                return Err(Error::invalid_argument(
-                    "a batch must have one waitStoreMsgOK value",
-                ));
-            }
-            if m.delay_time_level().is_some() {
-                return Err(Error::invalid_argument(
-                    "delayed messages cannot be batched",
-                ));
-            }
-            if is_retry_topic(m.topic()) {
-                return Err(Error::invalid_argument(
-                    "retry-topic messages cannot be batched",
-                ));
-            }
-            self.check_message_content(m)?;
-            ids.push(match m.property(property::UNIQ_KEY) {
-                Some(id) => id.to_string(),
-                None => message::uniq::new_uniq_id(born_ms).to_string(),
-            });
-        }
-        // Each message's id (and the namespace) go into its record as it is encoded, not
-        // into a copy of the message first. Checked here, before anything is sent.
-        let msg_id = SendId::Given(ids.join(","));
-        let mut records = Records {
-            msgs,
-            ids,
-            namespace: self.namespace.as_deref(),
-            len: 0,
-        };
-        records.len = message::batch_len_with(msgs, |i| records.extra(i))?;
-        check_body(records.len, self.options.max_message_size)
-            .map_err(|e| e.context("encoded batch"))?;
-        let wait = if wait { "true" } else { "false" };
-        let (topic, user_topic) = self.topics(util::shared_name(first.topic()));
-        Ok(Prepared {
-            topic,
-            user_topic,
-            body: Cow::Borrowed(&[]),
-            records: Some(records),
-            properties: message::properties_to_string([(property::WAIT, wait)]),
-            sys_flag: 0,
-            flag: 0,
-            msg_id,
-            batch: true,
-            reply: false,
-            reconsume_times: None,
-            max_reconsume_times: None,
-            born_ms,
-        })
-    }
-
     // --- routes -----------------------------------------------------------------
 
     pub(super) fn trace_stats(&self) -> Option<crate::TraceStats> {
@@ -925,14 +820,6 @@ impl ProducerImpl {
             })
     }
 
-    pub(super) fn send_batch(&self, msgs: &[Message], timeout: Duration) -> Result<SendResult> {
-        self.observer.batch(&self.group, msgs, |msgs, begin| {
-            let p = self.prepare_batch_records(msgs)?;
-            self.send_default(&p, Mode::Sync, timeout, begin)?
-                .ok_or_else(|| Error::state("sync send returned no result"))
-        })
-    }
-
     /// Java `sendDefaultImpl` for sync and oneway sends.
     fn send_default(
         &self,
@@ -1071,21 +958,6 @@ impl ProducerImpl {
                 self.send_prepared_to_queue(&p, mq, Mode::Oneway, timeout, begin)
                     .map(|_| ())
             })
-    }
-
-    /// Sends a batch to `mq` once (Java `send(Collection, mq)`).
-    pub(super) fn send_batch_to_queue(
-        &self,
-        msgs: &[Message],
-        mq: &MessageQueue,
-        timeout: Duration,
-    ) -> Result<SendResult> {
-        self.observer.batch(&self.group, msgs, |msgs, begin| {
-            let p = self.prepare_batch_records(msgs)?;
-            check_queue_topic(&p.user_topic, mq)?;
-            self.send_prepared_to_queue(&p, mq, Mode::Sync, timeout, begin)?
-                .ok_or_else(|| Error::state("sync send returned no result"))
-        })
     }
 
     /// One attempt to `mq`, for a send that began at `begin`.
