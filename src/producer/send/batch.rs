@@ -7,8 +7,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use super::{check_queue_topic, Mode, Prepared, ProducerImpl, SendId};
-use crate::client::validators::is_retry_topic;
-use crate::client::validators::{check_body, check_send_topic};
+use crate::client::validators::{check_body, check_send_topic, is_retry_topic};
 use crate::error::{Error, Result};
 use crate::message::{self, property, Message, MessageQueue};
 use crate::producer::SendResult;
