@@ -181,6 +181,8 @@ pub(crate) struct Lender {
     scratch: Box<[u8]>,
     /// Frames parsed from a read; empty between reads.
     frames: Vec<(RemotingCommand, usize)>,
+    /// Followers' wake-ups, made once `state` is let go; empty between reads.
+    wakes: Vec<oneshot::Wake<SyncReply>>,
 }
 
 impl DirectWriter {
@@ -627,6 +629,7 @@ fn lender_with(poll: Poll) -> Lender {
         events: Events::with_capacity(4),
         scratch: vec![0u8; CALLER_READ_CHUNK].into_boxed_slice(),
         frames: Vec::with_capacity(4),
+        wakes: Vec::with_capacity(MAX_FOLLOWERS),
     }
 }
 
@@ -703,6 +706,7 @@ fn read_own(
             events,
             scratch,
             frames,
+            wakes,
         }) = lender.as_mut()
         {
             // Whether bytes may be waiting without a new edge (a short or capped read, or
@@ -744,7 +748,9 @@ fn read_own(
                         others.push((cmd, len));
                     }
                 }
-                answer_followers(shared, w, &mut others);
+                answer_followers(shared, w, &mut others, wakes);
+                // The followers wake now, with `state` free for the calls they make next.
+                wakes.clear();
                 if mine.is_none() && !others.is_empty() {
                     // Handed over at once, not when our answer comes: the peer may answer
                     // us only after we answered one of its requests (5.x's SEND_REPLY
@@ -774,8 +780,9 @@ fn read_own(
     }
     let mut st = w.state.lock();
     let closed_why = st.closed_why.clone();
-    pass_on(shared, w, &mut st, rs, addr, failure.as_deref());
+    let next_reader = pass_on(shared, w, &mut st, rs, addr, failure.as_deref());
     drop(st);
+    drop(next_reader);
     if let Some(why) = &failure {
         if closed_why.is_none() {
             shared.submit(Command::Close {
@@ -795,8 +802,14 @@ fn read_own(
     }
 }
 
-/// Delivers the responses in `frames` that followers wait for, leaving the rest.
-fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(RemotingCommand, usize)>) {
+/// Delivers the responses in `frames` that followers wait for, leaving the rest; the
+/// followers' wake-ups go to `wakes`, for the caller to make once `state` is free.
+fn answer_followers(
+    shared: &Shared,
+    w: &DirectWriter,
+    frames: &mut Vec<(RemotingCommand, usize)>,
+    wakes: &mut Vec<oneshot::Wake<SyncReply>>,
+) {
     if !frames.iter().any(|(cmd, _)| cmd.is_response()) {
         return;
     }
@@ -816,8 +829,11 @@ fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(Remotin
             Some(f) => {
                 let (cmd, _) = frames.remove(i);
                 shared.caller_answers.fetch_add(1, Ordering::Relaxed);
-                // Under `state`: a follower that finds itself off the list has its answer.
-                f.tx.send(SyncReply::Done(Ok(cmd)));
+                // In the slot under `state`: a follower that finds itself off the list
+                // has its answer. The wake-up waits: a follower woken now could take the
+                // CPU from this thread while it still holds `state`, and then sleep on it
+                // when its next call wants it.
+                wakes.push(f.tx.fill(SyncReply::Done(Ok(cmd))));
             }
             None => i += 1,
         }
@@ -829,6 +845,10 @@ fn answer_followers(shared: &Shared, w: &DirectWriter, frames: &mut Vec<(Remotin
 /// and the loop has nothing to write (the socket stays out of the loop's poll); otherwise
 /// back to the loop, with the followers' registrations ahead of it. When the connection
 /// failed or closed, the followers fail with it.
+///
+/// A follower given the reading is woken when the returned [`oneshot::Wake`] is dropped,
+/// which the caller does after letting go of `state`.
+#[must_use = "dropping it wakes the next reader"]
 pub(super) fn pass_on(
     shared: &Shared,
     w: &Arc<DirectWriter>,
@@ -836,7 +856,7 @@ pub(super) fn pass_on(
     rs: MutexGuard<'_, ReadSide>,
     addr: &str,
     failure: Option<&str>,
-) {
+) -> Option<oneshot::Wake<SyncReply>> {
     if failure.is_some() || st.closed {
         for f in st.followers.drain(..) {
             let err = match (&st.closed_why, failure) {
@@ -852,8 +872,7 @@ pub(super) fn pass_on(
             // Let go first: the next reader takes the read side as it wakes.
             drop(rs);
             w.used.store(true, Ordering::Relaxed);
-            next.tx.send(SyncReply::Read(Arc::clone(w)));
-            return;
+            return Some(next.tx.fill(SyncReply::Read(Arc::clone(w))));
         }
     } else {
         // The loop has bytes to write and needs the socket's writable events, or it has
@@ -882,6 +901,7 @@ pub(super) fn pass_on(
     }
     w.following.store(st.followers.len(), Ordering::Relaxed);
     give_back(shared, w, st, rs, addr);
+    None
 }
 
 /// Gives a socket a caller read on back to the loop: to its poll (with the interest the

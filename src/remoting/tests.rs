@@ -1229,7 +1229,9 @@ fn a_caller_does_not_take_the_socket_a_reader_is_handing_to_its_follower() {
     {
         let rs = w.read.lock();
         let mut st = w.state.lock();
-        direct::pass_on(&c.shared, &w, &mut st, rs, &addr, None);
+        let next_reader = direct::pass_on(&c.shared, &w, &mut st, rs, &addr, None);
+        drop(st);
+        drop(next_reader);
     }
     for (n, t) in calls.into_iter().enumerate() {
         let got = t.join().unwrap();
